@@ -1,0 +1,3 @@
+fn main() {
+    println!("rota {}", env!("CARGO_PKG_VERSION"));
+}

@@ -1,0 +1,6 @@
+//! rota-core's WebAssembly boundary. Built twice by the pipeline (`make wasm`):
+//! with feature `abi` it is the plain-ABI module for wasmtime hosts (zero imports),
+//! with feature `js` it is the wasm-bindgen module for Node and browsers.
+
+#[cfg(feature = "abi")]
+pub mod abi;
