@@ -1,0 +1,734 @@
+//! The roster document: `{ "executors": [ ... ] }`, read as the seed roster files are.
+//!
+//! A document is parsed from JSON in one pass that collects every violation with its
+//! place (`executors[2].slots`), so a user fixes a file once, not once per error.
+//! Fields the core does not use are kept verbatim and passed back to the host.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::duration::parse_duration;
+
+/// The seed's five roles, the default role list of a document.
+pub const DEFAULT_ROLES: [&str; 5] = ["planner", "coder", "reviewer", "judge", "verifier"];
+
+/// The role whose slots are capped by default on an executor that also reasons.
+pub const CODER_ROLE: &str = "coder";
+
+/// Default cooldowns (the roster seed's).
+pub const DEFAULT_USAGE_LIMIT_COOLDOWN_MS: u64 = 30 * 60_000;
+pub const DEFAULT_RATE_LIMIT_COOLDOWN_MS: u64 = 10 * 60_000;
+pub const DEFAULT_OUTAGE_COOLDOWN_MS: u64 = 5 * 60_000;
+
+/// One thing wrong with a document, and where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Violation {
+    /// A JSON path into the document: `executors[1].cooldown.outage`.
+    pub path: String,
+    /// What is wrong, in the seed's wording: "executor 'a' is listed twice".
+    pub message: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// Lower first. A number for every role, or per role with a `default`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Priority {
+    All(f64),
+    PerRole {
+        roles: BTreeMap<String, f64>,
+        default: Option<f64>,
+    },
+}
+
+impl Priority {
+    pub fn for_role(&self, role: &str) -> f64 {
+        match self {
+            Priority::All(p) => *p,
+            Priority::PerRole { roles, default } => {
+                roles.get(role).copied().or(*default).unwrap_or(1.0)
+            }
+        }
+    }
+}
+
+/// How long each exclusion lasts, in milliseconds (defaults filled in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cooldowns {
+    pub usage_limit_ms: u64,
+    pub rate_limit_ms: u64,
+    pub outage_ms: u64,
+}
+
+impl Default for Cooldowns {
+    fn default() -> Self {
+        Cooldowns {
+            usage_limit_ms: DEFAULT_USAGE_LIMIT_COOLDOWN_MS,
+            rate_limit_ms: DEFAULT_RATE_LIMIT_COOLDOWN_MS,
+            outage_ms: DEFAULT_OUTAGE_COOLDOWN_MS,
+        }
+    }
+}
+
+/// One executor, parsed and with its defaults resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecutorSpec {
+    pub id: String,
+    pub harness: String,
+    pub model: Option<String>,
+    /// The roles it takes, in document order, without duplicates.
+    pub roles: Vec<String>,
+    pub slots: u32,
+    /// Per-role caps in effect (explicit `roleSlots`/`coderSlots`, or the coder default).
+    pub role_caps: BTreeMap<String, u32>,
+    pub priority: Priority,
+    pub health: Option<String>,
+    pub cooldown: Cooldowns,
+    pub disabled: bool,
+    /// Each lease first creates a machine (the scheduler seed's provisioned workers).
+    pub provision: bool,
+    /// Opaque to the core; checked against the kinds a host can run.
+    pub kind: Option<String>,
+    /// The executor's JSON object as written, unknown fields included.
+    pub raw: Map<String, Value>,
+}
+
+impl ExecutorSpec {
+    pub fn has_role(&self, role: &str) -> bool {
+        self.roles.iter().any(|r| r == role)
+    }
+
+    /// The most leases of `role` this executor holds at once.
+    pub fn cap_for(&self, role: &str) -> u32 {
+        self.role_caps
+            .get(role)
+            .copied()
+            .unwrap_or(self.slots)
+            .min(self.slots)
+    }
+
+    pub fn priority_for(&self, role: &str) -> f64 {
+        self.priority.for_role(role)
+    }
+}
+
+/// A validated roster document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    /// The role list: the document's own `roles`, or the seed's five.
+    pub roles: Vec<String>,
+    pub executors: Vec<ExecutorSpec>,
+    /// The document as written.
+    pub raw: Value,
+}
+
+impl Document {
+    /// Parses and validates; every violation at once on failure.
+    pub fn from_json(value: &Value, kinds: Option<&[String]>) -> Result<Document, Vec<Violation>> {
+        let mut parser = Parser::default();
+        let document = parser.document(value, kinds);
+        if parser.violations.is_empty() {
+            if let Some(document) = document {
+                return Ok(document);
+            }
+        }
+        Err(parser.violations)
+    }
+
+    pub fn from_str(text: &str, kinds: Option<&[String]>) -> Result<Document, Vec<Violation>> {
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            vec![Violation {
+                path: "$".into(),
+                message: format!("the document is not JSON: {e}"),
+            }]
+        })?;
+        Document::from_json(&value, kinds)
+    }
+
+    pub fn is_role(&self, role: &str) -> bool {
+        self.roles.iter().any(|r| r == role)
+    }
+
+    pub fn executor(&self, id: &str) -> Option<&ExecutorSpec> {
+        self.executors.iter().find(|e| e.id == id)
+    }
+}
+
+/// Every violation of a document, in one pass (empty when it is valid).
+pub fn validate(value: &Value, kinds: Option<&[String]>) -> Vec<Violation> {
+    match Document::from_json(value, kinds) {
+        Ok(_) => Vec::new(),
+        Err(violations) => violations,
+    }
+}
+
+/// A repository roster over the user's: an entry replaces the user entry with the
+/// same id, `disabled: true` removes it, a new id is added (after the user's).
+/// Either side may be absent (`null`). Unknown fields pass through.
+pub fn merge(user: &Value, repo: &Value) -> Result<Value, Vec<Violation>> {
+    let mut violations = Vec::new();
+    let user_entries = executor_objects(user, "user", &mut violations);
+    let repo_entries = executor_objects(repo, "repo", &mut violations);
+    if !violations.is_empty() {
+        return Err(violations);
+    }
+    let mut merged: Vec<(String, Value)> = Vec::new();
+    for (id, entry) in user_entries.into_iter().chain(repo_entries) {
+        match merged.iter_mut().find(|(seen, _)| *seen == id) {
+            Some(slot) => slot.1 = entry,
+            None => merged.push((id, entry)),
+        }
+    }
+    let executors: Vec<Value> = merged
+        .into_iter()
+        .map(|(_, entry)| entry)
+        .filter(|entry| entry.get("disabled") != Some(&Value::Bool(true)))
+        .collect();
+    // Top-level fields (a declared role list) come from the user's, then the repo's.
+    let mut top = Map::new();
+    for side in [user, repo] {
+        if let Some(object) = side.as_object() {
+            for (key, value) in object {
+                if key != "executors" {
+                    top.insert(key.clone(), value.clone());
+                }
+            }
+        }
+    }
+    top.insert("executors".into(), Value::Array(executors));
+    Ok(Value::Object(top))
+}
+
+/// Only the named executors (`--executors a,b`); an empty list keeps all.
+/// A name the document does not have is a violation (a typo would otherwise
+/// silently empty the roster).
+pub fn narrow(document: &Value, ids: &[String]) -> Result<Value, Vec<Violation>> {
+    let mut violations = Vec::new();
+    let entries = executor_objects(document, "document", &mut violations);
+    for id in ids {
+        if !entries.iter().any(|(have, _)| have == id) {
+            violations.push(Violation {
+                path: "executors".into(),
+                message: format!("executor '{id}' is not in the roster"),
+            });
+        }
+    }
+    if !violations.is_empty() {
+        return Err(violations);
+    }
+    let mut top = document.as_object().cloned().unwrap_or_default();
+    let kept: Vec<Value> = entries
+        .into_iter()
+        .filter(|(id, _)| ids.is_empty() || ids.contains(id))
+        .map(|(_, entry)| entry)
+        .collect();
+    top.insert("executors".into(), Value::Array(kept));
+    Ok(Value::Object(top))
+}
+
+/// The `(id, object)` pairs of a document's executors, for merge and narrow.
+fn executor_objects(
+    value: &Value,
+    side: &str,
+    violations: &mut Vec<Violation>,
+) -> Vec<(String, Value)> {
+    if value.is_null() {
+        return Vec::new();
+    }
+    let Some(executors) = value.get("executors").and_then(Value::as_array) else {
+        violations.push(Violation {
+            path: format!("{side}.executors"),
+            message: format!("the {side} roster needs an `executors` array"),
+        });
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (index, entry) in executors.iter().enumerate() {
+        match entry.get("id").and_then(Value::as_str) {
+            Some(id) => out.push((id.to_string(), entry.clone())),
+            None => violations.push(Violation {
+                path: format!("{side}.executors[{index}].id"),
+                message: "an executor has no id".into(),
+            }),
+        }
+    }
+    out
+}
+
+#[derive(Default)]
+struct Parser {
+    violations: Vec<Violation>,
+}
+
+impl Parser {
+    fn fail(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.violations.push(Violation {
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+
+    fn document(&mut self, value: &Value, kinds: Option<&[String]>) -> Option<Document> {
+        let Some(object) = value.as_object() else {
+            self.fail(
+                "$",
+                "a roster document is a JSON object with an `executors` array",
+            );
+            return None;
+        };
+        let roles = self.roles(object.get("roles"));
+        let Some(entries) = object.get("executors").and_then(Value::as_array) else {
+            self.fail(
+                "executors",
+                "a roster document needs an `executors` array (it may be empty)",
+            );
+            return None;
+        };
+        let mut executors = Vec::new();
+        let mut seen = BTreeSet::new();
+        for (index, entry) in entries.iter().enumerate() {
+            if let Some(spec) = self.executor(index, entry, &roles, kinds) {
+                if !spec.id.trim().is_empty() && !seen.insert(spec.id.clone()) {
+                    self.fail(
+                        format!("executors[{index}].id"),
+                        format!("executor '{}' is listed twice", spec.id),
+                    );
+                }
+                executors.push(spec);
+            }
+        }
+        Some(Document {
+            roles,
+            executors,
+            raw: value.clone(),
+        })
+    }
+
+    fn roles(&mut self, value: Option<&Value>) -> Vec<String> {
+        let default = || DEFAULT_ROLES.iter().map(|r| r.to_string()).collect();
+        let Some(value) = value else {
+            return default();
+        };
+        let Some(items) = value.as_array() else {
+            self.fail("roles", "`roles` is a list of role names");
+            return default();
+        };
+        let mut roles: Vec<String> = Vec::new();
+        for (index, item) in items.iter().enumerate() {
+            match item.as_str() {
+                Some(name) if !name.trim().is_empty() => {
+                    if roles.iter().any(|r| r == name) {
+                        self.fail(
+                            format!("roles[{index}]"),
+                            format!("role '{name}' is listed twice"),
+                        );
+                    } else {
+                        roles.push(name.to_string());
+                    }
+                }
+                _ => self.fail(format!("roles[{index}]"), "a role is a non-empty string"),
+            }
+        }
+        if roles.is_empty() {
+            self.fail("roles", "a declared role list needs at least one role");
+            return default();
+        }
+        roles
+    }
+
+    fn executor(
+        &mut self,
+        index: usize,
+        value: &Value,
+        roles: &[String],
+        kinds: Option<&[String]>,
+    ) -> Option<ExecutorSpec> {
+        let at = |field: &str| format!("executors[{index}].{field}");
+        let Some(object) = value.as_object() else {
+            self.fail(
+                format!("executors[{index}]"),
+                "an executor is a JSON object",
+            );
+            return None;
+        };
+        let id = match object.get("id") {
+            Some(Value::String(id)) if !id.trim().is_empty() => id.clone(),
+            Some(Value::String(_)) => {
+                self.fail(at("id"), "an executor has an empty id");
+                String::new()
+            }
+            Some(_) => {
+                self.fail(at("id"), "an executor's id is a string");
+                String::new()
+            }
+            None => {
+                self.fail(at("id"), "an executor has no id");
+                String::new()
+            }
+        };
+        let who = if id.is_empty() {
+            format!("executor #{}", index + 1)
+        } else {
+            format!("executor '{id}'")
+        };
+        let harness = match object.get("harness") {
+            Some(Value::String(h)) if !h.trim().is_empty() => h.clone(),
+            Some(Value::String(_)) | None => {
+                self.fail(at("harness"), format!("{who} has no harness"));
+                String::new()
+            }
+            Some(_) => {
+                self.fail(
+                    at("harness"),
+                    format!("{who} has a harness that is not a string"),
+                );
+                String::new()
+            }
+        };
+        let model = self.optional_string(object, "model", &at("model"), &who);
+        for field in ["baseUrl", "kind"] {
+            self.optional_string(object, field, &at(field), &who);
+        }
+        for field in ["flags", "env"] {
+            if let Some(value) = object.get(field) {
+                let ok = value
+                    .as_object()
+                    .is_some_and(|m| m.values().all(Value::is_string));
+                if !ok {
+                    self.fail(
+                        at(field),
+                        format!("{who} has a `{field}` that is not a record of strings"),
+                    );
+                }
+            }
+        }
+        let kind = object
+            .get("kind")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        if let (Some(kinds), Some(kind)) = (kinds, &kind) {
+            if !kinds.iter().any(|k| k == kind) {
+                self.fail(
+                    at("kind"),
+                    format!(
+                        "{who} has kind '{kind}', and this host runs only: {}",
+                        kinds.join(", ")
+                    ),
+                );
+            }
+        }
+
+        // Roles: unknown ones are named with the list of known ones.
+        let mut own_roles: Vec<String> = Vec::new();
+        match object.get("roles") {
+            Some(Value::Array(items)) => {
+                let mut unknown = Vec::new();
+                for item in items {
+                    match item.as_str() {
+                        Some(role) if roles.iter().any(|r| r == role) => {
+                            if !own_roles.iter().any(|r| r == role) {
+                                own_roles.push(role.to_string());
+                            }
+                        }
+                        Some(role) => unknown.push(role.to_string()),
+                        None => unknown.push(item.to_string()),
+                    }
+                }
+                if !unknown.is_empty() {
+                    self.fail(
+                        at("roles"),
+                        format!(
+                            "{who} has unknown role(s) {} (roles: {})",
+                            unknown.join(", "),
+                            roles.join(", ")
+                        ),
+                    );
+                }
+                if own_roles.is_empty() {
+                    self.fail(at("roles"), format!("{who} takes no role"));
+                }
+            }
+            Some(_) => self.fail(at("roles"), format!("{who} has roles that are not a list")),
+            None => self.fail(at("roles"), format!("{who} takes no role")),
+        }
+
+        // Slots, under the roster's name or the scheduler's.
+        let slots_of = |parser: &mut Parser, field: &str| -> Option<u32> {
+            let value = object.get(field)?;
+            match whole_number(value) {
+                Some(n) if n >= 1 && n <= u32::MAX as u64 => Some(n as u32),
+                _ => {
+                    parser.fail(
+                        at(field),
+                        format!("{who} needs a whole number of slots, at least 1"),
+                    );
+                    None
+                }
+            }
+        };
+        let slots = slots_of(self, "slots");
+        let alias = slots_of(self, "maxConcurrentAttempts");
+        if let (Some(a), Some(b)) = (slots, alias) {
+            if a != b {
+                self.fail(
+                    at("maxConcurrentAttempts"),
+                    format!("{who} has slots {a} and maxConcurrentAttempts {b}; give one"),
+                );
+            }
+        }
+        let slots = slots.or(alias).unwrap_or(1);
+
+        // Role caps: `roleSlots` for any role, `coderSlots` for the coder role.
+        let mut role_caps = BTreeMap::new();
+        if let Some(value) = object.get("roleSlots") {
+            match value.as_object() {
+                Some(caps) => {
+                    for (role, cap) in caps {
+                        let path = format!("executors[{index}].roleSlots.{role}");
+                        if !roles.iter().any(|r| r == role) {
+                            self.fail(
+                                path,
+                                format!(
+                                    "{who} caps unknown role '{role}' (roles: {})",
+                                    roles.join(", ")
+                                ),
+                            );
+                            continue;
+                        }
+                        match whole_number(cap) {
+                            Some(n) if n <= slots as u64 => {
+                                role_caps.insert(role.clone(), n as u32);
+                            }
+                            _ => self
+                                .fail(path, format!("{who} has roleSlots.{role} outside 0..slots")),
+                        }
+                    }
+                }
+                None => self.fail(
+                    at("roleSlots"),
+                    format!("{who} has roleSlots that are not a record of role caps"),
+                ),
+            }
+        }
+        if let Some(value) = object.get("coderSlots") {
+            match whole_number(value) {
+                Some(n) if n <= slots as u64 => {
+                    if let Some(other) = role_caps.get(CODER_ROLE) {
+                        if *other as u64 != n {
+                            self.fail(
+                                at("coderSlots"),
+                                format!("{who} has coderSlots {n} and roleSlots.coder {other}; give one"),
+                            );
+                        }
+                    }
+                    role_caps.insert(CODER_ROLE.to_string(), n as u32);
+                }
+                _ => self.fail(
+                    at("coderSlots"),
+                    format!("{who} has coderSlots outside 0..slots"),
+                ),
+            }
+        }
+        // One slot stays free for reasoning on an executor that codes and reasons.
+        let codes = own_roles.iter().any(|r| r == CODER_ROLE);
+        let reasons = own_roles.iter().any(|r| r != CODER_ROLE);
+        if codes && reasons && slots > 1 && !role_caps.contains_key(CODER_ROLE) {
+            role_caps.insert(CODER_ROLE.to_string(), slots - 1);
+        }
+
+        let priority = self.priority(object.get("priority"), &at("priority"), &who, roles);
+        let health = match object.get("health") {
+            None => None,
+            Some(Value::String(url)) if is_http_url(url) => Some(url.clone()),
+            Some(other) => {
+                self.fail(
+                    at("health"),
+                    format!(
+                        "{who} has a health URL {other} that is not an http:// or https:// URL with a host"
+                    ),
+                );
+                None
+            }
+        };
+        let cooldown = self.cooldown(object.get("cooldown"), index, &who);
+        let disabled = match object.get("disabled") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                self.fail(
+                    at("disabled"),
+                    format!("{who} has `disabled` that is not true or false"),
+                );
+                false
+            }
+        };
+        let provision = match object.get("provision") {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+            Some(_) => true,
+        };
+        Some(ExecutorSpec {
+            id,
+            harness,
+            model,
+            roles: own_roles,
+            slots,
+            role_caps,
+            priority,
+            health,
+            cooldown,
+            disabled,
+            provision,
+            kind,
+            raw: object.clone(),
+        })
+    }
+
+    fn optional_string(
+        &mut self,
+        object: &Map<String, Value>,
+        field: &str,
+        path: &str,
+        who: &str,
+    ) -> Option<String> {
+        match object.get(field) {
+            None => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => {
+                self.fail(path, format!("{who} has a `{field}` that is not a string"));
+                None
+            }
+        }
+    }
+
+    fn priority(
+        &mut self,
+        value: Option<&Value>,
+        path: &str,
+        who: &str,
+        roles: &[String],
+    ) -> Priority {
+        let number = |v: &Value| v.as_f64().filter(|n| n.is_finite());
+        match value {
+            None => Priority::All(1.0),
+            Some(Value::Number(_)) => match value.and_then(number) {
+                Some(p) => Priority::All(p),
+                None => {
+                    self.fail(
+                        path,
+                        format!("{who} has a priority that is not a finite number"),
+                    );
+                    Priority::All(1.0)
+                }
+            },
+            Some(Value::Object(entries)) => {
+                let mut per_role = BTreeMap::new();
+                let mut default = None;
+                for (key, item) in entries {
+                    let Some(p) = number(item) else {
+                        self.fail(
+                            format!("{path}.{key}"),
+                            format!("{who} has priority.{key} that is not a number"),
+                        );
+                        continue;
+                    };
+                    if key == "default" {
+                        default = Some(p);
+                    } else if roles.iter().any(|r| r == key) {
+                        per_role.insert(key.clone(), p);
+                    } else {
+                        self.fail(
+                            format!("{path}.{key}"),
+                            format!(
+                                "{who} has a priority for unknown role '{key}' (roles: {}, or default)",
+                                roles.join(", ")
+                            ),
+                        );
+                    }
+                }
+                Priority::PerRole {
+                    roles: per_role,
+                    default,
+                }
+            }
+            Some(_) => {
+                self.fail(
+                    path,
+                    format!("{who} has a priority that is neither a number nor a per-role record"),
+                );
+                Priority::All(1.0)
+            }
+        }
+    }
+
+    fn cooldown(&mut self, value: Option<&Value>, index: usize, who: &str) -> Cooldowns {
+        let mut cooldown = Cooldowns::default();
+        let Some(value) = value else {
+            return cooldown;
+        };
+        let Some(entries) = value.as_object() else {
+            self.fail(
+                format!("executors[{index}].cooldown"),
+                format!("{who} has a cooldown that is not a record of durations"),
+            );
+            return cooldown;
+        };
+        for (name, text) in entries {
+            let path = format!("executors[{index}].cooldown.{name}");
+            let target = match name.as_str() {
+                "usageLimit" => &mut cooldown.usage_limit_ms,
+                "rateLimit" => &mut cooldown.rate_limit_ms,
+                "outage" => &mut cooldown.outage_ms,
+                _ => {
+                    self.fail(
+                        path,
+                        format!("{who} has an unknown cooldown '{name}' (usageLimit, rateLimit, outage)"),
+                    );
+                    continue;
+                }
+            };
+            match text.as_str().and_then(parse_duration) {
+                Some(ms) => *target = ms,
+                None => self.fail(
+                    path,
+                    format!("{who} has an unreadable {name} cooldown {text}"),
+                ),
+            }
+        }
+        cooldown
+    }
+}
+
+/// A JSON number that is a whole, non-negative integer (`2` or `2.0`).
+fn whole_number(value: &Value) -> Option<u64> {
+    if let Some(n) = value.as_u64() {
+        return Some(n);
+    }
+    let f = value.as_f64()?;
+    (f >= 0.0 && f.fract() == 0.0 && f <= 9_007_199_254_740_991.0).then_some(f as u64)
+}
+
+/// `http://host...` or `https://host...`, with a non-empty host and no spaces.
+fn is_http_url(url: &str) -> bool {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
+    let Some(rest) = rest else {
+        return false;
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = host.rsplit('@').next().unwrap_or("");
+    let name = if host.starts_with('[') {
+        host.split(']').next().unwrap_or("").trim_start_matches('[')
+    } else {
+        host.split(':').next().unwrap_or("")
+    };
+    !name.is_empty() && !url.chars().any(char::is_whitespace)
+}

@@ -1,0 +1,133 @@
+//! Duration strings of a roster file: "30 minutes", "90s", "2h", "1.5 hours".
+//!
+//! The vocabulary is the roster seed's: a number (whole or decimal) and one unit,
+//! case-insensitive, spaces allowed around and between.
+
+/// Milliseconds per unit, for every unit spelling the roster seed reads.
+const UNITS: &[(&[&str], f64)] = &[
+    (
+        &["ms", "milli", "millis", "millisecond", "milliseconds"],
+        1.0,
+    ),
+    (&["s", "sec", "secs", "second", "seconds"], 1_000.0),
+    (&["m", "min", "mins", "minute", "minutes"], 60_000.0),
+    (&["h", "hour", "hours"], 3_600_000.0),
+];
+
+/// Parses a duration string into whole milliseconds (rounded to the nearest), or
+/// `None` when the text is not a number followed by a known unit.
+///
+/// ```
+/// assert_eq!(rota_core::parse_duration("30 minutes"), Some(1_800_000));
+/// assert_eq!(rota_core::parse_duration(" 90S "), Some(90_000));
+/// assert_eq!(rota_core::parse_duration("1.5h"), Some(5_400_000));
+/// assert_eq!(rota_core::parse_duration("soon"), None);
+/// ```
+pub fn parse_duration(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits_end = text
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_digit() || *c == '.'))
+        .map_or(text.len(), |(i, _)| i);
+    let (number, rest) = text.split_at(digits_end);
+    if !is_decimal(number) {
+        return None;
+    }
+    let unit = rest.trim_start();
+    if unit.is_empty() || !unit.chars().all(|c| c.is_ascii_alphabetic()) {
+        return None;
+    }
+    let unit = unit.to_ascii_lowercase();
+    let scale = UNITS
+        .iter()
+        .find(|(names, _)| names.contains(&unit.as_str()))
+        .map(|(_, scale)| *scale)?;
+    let amount: f64 = number.parse().ok()?;
+    let millis = (amount * scale).round();
+    // Beyond 2^53 a JSON number no longer holds the value exactly.
+    if !millis.is_finite() || millis > 9_007_199_254_740_991.0 {
+        return None;
+    }
+    Some(millis as u64)
+}
+
+/// `\d+(\.\d+)?`, as the seed's pattern.
+fn is_decimal(text: &str) -> bool {
+    let mut parts = text.splitn(2, '.');
+    let whole = parts.next().unwrap_or("");
+    let fraction = parts.next();
+    let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+    digits(whole) && fraction.is_none_or(digits)
+}
+
+/// Formats milliseconds the way events say them: "10 minutes", "90 seconds", "1500 ms".
+pub fn format_duration(ms: u64) -> String {
+    let plural = |n: u64, unit: &str| {
+        if n == 1 {
+            format!("{n} {unit}")
+        } else {
+            format!("{n} {unit}s")
+        }
+    };
+    if ms % 3_600_000 == 0 && ms > 0 {
+        plural(ms / 3_600_000, "hour")
+    } else if ms % 60_000 == 0 && ms > 0 {
+        plural(ms / 60_000, "minute")
+    } else if ms % 1_000 == 0 && ms > 0 {
+        plural(ms / 1_000, "second")
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_unit_spelling_of_the_seed() {
+        for (text, ms) in [
+            ("5ms", 5),
+            ("5 millis", 5),
+            ("5 millisecond", 5),
+            ("5 milliseconds", 5),
+            ("2s", 2_000),
+            ("2 sec", 2_000),
+            ("2 secs", 2_000),
+            ("2 second", 2_000),
+            ("2 seconds", 2_000),
+            ("3m", 180_000),
+            ("3 min", 180_000),
+            ("3 mins", 180_000),
+            ("3 minute", 180_000),
+            ("3 minutes", 180_000),
+            ("1h", 3_600_000),
+            ("1 hour", 3_600_000),
+            ("2 hours", 7_200_000),
+            ("30 Minutes", 1_800_000),
+            ("  90S  ", 90_000),
+            ("0.5s", 500),
+            ("0 minutes", 0),
+        ] {
+            assert_eq!(parse_duration(text), Some(ms), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn rejects() {
+        for text in [
+            "", "soon", "5", "m", "-5s", "5 days", "5.s", ".5s", "5 m s", "1e3s", "5s!", "5 µs",
+        ] {
+            assert_eq!(parse_duration(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(format_duration(600_000), "10 minutes");
+        assert_eq!(format_duration(60_000), "1 minute");
+        assert_eq!(format_duration(90_000), "90 seconds");
+        assert_eq!(format_duration(7_200_000), "2 hours");
+        assert_eq!(format_duration(1_500), "1500 ms");
+    }
+}

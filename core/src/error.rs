@@ -1,0 +1,69 @@
+//! Errors are data: each has a stable `code` that every host passes on unchanged.
+//! A rejected input leaves the policy exactly as it was.
+
+use serde_json::{json, Value};
+
+use crate::document::Violation;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The document (at creation, or in a reload or plan) has violations; all are listed.
+    #[error("the roster document is invalid: {}", list(.violations))]
+    InvalidDocument { violations: Vec<Violation> },
+    #[error("unknown role '{role}' (roles: {known})")]
+    UnknownRole { role: String, known: String },
+    #[error("no lease {lease}: it was never granted")]
+    UnknownLease { lease: u64 },
+    #[error("no waiting request '{id}'")]
+    UnknownRequest { id: String },
+    #[error("request id '{id}' is already in use by a live request or lease")]
+    DuplicateRequest { id: String },
+    #[error("no executor '{id}' in the roster")]
+    UnknownExecutor { id: String },
+    /// The input is not one the core reads (wrong JSON shape, missing field, bad value).
+    #[error("invalid input: {message}")]
+    InvalidInput { message: String },
+    /// A state to restore or import is not one the core reads.
+    #[error("invalid state: {message}")]
+    InvalidState { message: String },
+}
+
+fn list(violations: &[Violation]) -> String {
+    violations
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl Error {
+    /// The stable code hosts expose (a JS `Error`'s `code`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::InvalidDocument { .. } => "INVALID_DOCUMENT",
+            Error::UnknownRole { .. } => "UNKNOWN_ROLE",
+            Error::UnknownLease { .. } => "UNKNOWN_LEASE",
+            Error::UnknownRequest { .. } => "UNKNOWN_REQUEST",
+            Error::DuplicateRequest { .. } => "DUPLICATE_REQUEST",
+            Error::UnknownExecutor { .. } => "UNKNOWN_EXECUTOR",
+            Error::InvalidInput { .. } => "INVALID_INPUT",
+            Error::InvalidState { .. } => "INVALID_STATE",
+        }
+    }
+
+    /// `{ "code", "message", "violations"? }`, the error's JSON shape on every host.
+    pub fn to_json(&self) -> Value {
+        let mut value = json!({ "code": self.code(), "message": self.to_string() });
+        if let Error::InvalidDocument { violations } = self {
+            value["violations"] = serde_json::to_value(violations).unwrap_or(Value::Null);
+        }
+        value
+    }
+
+    pub(crate) fn input(message: impl Into<String>) -> Error {
+        Error::InvalidInput {
+            message: message.into(),
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! Inputs and outputs: the JSON shapes every host speaks (camelCase, a `type` tag).
+//!
+//! Every input carries `now` (epoch milliseconds). Effects the core wants done are
+//! outputs (probe, create machine, persist ...); their results come back as inputs.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Options a host gives with the document. Defaults are the seeds'.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct Options {
+    /// Whether the host can probe health URLs. When it cannot, an outage on an
+    /// executor with a health URL waits out the outage cooldown (the seed's fallback).
+    pub can_probe: bool,
+    /// How often a health exclusion is probed while a request waits that it could serve.
+    pub health_probe_interval_ms: u64,
+    /// How often it is probed while nobody waits for it.
+    pub idle_probe_interval_ms: u64,
+    /// Rate limits inside this window count towards an exclusion.
+    pub rate_limit_window_ms: u64,
+    /// Rate limits within the window that exclude an executor.
+    pub rate_limits_to_exclude: u32,
+    /// The first pause after a failed machine creation; it doubles per failure.
+    pub provision_first_pause_ms: u64,
+    /// The longest pause after failed machine creations.
+    pub provision_max_pause_ms: u64,
+    /// Executors that a reload adds or grows must pass a host preflight first.
+    pub preflight_reloads: bool,
+    /// The executor kinds the host can run; `None` accepts any.
+    pub kinds: Option<Vec<String>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            can_probe: true,
+            health_probe_interval_ms: 15_000,
+            idle_probe_interval_ms: 60_000,
+            rate_limit_window_ms: 10 * 60_000,
+            rate_limits_to_exclude: 3,
+            provision_first_pause_ms: 30_000,
+            provision_max_pause_ms: 10 * 60_000,
+            preflight_reloads: false,
+            kinds: None,
+        }
+    }
+}
+
+/// What a lease request asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LeaseRequest {
+    pub now: u64,
+    /// The host's name for this request, unique among live requests.
+    pub id: String,
+    pub role: String,
+    /// Executors it must not use.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub avoid: Vec<String>,
+    /// Taken first while free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefer: Option<String>,
+    /// The one executor that must serve it (a reattached attempt); it waits even
+    /// while that executor is undeclared, and creates no machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<String>,
+    /// Pipeline position: lower first; unranked after ranked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<i64>,
+    /// When the work arrived (epoch ms); earlier first among equal ranks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_time: Option<u64>,
+    /// Who asks, for events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Give up at this instant (epoch ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<u64>,
+}
+
+/// How a failure is classified before it reaches the core. Hosts map what their
+/// callers really get (HTTP statuses, IO errors, messages) to one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FailureKind {
+    UsageLimit,
+    RateLimit,
+    Authentication,
+    Outage,
+    ModelUnavailable,
+    Other,
+}
+
+/// A failed call on an executor, as reported by the host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Failure {
+    pub kind: FailureKind,
+    #[serde(default)]
+    pub message: String,
+    /// A usage limit's reset instant (epoch ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset_at: Option<u64>,
+    /// A `Retry-After` (milliseconds from `now`) on a rate or usage limit: it sets
+    /// the exclusion's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+}
+
+/// The kinds of exclusion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ExclusionKind {
+    /// Until an instant.
+    Until,
+    /// Until its health URL answers.
+    Health,
+    /// For the rest of the run (never persisted).
+    Run,
+    /// An operator's pause, with an optional end, until resumed.
+    Manual,
+}
+
+/// An exclusion as the seed's state file holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Exclusion {
+    pub id: String,
+    pub reason: String,
+    pub kind: ExclusionKind,
+    /// Epoch ms: the end for `until` and `manual`; for `health`, the next probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<u64>,
+}
+
+/// The seed's state file: `{ "version": 1, "exclusions": [...] }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PersistedState {
+    #[serde(default = "state_version")]
+    pub version: u32,
+    #[serde(default)]
+    pub exclusions: Vec<Exclusion>,
+}
+
+pub const STATE_VERSION: u32 = 1;
+
+fn state_version() -> u32 {
+    STATE_VERSION
+}
+
+/// One input to the policy. Each carries `now`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Input {
+    /// Ask for a lease; wait in the queue when none is free.
+    Lease(LeaseRequest),
+    /// A slot now, or `unavailable`.
+    TryLease(LeaseRequest),
+    /// Stop waiting (or stop a machine creation).
+    #[serde(rename_all = "camelCase")]
+    Cancel { now: u64, id: String },
+    /// Give a lease back; releasing twice is harmless.
+    #[serde(rename_all = "camelCase")]
+    Release { now: u64, lease: u64 },
+    /// Work already running on an executor after a restart takes a slot, even beyond
+    /// capacity. `id` names the request, as for a lease.
+    #[serde(rename_all = "camelCase")]
+    Occupy {
+        now: u64,
+        id: String,
+        executor: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hold: Option<Value>,
+    },
+    /// A call on an executor failed.
+    #[serde(rename_all = "camelCase")]
+    Report {
+        now: u64,
+        executor: String,
+        failure: Failure,
+    },
+    /// An operator (or the host) takes an executor out of the round.
+    #[serde(rename_all = "camelCase")]
+    Exclude {
+        now: u64,
+        executor: String,
+        #[serde(default = "manual_kind")]
+        kind: ExclusionKind,
+        #[serde(default)]
+        reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        until: Option<u64>,
+    },
+    /// End an executor's exclusion, whatever its kind.
+    #[serde(rename_all = "camelCase")]
+    Resume { now: u64, executor: String },
+    /// The answer to a `probe` output.
+    #[serde(rename_all = "camelCase")]
+    ProbeResult {
+        now: u64,
+        executor: String,
+        up: bool,
+    },
+    /// The answer to a `createMachine` output: the machine's hold.
+    #[serde(rename_all = "camelCase")]
+    MachineCreated { now: u64, id: String, hold: Value },
+    /// The answer to a `createMachine` output: it failed.
+    #[serde(rename_all = "camelCase")]
+    MachineFailed {
+        now: u64,
+        id: String,
+        #[serde(default)]
+        message: String,
+    },
+    /// Replace the document live.
+    #[serde(rename_all = "camelCase")]
+    Reload { now: u64, document: Value },
+    /// The answer to a `preflight` output.
+    #[serde(rename_all = "camelCase")]
+    PreflightResult {
+        now: u64,
+        executor: String,
+        ok: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// Load exclusions from a state file (run ones, expired ones and unknown ids skipped).
+    #[serde(rename_all = "camelCase")]
+    Restore { now: u64, state: PersistedState },
+    /// Time passes.
+    #[serde(rename_all = "camelCase")]
+    Tick { now: u64 },
+}
+
+fn manual_kind() -> ExclusionKind {
+    ExclusionKind::Manual
+}
+
+impl Input {
+    pub fn now(&self) -> u64 {
+        match self {
+            Input::Lease(r) | Input::TryLease(r) => r.now,
+            Input::Cancel { now, .. }
+            | Input::Release { now, .. }
+            | Input::Occupy { now, .. }
+            | Input::Report { now, .. }
+            | Input::Exclude { now, .. }
+            | Input::Resume { now, .. }
+            | Input::ProbeResult { now, .. }
+            | Input::MachineCreated { now, .. }
+            | Input::MachineFailed { now, .. }
+            | Input::Reload { now, .. }
+            | Input::PreflightResult { now, .. }
+            | Input::Restore { now, .. }
+            | Input::Tick { now } => *now,
+        }
+    }
+
+    /// The input's `type` tag.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Input::Lease(_) => "lease",
+            Input::TryLease(_) => "tryLease",
+            Input::Cancel { .. } => "cancel",
+            Input::Release { .. } => "release",
+            Input::Occupy { .. } => "occupy",
+            Input::Report { .. } => "report",
+            Input::Exclude { .. } => "exclude",
+            Input::Resume { .. } => "resume",
+            Input::ProbeResult { .. } => "probeResult",
+            Input::MachineCreated { .. } => "machineCreated",
+            Input::MachineFailed { .. } => "machineFailed",
+            Input::Reload { .. } => "reload",
+            Input::PreflightResult { .. } => "preflightResult",
+            Input::Restore { .. } => "restore",
+            Input::Tick { .. } => "tick",
+        }
+    }
+}
+
+/// Event severity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Level {
+    Debug,
+    Info,
+    Warn,
+}
+
+/// One output of the policy: a decision, an effect to carry out, or an event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Output {
+    /// A request got its lease.
+    #[serde(rename_all = "camelCase")]
+    Granted {
+        request: String,
+        lease: u64,
+        executor: String,
+        role: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hold: Option<Value>,
+        /// Earlier waiting requests for the same role that it passed.
+        passed: u32,
+        /// True for an `occupy`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        occupied: bool,
+    },
+    /// No executor outside the request's `avoid` can ever serve it.
+    #[serde(rename_all = "camelCase")]
+    Exhausted {
+        request: String,
+        role: String,
+        /// One reason per executor (the seed's `RosterExhausted`).
+        reasons: Vec<String>,
+    },
+    /// The request's deadline passed.
+    #[serde(rename_all = "camelCase")]
+    TimedOut { request: String },
+    /// A `tryLease` found no free slot.
+    #[serde(rename_all = "camelCase")]
+    Unavailable { request: String },
+    /// A waiting request was cancelled.
+    #[serde(rename_all = "camelCase")]
+    Cancelled { request: String },
+    /// A request starts to wait (announced once).
+    #[serde(rename_all = "camelCase")]
+    Waiting {
+        request: String,
+        role: String,
+        /// The seed's report: "a busy; b until ...".
+        report: String,
+        /// Earlier waiting requests that compete for the same executors.
+        ahead: u32,
+    },
+    /// Probe this health URL; answer with `probeResult`.
+    #[serde(rename_all = "camelCase")]
+    Probe { executor: String, url: String },
+    /// Create a machine for this request on this executor; answer with
+    /// `machineCreated` or `machineFailed`.
+    #[serde(rename_all = "camelCase")]
+    CreateMachine { request: String, executor: String },
+    /// Delete this machine.
+    #[serde(rename_all = "camelCase")]
+    DeleteMachine { executor: String, hold: Value },
+    /// Preflight this executor before a reload applies; answer with `preflightResult`.
+    #[serde(rename_all = "camelCase")]
+    Preflight { executor: String },
+    /// Write the state: replace the entries of `ids` in the state file with
+    /// `state.exclusions`, keeping other rosters' entries.
+    #[serde(rename_all = "camelCase")]
+    Persist {
+        ids: Vec<String>,
+        state: PersistedState,
+    },
+    /// Something to log.
+    #[serde(rename_all = "camelCase")]
+    Event {
+        level: Level,
+        /// A stable name for the kind of event: `granted`, `excluded`, `back` ...
+        name: String,
+        message: String,
+        fields: BTreeMap<String, Value>,
+    },
+}
+
+/// Why a request (waiting or hypothetical) cannot use an executor now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExplainRequest {
+    pub role: String,
+    #[serde(default)]
+    pub avoid: Vec<String>,
+    #[serde(default)]
+    pub prefer: Option<String>,
+    #[serde(default)]
+    pub pin: Option<String>,
+    /// A waiting request's id: explain that one (its role, avoid and pin).
+    #[serde(default)]
+    pub request: Option<String>,
+}

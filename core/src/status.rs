@@ -1,0 +1,219 @@
+//! What queries return: the snapshot, explanations and reload plans. Queries change
+//! nothing; they describe the state as of the last input.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::document::Violation;
+use crate::protocol::ExclusionKind;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    /// The last input's time (epoch ms).
+    pub now: u64,
+    pub roles: Vec<String>,
+    pub executors: Vec<ExecutorStatus>,
+    /// Waiting requests, in lease order.
+    pub queue: Vec<QueuedRequest>,
+    /// Requests whose machine is being created.
+    pub creating: Vec<CreatingRequest>,
+    /// A reload waiting for its preflights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_reload: Option<PendingReloadStatus>,
+    /// The next wake-up the core wants (epoch ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_at: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutorStatus {
+    pub id: String,
+    pub harness: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    pub roles: Vec<String>,
+    /// Configured slots (0 for an executor a reload removed that still drains).
+    pub slots: u32,
+    /// Per-role caps in effect.
+    pub role_caps: BTreeMap<String, u32>,
+    /// Priority per role.
+    pub priority: BTreeMap<String, f64>,
+    /// Slots taken (leases, occupied work, machines being created).
+    pub busy: u32,
+    pub busy_by_role: BTreeMap<String, u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclusion: Option<ExclusionStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause: Option<PauseStatus>,
+    /// Removed by a reload; takes no new lease and leaves when its last lease ends.
+    pub draining: bool,
+    pub provision: bool,
+    pub leases: Vec<LeaseStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preflight: Option<PreflightRecord>,
+    pub probe_in_flight: bool,
+    /// Rate limits counted inside the window.
+    pub recent_rate_limits: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExclusionStatus {
+    pub kind: ExclusionKind,
+    pub reason: String,
+    /// End for `until`/`manual`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<u64>,
+    pub since: u64,
+    /// For `health`: when the next probe is due.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_probe_at: Option<u64>,
+    /// A timed exclusion that takes over when this one ends (the later end wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub then_until: Option<u64>,
+    /// The seed's description: "until 2026-...: usage limit (...)".
+    pub description: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PauseStatus {
+    pub failures: u32,
+    pub until: u64,
+    pub message: String,
+    /// False once the pause has ended (the failure count stays until a success).
+    pub blocked: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaseStatus {
+    pub lease: u64,
+    pub request: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<Value>,
+    pub since: u64,
+    pub occupied: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedRequest {
+    pub request: String,
+    pub role: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_time: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub avoid: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<u64>,
+    /// Earlier waiting requests for the same role (the ones it waits behind).
+    pub ahead: u32,
+    pub waiting_since: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatingRequest {
+    pub request: String,
+    pub executor: String,
+    pub role: String,
+    pub since: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreflightRecord {
+    pub at: u64,
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingReloadStatus {
+    pub since: u64,
+    /// Executors whose preflight has not answered yet.
+    pub awaiting: Vec<String>,
+}
+
+/// Why each executor can or cannot take a request now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Explanation {
+    pub role: String,
+    /// The executor the request would get now, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pick: Option<String>,
+    /// Whether any executor outside `avoid` can ever serve it.
+    pub can_ever_serve: bool,
+    pub executors: Vec<ExecutorExplanation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutorExplanation {
+    pub id: String,
+    /// It could take the request now.
+    pub ok: bool,
+    /// Why not (empty when ok): "lacks the role", "busy (2 of 2 slots)", ...
+    pub reasons: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<f64>,
+}
+
+/// A dry run of a reload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    pub added: Vec<String>,
+    /// Removed executors that still run leases: they drain.
+    pub draining: Vec<String>,
+    /// Removed executors with no lease: they leave at once.
+    pub leaving: Vec<String>,
+    pub resized: Vec<Resize>,
+    /// Executors whose roles, priorities or caps change.
+    pub changed: Vec<String>,
+    /// Waiting requests the reload would grant: request → executor.
+    pub granted: Vec<PlannedGrant>,
+    /// Waiting requests it would end as exhausted.
+    pub exhausted: Vec<String>,
+    /// Executors that would need a preflight first.
+    pub preflight: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resize {
+    pub id: String,
+    pub from: u32,
+    pub to: u32,
+    pub running: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedGrant {
+    pub request: String,
+    pub executor: String,
+}
+
+/// Violations, if any, for `validate`.
+pub type Violations = Vec<Violation>;
