@@ -1,0 +1,1 @@
+//! The wasm-bindgen exports for JS (Node and browsers).
