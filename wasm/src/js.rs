@@ -1,1 +1,300 @@
-//! The wasm-bindgen exports for JS (Node and browsers).
+//! The wasm-bindgen exports for JS (Node and browsers): the policy class and the
+//! document utilities, over `rota_core::json` so every host reads and writes the same
+//! JSON.
+//!
+//! Values go in as JSON text: a JS value is read exactly as `JSON.stringify` writes it
+//! (fields holding `undefined` are absent, a `Date` is its ISO string) and parsed by
+//! serde_json, so a JS caller and a wasmtime caller that send the same JSON get the
+//! same outputs. Results come back as plain JS objects built by serde-wasm-bindgen's
+//! json-compatible serializer; `handleJson` returns the core's own output text, byte
+//! for byte, for conformance vectors.
+//!
+//! Errors are thrown as JS `Error`s (name `RotaError`) with the core's stable `code`,
+//! a message saying what and where, and `violations` for `INVALID_DOCUMENT`. A
+//! rejected call leaves the policy exactly as it was (the core guarantees it; this
+//! layer converts before it calls).
+
+use js_sys::{Array, Reflect, JSON};
+use rota_core::json::{drained, parse_input, parse_options, step_str};
+use rota_core::{Error, ExplainRequest, Policy as CorePolicy};
+use serde::Serialize;
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+
+type JsResult<T> = Result<T, JsValue>;
+
+/// A core error as a JS `Error` with `code` (and `violations`).
+fn to_js_error(error: &Error) -> JsValue {
+    let js = js_sys::Error::new(&error.to_string());
+    js.set_name("RotaError");
+    let shape = error.to_json();
+    for field in ["code", "violations"] {
+        if let Some(value) = shape.get(field) {
+            let _ = Reflect::set(&js, &JsValue::from_str(field), &to_js_value(value));
+        }
+    }
+    js.into()
+}
+
+fn invalid_input(message: String) -> Error {
+    Error::InvalidInput { message }
+}
+
+/// A JS value as serde_json reads its `JSON.stringify` text; `undefined` is `null`.
+fn read(value: &JsValue, what: &str) -> Result<Value, Error> {
+    if value.is_undefined() {
+        return Ok(Value::Null);
+    }
+    let text = JSON::stringify(value).map_err(|e| {
+        let why = e
+            .dyn_ref::<js_sys::Error>()
+            .map(|e| String::from(e.message()))
+            .unwrap_or_default();
+        invalid_input(format!("{what} cannot be written as JSON ({why})"))
+    })?;
+    let Some(text) = text.as_string() else {
+        // JSON.stringify gives undefined for a function or a symbol.
+        return Err(invalid_input(format!("{what} is not a JSON value")));
+    };
+    serde_json::from_str(&text).map_err(|e| invalid_input(format!("{what}: {e}")))
+}
+
+/// A string argument, or INVALID_INPUT naming the argument.
+fn read_string(value: &JsValue, what: &str) -> Result<String, Error> {
+    value
+        .as_string()
+        .ok_or_else(|| invalid_input(format!("{what} must be a string")))
+}
+
+/// A list of strings; `undefined`/`null` is the empty list.
+fn read_strings(value: &JsValue, what: &str) -> Result<Vec<String>, Error> {
+    match read(value, what)? {
+        Value::Null => Ok(Vec::new()),
+        other => serde_json::from_value(other)
+            .map_err(|_| invalid_input(format!("{what} must be a list of strings"))),
+    }
+}
+
+fn serializer() -> serde_wasm_bindgen::Serializer {
+    serde_wasm_bindgen::Serializer::json_compatible()
+}
+
+/// A JSON value as a plain JS value (objects, arrays, numbers, strings, null).
+fn to_js_value(value: &Value) -> JsValue {
+    // Serializing a serde_json::Value cannot fail with the json-compatible serializer
+    // except for a number beyond 2^53, which the core never produces.
+    value.serialize(&serializer()).unwrap_or(JsValue::NULL)
+}
+
+fn to_js<T: Serialize>(value: &T) -> JsResult<JsValue> {
+    value
+        .serialize(&serializer())
+        .map_err(|e| to_js_error(&invalid_input(format!("result not representable in JS: {e}"))))
+}
+
+/// The rota policy: a deterministic, sans-IO state machine. Feed one input with
+/// `handle`; it returns every output the input caused and the next wake-up time.
+#[wasm_bindgen(js_name = Policy)]
+pub struct JsPolicy {
+    inner: CorePolicy,
+}
+
+#[wasm_bindgen(js_class = Policy)]
+impl JsPolicy {
+    /// Builds a policy from a roster document and options (`undefined` for defaults).
+    /// Throws `INVALID_DOCUMENT` with every violation, or `INVALID_INPUT` for options.
+    #[wasm_bindgen(constructor)]
+    pub fn new(document: JsValue, options: JsValue) -> JsResult<JsPolicy> {
+        let build = || -> Result<CorePolicy, Error> {
+            let document = read(&document, "the document")?;
+            let options = parse_options(&read(&options, "options")?)?;
+            CorePolicy::new(&document, options)
+        };
+        build()
+            .map(|inner| JsPolicy { inner })
+            .map_err(|e| to_js_error(&e))
+    }
+
+    /// Feeds one input and drains: `{ outputs: Output[], wakeAt: number | null }`.
+    /// Throws on a rejected input; the state is then unchanged.
+    pub fn handle(&mut self, input: JsValue) -> JsResult<JsValue> {
+        let input = read(&input, "the input")
+            .and_then(|value| parse_input(&value))
+            .map_err(|e| to_js_error(&e))?;
+        self.inner.handle(input).map_err(|e| to_js_error(&e))?;
+        Ok(to_js_value(&drained(&mut self.inner)))
+    }
+
+    /// Feeds one input given as JSON text and returns the core's answer as JSON text,
+    /// exactly as every other host writes it: `{"outputs":[...],"wakeAt":...}` or
+    /// `{"error":{...}}`. Never throws.
+    #[wasm_bindgen(js_name = handleJson)]
+    pub fn handle_json(&mut self, input: &str) -> String {
+        step_str(&mut self.inner, input)
+    }
+
+    /// The last input's time (epoch ms).
+    #[wasm_bindgen(getter)]
+    pub fn now(&self) -> f64 {
+        self.inner.now() as f64
+    }
+
+    /// When the core wants a `tick` (epoch ms), or `undefined`.
+    #[wasm_bindgen(getter, js_name = wakeAt)]
+    pub fn wake_at(&self) -> Option<f64> {
+        self.inner.poll_timeout().map(|t| t as f64)
+    }
+
+    /// Every executor, the queue, machines being created, a pending reload.
+    pub fn snapshot(&self) -> JsResult<JsValue> {
+        to_js(&self.inner.snapshot())
+    }
+
+    /// Free slots for `role` now. Throws `UNKNOWN_ROLE`.
+    pub fn available(&self, role: JsValue) -> JsResult<u32> {
+        read_string(&role, "the role")
+            .and_then(|role| self.inner.available(&role))
+            .map_err(|e| to_js_error(&e))
+    }
+
+    /// Configured slots for `role`. Throws `UNKNOWN_ROLE`.
+    pub fn slots(&self, role: JsValue) -> JsResult<u32> {
+        read_string(&role, "the role")
+            .and_then(|role| self.inner.slots(&role))
+            .map_err(|e| to_js_error(&e))
+    }
+
+    /// Whether an executor outside `avoid` has the role and is not out for the run.
+    #[wasm_bindgen(js_name = canEverServe)]
+    pub fn can_ever_serve(&self, role: JsValue, avoid: JsValue) -> JsResult<bool> {
+        let run = || -> Result<bool, Error> {
+            let role = read_string(&role, "the role")?;
+            let avoid = read_strings(&avoid, "avoid")?;
+            self.inner.can_ever_serve(&role, &avoid)
+        };
+        run().map_err(|e| to_js_error(&e))
+    }
+
+    /// Why each executor can or cannot take a request (waiting or hypothetical) now.
+    pub fn explain(&self, request: JsValue) -> JsResult<JsValue> {
+        let run = || -> Result<_, Error> {
+            let value = read(&request, "the explain request")?;
+            let request: ExplainRequest = serde_json::from_value(value)
+                .map_err(|e| invalid_input(format!("explain: {e}")))?;
+            self.inner.explain(&request)
+        };
+        to_js(&run().map_err(|e| to_js_error(&e))?)
+    }
+
+    /// A dry run of a reload to `document`; changes nothing.
+    pub fn plan(&self, document: JsValue) -> JsResult<JsValue> {
+        let run = || -> Result<_, Error> {
+            let document = read(&document, "the document")?;
+            self.inner.plan(&document)
+        };
+        to_js(&run().map_err(|e| to_js_error(&e))?)
+    }
+
+    /// Everything, for `Policy.importState` (a live swap, or a checkpoint).
+    #[wasm_bindgen(js_name = exportState)]
+    pub fn export_state(&self) -> JsValue {
+        to_js_value(&self.inner.export_state())
+    }
+
+    /// A policy from `exportState`'s value. Throws `INVALID_STATE`.
+    #[wasm_bindgen(js_name = importState)]
+    pub fn import_state(state: JsValue) -> JsResult<JsPolicy> {
+        read(&state, "the state")
+            .and_then(|state| CorePolicy::import_state(&state))
+            .map(|inner| JsPolicy { inner })
+            .map_err(|e| to_js_error(&e))
+    }
+
+    /// The running document as written.
+    pub fn document(&self) -> JsValue {
+        to_js_value(self.inner.document())
+    }
+}
+
+/// Every violation of a document (empty when valid). `kinds`: the executor kinds the
+/// host can run (`undefined` accepts any).
+#[wasm_bindgen]
+pub fn validate(document: JsValue, kinds: JsValue) -> JsResult<JsValue> {
+    let run = || -> Result<_, Error> {
+        let document = read(&document, "the document")?;
+        let kinds = match read(&kinds, "kinds")? {
+            Value::Null => None,
+            other => Some(
+                serde_json::from_value::<Vec<String>>(other)
+                    .map_err(|_| invalid_input("kinds must be a list of strings".into()))?,
+            ),
+        };
+        Ok(rota_core::validate(&document, kinds.as_deref()))
+    };
+    to_js(&run().map_err(|e| to_js_error(&e))?)
+}
+
+/// A repository roster over the user's (either may be `null`). Throws
+/// `INVALID_DOCUMENT` when a side has no `executors` array or an entry has no id.
+#[wasm_bindgen]
+pub fn merge(user: JsValue, repo: JsValue) -> JsResult<JsValue> {
+    let run = || -> Result<Value, Error> {
+        let user = read(&user, "the user roster")?;
+        let repo = read(&repo, "the repository roster")?;
+        rota_core::merge(&user, &repo).map_err(|violations| Error::InvalidDocument { violations })
+    };
+    Ok(to_js_value(&run().map_err(|e| to_js_error(&e))?))
+}
+
+/// Only the named executors; an empty list keeps all. Throws `INVALID_DOCUMENT`
+/// naming an id the document does not have.
+#[wasm_bindgen]
+pub fn narrow(document: JsValue, ids: JsValue) -> JsResult<JsValue> {
+    let run = || -> Result<Value, Error> {
+        let document = read(&document, "the document")?;
+        let ids = read_strings(&ids, "ids")?;
+        rota_core::narrow(&document, &ids)
+            .map_err(|violations| Error::InvalidDocument { violations })
+    };
+    Ok(to_js_value(&run().map_err(|e| to_js_error(&e))?))
+}
+
+/// "30 minutes", "90s", "2h" in milliseconds, or `undefined` when unreadable.
+#[wasm_bindgen(js_name = parseDuration)]
+pub fn parse_duration(text: JsValue) -> Option<f64> {
+    text.as_string()
+        .and_then(|text| rota_core::parse_duration(&text))
+        .map(|ms| ms as f64)
+}
+
+/// Milliseconds as events say them: "10 minutes", "90 seconds", "1500 ms".
+#[wasm_bindgen(js_name = formatDuration)]
+pub fn format_duration(ms: f64) -> String {
+    let ms = if ms.is_finite() && ms > 0.0 {
+        ms.round() as u64
+    } else {
+        0
+    };
+    rota_core::format_duration(ms)
+}
+
+/// The options a policy takes, with their defaults.
+#[wasm_bindgen(js_name = defaultOptions)]
+pub fn default_options() -> JsResult<JsValue> {
+    to_js(&rota_core::Options::default())
+}
+
+/// The seed's five roles: a document's role list when it declares none.
+#[wasm_bindgen(js_name = defaultRoles)]
+pub fn default_roles() -> Array {
+    rota_core::document::DEFAULT_ROLES
+        .iter()
+        .map(|role| JsValue::from_str(role))
+        .collect()
+}
+
+/// This build's crate version.
+#[wasm_bindgen]
+pub fn version() -> String {
+    env!("CARGO_PKG_VERSION").to_string()
+}

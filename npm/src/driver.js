@@ -1,0 +1,875 @@
+// The driver: turns the core's decisions into Promises, one timer, health probes,
+// machine callbacks and state writes. Shared by the Node and the browser entries; the
+// platform (file system or not) comes in through `platform`.
+//
+// The run loop is the core's contract: feed one input (with `now`), handle every
+// output it returned, then arm one timer for the next wake-up. Everything the core
+// asks for that takes time (a probe, a machine, a state write) runs asynchronously
+// and its result comes back as another input.
+
+import { classifyFailure } from './classify.js'
+import {
+  RotaError,
+  aborted,
+  closed,
+  exhausted,
+  invalidDocument,
+  timedOut,
+} from './errors.js'
+
+// Node 20 ships Symbol.dispose/asyncDispose (as Symbol.for('nodejs.dispose') ...);
+// elsewhere fall back to the registered symbols Babel and TypeScript helpers use.
+export const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose')
+export const asyncDisposeSymbol = Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')
+
+const MAX_TIMER_MS = 2 ** 31 - 1
+const DEFAULT_PROBE_TIMEOUT_MS = 5_000
+
+/** A minimal event emitter (Node's EventEmitter is not in browsers). */
+class Emitter {
+  #listeners = new Map()
+
+  on(name, listener) {
+    if (typeof listener !== 'function') throw new TypeError('a listener is a function')
+    const list = this.#listeners.get(name) ?? []
+    this.#listeners.set(name, [...list, listener])
+    return this
+  }
+
+  off(name, listener) {
+    const list = this.#listeners.get(name)
+    if (list !== undefined) {
+      this.#listeners.set(
+        name,
+        list.filter((l) => l !== listener && l.listener !== listener),
+      )
+    }
+    return this
+  }
+
+  once(name, listener) {
+    const wrapped = (...args) => {
+      this.off(name, wrapped)
+      listener(...args)
+    }
+    wrapped.listener = listener
+    return this.on(name, wrapped)
+  }
+
+  listenerCount(name) {
+    return this.#listeners.get(name)?.length ?? 0
+  }
+
+  /** Calls every listener; one that throws is logged, never breaks the roster. */
+  emit(name, value) {
+    const list = this.#listeners.get(name)
+    if (list === undefined) return
+    for (const listener of list) {
+      try {
+        listener(value)
+      } catch (error) {
+        console.error(`rota: a '${name}' listener threw`, error)
+      }
+    }
+  }
+}
+
+/** A granted lease. `release()` is idempotent; `using` releases it on scope exit. */
+export class Lease {
+  #release
+  #released = false
+
+  constructor(output, spec, release, grantedAt) {
+    /** The lease id (the core's). */
+    this.id = output.lease
+    /** The request id the driver gave the request. */
+    this.request = output.request
+    /** The executor's entry in the running roster document (the seed's `executor`). */
+    this.executor = spec
+    this.executorId = output.executor
+    this.role = output.role
+    if (output.hold !== undefined) this.hold = output.hold
+    /** Earlier waiting requests for the role that this one passed. */
+    this.passed = output.passed
+    this.occupied = output.occupied === true
+    this.grantedAt = grantedAt
+    this.#release = release
+  }
+
+  get released() {
+    return this.#released
+  }
+
+  release() {
+    if (this.#released) return
+    this.#released = true
+    this.#release(this.id)
+  }
+
+  [disposeSymbol]() {
+    this.release()
+  }
+
+  async [asyncDisposeSymbol]() {
+    this.release()
+  }
+}
+
+const omitUndefined = (object) => {
+  const out = {}
+  for (const [key, value] of Object.entries(object)) {
+    if (value !== undefined) out[key] = value
+  }
+  return out
+}
+
+const list = (value, what) => {
+  if (value === undefined || value === null) return undefined
+  if (typeof value === 'string') return [value]
+  if (Array.isArray(value)) return value
+  throw new RotaError('INVALID_INPUT', `${what} must be a list of executor ids`)
+}
+
+/** Coalesces persist updates: applying the result equals applying each in turn. */
+export function combineUpdates(updates) {
+  let ids = []
+  let exclusions = []
+  for (const update of updates) {
+    const replaced = new Set(update.ids)
+    exclusions = exclusions.filter((e) => !replaced.has(e.id)).concat(update.state.exclusions)
+    ids = [...new Set([...ids, ...update.ids])]
+  }
+  return { ids, state: { version: 1, exclusions } }
+}
+
+/**
+ * Builds the Roster class over a wasm API ({ Policy, merge, narrow, validate }) and a
+ * platform ({ readRoster?, fileStore?, name }).
+ */
+export function defineRoster(api, platform) {
+  const { Policy } = api
+
+  /** Merge and narrow as the seed does; every violation at once. */
+  async function resolveDocument(options) {
+    const violations = []
+    const read = async (path, side) => {
+      if (platform.readRoster === undefined) {
+        throw new RotaError('INVALID_INPUT', `${side} is a file path, and this platform has no file system`)
+      }
+      const result = await platform.readRoster(path)
+      if (result.violation !== undefined) violations.push(result.violation)
+      return result.document
+    }
+    let user = options.document ?? null
+    let repo = options.repoDocument ?? null
+    if (options.rosterPath !== undefined) user = (await read(options.rosterPath, 'rosterPath')) ?? null
+    if (options.repoRosterPath !== undefined) {
+      repo = (await read(options.repoRosterPath, 'repoRosterPath')) ?? null
+    }
+    if (violations.length > 0) throw invalidDocument(violations)
+    if (user === null && repo === null) {
+      const where = [options.rosterPath, options.repoRosterPath].filter((p) => p !== undefined)
+      throw invalidDocument([
+        {
+          path: '$',
+          message:
+            where.length > 0
+              ? `no roster: ${where.join(' and ')} ${where.length > 1 ? 'do' : 'does'} not exist`
+              : 'no roster: give `document` or `rosterPath`',
+        },
+      ])
+    }
+    const merged = api.merge(user, repo)
+    const ids = list(options.executors, 'executors') ?? []
+    let narrowed
+    try {
+      narrowed = api.narrow(merged, ids)
+    } catch (error) {
+      if (error?.code !== 'INVALID_DOCUMENT') throw error
+      // Name the unknown ids and everything else wrong with the document at once.
+      throw invalidDocument([...error.violations, ...api.validate(merged, options.options?.kinds)])
+    }
+    const found = api.validate(narrowed, options.options?.kinds)
+    if (found.length > 0) throw invalidDocument(found)
+    return narrowed
+  }
+
+  const defaultProbe = async (url, { signal }) => {
+    const response = await fetch(url, { signal, redirect: 'follow' })
+    try {
+      await response.body?.cancel()
+    } catch {
+      // the status is all a health check needs
+    }
+    return response.ok
+  }
+
+  class Roster {
+    #policy
+    #options
+    #clock
+    #emitter = new Emitter()
+    #store
+    #probe
+    #probeTimeoutMs
+    #machines
+    #preflight
+    /** request id → { kind, role, label, resolve, reject, cleanup, timeoutMs } */
+    #pending = new Map()
+    #requestSeq = 0
+    #timer
+    #timerAt
+    #lastTickAt
+    #closing = false
+    #closed = false
+    #closePromise
+    #closeController = new AbortController()
+    #probing = new Set()
+    #inflight = new Set()
+    #saveQueue = []
+    #saving
+    #specs
+
+    /** Use `Roster.create`. */
+    constructor(token, policy, options, store) {
+      if (token !== constructing) throw new TypeError('use Roster.create(options)')
+      this.#policy = policy
+      this.#options = options
+      this.#clock = options.now ?? Date.now
+      this.#store = store
+      this.#probe = options.probe === false ? undefined : (options.probe ?? defaultProbe)
+      this.#probeTimeoutMs = options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS
+      this.#machines = options.machines
+      this.#preflight = options.preflight
+      if (typeof options.onEvent === 'function') this.#emitter.on('event', options.onEvent)
+    }
+
+    /**
+     * Reads and merges the roster (the user's, then the repository's over it),
+     * narrows it to `executors`, validates it (every violation at once), restores the
+     * state file, and starts.
+     */
+    static async create(options = {}) {
+      if (options === null || typeof options !== 'object') {
+        throw new RotaError('INVALID_INPUT', 'Roster.create takes an options object')
+      }
+      const document = await resolveDocument(options)
+      const coreOptions = { ...options.options }
+      if (coreOptions.canProbe === undefined) coreOptions.canProbe = options.probe !== false
+      const policy = new Policy(document, coreOptions)
+      let store = options.state
+      if (store === undefined && options.statePath !== undefined) {
+        if (platform.fileStore === undefined) {
+          throw new RotaError('INVALID_INPUT', 'statePath needs a file system: give `state: { load, save }`')
+        }
+        store = platform.fileStore(options.statePath)
+      }
+      const roster = new Roster(constructing, policy, options, store)
+      await roster.#restore()
+      roster.#arm()
+      return roster
+    }
+
+    // ---- the run loop ----------------------------------------------------------
+
+    #now() {
+      const now = Number(this.#clock())
+      return Number.isFinite(now) && now > 0 ? Math.floor(now) : 0
+    }
+
+    /** Feeds one input, handles every output, re-arms the timer. Throws a rejected input. */
+    #step(input) {
+      const { outputs } = this.#policy.handle(input)
+      if (input.type === 'reload' || input.type === 'preflightResult') this.#specs = undefined
+      for (const output of outputs) this.#dispatch(output)
+      this.#arm()
+      return outputs
+    }
+
+    /** A step whose failure is reported as an event (results that come back late). */
+    #stepQuietly(input) {
+      if (this.#closed) return undefined
+      try {
+        return this.#step(input)
+      } catch (error) {
+        this.#event('warn', 'inputRejected', `the core rejected a ${input.type}: ${error.message}`, {
+          input: input.type,
+          code: error.code,
+        })
+        return undefined
+      }
+    }
+
+    #arm() {
+      if (this.#closed) return
+      const at = this.#policy.wakeAt
+      if (at === this.#timerAt && this.#timer !== undefined) return
+      clearTimeout(this.#timer)
+      this.#timer = undefined
+      this.#timerAt = undefined
+      if (at === undefined || at === null) return
+      const now = this.#now()
+      // A wake-up at or before a time already ticked would spin: wait a second instead.
+      const delay = this.#lastTickAt !== undefined && at <= this.#lastTickAt ? 1_000 : at - now
+      this.#timerAt = at
+      this.#timer = setTimeout(() => {
+        this.#timer = undefined
+        this.#timerAt = undefined
+        this.tick()
+      }, Math.min(Math.max(0, delay), MAX_TIMER_MS))
+      this.#timer?.unref?.()
+    }
+
+    /** Feeds a `tick` at `now()`. The timer does this; tests on virtual time call it. */
+    tick() {
+      if (this.#closed) return
+      const now = this.#now()
+      this.#lastTickAt = now
+      this.#stepQuietly({ type: 'tick', now })
+    }
+
+    #dispatch(output) {
+      if (this.#emitter.listenerCount('output') > 0) this.#emitter.emit('output', output)
+      switch (output.type) {
+        case 'granted':
+          return this.#granted(output)
+        case 'exhausted': {
+          const pending = this.#settle(output.request)
+          return pending?.reject(exhausted(output, pending.label))
+        }
+        case 'timedOut': {
+          const pending = this.#settle(output.request)
+          return pending?.reject(timedOut(output.request, pending.role, pending.timeoutMs, pending.label))
+        }
+        case 'unavailable':
+          return this.#settle(output.request)?.resolve(undefined)
+        case 'cancelled': {
+          const pending = this.#settle(output.request)
+          return pending?.reject(pending.abortReason ?? closed('the roster closed before a lease was granted'))
+        }
+        case 'waiting':
+          return undefined
+        case 'probe':
+          return this.#startProbe(output)
+        case 'createMachine':
+          return this.#createMachine(output)
+        case 'deleteMachine':
+          return this.#deleteMachine(output)
+        case 'preflight':
+          return this.#runPreflight(output)
+        case 'persist':
+          return this.#persist(output)
+        case 'event':
+          return this.#emitter.emit('event', {
+            level: output.level,
+            name: output.name,
+            message: output.message,
+            fields: output.fields,
+            time: this.#policy.now,
+          })
+        default:
+          return undefined
+      }
+    }
+
+    #event(level, name, message, fields = {}) {
+      this.#emitter.emit('event', { level, name, message, fields, time: this.#now() })
+    }
+
+    /** Removes a pending request and its abort listener; returns it. */
+    #settle(request) {
+      const pending = this.#pending.get(request)
+      if (pending === undefined) return undefined
+      this.#pending.delete(request)
+      pending.cleanup?.()
+      return pending
+    }
+
+    #spec(id) {
+      if (this.#specs === undefined) {
+        this.#specs = new Map()
+        for (const spec of this.#policy.document()?.executors ?? []) this.#specs.set(spec.id, spec)
+      }
+      return this.#specs.get(id) ?? { id }
+    }
+
+    #granted(output) {
+      const pending = this.#settle(output.request)
+      const lease = new Lease(output, this.#spec(output.executor), this.#releaseLease, this.#policy.now)
+      if (pending === undefined) {
+        // Nobody waits for it any more: give it straight back, leak nothing.
+        lease.release()
+        return
+      }
+      pending.resolve(lease)
+    }
+
+    #releaseLease = (lease) => {
+      if (this.#closed) return
+      this.#stepQuietly({ type: 'release', now: this.#now(), lease })
+    }
+
+    #track(promise) {
+      this.#inflight.add(promise)
+      promise.finally(() => this.#inflight.delete(promise))
+      return promise
+    }
+
+    // ---- effects ------------------------------------------------------------------
+
+    #startProbe({ executor, url }) {
+      if (this.#probing.has(executor)) return
+      const probe = this.#probe
+      if (probe === undefined) {
+        queueMicrotask(() => this.#stepQuietly({ type: 'probeResult', now: this.#now(), executor, up: false }))
+        return
+      }
+      this.#probing.add(executor)
+      const timeout = AbortSignal.timeout(this.#probeTimeoutMs)
+      const signal =
+        typeof AbortSignal.any === 'function'
+          ? AbortSignal.any([timeout, this.#closeController.signal])
+          : timeout
+      const run = (async () => {
+        let up = false
+        try {
+          up = (await probe(url, { signal, executor, timeoutMs: this.#probeTimeoutMs })) === true
+        } catch (error) {
+          this.#event('debug', 'probeFailed', `health probe of ${executor} at ${url} failed: ${error?.message ?? error}`, {
+            executor,
+            url,
+          })
+        }
+        this.#probing.delete(executor)
+        this.#stepQuietly({ type: 'probeResult', now: this.#now(), executor, up })
+      })()
+      this.#track(run)
+    }
+
+    #createMachine({ request, executor }) {
+      const create = this.#machines?.create
+      const pending = this.#pending.get(request)
+      const run = (async () => {
+        let hold
+        try {
+          if (typeof create !== 'function') {
+            throw new Error('this roster has no machines.create callback')
+          }
+          hold = await create({
+            executor,
+            request,
+            role: pending?.role,
+            spec: this.#spec(executor),
+            signal: this.#closeController.signal,
+          })
+        } catch (error) {
+          this.#stepQuietly({
+            type: 'machineFailed',
+            now: this.#now(),
+            id: request,
+            message: String(error?.message ?? error),
+          })
+          return
+        }
+        if (this.#closed) {
+          // Too late for anyone: delete it rather than leak it.
+          await this.#deleteMachine({ executor, hold })
+          return
+        }
+        this.#stepQuietly({ type: 'machineCreated', now: this.#now(), id: request, hold: hold ?? null })
+      })()
+      this.#track(run)
+    }
+
+    #deleteMachine({ executor, hold }) {
+      const remove = this.#machines?.delete
+      if (typeof remove !== 'function') {
+        this.#event('warn', 'machineNotDeleted', `no machines.delete callback: machine of ${executor} left running`, {
+          executor,
+          hold,
+        })
+        return Promise.resolve()
+      }
+      const run = (async () => {
+        try {
+          await remove({ executor, hold, spec: this.#spec(executor) })
+        } catch (error) {
+          this.#event('warn', 'machineDeleteFailed', `deleting a machine of ${executor} failed: ${error?.message ?? error}`, {
+            executor,
+            hold,
+          })
+        }
+      })()
+      return this.#track(run)
+    }
+
+    #runPreflight({ executor }) {
+      const preflight = this.#preflight
+      const run = (async () => {
+        let ok = true
+        let error
+        try {
+          if (typeof preflight === 'function') {
+            const result = await preflight({
+              executor,
+              spec: this.#pendingSpec(executor),
+              signal: this.#closeController.signal,
+            })
+            if (result === false) {
+              ok = false
+              error = 'the preflight answered false'
+            }
+          }
+        } catch (cause) {
+          ok = false
+          error = String(cause?.message ?? cause)
+        }
+        this.#stepQuietly(omitUndefined({ type: 'preflightResult', now: this.#now(), executor, ok, error }))
+      })()
+      this.#track(run)
+    }
+
+    /** The spec of an executor in a reload that waits for its preflight. */
+    #pendingSpec(executor) {
+      const pending = this.#pendingDocument
+      return pending?.executors?.find((e) => e.id === executor) ?? this.#spec(executor)
+    }
+
+    #pendingDocument
+
+    #persist({ ids, state }) {
+      if (this.#store === undefined) return
+      this.#saveQueue.push({ ids, state })
+      if (this.#saving === undefined) this.#saving = this.#track(this.#drainSaves())
+    }
+
+    async #drainSaves() {
+      // One write at a time; updates that arrive meanwhile are written together next.
+      while (this.#saveQueue.length > 0) {
+        const update = combineUpdates(this.#saveQueue.splice(0))
+        try {
+          await this.#store.save(update, { now: this.#now(), event: this.#storeEvent })
+        } catch (error) {
+          this.#event('warn', 'stateSaveFailed', `could not save the roster state: ${error?.message ?? error}`, {
+            error: String(error?.message ?? error),
+          })
+          // Keep it: the next save (or close) writes it with what came after.
+          this.#saveQueue.unshift(update)
+          break
+        }
+      }
+      this.#saving = undefined
+    }
+
+    #storeEvent = (level, name, message, fields) => this.#event(level, name, message, fields)
+
+    async #restore() {
+      if (this.#store === undefined) return
+      let state
+      try {
+        state = await this.#store.load({ now: this.#now(), event: this.#storeEvent })
+      } catch (error) {
+        this.#event('warn', 'stateUnreadable', `could not read the roster state; starting clean: ${error?.message ?? error}`, {
+          error: String(error?.message ?? error),
+        })
+        return
+      }
+      if (state === undefined || state === null) return
+      try {
+        this.#step({ type: 'restore', now: this.#now(), state })
+      } catch (error) {
+        const message = `the roster state is not one rota reads (${error.message})`
+        if (typeof this.#store.discard === 'function') {
+          await this.#store.discard(message, { now: this.#now(), event: this.#storeEvent })
+        } else {
+          this.#event('warn', 'stateCorrupt', `${message}; starting clean`, { error: error.message })
+        }
+      }
+    }
+
+    // ---- leases ---------------------------------------------------------------------
+
+    #checkOpen() {
+      if (this.#closing) throw closed()
+    }
+
+    #requestInput(type, role, options) {
+      if (options === null || typeof options !== 'object') {
+        throw new RotaError('INVALID_INPUT', `${type} options must be an object`)
+      }
+      const now = this.#now()
+      const id = options.id ?? `r${++this.#requestSeq}`
+      let deadline
+      if (options.timeoutMs !== undefined) {
+        const ms = Number(options.timeoutMs)
+        if (!Number.isFinite(ms) || ms < 0) {
+          throw new RotaError('INVALID_INPUT', `timeoutMs must be a number of milliseconds, not ${options.timeoutMs}`)
+        }
+        deadline = now + Math.ceil(ms)
+      }
+      const eventTime =
+        options.eventTime instanceof Date ? options.eventTime.getTime() : options.eventTime
+      return omitUndefined({
+        type,
+        now,
+        id,
+        role,
+        avoid: list(options.avoid, 'avoid'),
+        prefer: options.prefer,
+        pin: options.pin,
+        rank: options.rank,
+        eventTime,
+        label: options.label,
+        deadline,
+      })
+    }
+
+    /**
+     * Waits for a slot. Rejects `EXHAUSTED` when no executor outside `avoid` can ever
+     * take the role, `TIMEOUT` after `timeoutMs`, `ABORT_ERR` when `signal` aborts.
+     */
+    lease(role, options = {}) {
+      return this.#request('lease', role, options)
+    }
+
+    /** A slot now, or `undefined`. (Async because a provisioned executor first makes a machine.) */
+    tryLease(role, options = {}) {
+      return this.#request('tryLease', role, options)
+    }
+
+    #request(type, role, options) {
+      try {
+        this.#checkOpen()
+        const signal = options?.signal
+        if (signal?.aborted) return Promise.reject(aborted(signal.reason))
+        const input = this.#requestInput(type, role, options)
+        if (this.#pending.has(input.id)) {
+          throw new RotaError('DUPLICATE_REQUEST', `request id '${input.id}' is already in use by a live request`)
+        }
+        return new Promise((resolve, reject) => {
+          const pending = {
+            type,
+            role,
+            label: options.label,
+            timeoutMs: options.timeoutMs,
+            resolve,
+            reject,
+          }
+          if (signal !== undefined) {
+            const onAbort = () => {
+              if (this.#pending.get(input.id) !== pending) return
+              pending.abortReason = aborted(signal.reason)
+              if (!this.#stepQuietly({ type: 'cancel', now: this.#now(), id: input.id })) {
+                // The core no longer knows it: settle here so nobody hangs.
+                this.#settle(input.id)?.reject(pending.abortReason)
+              }
+            }
+            signal.addEventListener('abort', onAbort, { once: true })
+            pending.cleanup = () => signal.removeEventListener('abort', onAbort)
+          }
+          this.#pending.set(input.id, pending)
+          try {
+            this.#step(input)
+          } catch (error) {
+            this.#settle(input.id)
+            reject(error)
+          }
+        })
+      } catch (error) {
+        return Promise.reject(error)
+      }
+    }
+
+    /**
+     * Records work already running on an executor after a restart: it takes a slot
+     * even beyond capacity. Returns its lease.
+     */
+    occupy(executor, options = {}) {
+      this.#checkOpen()
+      const id = options.id ?? `r${++this.#requestSeq}`
+      let lease
+      const pending = {
+        type: 'occupy',
+        role: options.role,
+        resolve: (value) => {
+          lease = value
+        },
+        reject: () => {},
+      }
+      this.#pending.set(id, pending)
+      try {
+        this.#step(
+          omitUndefined({ type: 'occupy', now: this.#now(), id, executor, role: options.role, hold: options.hold }),
+        )
+      } finally {
+        this.#pending.delete(id)
+      }
+      return lease
+    }
+
+    // ---- failures and exclusions ------------------------------------------------------
+
+    /**
+     * Reports a failed call on an executor: a real error (classified with
+     * `classifyFailure`) or an already-classified `{ kind, message, resetAt?, retryAfterMs? }`.
+     * Returns the exclusion it earned, if any.
+     */
+    report(executor, error) {
+      this.#checkOpen()
+      const now = this.#now()
+      const failure = classifyFailure(error, { now })
+      const before = this.#exclusionOf(executor)
+      this.#step({ type: 'report', now, executor, failure })
+      const after = this.#exclusionOf(executor)
+      return after !== undefined && JSON.stringify(after) !== JSON.stringify(before) ? after : undefined
+    }
+
+    #exclusionOf(executor) {
+      return this.#policy.snapshot().executors.find((e) => e.id === executor)?.exclusion
+    }
+
+    /**
+     * Takes an executor out of the round: `exclude(id, { kind, reason, until })`, or
+     * the seed's `exclude({ id, kind, reason, until })`. Kind defaults to `manual`.
+     */
+    exclude(executor, options = {}) {
+      this.#checkOpen()
+      const spec = typeof executor === 'object' && executor !== null ? executor : { ...options, id: executor }
+      const until = spec.until instanceof Date ? spec.until.getTime() : spec.until
+      this.#step(
+        omitUndefined({
+          type: 'exclude',
+          now: this.#now(),
+          executor: spec.id,
+          kind: spec.kind,
+          reason: spec.reason,
+          until,
+        }),
+      )
+    }
+
+    /** Ends an executor's exclusion, whatever its kind. */
+    resume(executor) {
+      this.#checkOpen()
+      this.#step({ type: 'resume', now: this.#now(), executor })
+    }
+
+    /**
+     * Replaces the roster live. Without a document, re-reads `rosterPath` and
+     * `repoRosterPath` (merged and narrowed as at create). Rejects INVALID_DOCUMENT
+     * and changes nothing.
+     */
+    async reload(document) {
+      this.#checkOpen()
+      const next =
+        document === undefined
+          ? await resolveDocument(this.#options)
+          : await resolveDocument({ ...this.#options, document, repoDocument: undefined, rosterPath: undefined, repoRosterPath: undefined })
+      this.#checkOpen()
+      this.#pendingDocument = next
+      this.#step({ type: 'reload', now: this.#now(), document: next })
+    }
+
+    // ---- queries (they change nothing) ------------------------------------------------
+
+    snapshot() {
+      return this.#policy.snapshot()
+    }
+
+    available(role) {
+      return this.#policy.available(role)
+    }
+
+    slots(role) {
+      return this.#policy.slots(role)
+    }
+
+    canEverServe(role, avoid = []) {
+      return this.#policy.canEverServe(role, list(avoid, 'avoid') ?? [])
+    }
+
+    explain(request) {
+      return this.#policy.explain(typeof request === 'string' ? { role: request } : request)
+    }
+
+    plan(document) {
+      return this.#policy.plan(document)
+    }
+
+    /** The running roster document. */
+    get document() {
+      return this.#policy.document()
+    }
+
+    /** The executors of the running roster document (the seed's `executors`). */
+    get executors() {
+      return this.#policy.document()?.executors ?? []
+    }
+
+    get closed() {
+      return this.#closing
+    }
+
+    // ---- events -------------------------------------------------------------------------
+
+    /** `on('event', fn)`: every decision's event and the driver's own; `on('output', fn)`: every raw output. */
+    on(name, listener) {
+      this.#emitter.on(name, listener)
+      return this
+    }
+
+    off(name, listener) {
+      this.#emitter.off(name, listener)
+      return this
+    }
+
+    once(name, listener) {
+      this.#emitter.once(name, listener)
+      return this
+    }
+
+    // ---- lifecycle ------------------------------------------------------------------------
+
+    /** Resolves when no probe, machine callback or state write is in flight. */
+    async idle() {
+      while (this.#inflight.size > 0) {
+        await Promise.allSettled([...this.#inflight])
+      }
+    }
+
+    /**
+     * Stops: waiting requests reject CLOSED, probes abort, the timer stops, pending state
+     * writes finish. Leases still held may be released; they change nothing any more.
+     */
+    close() {
+      if (this.#closePromise !== undefined) return this.#closePromise
+      this.#closing = true
+      for (const [id, pending] of [...this.#pending]) {
+        if (this.#pending.get(id) !== pending) continue
+        if (!this.#stepQuietly({ type: 'cancel', now: this.#now(), id })) {
+          this.#settle(id)?.reject(closed('the roster closed before a lease was granted'))
+        }
+      }
+      clearTimeout(this.#timer)
+      this.#timer = undefined
+      this.#closeController.abort(closed())
+      this.#closePromise = (async () => {
+        await this.idle()
+        if (this.#saveQueue.length > 0 && this.#store !== undefined) {
+          await this.#track(this.#drainSaves())
+        }
+        this.#closed = true
+        clearTimeout(this.#timer)
+        this.#timer = undefined
+      })()
+      return this.#closePromise
+    }
+
+    async [asyncDisposeSymbol]() {
+      await this.close()
+    }
+  }
+
+  const constructing = Symbol('constructing')
+  return Roster
+}
