@@ -2,6 +2,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod classify;
 pub mod document;
 pub mod duration;
 pub mod error;
@@ -9,6 +10,7 @@ pub mod json;
 pub mod policy;
 pub mod protocol;
 pub mod status;
+mod time;
 
 pub use document::{merge, narrow, validate, Document, ExecutorSpec, Violation};
 pub use duration::{format_duration, parse_duration};

@@ -1,71 +1,2932 @@
-//! STUB: the real state machine lands shortly; the API below is final.
-use serde_json::Value;
+//! The policy: one deterministic, sans-IO state machine.
+//!
+//! The run loop is `handle(input)`, then `poll_output()` until `None`, then
+//! `poll_timeout()`. Internally every input goes through the same steps:
+//! validate (nothing changes on error), advance time (expiries, pause ends,
+//! deadlines, in time order), apply the input, grant every waiting request a free
+//! slot can serve (in lease order), schedule probes, persist once if the lasting
+//! exclusions changed.
+//!
+//! Indexes keep the cost of a decision independent of the number of waiters and
+//! nearly independent of the number of executors: a per-role ordered set of the
+//! executors that can take that role now (priority, then least recently leased),
+//! per-role queues in lease order, and timer sets for exclusion ends, pause ends
+//! and deadlines.
 
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::classify::{excerpt, is_model_unavailable_message};
+use crate::document::{Document, ExecutorSpec};
+use crate::duration::format_duration;
 use crate::error::Error;
-use crate::protocol::{ExplainRequest, Input, Options, Output};
-use crate::status::{Explanation, Plan, Snapshot};
+use crate::protocol::{
+    Exclusion, ExclusionKind, ExplainRequest, Failure, FailureKind, Input, LeaseRequest, Level,
+    Options, Output, PersistedState, STATE_VERSION,
+};
+use crate::status::{
+    CreatingRequest, ExclusionStatus, ExecutorExplanation, ExecutorStatus, Explanation,
+    LeaseStatus, PauseStatus, PendingReloadStatus, Plan, PlannedGrant, PreflightRecord,
+    QueuedRequest, Resize, Snapshot,
+};
+use crate::time::iso;
+
+/// Lease order: ranked before unranked, then rank, then event time, then arrival.
+type OrderKey = (u8, i64, u64, u64);
+
+/// A priority with a total order, so it can key an ordered set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Prio(f64);
+
+impl Eq for Prio {}
+impl PartialOrd for Prio {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Prio {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// An exclusion in force, with the timed one that takes over when it ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Excl {
+    kind: ExclusionKind,
+    reason: String,
+    until: Option<u64>,
+    since: u64,
+    /// A timed exclusion a stronger one shadows: `(end, reason)`.
+    then: Option<(u64, String)>,
+}
+
+impl Excl {
+    /// The instant a timer must end it, if any.
+    fn end(&self) -> Option<u64> {
+        match self.kind {
+            ExclusionKind::Until | ExclusionKind::Manual => self.until,
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Pause {
+    failures: u32,
+    until: u64,
+    message: String,
+    blocked: bool,
+}
+
+/// What an executor carries from input to input (and across a live swap).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Runtime {
+    last_leased: u64,
+    exclusion: Option<Excl>,
+    rate_limits: VecDeque<u64>,
+    pause: Option<Pause>,
+    probe_in_flight: bool,
+    last_probe_at: Option<u64>,
+}
 
 #[derive(Debug, Clone)]
+struct Exec {
+    spec: ExecutorSpec,
+    /// Removed by a reload; leaves when its last lease ends.
+    draining: bool,
+    rt: Runtime,
+    // Derived (rebuilt on reload and import):
+    busy: u32,
+    busy_by_role: Vec<u32>,
+    /// Per role index: cap (0 when it lacks the role) and priority.
+    caps: Vec<u32>,
+    prios: Vec<Prio>,
+    role_idx: Vec<usize>,
+    /// The ready-set entries it has now: per role, and the stamp they were keyed by.
+    in_ready: Vec<bool>,
+    ready_stamp: u64,
+}
+
+impl Exec {
+    fn new(spec: ExecutorSpec, rt: Runtime, roles: &[String]) -> Exec {
+        let mut exec = Exec {
+            spec,
+            draining: false,
+            rt,
+            busy: 0,
+            busy_by_role: Vec::new(),
+            caps: Vec::new(),
+            prios: Vec::new(),
+            role_idx: Vec::new(),
+            in_ready: Vec::new(),
+            ready_stamp: 0,
+        };
+        exec.derive(roles);
+        exec
+    }
+
+    fn derive(&mut self, roles: &[String]) {
+        self.busy = 0;
+        self.busy_by_role = vec![0; roles.len()];
+        self.in_ready = vec![false; roles.len()];
+        self.caps = roles
+            .iter()
+            .map(|r| {
+                if self.spec.has_role(r) {
+                    self.spec.cap_for(r)
+                } else {
+                    0
+                }
+            })
+            .collect();
+        self.prios = roles
+            .iter()
+            .map(|r| Prio(self.spec.priority_for(r)))
+            .collect();
+        self.role_idx = (0..roles.len())
+            .filter(|&i| self.spec.has_role(&roles[i]))
+            .collect();
+    }
+
+    fn has_role(&self, r: usize) -> bool {
+        self.role_idx.contains(&r)
+    }
+
+    fn free_for(&self, r: usize) -> bool {
+        !self.draining
+            && self.busy < self.spec.slots
+            && self.busy_by_role.get(r).copied().unwrap_or(0)
+                < self.caps.get(r).copied().unwrap_or(0)
+    }
+
+    fn blocked(&self) -> bool {
+        self.rt.pause.as_ref().is_some_and(|p| p.blocked)
+    }
+
+    /// It can take an unpinned request for role `r` now.
+    fn ready_for(&self, r: usize) -> bool {
+        self.free_for(r) && self.rt.exclusion.is_none() && !self.blocked()
+    }
+
+    /// It can ever serve role `r` (in this run, as declared now).
+    fn servable(&self, r: usize) -> bool {
+        !self.draining
+            && self.caps.get(r).copied().unwrap_or(0) > 0
+            && self
+                .rt
+                .exclusion
+                .as_ref()
+                .is_none_or(|x| x.kind != ExclusionKind::Run)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum ReqState {
+    Waiting,
+    /// A slot is held on `executor` while its machine is created.
+    Creating {
+        executor: String,
+        passed: u32,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Req {
+    id: String,
+    role: String,
+    avoid: Vec<String>,
+    prefer: Option<String>,
+    pin: Option<String>,
+    rank: Option<i64>,
+    event_time: Option<u64>,
+    label: Option<String>,
+    deadline: Option<u64>,
+    key: OrderKey,
+    since: u64,
+    announced: bool,
+    state: ReqState,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Lease {
+    request: String,
+    executor: String,
+    role: Option<String>,
+    label: Option<String>,
+    hold: Option<Value>,
+    since: u64,
+    occupied: bool,
+    /// False for work occupying an executor the roster does not have.
+    counted: bool,
+}
+
+#[derive(Debug, Clone)]
+struct PendingReload {
+    document: Document,
+    awaiting: BTreeSet<String>,
+    since: u64,
+}
+
+/// What one pass through an input decided to do with a lease request.
+enum Admission {
+    Granted,
+    Queued,
+    Ended,
+}
+
+/// The roster policy. See the crate docs for the run loop.
+#[derive(Debug, Clone)]
 pub struct Policy {
+    options: Options,
+    document: Document,
     now: u64,
+    execs: Vec<Exec>,
+    requests: BTreeMap<String, Req>,
+    leases: BTreeMap<u64, Lease>,
+    /// Requests cancelled while their machine was created: the machine is deleted
+    /// when it arrives.
+    abandoned: BTreeMap<String, String>,
+    next_lease: u64,
+    next_arrival: u64,
+    lease_clock: u64,
+    last_persisted: Vec<Exclusion>,
+    persist_dirty: bool,
+    /// Every executor id any document of this run declared (the state file's ids).
+    known_ids: BTreeSet<String>,
+    pending_reload: Option<PendingReload>,
+    preflights: BTreeMap<String, PreflightRecord>,
+    outputs: VecDeque<Output>,
+    // Derived indexes:
+    exec_index: BTreeMap<String, usize>,
+    ready: Vec<BTreeSet<(Prio, u64, usize)>>,
+    role_members: Vec<Vec<usize>>,
+    servable: Vec<u32>,
+    role_queues: Vec<BTreeMap<OrderKey, String>>,
+    pin_queues: BTreeMap<String, BTreeMap<OrderKey, String>>,
+    deadlines: BTreeSet<(u64, OrderKey, String)>,
+    exclusion_ends: BTreeSet<(u64, usize)>,
+    pause_ends: BTreeSet<(u64, usize)>,
+    health: BTreeSet<usize>,
+    lease_by_request: BTreeMap<String, u64>,
+    /// Executors that may have gained a usable slot during this input.
+    dirty: BTreeSet<usize>,
+    /// Requests put back in the queue this input that may find a slot elsewhere.
+    retry: Vec<String>,
+}
+
+/// An input checked against the state, carrying what checking it produced.
+enum Checked {
+    Plain,
+    Reload(Document),
 }
 
 impl Policy {
-    /// Builds a policy from a roster document (validated: every violation listed).
+    /// Builds a policy from a roster document, validated against `options.kinds`:
+    /// a bad one is refused with every violation listed.
     pub fn new(document: &Value, options: Options) -> Result<Policy, Error> {
-        let _ = (document, options);
-        Ok(Policy { now: 0 })
+        let document = Document::from_json(document, options.kinds.as_deref())
+            .map_err(|violations| Error::InvalidDocument { violations })?;
+        let roles = document.roles.clone();
+        let execs = document
+            .executors
+            .iter()
+            .map(|spec| Exec::new(spec.clone(), Runtime::default(), &roles))
+            .collect();
+        let known_ids = document.executors.iter().map(|e| e.id.clone()).collect();
+        let mut policy = Policy {
+            options,
+            document,
+            now: 0,
+            execs,
+            requests: BTreeMap::new(),
+            leases: BTreeMap::new(),
+            abandoned: BTreeMap::new(),
+            next_lease: 1,
+            next_arrival: 0,
+            lease_clock: 0,
+            last_persisted: Vec::new(),
+            persist_dirty: false,
+            known_ids,
+            pending_reload: None,
+            preflights: BTreeMap::new(),
+            outputs: VecDeque::new(),
+            exec_index: BTreeMap::new(),
+            ready: Vec::new(),
+            role_members: Vec::new(),
+            servable: Vec::new(),
+            role_queues: Vec::new(),
+            pin_queues: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
+            exclusion_ends: BTreeSet::new(),
+            pause_ends: BTreeSet::new(),
+            health: BTreeSet::new(),
+            lease_by_request: BTreeMap::new(),
+            dirty: BTreeSet::new(),
+            retry: Vec::new(),
+        };
+        policy.rebuild();
+        Ok(policy)
     }
-    /// Feeds one input. On error nothing changed.
+
+    // ---- The run loop ---------------------------------------------------------
+
+    /// Feeds one input. On error nothing changed (time did not advance either).
     pub fn handle(&mut self, input: Input) -> Result<(), Error> {
+        let checked = self.check(&input)?;
         self.now = self.now.max(input.now());
+        self.advance_time();
+        self.apply(input, checked);
+        self.grant_pass();
+        self.schedule_probes();
+        self.flush_persist();
+        #[cfg(debug_assertions)]
+        self.check_invariants();
         Ok(())
     }
-    /// The next output, until `None`.
+
+    /// The next output, until `None`. Drain completely after every input.
     pub fn poll_output(&mut self) -> Option<Output> {
-        None
+        self.outputs.pop_front()
     }
-    /// When the core wants a `tick` (epoch ms), if ever.
+
+    /// When the core wants a `tick` (epoch ms), if ever. Early or repeated ticks
+    /// are harmless.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<u64> {
-        None
+        let mut next: Option<u64> = None;
+        let mut consider = |t: Option<u64>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        };
+        consider(self.exclusion_ends.first().map(|(t, _)| *t));
+        consider(self.pause_ends.first().map(|(t, _)| *t));
+        consider(self.deadlines.first().map(|(t, _, _)| *t));
+        if self.options.can_probe {
+            for &e in &self.health {
+                if !self.execs[e].rt.probe_in_flight {
+                    consider(Some(self.probe_due(e)));
+                }
+            }
+        }
+        next
     }
+
+    /// The time of the last input (epoch ms).
     pub fn now(&self) -> u64 {
         self.now
     }
-    pub fn snapshot(&self) -> Snapshot {
-        unimplemented!()
-    }
-    pub fn available(&self, role: &str) -> Result<u32, Error> {
-        let _ = role;
-        Ok(0)
-    }
-    pub fn slots(&self, role: &str) -> Result<u32, Error> {
-        let _ = role;
-        Ok(0)
-    }
-    pub fn can_ever_serve(&self, role: &str, avoid: &[String]) -> Result<bool, Error> {
-        let _ = (role, avoid);
-        Ok(false)
-    }
-    pub fn explain(&self, request: &ExplainRequest) -> Result<Explanation, Error> {
-        let _ = request;
-        unimplemented!()
-    }
-    pub fn plan(&self, document: &Value) -> Result<Plan, Error> {
-        let _ = document;
-        unimplemented!()
-    }
-    /// Everything, for a live swap to another module version.
-    pub fn export_state(&self) -> Value {
-        Value::Null
-    }
-    pub fn import_state(state: &Value) -> Result<Policy, Error> {
-        let _ = state;
-        unimplemented!()
-    }
+
     /// The running document as written.
     pub fn document(&self) -> &Value {
-        unimplemented!()
+        &self.document.raw
     }
+
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    // ---- Validation: nothing changes here ----------------------------------------
+
+    fn role_index(&self, role: &str) -> Result<usize, Error> {
+        self.document
+            .roles
+            .iter()
+            .position(|r| r == role)
+            .ok_or_else(|| Error::UnknownRole {
+                role: role.to_string(),
+                known: self.document.roles.join(", "),
+            })
+    }
+
+    fn known_exec(&self, id: &str) -> Result<usize, Error> {
+        self.exec_index
+            .get(id)
+            .copied()
+            .ok_or_else(|| Error::UnknownExecutor { id: id.to_string() })
+    }
+
+    fn check_new_id(&self, id: &str) -> Result<(), Error> {
+        if id.is_empty() {
+            return Err(Error::input("a request id is a non-empty string"));
+        }
+        if self.requests.contains_key(id)
+            || self.lease_by_request.contains_key(id)
+            || self.abandoned.contains_key(id)
+        {
+            return Err(Error::DuplicateRequest { id: id.to_string() });
+        }
+        Ok(())
+    }
+
+    fn check(&self, input: &Input) -> Result<Checked, Error> {
+        let now = self.now.max(input.now());
+        if input.now() > 9_007_199_254_740_991 {
+            return Err(Error::input(
+                "`now` is beyond what a JSON number holds exactly",
+            ));
+        }
+        match input {
+            Input::Lease(request) | Input::TryLease(request) => {
+                self.check_new_id(&request.id)?;
+                self.role_index(&request.role)?;
+            }
+            Input::Cancel { id, .. } => {
+                if !self.requests.contains_key(id) {
+                    return Err(Error::UnknownRequest { id: id.clone() });
+                }
+            }
+            Input::Release { lease, .. } => {
+                if *lease == 0 || *lease >= self.next_lease {
+                    return Err(Error::UnknownLease { lease: *lease });
+                }
+            }
+            Input::Occupy { id, role, .. } => {
+                self.check_new_id(id)?;
+                if let Some(role) = role {
+                    self.role_index(role)?;
+                }
+            }
+            Input::Report { executor, .. } | Input::Resume { executor, .. } => {
+                self.known_exec(executor)?;
+            }
+            Input::Exclude {
+                executor,
+                kind,
+                until,
+                ..
+            } => {
+                self.known_exec(executor)?;
+                match (kind, until) {
+                    (ExclusionKind::Until, None) => {
+                        return Err(Error::input("exclude: kind `until` needs `until`"))
+                    }
+                    (ExclusionKind::Until | ExclusionKind::Manual, Some(t)) if *t <= now => {
+                        return Err(Error::input(format!(
+                            "exclude: `until` {} is not after now {}",
+                            iso(*t),
+                            iso(now)
+                        )))
+                    }
+                    _ => {}
+                }
+            }
+            Input::ProbeResult { executor, .. } => {
+                self.known_exec(executor)?;
+            }
+            Input::MachineCreated { id, .. } | Input::MachineFailed { id, .. } => {
+                let creating = self
+                    .requests
+                    .get(id)
+                    .is_some_and(|r| matches!(r.state, ReqState::Creating { .. }));
+                if !creating && !self.abandoned.contains_key(id) {
+                    return Err(Error::UnknownRequest { id: id.clone() });
+                }
+            }
+            Input::Reload { document, .. } => {
+                let parsed = Document::from_json(document, self.options.kinds.as_deref())
+                    .map_err(|violations| Error::InvalidDocument { violations })?;
+                return Ok(Checked::Reload(parsed));
+            }
+            Input::PreflightResult { executor, .. } => {
+                let pending = self
+                    .pending_reload
+                    .as_ref()
+                    .is_some_and(|p| p.document.executor(executor).is_some());
+                if !pending && !self.exec_index.contains_key(executor) {
+                    return Err(Error::UnknownExecutor {
+                        id: executor.clone(),
+                    });
+                }
+            }
+            Input::Restore { state, .. } => {
+                if state.version != STATE_VERSION {
+                    return Err(Error::InvalidState {
+                        message: format!("state version {} is not {STATE_VERSION}", state.version),
+                    });
+                }
+                for (i, x) in state.exclusions.iter().enumerate() {
+                    if x.kind == ExclusionKind::Until && x.until.is_none() {
+                        return Err(Error::InvalidState {
+                            message: format!(
+                                "exclusions[{i}] ('{}') is `until` without `until`",
+                                x.id
+                            ),
+                        });
+                    }
+                }
+            }
+            Input::Tick { .. } => {}
+        }
+        Ok(Checked::Plain)
+    }
+
+    // ---- Time ------------------------------------------------------------------
+
+    /// Ends what the passing of time ends, in time order, granting between steps so
+    /// that a slot that came back before a deadline is offered before it passes.
+    fn advance_time(&mut self) {
+        loop {
+            let next = [
+                self.exclusion_ends.first().map(|(t, _)| *t),
+                self.pause_ends.first().map(|(t, _)| *t),
+                self.deadlines.first().map(|(t, _, _)| *t),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let Some(at) = next.filter(|t| *t <= self.now) else {
+                break;
+            };
+            while let Some(&(t, e)) = self.exclusion_ends.first() {
+                if t > at {
+                    break;
+                }
+                self.exclusion_ends.pop_first();
+                self.end_exclusion(e, at, false);
+            }
+            while let Some(&(t, e)) = self.pause_ends.first() {
+                if t > at {
+                    break;
+                }
+                self.pause_ends.pop_first();
+                self.end_pause(e);
+            }
+            self.grant_pass();
+            while let Some((t, _, id)) = self.deadlines.first().cloned() {
+                if t > at {
+                    break;
+                }
+                self.deadlines.pop_first();
+                self.end_request(&id, Ending::TimedOut);
+            }
+        }
+    }
+
+    // ---- Applying inputs ----------------------------------------------------------
+
+    fn apply(&mut self, input: Input, checked: Checked) {
+        match input {
+            Input::Lease(request) => self.admit(request, false),
+            Input::TryLease(request) => self.admit(request, true),
+            Input::Cancel { id, .. } => {
+                if self.requests.contains_key(&id) {
+                    self.end_request(&id, Ending::Cancelled);
+                }
+            }
+            Input::Release { lease, .. } => self.release(lease),
+            Input::Occupy {
+                id,
+                executor,
+                role,
+                hold,
+                ..
+            } => self.occupy(id, executor, role, hold),
+            Input::Report {
+                executor, failure, ..
+            } => self.report(&executor, &failure),
+            Input::Exclude {
+                executor,
+                kind,
+                reason,
+                until,
+                ..
+            } => {
+                if let Some(&e) = self.exec_index.get(&executor) {
+                    let reason = if reason.is_empty() {
+                        "excluded by an operator".to_string()
+                    } else {
+                        reason
+                    };
+                    let excl = self.exclusion_of_kind(e, kind, reason, until);
+                    self.exclude(e, excl);
+                }
+            }
+            Input::Resume { executor, .. } => self.resume(&executor),
+            Input::ProbeResult { executor, up, .. } => self.probe_result(&executor, up),
+            Input::MachineCreated { id, hold, .. } => self.machine_created(&id, hold),
+            Input::MachineFailed { id, message, .. } => self.machine_failed(&id, &message),
+            Input::Reload { .. } => {
+                if let Checked::Reload(document) = checked {
+                    self.reload(document);
+                }
+            }
+            Input::PreflightResult {
+                executor,
+                ok,
+                error,
+                ..
+            } => self.preflight_result(executor, ok, error),
+            Input::Restore { state, .. } => self.restore(state),
+            Input::Tick { .. } => {}
+        }
+    }
+
+    fn admit(&mut self, request: LeaseRequest, try_only: bool) {
+        let Ok(r) = self.role_index(&request.role) else {
+            return;
+        };
+        let key: OrderKey = (
+            u8::from(request.rank.is_none()),
+            request.rank.unwrap_or(0),
+            request.event_time.unwrap_or(self.now),
+            self.next_arrival,
+        );
+        self.next_arrival += 1;
+        let req = Req {
+            id: request.id.clone(),
+            role: request.role,
+            avoid: request.avoid,
+            prefer: request.prefer,
+            pin: request.pin,
+            rank: request.rank,
+            event_time: request.event_time,
+            label: request.label,
+            deadline: request.deadline,
+            key,
+            since: self.now,
+            announced: false,
+            state: ReqState::Waiting,
+        };
+        let id = req.id.clone();
+        self.requests.insert(id.clone(), req);
+        match self.try_place(&id, r, !try_only) {
+            Admission::Granted | Admission::Ended => {}
+            Admission::Queued if try_only => {
+                self.requests.remove(&id);
+                self.outputs.push_back(Output::Unavailable {
+                    request: id.clone(),
+                });
+                self.event(
+                    Level::Debug,
+                    "unavailable",
+                    format!("no free executor takes {} now", self.role_name(r)),
+                    vec![("request", json!(id))],
+                );
+            }
+            Admission::Queued => self.enqueue(&id, r),
+        }
+    }
+
+    /// Grants a request now if a free slot serves it, ends it if nothing ever can,
+    /// or says it must wait. The request is in `requests` and in no queue.
+    fn try_place(&mut self, id: &str, r: usize, may_wait: bool) -> Admission {
+        let Some(req) = self.requests.get(id) else {
+            return Admission::Ended;
+        };
+        let choice = match &req.pin {
+            Some(pin) => self
+                .exec_index
+                .get(pin)
+                .copied()
+                .filter(|&e| self.pin_ready(e, r) && !req.avoid.contains(pin)),
+            None => self.pick(req, r),
+        };
+        if let Some(e) = choice {
+            let passed = self.count_before(r, &req.key);
+            self.take_slot(id, e, r, passed);
+            return Admission::Granted;
+        }
+        if !may_wait {
+            return Admission::Queued;
+        }
+        if !self.can_serve_request(req, r) {
+            self.end_request(id, Ending::Exhausted);
+            return Admission::Ended;
+        }
+        if req.deadline.is_some_and(|d| d <= self.now) {
+            self.end_request(id, Ending::TimedOut);
+            return Admission::Ended;
+        }
+        Admission::Queued
+    }
+
+    fn pin_ready(&self, e: usize, r: usize) -> bool {
+        let x = &self.execs[e];
+        x.has_role(r) && x.free_for(r) && x.rt.exclusion.is_none()
+    }
+
+    /// Among the free executors for a request: `prefer` first; else the lowest
+    /// priority for the role; ties to the one leased least recently.
+    fn pick(&self, req: &Req, r: usize) -> Option<usize> {
+        if let Some(prefer) = &req.prefer {
+            if let Some(&e) = self.exec_index.get(prefer) {
+                if self.execs[e].has_role(r)
+                    && self.execs[e].ready_for(r)
+                    && !req.avoid.contains(prefer)
+                {
+                    return Some(e);
+                }
+            }
+        }
+        self.ready[r]
+            .iter()
+            .map(|&(_, _, e)| e)
+            .find(|&e| req.avoid.is_empty() || !req.avoid.contains(&self.execs[e].spec.id))
+    }
+
+    fn enqueue(&mut self, id: &str, r: usize) {
+        let Some(req) = self.requests.get_mut(id) else {
+            return;
+        };
+        req.state = ReqState::Waiting;
+        let key = req.key;
+        let announce = !req.announced;
+        req.announced = true;
+        let pin = req.pin.clone();
+        let deadline = req.deadline;
+        let label = req.label.clone();
+        let avoid = req.avoid.clone();
+        self.role_queues[r].insert(key, id.to_string());
+        if let Some(pin) = &pin {
+            self.pin_queues
+                .entry(pin.clone())
+                .or_default()
+                .insert(key, id.to_string());
+        }
+        if let Some(deadline) = deadline {
+            self.deadlines.insert((deadline, key, id.to_string()));
+        }
+        if announce {
+            let ahead = self.count_before(r, &key);
+            let report = self.waiting_report(r, &avoid, pin.as_deref());
+            let role = self.role_name(r).to_string();
+            self.outputs.push_back(Output::Waiting {
+                request: id.to_string(),
+                role: role.clone(),
+                report: report.clone(),
+                ahead,
+            });
+            let mut message = format!("waiting for an executor to take {role}");
+            if let Some(label) = &label {
+                message.push_str(&format!(" for {label}"));
+            }
+            message.push_str(&format!(": {report}"));
+            if let Some(pin) = &pin {
+                if !self.exec_index.contains_key(pin) {
+                    message.push_str(&format!(
+                        " ({pin} is not in the roster; the request waits until a reload declares it or it is cancelled)"
+                    ));
+                }
+            }
+            self.event(
+                Level::Info,
+                "waiting",
+                message,
+                vec![
+                    ("request", json!(id)),
+                    ("role", json!(role)),
+                    ("ahead", json!(ahead)),
+                ],
+            );
+        }
+    }
+
+    /// Waiting requests for role `r` earlier in lease order than `key`.
+    fn count_before(&self, r: usize, key: &OrderKey) -> u32 {
+        let queue = &self.role_queues[r];
+        let after = queue
+            .range((std::ops::Bound::Excluded(*key), std::ops::Bound::Unbounded))
+            .count();
+        let at = usize::from(queue.contains_key(key));
+        (queue.len() - after - at) as u32
+    }
+
+    fn dequeue(&mut self, id: &str) {
+        let Some(req) = self.requests.get(id) else {
+            return;
+        };
+        let key = req.key;
+        if let Some(r) = self.document.roles.iter().position(|x| *x == req.role) {
+            self.role_queues[r].remove(&key);
+        }
+        if let Some(pin) = &req.pin {
+            if let Some(queue) = self.pin_queues.get_mut(pin) {
+                queue.remove(&key);
+                if queue.is_empty() {
+                    self.pin_queues.remove(pin);
+                }
+            }
+        }
+        if let Some(deadline) = req.deadline {
+            self.deadlines.remove(&(deadline, key, id.to_string()));
+        }
+    }
+
+    /// Takes a slot on `e` for request `id`: a lease, or a machine creation first.
+    fn take_slot(&mut self, id: &str, e: usize, r: usize, passed: u32) {
+        debug_assert!(
+            self.execs[e].free_for(r),
+            "invariant: a grant takes a free slot"
+        );
+        self.dequeue(id);
+        self.unready(e);
+        self.lease_clock += 1;
+        let x = &mut self.execs[e];
+        x.busy += 1;
+        x.busy_by_role[r] += 1;
+        x.rt.last_leased = self.lease_clock;
+        let provision = x.spec.provision;
+        let exec_id = x.spec.id.clone();
+        self.ready_up(e);
+        let Some(req) = self.requests.get_mut(id) else {
+            return;
+        };
+        if provision && req.pin.is_none() {
+            req.state = ReqState::Creating {
+                executor: exec_id.clone(),
+                passed,
+            };
+            let label = req.label.clone();
+            if let Some(deadline) = req.deadline {
+                // The deadline still applies while the machine is created.
+                self.deadlines.insert((deadline, req.key, id.to_string()));
+            }
+            self.outputs.push_back(Output::CreateMachine {
+                request: id.to_string(),
+                executor: exec_id.clone(),
+            });
+            let role = self.role_name(r).to_string();
+            self.event(
+                Level::Info,
+                "creatingMachine",
+                format!(
+                    "{exec_id} takes {role}{} in lease order; creating its machine",
+                    for_label(&label)
+                ),
+                vec![
+                    ("request", json!(id)),
+                    ("executor", json!(exec_id)),
+                    ("role", json!(role)),
+                    ("passed", json!(passed)),
+                ],
+            );
+            return;
+        }
+        let Some(req) = self.requests.remove(id) else {
+            return;
+        };
+        self.open_lease(req, exec_id, None, passed);
+    }
+
+    fn open_lease(&mut self, req: Req, exec_id: String, hold: Option<Value>, passed: u32) {
+        let lease = self.next_lease;
+        self.next_lease += 1;
+        let message = format!(
+            "{exec_id} takes {}{}{}",
+            req.role,
+            for_label(&req.label),
+            if hold.is_some() {
+                " with a new machine"
+            } else {
+                ""
+            }
+        );
+        self.outputs.push_back(Output::Granted {
+            request: req.id.clone(),
+            lease,
+            executor: exec_id.clone(),
+            role: req.role.clone(),
+            hold: hold.clone(),
+            passed,
+            occupied: false,
+        });
+        self.event(
+            Level::Info,
+            "granted",
+            message,
+            vec![
+                ("request", json!(req.id)),
+                ("lease", json!(lease)),
+                ("executor", json!(exec_id)),
+                ("role", json!(req.role)),
+                ("passed", json!(passed)),
+            ],
+        );
+        self.lease_by_request.insert(req.id.clone(), lease);
+        self.leases.insert(
+            lease,
+            Lease {
+                request: req.id,
+                executor: exec_id,
+                role: Some(req.role),
+                label: req.label,
+                hold,
+                since: self.now,
+                occupied: false,
+                counted: true,
+            },
+        );
+    }
+
+    /// Ends a request that has no lease: cancelled, timed out or exhausted. A slot
+    /// held for its machine is freed, and the machine deleted when it arrives.
+    fn end_request(&mut self, id: &str, ending: Ending) {
+        self.dequeue(id);
+        let Some(req) = self.requests.remove(id) else {
+            return;
+        };
+        if let ReqState::Creating { executor, .. } = &req.state {
+            self.abandoned.insert(id.to_string(), executor.clone());
+            if let Some(&e) = self.exec_index.get(executor) {
+                let r = self.document.roles.iter().position(|x| *x == req.role);
+                self.free_slot(e, r);
+            }
+        }
+        let role = req.role.clone();
+        match ending {
+            Ending::Cancelled => {
+                self.outputs.push_back(Output::Cancelled {
+                    request: id.to_string(),
+                });
+                self.event(
+                    Level::Info,
+                    "cancelled",
+                    format!(
+                        "the request for {role}{} stopped waiting",
+                        for_label(&req.label)
+                    ),
+                    vec![("request", json!(id))],
+                );
+            }
+            Ending::TimedOut => {
+                self.outputs.push_back(Output::TimedOut {
+                    request: id.to_string(),
+                });
+                self.event(
+                    Level::Warn,
+                    "timedOut",
+                    format!(
+                        "no executor took {role}{} before its deadline",
+                        for_label(&req.label)
+                    ),
+                    vec![("request", json!(id))],
+                );
+            }
+            Ending::Exhausted => {
+                let reasons = self.exhausted_reasons(&req);
+                self.event(
+                    Level::Warn,
+                    "exhausted",
+                    format!(
+                        "no executor can ever take {role}{}: {}",
+                        for_label(&req.label),
+                        reasons.join("; ")
+                    ),
+                    vec![("request", json!(id)), ("role", json!(role))],
+                );
+                self.outputs.push_back(Output::Exhausted {
+                    request: id.to_string(),
+                    role,
+                    reasons,
+                });
+            }
+        }
+    }
+
+    /// Frees one slot on `e` (and its role count), and offers it to the queue.
+    fn free_slot(&mut self, e: usize, r: Option<usize>) {
+        self.unready(e);
+        let x = &mut self.execs[e];
+        x.busy = x.busy.saturating_sub(1);
+        if let Some(r) = r {
+            if let Some(count) = x.busy_by_role.get_mut(r) {
+                *count = count.saturating_sub(1);
+            }
+        }
+        self.ready_up(e);
+        self.dirty.insert(e);
+    }
+
+    fn release(&mut self, lease_id: u64) {
+        let Some(lease) = self.leases.remove(&lease_id) else {
+            return; // released before: releasing is idempotent
+        };
+        self.lease_by_request.remove(&lease.request);
+        if let Some(hold) = &lease.hold {
+            self.outputs.push_back(Output::DeleteMachine {
+                executor: lease.executor.clone(),
+                hold: hold.clone(),
+            });
+        }
+        if !lease.counted {
+            return;
+        }
+        let Some(&e) = self.exec_index.get(&lease.executor) else {
+            return;
+        };
+        let r = lease
+            .role
+            .as_ref()
+            .and_then(|role| self.document.roles.iter().position(|x| x == role));
+        let over = self.execs[e].busy > self.execs[e].spec.slots && !self.execs[e].draining;
+        self.free_slot(e, r);
+        let x = &self.execs[e];
+        if x.draining && x.busy == 0 {
+            let id = x.spec.id.clone();
+            self.event(
+                Level::Info,
+                "left",
+                format!(
+                    "the last lease on {id}, which a reload removed, ended; it leaves the roster"
+                ),
+                vec![("executor", json!(id))],
+            );
+            self.remove_drained(e);
+        } else if over {
+            let (id, busy, slots) = (x.spec.id.clone(), x.busy, x.spec.slots);
+            self.event(
+                Level::Info,
+                "retired",
+                format!(
+                    "a lease ended on {id}, which runs more leases than it has slots; its slot retires ({busy} running, {slots} slots)"
+                ),
+                vec![("executor", json!(id)), ("running", json!(busy)), ("slots", json!(slots))],
+            );
+        }
+    }
+
+    fn occupy(&mut self, id: String, executor: String, role: Option<String>, hold: Option<Value>) {
+        let r = role.as_ref().and_then(|role| self.role_index(role).ok());
+        let lease = self.next_lease;
+        self.next_lease += 1;
+        let counted = match self.exec_index.get(&executor).copied() {
+            Some(e) => {
+                self.unready(e);
+                let x = &mut self.execs[e];
+                x.busy += 1;
+                if let Some(r) = r.filter(|&r| x.has_role(r)) {
+                    x.busy_by_role[r] += 1;
+                }
+                let (busy, slots) = (x.busy, x.spec.slots);
+                self.ready_up(e);
+                let fields = vec![
+                    ("executor", json!(executor)),
+                    ("running", json!(busy)),
+                    ("slots", json!(slots)),
+                    ("lease", json!(lease)),
+                ];
+                if busy <= slots {
+                    self.event(
+                        Level::Info,
+                        "occupied",
+                        format!("work that already runs on {executor} occupies a slot ({busy} of {slots})"),
+                        fields,
+                    );
+                } else {
+                    self.event(
+                        Level::Warn,
+                        "occupiedBeyondCapacity",
+                        format!(
+                            "work that already runs on {executor} occupies a slot beyond its {slots} slots; {executor} takes no new lease until enough of its leases end"
+                        ),
+                        fields,
+                    );
+                }
+                true
+            }
+            None => {
+                self.event(
+                    Level::Warn,
+                    "occupiedUnknown",
+                    format!(
+                        "work already runs on {executor}, which the roster does not have; it occupies no slot"
+                    ),
+                    vec![("executor", json!(executor)), ("lease", json!(lease))],
+                );
+                false
+            }
+        };
+        self.outputs.push_back(Output::Granted {
+            request: id.clone(),
+            lease,
+            executor: executor.clone(),
+            role: role.clone().unwrap_or_default(),
+            hold: hold.clone(),
+            passed: 0,
+            occupied: true,
+        });
+        self.lease_by_request.insert(id.clone(), lease);
+        self.leases.insert(
+            lease,
+            Lease {
+                request: id,
+                executor,
+                role,
+                label: None,
+                hold,
+                since: self.now,
+                occupied: true,
+                counted,
+            },
+        );
+    }
+
+    // ---- Granting -----------------------------------------------------------------
+
+    /// Grants, in lease order, every waiting request that a newly usable slot can
+    /// serve. Only executors that gained a slot this input (`dirty`) are looked at,
+    /// and only the heads of their roles' queues, so the cost does not grow with the
+    /// number of waiters.
+    fn grant_pass(&mut self) {
+        for id in std::mem::take(&mut self.retry) {
+            let Some(req) = self.requests.get(&id) else {
+                continue;
+            };
+            if req.state != ReqState::Waiting {
+                continue;
+            }
+            let Ok(r) = self.role_index(&req.role.clone()) else {
+                continue;
+            };
+            self.dequeue(&id);
+            if let Admission::Queued = self.try_place(&id, r, true) {
+                self.enqueue(&id, r);
+            }
+        }
+        while let Some((id, pinned_to)) = self.next_candidate() {
+            let Some(req) = self.requests.get(&id) else {
+                break;
+            };
+            let Ok(r) = self.role_index(&req.role.clone()) else {
+                break;
+            };
+            let choice = match pinned_to {
+                Some(e) => Some(e),
+                None => self.pick(req, r),
+            };
+            let Some(e) = choice else {
+                break; // cannot happen: the candidate was found on a ready executor
+            };
+            let passed = self.count_before(r, &req.key);
+            self.take_slot(&id, e, r, passed);
+        }
+        self.dirty.clear();
+    }
+
+    /// The earliest waiting request, in lease order, that one of the dirty
+    /// executors can serve now.
+    fn next_candidate(&self) -> Option<(String, Option<usize>)> {
+        let mut best: Option<(OrderKey, &String, Option<usize>)> = None;
+        for &e in &self.dirty {
+            let x = &self.execs[e];
+            if x.draining || x.rt.exclusion.is_some() || x.busy >= x.spec.slots {
+                continue;
+            }
+            if !x.blocked() {
+                for &r in &x.role_idx {
+                    if !x.free_for(r) {
+                        continue;
+                    }
+                    for (key, id) in &self.role_queues[r] {
+                        if best.as_ref().is_some_and(|(b, _, _)| b <= key) {
+                            break;
+                        }
+                        let Some(req) = self.requests.get(id) else {
+                            continue;
+                        };
+                        if req.pin.is_some() || req.avoid.contains(&x.spec.id) {
+                            continue;
+                        }
+                        best = Some((*key, id, None));
+                        break;
+                    }
+                }
+            }
+            if let Some(queue) = self.pin_queues.get(&x.spec.id) {
+                for (key, id) in queue {
+                    if best.as_ref().is_some_and(|(b, _, _)| b <= key) {
+                        break;
+                    }
+                    let Some(req) = self.requests.get(id) else {
+                        continue;
+                    };
+                    let Some(r) = self.document.roles.iter().position(|x| *x == req.role) else {
+                        continue;
+                    };
+                    if x.has_role(r) && x.free_for(r) && !req.avoid.contains(&x.spec.id) {
+                        best = Some((*key, id, Some(e)));
+                        break;
+                    }
+                }
+            }
+        }
+        best.map(|(_, id, e)| (id.clone(), e))
+    }
+
+    // ---- The ready index ----------------------------------------------------------
+
+    /// Takes `e` out of every ready set (before a change to what keys or admits it).
+    fn unready(&mut self, e: usize) {
+        let stamp = self.execs[e].ready_stamp;
+        for i in 0..self.execs[e].role_idx.len() {
+            let r = self.execs[e].role_idx[i];
+            if self.execs[e].in_ready[r] {
+                self.ready[r].remove(&(self.execs[e].prios[r], stamp, e));
+                self.execs[e].in_ready[r] = false;
+            }
+        }
+    }
+
+    /// Puts `e` into the ready set of every role it can take now (after a change).
+    fn ready_up(&mut self, e: usize) {
+        self.unready(e);
+        let stamp = self.execs[e].rt.last_leased;
+        self.execs[e].ready_stamp = stamp;
+        for i in 0..self.execs[e].role_idx.len() {
+            let r = self.execs[e].role_idx[i];
+            if self.execs[e].ready_for(r) {
+                self.ready[r].insert((self.execs[e].prios[r], stamp, e));
+                self.execs[e].in_ready[r] = true;
+            }
+        }
+    }
+
+    /// Recomputes every derived index from the executors, leases and requests
+    /// (after creation, a reload, a drained executor leaving, an import).
+    fn rebuild(&mut self) {
+        let roles = self.document.roles.clone();
+        self.exec_index = self
+            .execs
+            .iter()
+            .enumerate()
+            .map(|(i, x)| (x.spec.id.clone(), i))
+            .collect();
+        for x in &mut self.execs {
+            x.derive(&roles);
+        }
+        for lease in self.leases.values() {
+            if !lease.counted {
+                continue;
+            }
+            if let Some(&e) = self.exec_index.get(&lease.executor) {
+                let x = &mut self.execs[e];
+                x.busy += 1;
+                if let Some(r) = lease
+                    .role
+                    .as_ref()
+                    .and_then(|role| roles.iter().position(|x| x == role))
+                    .filter(|&r| x.has_role(r))
+                {
+                    x.busy_by_role[r] += 1;
+                }
+            }
+        }
+        for req in self.requests.values() {
+            if let ReqState::Creating { executor, .. } = &req.state {
+                if let Some(&e) = self.exec_index.get(executor) {
+                    let x = &mut self.execs[e];
+                    x.busy += 1;
+                    if let Some(r) = roles.iter().position(|x| *x == req.role) {
+                        x.busy_by_role[r] += 1;
+                    }
+                }
+            }
+        }
+        self.ready = vec![BTreeSet::new(); roles.len()];
+        self.role_members = vec![Vec::new(); roles.len()];
+        self.servable = vec![0; roles.len()];
+        self.exclusion_ends.clear();
+        self.pause_ends.clear();
+        self.health.clear();
+        for e in 0..self.execs.len() {
+            self.ready_up(e);
+            let x = &self.execs[e];
+            for &r in &x.role_idx {
+                self.role_members[r].push(e);
+                if x.servable(r) {
+                    self.servable[r] += 1;
+                }
+            }
+            if let Some(end) = x.rt.exclusion.as_ref().and_then(Excl::end) {
+                self.exclusion_ends.insert((end, e));
+            }
+            if x.rt.exclusion.as_ref().map(|x| x.kind) == Some(ExclusionKind::Health) {
+                self.health.insert(e);
+            }
+            if let Some(p) = x.rt.pause.as_ref().filter(|p| p.blocked) {
+                self.pause_ends.insert((p.until, e));
+            }
+        }
+        self.role_queues = vec![BTreeMap::new(); roles.len()];
+        self.pin_queues.clear();
+        self.deadlines.clear();
+        for req in self.requests.values() {
+            if let Some(deadline) = req.deadline {
+                self.deadlines.insert((deadline, req.key, req.id.clone()));
+            }
+            if req.state != ReqState::Waiting {
+                continue;
+            }
+            if let Some(r) = roles.iter().position(|x| *x == req.role) {
+                self.role_queues[r].insert(req.key, req.id.clone());
+            }
+            if let Some(pin) = &req.pin {
+                self.pin_queues
+                    .entry(pin.clone())
+                    .or_default()
+                    .insert(req.key, req.id.clone());
+            }
+        }
+        self.lease_by_request = self
+            .leases
+            .iter()
+            .map(|(id, lease)| (lease.request.clone(), *id))
+            .collect();
+    }
+
+    fn remove_drained(&mut self, e: usize) {
+        self.execs.remove(e);
+        self.rebuild();
+        // Indexes moved: every executor may be offered again (cheap: rare).
+        self.dirty = (0..self.execs.len()).collect();
+    }
+
+    // ---- Exhaustion ---------------------------------------------------------------
+
+    fn can_serve_request(&self, req: &Req, r: usize) -> bool {
+        self.can_serve(r, &req.avoid, req.pin.as_deref())
+    }
+
+    fn can_serve(&self, r: usize, avoid: &[String], pin: Option<&str>) -> bool {
+        if let Some(pin) = pin {
+            if avoid.iter().any(|a| a == pin) {
+                return false;
+            }
+            return match self.exec_index.get(pin) {
+                None => true, // undeclared: it waits until a reload declares it
+                Some(&e) => self.execs[e].draining || self.execs[e].servable(r),
+            };
+        }
+        let avoided = avoid
+            .iter()
+            .filter(|id| {
+                self.exec_index
+                    .get(id.as_str())
+                    .is_some_and(|&e| self.execs[e].servable(r))
+            })
+            .collect::<BTreeSet<_>>()
+            .len() as u32;
+        self.servable[r] > avoided
+    }
+
+    /// Ends every waiting request of these roles that nothing can ever serve now.
+    fn recheck_exhaustion(&mut self, roles: &[usize]) {
+        let mut ended = Vec::new();
+        for &r in roles {
+            for id in self.role_queues[r].values() {
+                if let Some(req) = self.requests.get(id) {
+                    if !self.can_serve_request(req, r) {
+                        ended.push(req.id.clone());
+                    }
+                }
+            }
+        }
+        for id in ended {
+            self.end_request(&id, Ending::Exhausted);
+        }
+    }
+
+    fn exhausted_reasons(&self, req: &Req) -> Vec<String> {
+        let Some(r) = self.document.roles.iter().position(|x| *x == req.role) else {
+            return vec![format!("the roster no longer has the role {}", req.role)];
+        };
+        if let Some(pin) = &req.pin {
+            if req.avoid.contains(pin) {
+                return vec![format!("{pin} is both the pin and avoided")];
+            }
+            return match self.exec_index.get(pin) {
+                Some(&e) => vec![self.unavailable_reason(e, r)],
+                None => vec![format!("{pin} is not in the roster")],
+            };
+        }
+        let reasons: Vec<String> = self.role_members[r]
+            .iter()
+            .filter(|&&e| !req.avoid.contains(&self.execs[e].spec.id))
+            .map(|&e| self.unavailable_reason(e, r))
+            .collect();
+        if reasons.is_empty() {
+            vec!["no executor in the roster takes this role".to_string()]
+        } else {
+            reasons
+        }
+    }
+
+    fn unavailable_reason(&self, e: usize, r: usize) -> String {
+        let x = &self.execs[e];
+        let id = &x.spec.id;
+        if !x.has_role(r) {
+            format!("{id} does not take {}", self.role_name(r))
+        } else if let Some(excl) = &x.rt.exclusion {
+            format!("{id} {}", describe(excl))
+        } else if x.caps[r] == 0 {
+            format!("{id} takes no {} slot (its cap is 0)", self.role_name(r))
+        } else if x.draining {
+            format!("{id} was removed by a reload")
+        } else {
+            format!("{id} unavailable")
+        }
+    }
+
+    /// The seed's waiting report: "a busy; b until ...: usage limit (...)".
+    fn waiting_report(&self, r: usize, avoid: &[String], pin: Option<&str>) -> String {
+        const SHOWN: usize = 10;
+        if let Some(pin) = pin {
+            return match self.exec_index.get(pin) {
+                None => format!("{pin} not in the roster"),
+                Some(&e) => self.executor_state(e),
+            };
+        }
+        let members: Vec<usize> = self.role_members[r]
+            .iter()
+            .copied()
+            .filter(|&e| !avoid.contains(&self.execs[e].spec.id))
+            .collect();
+        let mut parts: Vec<String> = members
+            .iter()
+            .take(SHOWN)
+            .map(|&e| self.executor_state(e))
+            .collect();
+        if members.len() > SHOWN {
+            parts.push(format!("and {} more", members.len() - SHOWN));
+        }
+        parts.join("; ")
+    }
+
+    fn executor_state(&self, e: usize) -> String {
+        let x = &self.execs[e];
+        match &x.rt.exclusion {
+            Some(excl) => format!("{} {}", x.spec.id, describe(excl)),
+            None => match &x.rt.pause {
+                Some(p) if p.blocked => format!(
+                    "{} paused creating machines until {}",
+                    x.spec.id,
+                    iso(p.until)
+                ),
+                _ => format!("{} busy", x.spec.id),
+            },
+        }
+    }
+
+    // ---- Exclusions -----------------------------------------------------------------
+
+    fn report(&mut self, executor: &str, failure: &Failure) {
+        let Some(&e) = self.exec_index.get(executor) else {
+            return;
+        };
+        let now = self.now;
+        let spec = &self.execs[e].spec;
+        let model_unavailable = failure.kind == FailureKind::ModelUnavailable
+            || is_model_unavailable_message(&failure.message);
+        let excl = if model_unavailable {
+            Some(self.new_excl(
+                ExclusionKind::Run,
+                format!(
+                    "its model{} is unavailable ({})",
+                    spec.model
+                        .as_ref()
+                        .map(|m| format!(" '{m}'"))
+                        .unwrap_or_default(),
+                    excerpt(&failure.message, 200)
+                ),
+                None,
+            ))
+        } else {
+            match failure.kind {
+                FailureKind::UsageLimit => {
+                    let until = failure
+                        .reset_at
+                        .filter(|t| *t > now)
+                        .or(failure.retry_after_ms.map(|ms| now.saturating_add(ms)))
+                        .filter(|t| *t > now)
+                        .unwrap_or(now + spec.cooldown.usage_limit_ms);
+                    Some(self.new_excl(
+                        ExclusionKind::Until,
+                        format!("usage limit ({})", excerpt(&failure.message, 160)),
+                        Some(until),
+                    ))
+                }
+                FailureKind::RateLimit => self.count_rate_limit(e, failure),
+                FailureKind::Authentication => Some(self.new_excl(
+                    ExclusionKind::Run,
+                    format!("not signed in ({})", excerpt(&failure.message, 160)),
+                    None,
+                )),
+                FailureKind::Outage => {
+                    let reason =
+                        format!("serving engine down ({})", excerpt(&failure.message, 160));
+                    Some(self.exclusion_of_kind(e, ExclusionKind::Health, reason, None))
+                }
+                FailureKind::ModelUnavailable | FailureKind::Other => None,
+            }
+        };
+        match excl {
+            Some(excl) => {
+                if failure.kind == FailureKind::RateLimit {
+                    self.execs[e].rt.rate_limits.clear();
+                }
+                self.exclude(e, excl);
+            }
+            None if failure.kind == FailureKind::RateLimit => {}
+            None => self.event(
+                Level::Debug,
+                "failureIgnored",
+                format!(
+                    "{executor} failed ({}); that does not take it out of the round",
+                    excerpt(&failure.message, 160)
+                ),
+                vec![("executor", json!(executor))],
+            ),
+        }
+    }
+
+    /// Counts a rate limit in the sliding window; the exclusion it earns, if any.
+    fn count_rate_limit(&mut self, e: usize, failure: &Failure) -> Option<Excl> {
+        let now = self.now;
+        let window = self.options.rate_limit_window_ms;
+        let threshold = self.options.rate_limits_to_exclude.max(1) as usize;
+        let limits = &mut self.execs[e].rt.rate_limits;
+        while limits.front().is_some_and(|&t| t + window <= now) {
+            limits.pop_front();
+        }
+        limits.push_back(now);
+        let count = limits.len();
+        let id = self.execs[e].spec.id.clone();
+        if let Some(ms) = failure.retry_after_ms.filter(|ms| *ms > 0) {
+            return Some(self.new_excl(
+                ExclusionKind::Until,
+                format!("rate limited; retry after {}", format_duration(ms)),
+                Some(now.saturating_add(ms)),
+            ));
+        }
+        if count >= threshold {
+            let until = now + self.execs[e].spec.cooldown.rate_limit_ms;
+            return Some(self.new_excl(
+                ExclusionKind::Until,
+                format!("{count} rate limits within {}", format_duration(window)),
+                Some(until),
+            ));
+        }
+        self.event(
+            Level::Info,
+            "rateLimited",
+            format!(
+                "{id} hit a rate limit ({count} of {threshold} within {})",
+                format_duration(window)
+            ),
+            vec![("executor", json!(id)), ("count", json!(count))],
+        );
+        None
+    }
+
+    fn new_excl(&self, kind: ExclusionKind, reason: String, until: Option<u64>) -> Excl {
+        Excl {
+            kind,
+            reason,
+            until,
+            since: self.now,
+            then: None,
+        }
+    }
+
+    /// An exclusion of `kind` on `e`; a health one becomes the outage cooldown when
+    /// the executor has no health URL or the host cannot probe.
+    fn exclusion_of_kind(
+        &self,
+        e: usize,
+        kind: ExclusionKind,
+        reason: String,
+        until: Option<u64>,
+    ) -> Excl {
+        let spec = &self.execs[e].spec;
+        if kind == ExclusionKind::Health && (spec.health.is_none() || !self.options.can_probe) {
+            return self.new_excl(
+                ExclusionKind::Until,
+                reason,
+                Some(self.now + spec.cooldown.outage_ms),
+            );
+        }
+        let until = match kind {
+            ExclusionKind::Run | ExclusionKind::Health => None,
+            _ => until,
+        };
+        self.new_excl(kind, reason, until)
+    }
+
+    /// Applies an exclusion under the strength rules: `run` lasts the run; a manual
+    /// pause ends only by resume or its own end; between timed ends the later wins;
+    /// a weaker exclusion never replaces a stronger one but may take over after it.
+    fn exclude(&mut self, e: usize, new: Excl) {
+        let old = self.execs[e].rt.exclusion.clone();
+        let merged = match old.clone() {
+            None => new.clone(),
+            Some(old) => merge_exclusions(old, new.clone()),
+        };
+        if Some(&merged) == old.as_ref() {
+            let id = self.execs[e].spec.id.clone();
+            self.event(
+                Level::Debug,
+                "exclusionKept",
+                format!(
+                    "{id} stays out of the round {} (a weaker or earlier-ending exclusion does not shorten it)",
+                    describe(&merged)
+                ),
+                vec![("executor", json!(id))],
+            );
+            return;
+        }
+        let id = self.execs[e].spec.id.clone();
+        let mut fields = vec![
+            ("executor", json!(id)),
+            ("kind", json!(merged.kind)),
+            ("reason", json!(merged.reason)),
+        ];
+        if let Some(until) = merged.until {
+            fields.push(("until", json!(until)));
+        }
+        self.event(
+            Level::Warn,
+            "excluded",
+            format!("{id} out of the round {}", describe(&merged)),
+            fields,
+        );
+        self.set_exclusion(e, Some(merged));
+    }
+
+    /// Sets or clears `e`'s exclusion and keeps every index in step with it.
+    fn set_exclusion(&mut self, e: usize, excl: Option<Excl>) {
+        self.unready(e);
+        let old = self.execs[e].rt.exclusion.take();
+        if let Some(end) = old.as_ref().and_then(Excl::end) {
+            self.exclusion_ends.remove(&(end, e));
+        }
+        self.health.remove(&e);
+        let was_run = old.as_ref().is_some_and(|x| x.kind == ExclusionKind::Run);
+        let is_run = excl.as_ref().is_some_and(|x| x.kind == ExclusionKind::Run);
+        if let Some(end) = excl.as_ref().and_then(Excl::end) {
+            self.exclusion_ends.insert((end, e));
+        }
+        if excl
+            .as_ref()
+            .is_some_and(|x| x.kind == ExclusionKind::Health)
+        {
+            self.health.insert(e);
+            let was_health = old
+                .as_ref()
+                .is_some_and(|x| x.kind == ExclusionKind::Health);
+            if !was_health {
+                self.execs[e].rt.last_probe_at = None;
+                self.execs[e].rt.probe_in_flight = false;
+            }
+        }
+        let persisted = |x: &Option<Excl>| x.as_ref().is_some_and(|x| x.kind != ExclusionKind::Run);
+        if persisted(&old) || persisted(&excl) {
+            self.persist_dirty = true;
+        }
+        let back = excl.is_none();
+        self.execs[e].rt.exclusion = excl;
+        self.ready_up(e);
+        if was_run != is_run {
+            let roles = self.execs[e].role_idx.clone();
+            for &r in &roles {
+                if self.execs[e].caps[r] > 0 && !self.execs[e].draining {
+                    if is_run {
+                        self.servable[r] -= 1;
+                    } else {
+                        self.servable[r] += 1;
+                    }
+                }
+            }
+            if is_run {
+                self.recheck_exhaustion(&roles);
+                let id = self.execs[e].spec.id.clone();
+                let pinned: Vec<String> = self
+                    .pin_queues
+                    .get(&id)
+                    .map(|q| q.values().cloned().collect())
+                    .unwrap_or_default();
+                for id in pinned {
+                    self.end_request(&id, Ending::Exhausted);
+                }
+            }
+        }
+        if back {
+            self.dirty.insert(e);
+        }
+    }
+
+    /// An exclusion's time has come (or its health check answered): the timed one
+    /// it shadowed takes over if still in the future, else the executor is back.
+    fn end_exclusion(&mut self, e: usize, at: u64, answered: bool) {
+        let Some(excl) = self.execs[e].rt.exclusion.clone() else {
+            return;
+        };
+        let id = self.execs[e].spec.id.clone();
+        match excl.then.clone().filter(|(end, _)| *end > at) {
+            Some((end, reason)) => {
+                let next = Excl {
+                    kind: ExclusionKind::Until,
+                    reason,
+                    until: Some(end),
+                    since: excl.since,
+                    then: None,
+                };
+                let message = format!(
+                    "{id}'s {} exclusion ended; it stays out of the round {}",
+                    kind_name(excl.kind),
+                    describe(&next)
+                );
+                self.set_exclusion(e, Some(next));
+                self.event(
+                    Level::Info,
+                    "exclusionChanged",
+                    message,
+                    vec![("executor", json!(id))],
+                );
+            }
+            None => {
+                self.set_exclusion(e, None);
+                let message = if answered {
+                    format!("{id} answers its health check again; back in the round")
+                } else {
+                    format!("{id} back in the round")
+                };
+                self.event(Level::Info, "back", message, vec![("executor", json!(id))]);
+            }
+        }
+    }
+
+    fn resume(&mut self, executor: &str) {
+        let Some(&e) = self.exec_index.get(executor) else {
+            return;
+        };
+        if self.execs[e].rt.exclusion.is_none() {
+            return;
+        }
+        self.set_exclusion(e, None);
+        self.event(
+            Level::Info,
+            "resumed",
+            format!("{executor} resumed"),
+            vec![("executor", json!(executor))],
+        );
+    }
+
+    fn restore(&mut self, state: PersistedState) {
+        let now = self.now;
+        for x in state.exclusions {
+            let Some(&e) = self.exec_index.get(&x.id) else {
+                continue; // another roster's entry, or an executor since removed
+            };
+            let expired = match x.kind {
+                ExclusionKind::Run => true,
+                ExclusionKind::Until => x.until.is_none_or(|t| t <= now),
+                ExclusionKind::Manual => x.until.is_some_and(|t| t <= now),
+                ExclusionKind::Health => false,
+            };
+            if expired {
+                continue;
+            }
+            let excl = self.exclusion_of_kind(e, x.kind, x.reason, x.until);
+            self.exclude(e, excl);
+        }
+        // What was just read is what the file holds: no write for a restore.
+        self.last_persisted = self.persisted_exclusions();
+        self.persist_dirty = false;
+    }
+
+    // ---- Health probes --------------------------------------------------------------
+
+    fn probe_due(&self, e: usize) -> u64 {
+        let x = &self.execs[e];
+        let since = x.rt.exclusion.as_ref().map_or(self.now, |x| x.since);
+        match x.rt.last_probe_at {
+            None => since,
+            Some(at) => {
+                let interval = if self.demand(e) {
+                    self.options.health_probe_interval_ms
+                } else {
+                    self.options.idle_probe_interval_ms
+                };
+                at + interval
+            }
+        }
+    }
+
+    /// Whether a waiting request could use `e` once it is back.
+    fn demand(&self, e: usize) -> bool {
+        let x = &self.execs[e];
+        x.role_idx.iter().any(|&r| {
+            self.role_queues[r].values().take(16).any(|id| {
+                self.requests
+                    .get(id)
+                    .is_some_and(|q| q.pin.is_none() && !q.avoid.contains(&x.spec.id))
+            })
+        }) || self.pin_queues.contains_key(&x.spec.id)
+    }
+
+    fn schedule_probes(&mut self) {
+        let due: Vec<usize> = self
+            .health
+            .iter()
+            .copied()
+            .filter(|&e| !self.execs[e].rt.probe_in_flight && self.probe_due(e) <= self.now)
+            .collect();
+        for e in due {
+            let spec = &self.execs[e].spec;
+            match (&spec.health, self.options.can_probe) {
+                (Some(url), true) => {
+                    let (id, url) = (spec.id.clone(), url.clone());
+                    self.execs[e].rt.probe_in_flight = true;
+                    self.outputs.push_back(Output::Probe { executor: id, url });
+                }
+                _ => {
+                    // Nothing to probe: the outage cooldown decides, from now.
+                    let reason = self.execs[e]
+                        .rt
+                        .exclusion
+                        .as_ref()
+                        .map(|x| x.reason.clone())
+                        .unwrap_or_default();
+                    let until = self.now + spec.cooldown.outage_ms;
+                    let excl = self.new_excl(ExclusionKind::Until, reason, Some(until));
+                    self.set_exclusion(e, Some(excl));
+                }
+            }
+        }
+    }
+
+    fn probe_result(&mut self, executor: &str, up: bool) {
+        let Some(&e) = self.exec_index.get(executor) else {
+            return;
+        };
+        let health = self.execs[e]
+            .rt
+            .exclusion
+            .as_ref()
+            .is_some_and(|x| x.kind == ExclusionKind::Health);
+        if !health || !self.execs[e].rt.probe_in_flight {
+            self.event(
+                Level::Debug,
+                "probeIgnored",
+                format!("a probe result for {executor}, which awaits none, is ignored"),
+                vec![("executor", json!(executor))],
+            );
+            return;
+        }
+        self.execs[e].rt.probe_in_flight = false;
+        if up {
+            self.end_exclusion(e, self.now, true);
+        } else {
+            self.execs[e].rt.last_probe_at = Some(self.now);
+            self.event(
+                Level::Debug,
+                "probeDown",
+                format!("{executor} does not answer its health check yet"),
+                vec![("executor", json!(executor))],
+            );
+        }
+    }
+
+    // ---- Provisioning ---------------------------------------------------------------
+
+    fn machine_created(&mut self, id: &str, hold: Value) {
+        if let Some(executor) = self.abandoned.remove(id) {
+            self.outputs.push_back(Output::DeleteMachine {
+                executor: executor.clone(),
+                hold,
+            });
+            self.event(
+                Level::Info,
+                "machineDiscarded",
+                format!(
+                    "the request stopped waiting while its machine was created on {executor}; the machine is deleted"
+                ),
+                vec![("request", json!(id)), ("executor", json!(executor))],
+            );
+            return;
+        }
+        self.dequeue(id);
+        let Some(req) = self.requests.remove(id) else {
+            return;
+        };
+        let ReqState::Creating { executor, passed } = req.state.clone() else {
+            self.requests.insert(id.to_string(), req);
+            return;
+        };
+        if let Some(&e) = self.exec_index.get(&executor) {
+            if self.execs[e].rt.pause.is_some() {
+                self.unready(e);
+                if let Some(p) = self.execs[e].rt.pause.take() {
+                    self.pause_ends.remove(&(p.until, e));
+                }
+                self.ready_up(e);
+                self.dirty.insert(e);
+            }
+        }
+        self.open_lease(req, executor, Some(hold), passed);
+    }
+
+    fn machine_failed(&mut self, id: &str, message: &str) {
+        let executor = match self.abandoned.remove(id) {
+            Some(executor) => executor,
+            None => {
+                let Some(req) = self.requests.get_mut(id) else {
+                    return;
+                };
+                let ReqState::Creating { executor, .. } = req.state.clone() else {
+                    return;
+                };
+                // Back in its place in the queue: its key is unchanged.
+                req.state = ReqState::Waiting;
+                let role = req.role.clone();
+                let r = self.document.roles.iter().position(|x| *x == role);
+                if let Some(&e) = self.exec_index.get(&executor) {
+                    self.free_slot(e, r);
+                }
+                // The grant pass puts it back in its place, or grants it elsewhere.
+                self.retry.push(id.to_string());
+                executor
+            }
+        };
+        let Some(&e) = self.exec_index.get(&executor) else {
+            return;
+        };
+        self.unready(e);
+        let failures = self.execs[e].rt.pause.as_ref().map_or(0, |p| p.failures) + 1;
+        let doubling = 1u64 << (failures - 1).min(20);
+        let delay = self
+            .options
+            .provision_first_pause_ms
+            .saturating_mul(doubling)
+            .min(self.options.provision_max_pause_ms);
+        if let Some(p) = self.execs[e].rt.pause.take() {
+            self.pause_ends.remove(&(p.until, e));
+        }
+        let until = self.now + delay;
+        self.execs[e].rt.pause = Some(Pause {
+            failures,
+            until,
+            message: message.to_string(),
+            blocked: true,
+        });
+        self.pause_ends.insert((until, e));
+        self.ready_up(e);
+        self.event(
+            Level::Warn,
+            "provisionPaused",
+            format!(
+                "{executor} could not create a machine ({}); its requests keep waiting, and it tries again after {} (failure {failures})",
+                excerpt(message, 160),
+                format_duration(delay)
+            ),
+            vec![
+                ("executor", json!(executor)),
+                ("failures", json!(failures)),
+                ("retryAt", json!(until)),
+            ],
+        );
+    }
+
+    fn end_pause(&mut self, e: usize) {
+        self.unready(e);
+        let Some(p) = self.execs[e].rt.pause.as_mut() else {
+            return;
+        };
+        p.blocked = false;
+        let failures = p.failures;
+        self.ready_up(e);
+        self.dirty.insert(e);
+        let id = self.execs[e].spec.id.clone();
+        self.event(
+            Level::Info,
+            "provisionResumed",
+            format!("{id}'s pause ended; it creates machines again"),
+            vec![("executor", json!(id)), ("failures", json!(failures))],
+        );
+    }
+
+    // ---- Reload ---------------------------------------------------------------------
+
+    fn reload(&mut self, document: Document) {
+        if let Some(pending) = self.pending_reload.take() {
+            self.event(
+                Level::Info,
+                "reloadSuperseded",
+                format!(
+                    "a newer reload replaces the one waiting for preflights since {}",
+                    iso(pending.since)
+                ),
+                vec![],
+            );
+        }
+        let needs = self.needs_preflight(&document);
+        if self.options.preflight_reloads && !needs.is_empty() {
+            for id in &needs {
+                self.outputs.push_back(Output::Preflight {
+                    executor: id.clone(),
+                });
+            }
+            self.event(
+                Level::Info,
+                "preflighting",
+                format!(
+                    "preflighting {} before the reload applies",
+                    needs.iter().cloned().collect::<Vec<_>>().join(", ")
+                ),
+                vec![("executors", json!(needs))],
+            );
+            self.pending_reload = Some(PendingReload {
+                document,
+                awaiting: needs,
+                since: self.now,
+            });
+            return;
+        }
+        self.apply_reload(document);
+    }
+
+    /// Executors a reload adds or grows.
+    fn needs_preflight(&self, document: &Document) -> BTreeSet<String> {
+        document
+            .executors
+            .iter()
+            .filter(|spec| match self.exec_index.get(&spec.id) {
+                Some(&e) => self.execs[e].draining || spec.slots > self.execs[e].spec.slots,
+                None => true,
+            })
+            .map(|spec| spec.id.clone())
+            .collect()
+    }
+
+    fn preflight_result(&mut self, executor: String, ok: bool, error: Option<String>) {
+        self.preflights.insert(
+            executor.clone(),
+            PreflightRecord {
+                at: self.now,
+                ok,
+                error: error.clone(),
+            },
+        );
+        let Some(pending) = self.pending_reload.as_mut() else {
+            return;
+        };
+        if !pending.awaiting.remove(&executor) {
+            return;
+        }
+        if !ok {
+            self.pending_reload = None;
+            let why = error.unwrap_or_else(|| "no reason given".into());
+            self.event(
+                Level::Warn,
+                "reloadRefused",
+                format!(
+                    "the reload is refused: the preflight of {executor} failed ({why}); the running roster stays as it was"
+                ),
+                vec![("executor", json!(executor)), ("error", json!(why))],
+            );
+            return;
+        }
+        if pending.awaiting.is_empty() {
+            if let Some(pending) = self.pending_reload.take() {
+                self.apply_reload(pending.document);
+            }
+        }
+    }
+
+    fn apply_reload(&mut self, document: Document) {
+        let roles = document.roles.clone();
+        let mut old: BTreeMap<String, Exec> = std::mem::take(&mut self.execs)
+            .into_iter()
+            .map(|x| (x.spec.id.clone(), x))
+            .collect();
+        let running = |x: &Exec| x.busy;
+        let mut execs = Vec::new();
+        let mut events = Vec::new();
+        for spec in &document.executors {
+            self.known_ids.insert(spec.id.clone());
+            match old.remove(&spec.id) {
+                Some(prev) => {
+                    if prev.draining {
+                        events.push((
+                            "added",
+                            format!(
+                                "{} declared again by a reload; it takes leases now",
+                                spec.id
+                            ),
+                        ));
+                    } else if prev.spec.slots != spec.slots {
+                        events.push((
+                            "resized",
+                            format!(
+                                "{} resized by a reload from {} to {} slots; running leases continue ({} running)",
+                                spec.id,
+                                prev.spec.slots,
+                                spec.slots,
+                                running(&prev)
+                            ),
+                        ));
+                    }
+                    let mut x = Exec::new(spec.clone(), prev.rt, &roles);
+                    if x.spec.health.is_none()
+                        && x.rt.exclusion.as_ref().map(|x| x.kind) == Some(ExclusionKind::Health)
+                    {
+                        // Its health URL is gone: the outage cooldown decides, from now.
+                        if let Some(excl) = x.rt.exclusion.as_mut() {
+                            excl.kind = ExclusionKind::Until;
+                            excl.until = Some(self.now + spec.cooldown.outage_ms);
+                        }
+                        self.persist_dirty = true;
+                    }
+                    execs.push(x);
+                }
+                None => {
+                    events.push((
+                        "added",
+                        format!("{} added by a reload; it takes leases now", spec.id),
+                    ));
+                    execs.push(Exec::new(spec.clone(), Runtime::default(), &roles));
+                }
+            }
+        }
+        for (id, mut prev) in old {
+            if prev.rt.exclusion.take().is_some() {
+                self.persist_dirty = true;
+            }
+            if running(&prev) > 0 {
+                events.push((
+                    "removed",
+                    format!(
+                        "{id} removed by a reload; it takes no new lease, and its {} running leases finish",
+                        running(&prev)
+                    ),
+                ));
+                prev.draining = true;
+                execs.push(prev);
+            } else {
+                events.push((
+                    "removed",
+                    format!("{id} removed by a reload; it runs no lease, so it leaves now"),
+                ));
+            }
+        }
+        self.document = document;
+        self.execs = execs;
+        for x in &mut self.execs {
+            if x.draining {
+                x.rt.pause = None;
+            }
+        }
+        self.rebuild();
+        for (name, message) in events {
+            self.event(Level::Info, name, message, vec![]);
+        }
+        self.event(
+            Level::Info,
+            "reloaded",
+            format!(
+                "the roster reloaded: {} executors",
+                self.document.executors.len()
+            ),
+            vec![],
+        );
+        // Requests whose role is gone, and those nothing can serve any more, end.
+        let orphaned: Vec<String> = self
+            .requests
+            .values()
+            .filter(|q| q.state == ReqState::Waiting && !roles.contains(&q.role))
+            .map(|q| q.id.clone())
+            .collect();
+        for id in orphaned {
+            self.end_request(&id, Ending::Exhausted);
+        }
+        let all: Vec<usize> = (0..roles.len()).collect();
+        self.recheck_exhaustion(&all);
+        self.dirty = (0..self.execs.len()).collect();
+    }
+
+    // ---- Persistence ----------------------------------------------------------------
+
+    fn persisted_exclusions(&self) -> Vec<Exclusion> {
+        self.execs
+            .iter()
+            .filter_map(|x| {
+                let excl = x.rt.exclusion.as_ref()?;
+                (excl.kind != ExclusionKind::Run).then(|| Exclusion {
+                    id: x.spec.id.clone(),
+                    reason: excl.reason.clone(),
+                    kind: excl.kind,
+                    until: excl.end(),
+                })
+            })
+            .collect()
+    }
+
+    /// One persist per input at most, and only when the lasting exclusions changed.
+    fn flush_persist(&mut self) {
+        if !self.persist_dirty {
+            return;
+        }
+        self.persist_dirty = false;
+        let exclusions = self.persisted_exclusions();
+        if exclusions == self.last_persisted {
+            return;
+        }
+        self.last_persisted = exclusions.clone();
+        self.outputs.push_back(Output::Persist {
+            ids: self.known_ids.iter().cloned().collect(),
+            state: PersistedState {
+                version: STATE_VERSION,
+                exclusions,
+            },
+        });
+    }
+
+    /// The part of the state a persist decision carries (for restore tests).
+    pub fn persisted_state(&self) -> PersistedState {
+        PersistedState {
+            version: STATE_VERSION,
+            exclusions: self.persisted_exclusions(),
+        }
+    }
+
+    // ---- Events ---------------------------------------------------------------------
+
+    fn event(&mut self, level: Level, name: &str, message: String, fields: Vec<(&str, Value)>) {
+        self.outputs.push_back(Output::Event {
+            level,
+            name: name.to_string(),
+            message,
+            fields: fields
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        });
+    }
+
+    fn role_name(&self, r: usize) -> &str {
+        self.document.roles.get(r).map_or("?", String::as_str)
+    }
+
+    // ---- Queries (change nothing) ---------------------------------------------------
+
+    /// Free slots for `role` now, across executors in the round (not excluded, not
+    /// paused, not draining).
+    pub fn available(&self, role: &str) -> Result<u32, Error> {
+        let r = self.role_index(role)?;
+        Ok(self.role_members[r]
+            .iter()
+            .map(|&e| {
+                let x = &self.execs[e];
+                if x.draining || x.rt.exclusion.is_some() || x.blocked() {
+                    return 0;
+                }
+                let total = x.spec.slots.saturating_sub(x.busy);
+                let for_role = x.caps[r].saturating_sub(x.busy_by_role[r]);
+                total.min(for_role)
+            })
+            .sum())
+    }
+
+    /// Configured slots for `role` (role caps applied).
+    pub fn slots(&self, role: &str) -> Result<u32, Error> {
+        let r = self.role_index(role)?;
+        Ok(self.role_members[r]
+            .iter()
+            .filter(|&&e| !self.execs[e].draining)
+            .map(|&e| self.execs[e].caps[r])
+            .sum())
+    }
+
+    /// Whether an executor outside `avoid` has the role and is not out for the run.
+    pub fn can_ever_serve(&self, role: &str, avoid: &[String]) -> Result<bool, Error> {
+        let r = self.role_index(role)?;
+        Ok(self.can_serve(r, avoid, None))
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        let roles = &self.document.roles;
+        let mut leases_of: BTreeMap<&str, Vec<LeaseStatus>> = BTreeMap::new();
+        for (id, lease) in &self.leases {
+            leases_of
+                .entry(lease.executor.as_str())
+                .or_default()
+                .push(LeaseStatus {
+                    lease: *id,
+                    request: lease.request.clone(),
+                    role: lease.role.clone(),
+                    label: lease.label.clone(),
+                    hold: lease.hold.clone(),
+                    since: lease.since,
+                    occupied: lease.occupied,
+                });
+        }
+        let executors = self
+            .execs
+            .iter()
+            .enumerate()
+            .map(|(e, x)| ExecutorStatus {
+                id: x.spec.id.clone(),
+                harness: x.spec.harness.clone(),
+                model: x.spec.model.clone(),
+                roles: x.spec.roles.clone(),
+                slots: if x.draining { 0 } else { x.spec.slots },
+                role_caps: x
+                    .role_idx
+                    .iter()
+                    .map(|&r| (roles[r].clone(), x.caps[r]))
+                    .collect(),
+                priority: x
+                    .role_idx
+                    .iter()
+                    .map(|&r| (roles[r].clone(), x.prios[r].0))
+                    .collect(),
+                busy: x.busy,
+                busy_by_role: x
+                    .role_idx
+                    .iter()
+                    .map(|&r| (roles[r].clone(), x.busy_by_role[r]))
+                    .collect(),
+                exclusion: x.rt.exclusion.as_ref().map(|excl| ExclusionStatus {
+                    kind: excl.kind,
+                    reason: excl.reason.clone(),
+                    until: excl.end(),
+                    since: excl.since,
+                    next_probe_at: (excl.kind == ExclusionKind::Health && self.options.can_probe)
+                        .then(|| self.probe_due(e)),
+                    then_until: excl.then.as_ref().map(|(t, _)| *t),
+                    description: describe(excl),
+                }),
+                pause: x.rt.pause.as_ref().map(|p| PauseStatus {
+                    failures: p.failures,
+                    until: p.until,
+                    message: p.message.clone(),
+                    blocked: p.blocked,
+                }),
+                draining: x.draining,
+                provision: x.spec.provision,
+                leases: leases_of.remove(x.spec.id.as_str()).unwrap_or_default(),
+                preflight: self.preflights.get(&x.spec.id).cloned(),
+                probe_in_flight: x.rt.probe_in_flight,
+                recent_rate_limits: x
+                    .rt
+                    .rate_limits
+                    .iter()
+                    .filter(|&&t| t + self.options.rate_limit_window_ms > self.now)
+                    .count() as u32,
+            })
+            .collect();
+        let mut queue: Vec<(OrderKey, QueuedRequest)> = Vec::new();
+        for (r, entries) in self.role_queues.iter().enumerate() {
+            for (ahead, id) in entries.values().enumerate() {
+                let Some(q) = self.requests.get(id) else {
+                    continue;
+                };
+                queue.push((
+                    q.key,
+                    QueuedRequest {
+                        request: q.id.clone(),
+                        role: roles[r].clone(),
+                        rank: q.rank,
+                        event_time: q.event_time,
+                        label: q.label.clone(),
+                        pin: q.pin.clone(),
+                        avoid: q.avoid.clone(),
+                        prefer: q.prefer.clone(),
+                        deadline: q.deadline,
+                        ahead: ahead as u32,
+                        waiting_since: q.since,
+                    },
+                ));
+            }
+        }
+        queue.sort_by_key(|a| a.0);
+        let creating = self
+            .requests
+            .values()
+            .filter_map(|q| match &q.state {
+                ReqState::Creating { executor, .. } => Some(CreatingRequest {
+                    request: q.id.clone(),
+                    executor: executor.clone(),
+                    role: q.role.clone(),
+                    since: q.since,
+                }),
+                ReqState::Waiting => None,
+            })
+            .collect();
+        Snapshot {
+            now: self.now,
+            roles: roles.clone(),
+            executors,
+            queue: queue.into_iter().map(|(_, q)| q).collect(),
+            creating,
+            pending_reload: self.pending_reload.as_ref().map(|p| PendingReloadStatus {
+                since: p.since,
+                awaiting: p.awaiting.iter().cloned().collect(),
+            }),
+            wake_at: self.poll_timeout(),
+        }
+    }
+
+    /// Why each executor can or cannot take a request (waiting or hypothetical) now.
+    pub fn explain(&self, request: &ExplainRequest) -> Result<Explanation, Error> {
+        let (role, avoid, prefer, pin) = match &request.request {
+            Some(id) => {
+                let q = self
+                    .requests
+                    .get(id)
+                    .ok_or_else(|| Error::UnknownRequest { id: id.clone() })?;
+                (
+                    q.role.clone(),
+                    q.avoid.clone(),
+                    q.prefer.clone(),
+                    q.pin.clone(),
+                )
+            }
+            None => (
+                request.role.clone(),
+                request.avoid.clone(),
+                request.prefer.clone(),
+                request.pin.clone(),
+            ),
+        };
+        let r = self.role_index(&role)?;
+        let executors = self
+            .execs
+            .iter()
+            .map(|x| {
+                let mut reasons = Vec::new();
+                let id = &x.spec.id;
+                if !x.has_role(r) {
+                    reasons.push(format!("lacks the role {role}"));
+                }
+                if pin.as_ref().is_some_and(|p| p != id) {
+                    reasons.push(format!(
+                        "the request is pinned to {}",
+                        pin.clone().unwrap_or_default()
+                    ));
+                }
+                if avoid.contains(id) {
+                    reasons.push("avoided by the request".to_string());
+                }
+                if x.draining {
+                    reasons.push("removed by a reload; draining".to_string());
+                }
+                if let Some(excl) = &x.rt.exclusion {
+                    reasons.push(format!("excluded {}", describe(excl)));
+                }
+                if pin.is_none() && x.spec.provision {
+                    if let Some(p) = x.rt.pause.as_ref().filter(|p| p.blocked) {
+                        reasons.push(format!(
+                            "paused creating machines until {} after {} failure(s)",
+                            iso(p.until),
+                            p.failures
+                        ));
+                    }
+                }
+                if x.has_role(r) && !x.draining {
+                    if x.busy >= x.spec.slots {
+                        reasons.push(format!("busy ({} of {} slots)", x.busy, x.spec.slots));
+                    } else if x.busy_by_role[r] >= x.caps[r] {
+                        reasons.push(format!(
+                            "role cap reached ({role} {} of {})",
+                            x.busy_by_role[r], x.caps[r]
+                        ));
+                    }
+                }
+                ExecutorExplanation {
+                    id: id.clone(),
+                    ok: reasons.is_empty(),
+                    reasons,
+                    priority: x.has_role(r).then_some(x.prios[r].0),
+                }
+            })
+            .collect::<Vec<_>>();
+        let hypothetical = Req {
+            id: String::new(),
+            role: role.clone(),
+            avoid: avoid.clone(),
+            prefer,
+            pin: pin.clone(),
+            rank: None,
+            event_time: None,
+            label: None,
+            deadline: None,
+            key: (0, 0, 0, 0),
+            since: self.now,
+            announced: true,
+            state: ReqState::Waiting,
+        };
+        let pick = match &pin {
+            Some(p) => self
+                .exec_index
+                .get(p)
+                .copied()
+                .filter(|&e| self.pin_ready(e, r) && !avoid.contains(p)),
+            None => self.pick(&hypothetical, r),
+        }
+        .map(|e| self.execs[e].spec.id.clone());
+        let mut explanation = Explanation {
+            role,
+            pick,
+            can_ever_serve: self.can_serve(r, &avoid, pin.as_deref()),
+            executors,
+        };
+        if let Some(p) = &pin {
+            if !self.exec_index.contains_key(p) {
+                explanation.executors.push(ExecutorExplanation {
+                    id: p.clone(),
+                    ok: false,
+                    reasons: vec!["not in the roster (the pinned request waits for a reload that declares it)".into()],
+                    priority: None,
+                });
+            }
+        }
+        Ok(explanation)
+    }
+
+    /// A dry run of a reload: which executors drain, which waiters would be granted
+    /// or exhausted. Changes nothing.
+    pub fn plan(&self, document: &Value) -> Result<Plan, Error> {
+        let parsed = Document::from_json(document, self.options.kinds.as_deref())
+            .map_err(|violations| Error::InvalidDocument { violations })?;
+        let mut plan = Plan {
+            added: Vec::new(),
+            draining: Vec::new(),
+            leaving: Vec::new(),
+            resized: Vec::new(),
+            changed: Vec::new(),
+            granted: Vec::new(),
+            exhausted: Vec::new(),
+            preflight: if self.options.preflight_reloads {
+                self.needs_preflight(&parsed).into_iter().collect()
+            } else {
+                Vec::new()
+            },
+        };
+        for spec in &parsed.executors {
+            match self.exec_index.get(&spec.id) {
+                None => plan.added.push(spec.id.clone()),
+                Some(&e) => {
+                    let x = &self.execs[e];
+                    if x.draining {
+                        plan.added.push(spec.id.clone());
+                    } else if x.spec.slots != spec.slots {
+                        plan.resized.push(Resize {
+                            id: spec.id.clone(),
+                            from: x.spec.slots,
+                            to: spec.slots,
+                            running: x.busy,
+                        });
+                    } else if x.spec.roles != spec.roles
+                        || x.spec.role_caps != spec.role_caps
+                        || x.spec.priority != spec.priority
+                        || x.spec.raw != spec.raw
+                    {
+                        plan.changed.push(spec.id.clone());
+                    }
+                }
+            }
+        }
+        for x in &self.execs {
+            if parsed.executor(&x.spec.id).is_none() && !x.draining {
+                if x.busy > 0 {
+                    plan.draining.push(x.spec.id.clone());
+                } else {
+                    plan.leaving.push(x.spec.id.clone());
+                }
+            }
+        }
+        let mut trial = self.clone();
+        trial.outputs.clear();
+        trial.apply_reload(parsed);
+        trial.grant_pass();
+        for output in trial.outputs {
+            match output {
+                Output::Granted {
+                    request, executor, ..
+                }
+                | Output::CreateMachine { request, executor } => {
+                    plan.granted.push(PlannedGrant { request, executor })
+                }
+                Output::Exhausted { request, .. } => plan.exhausted.push(request),
+                _ => {}
+            }
+        }
+        Ok(plan)
+    }
+
+    // ---- Live swap --------------------------------------------------------------------
+
+    /// Everything, as JSON, for a live swap to another module version. Drain the
+    /// outputs first: pending outputs are carried but a host should not rely on it.
+    pub fn export_state(&self) -> Value {
+        let exported = Exported {
+            version: EXPORT_VERSION,
+            options: self.options.clone(),
+            document: self.document.raw.clone(),
+            draining: self
+                .execs
+                .iter()
+                .filter(|x| x.draining)
+                .map(|x| Value::Object(x.spec.raw.clone()))
+                .collect(),
+            runtime: self
+                .execs
+                .iter()
+                .map(|x| (x.spec.id.clone(), x.rt.clone()))
+                .collect(),
+            now: self.now,
+            requests: self.requests.values().cloned().collect(),
+            leases: self.leases.clone(),
+            abandoned: self.abandoned.clone(),
+            next_lease: self.next_lease,
+            next_arrival: self.next_arrival,
+            lease_clock: self.lease_clock,
+            last_persisted: self.last_persisted.clone(),
+            known_ids: self.known_ids.clone(),
+            pending_reload: self.pending_reload.as_ref().map(|p| ExportedReload {
+                document: p.document.raw.clone(),
+                awaiting: p.awaiting.clone(),
+                since: p.since,
+            }),
+            preflights: self.preflights.clone(),
+            outputs: self.outputs.iter().cloned().collect(),
+        };
+        serde_json::to_value(exported).unwrap_or(Value::Null)
+    }
+
+    /// Rebuilds a policy from `export_state` (of this or an earlier version).
+    pub fn import_state(state: &Value) -> Result<Policy, Error> {
+        let bad = |message: String| Error::InvalidState { message };
+        let exported: Exported =
+            serde_json::from_value(state.clone()).map_err(|e| bad(format!("{e}")))?;
+        if exported.version != EXPORT_VERSION {
+            return Err(bad(format!(
+                "export version {} is not {EXPORT_VERSION}",
+                exported.version
+            )));
+        }
+        let mut policy = Policy::new(&exported.document, exported.options.clone())
+            .map_err(|e| bad(format!("its document: {e}")))?;
+        if !exported.draining.is_empty() {
+            let mut doc = serde_json::Map::new();
+            doc.insert("roles".into(), json!(policy.document.roles));
+            doc.insert("executors".into(), Value::Array(exported.draining.clone()));
+            let drained = Document::from_json(&Value::Object(doc), None)
+                .map_err(|v| bad(format!("its draining executors: {v:?}")))?;
+            for spec in drained.executors {
+                let mut x = Exec::new(spec, Runtime::default(), &policy.document.roles);
+                x.draining = true;
+                policy.execs.push(x);
+            }
+        }
+        for x in &mut policy.execs {
+            if let Some(rt) = exported.runtime.get(&x.spec.id) {
+                x.rt = rt.clone();
+            }
+        }
+        policy.now = exported.now;
+        policy.requests = exported
+            .requests
+            .into_iter()
+            .map(|q| (q.id.clone(), q))
+            .collect();
+        policy.leases = exported.leases;
+        policy.abandoned = exported.abandoned;
+        policy.next_lease = exported.next_lease;
+        policy.next_arrival = exported.next_arrival;
+        policy.lease_clock = exported.lease_clock;
+        policy.last_persisted = exported.last_persisted;
+        policy.known_ids = exported.known_ids;
+        policy.preflights = exported.preflights;
+        policy.outputs = exported.outputs.into();
+        if let Some(p) = exported.pending_reload {
+            let document = Document::from_json(&p.document, policy.options.kinds.as_deref())
+                .map_err(|v| bad(format!("its pending reload: {v:?}")))?;
+            policy.pending_reload = Some(PendingReload {
+                document,
+                awaiting: p.awaiting,
+                since: p.since,
+            });
+        }
+        policy.rebuild();
+        policy.check_invariants();
+        Ok(policy)
+    }
+
+    // ---- Invariants -----------------------------------------------------------------
+
+    /// Checks DESIGN.md's invariants on the current state; panics naming the broken
+    /// one. Runs after every input in debug builds and in every test.
+    pub fn check_invariants(&self) {
+        let roles = &self.document.roles;
+        // Slots: busy counts equal what holds them.
+        let mut busy = vec![0u32; self.execs.len()];
+        let mut by_role = vec![vec![0u32; roles.len()]; self.execs.len()];
+        for lease in self.leases.values().filter(|l| l.counted) {
+            let e = *self.exec_index.get(&lease.executor).unwrap_or_else(|| {
+                panic!("invariant: lease on unknown executor {}", lease.executor)
+            });
+            busy[e] += 1;
+            if let Some(r) = lease
+                .role
+                .as_ref()
+                .and_then(|x| roles.iter().position(|y| y == x))
+            {
+                if self.execs[e].has_role(r) {
+                    by_role[e][r] += 1;
+                }
+            }
+        }
+        for q in self.requests.values() {
+            if let ReqState::Creating { executor, .. } = &q.state {
+                let e = self.exec_index[executor];
+                busy[e] += 1;
+                if let Some(r) = roles.iter().position(|y| *y == q.role) {
+                    by_role[e][r] += 1;
+                }
+            }
+        }
+        for (e, x) in self.execs.iter().enumerate() {
+            assert_eq!(x.busy, busy[e], "invariant: busy count of {}", x.spec.id);
+            for &r in &x.role_idx {
+                assert_eq!(
+                    x.busy_by_role[r], by_role[e][r],
+                    "invariant: {} count of {}",
+                    roles[r], x.spec.id
+                );
+                let want = x.ready_for(r);
+                let has = self.ready[r].contains(&(x.prios[r], x.ready_stamp, e));
+                assert_eq!(
+                    want, has,
+                    "invariant: ready index of {} for {}",
+                    x.spec.id, roles[r]
+                );
+            }
+            if x.draining {
+                assert!(
+                    x.busy > 0,
+                    "invariant: drained executor {} still listed",
+                    x.spec.id
+                );
+            }
+        }
+        // The queue: every waiting request is queued once, under its role.
+        let queued: usize = self.role_queues.iter().map(BTreeMap::len).sum();
+        let waiting = self
+            .requests
+            .values()
+            .filter(|q| q.state == ReqState::Waiting)
+            .count();
+        assert_eq!(
+            queued, waiting,
+            "invariant: queued requests equal waiting requests"
+        );
+        // No waiting request that a free slot can serve (the grant pass is complete).
+        for (r, queue) in self.role_queues.iter().enumerate() {
+            for id in queue.values() {
+                let q = &self.requests[id];
+                let servable_now = match &q.pin {
+                    Some(pin) => self
+                        .exec_index
+                        .get(pin)
+                        .is_some_and(|&e| self.pin_ready(e, r) && !q.avoid.contains(pin)),
+                    None => self.pick(q, r).is_some(),
+                };
+                assert!(
+                    !servable_now,
+                    "invariant: waiting request {id} could be served by a free slot"
+                );
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    Cancelled,
+    TimedOut,
+    Exhausted,
+}
+
+const EXPORT_VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Exported {
+    version: u32,
+    options: Options,
+    document: Value,
+    draining: Vec<Value>,
+    runtime: BTreeMap<String, Runtime>,
+    now: u64,
+    requests: Vec<Req>,
+    leases: BTreeMap<u64, Lease>,
+    abandoned: BTreeMap<String, String>,
+    next_lease: u64,
+    next_arrival: u64,
+    lease_clock: u64,
+    last_persisted: Vec<Exclusion>,
+    known_ids: BTreeSet<String>,
+    pending_reload: Option<ExportedReload>,
+    preflights: BTreeMap<String, PreflightRecord>,
+    outputs: Vec<Output>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExportedReload {
+    document: Value,
+    awaiting: BTreeSet<String>,
+    since: u64,
+}
+
+/// The strength rules, for an executor already out with `old`.
+fn merge_exclusions(old: Excl, new: Excl) -> Excl {
+    use ExclusionKind::*;
+    // The timed end a shadow keeps: the later of the old shadow and a new timed end.
+    let later = |shadow: Option<(u64, String)>, timed: Option<(u64, String)>| match (shadow, timed)
+    {
+        (Some(a), Some(b)) => Some(if b.0 > a.0 { b } else { a }),
+        (a, b) => a.or(b),
+    };
+    let timed = |x: &Excl| match x.kind {
+        Until => x.until.map(|t| (t, x.reason.clone())),
+        _ => None,
+    };
+    match (old.kind, new.kind) {
+        (Run, _) => old,
+        (_, Run) => Excl { then: None, ..new },
+        (Manual, Manual) => Excl {
+            then: old.then.clone(),
+            ..new
+        },
+        (Manual, Until) | (Health, Until) => {
+            let then = later(old.then.clone(), timed(&new));
+            Excl { then, ..old }
+        }
+        (Manual, Health) | (Health, Health) => old,
+        (Health, Manual) | (Until, Manual) => {
+            let then = later(old.then.clone(), timed(&old));
+            Excl { then, ..new }
+        }
+        (Until, Health) => {
+            let then = later(old.then.clone(), timed(&old));
+            Excl { then, ..new }
+        }
+        (Until, Until) => {
+            if new.until > old.until {
+                new
+            } else {
+                old
+            }
+        }
+    }
+}
+
+fn kind_name(kind: ExclusionKind) -> &'static str {
+    match kind {
+        ExclusionKind::Until => "timed",
+        ExclusionKind::Health => "health",
+        ExclusionKind::Run => "run",
+        ExclusionKind::Manual => "manual",
+    }
+}
+
+/// The seed's `describeExclusion`.
+fn describe(excl: &Excl) -> String {
+    match excl.kind {
+        ExclusionKind::Until => format!(
+            "until {}: {}",
+            excl.until.map_or_else(|| "?".to_string(), iso),
+            excl.reason
+        ),
+        ExclusionKind::Health => format!("until its health check answers: {}", excl.reason),
+        ExclusionKind::Run => format!("for this run: {}", excl.reason),
+        ExclusionKind::Manual => format!(
+            "paused{}: {}",
+            excl.until
+                .map(|t| format!(" until {}", iso(t)))
+                .unwrap_or_default(),
+            excl.reason
+        ),
+    }
+}
+
+fn for_label(label: &Option<String>) -> String {
+    label
+        .as_ref()
+        .map(|l| format!(" for {l}"))
+        .unwrap_or_default()
 }

@@ -1,0 +1,56 @@
+//! How a failure report becomes an exclusion, as the roster seed classifies it.
+//! Only infrastructure signals exclude an executor: the quality of its work fails
+//! the work, never the executor.
+
+/// Messages that mean the executor names a model its harness cannot serve (a typo,
+/// a model the account has no access to): every call will fail the same way, so it
+/// sits the run out. claude says "There's an issue with the selected model".
+pub const MODEL_UNAVAILABLE_SIGNALS: [&str; 7] = [
+    "issue with the selected model",
+    "may not exist or you may not have access",
+    "model not found",
+    "model_not_found",
+    "unknown model",
+    "invalid model",
+    "does not exist or you do not have access",
+];
+
+/// Whether a failure message says the model is unavailable (case-insensitive).
+pub fn is_model_unavailable_message(message: &str) -> bool {
+    let normalized = message.to_lowercase();
+    MODEL_UNAVAILABLE_SIGNALS
+        .iter()
+        .any(|signal| normalized.contains(signal))
+}
+
+/// The first `max` characters of a message, for reasons (never splits a character).
+pub fn excerpt(message: &str, max: usize) -> &str {
+    match message.char_indices().nth(max) {
+        Some((end, _)) => &message[..end],
+        None => message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_signal_of_the_seed_in_any_case() {
+        for signal in MODEL_UNAVAILABLE_SIGNALS {
+            let message = format!("Error: {} (code 404)", signal.to_uppercase());
+            assert!(is_model_unavailable_message(&message), "{message}");
+        }
+        assert!(is_model_unavailable_message(
+            "There's an issue with the selected model (claude-9). It may not exist or you may not have access to it."
+        ));
+        assert!(!is_model_unavailable_message("rate limit exceeded"));
+        assert!(!is_model_unavailable_message("model overloaded"));
+    }
+
+    #[test]
+    fn excerpt_respects_characters() {
+        assert_eq!(excerpt("héllo", 2), "hé");
+        assert_eq!(excerpt("hi", 10), "hi");
+    }
+}
