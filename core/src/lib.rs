@@ -1,4 +1,112 @@
-//! rota-core — placeholder docs, replaced by the design doc.
+//! # rota-core: the lease and roster policy, once
+//!
+//! rota decides who serves the next call: which executor (a harness and a model, or a
+//! worker machine) takes a role now, who waits and in what order, who is out of the
+//! round after a rate limit or an outage and until when, when to probe a health URL,
+//! and what to persist so exclusions outlive a restart.
+//!
+//! This crate is that decision logic as one deterministic, **sans-IO** state machine.
+//! It reads no clock, sleeps never, draws no random number, does no IO and iterates no
+//! hash map: time arrives inside every input, and every effect it wants (probe this
+//! URL, create a machine, write the state file, wake me at T) leaves as an output that
+//! the host carries out and answers with another input. The same document and the
+//! same inputs give byte-identical outputs on every host: native Rust, wasmtime,
+//! Node.js and the browser (they all speak the JSON of [`json`]).
+//!
+//! ## The run loop
+//!
+//! One entry ([`Policy::handle`]), one drain ([`Policy::poll_output`]), one timer
+//! ([`Policy::poll_timeout`]). Every mutation must be followed by a complete drain.
+//! Early or repeated ticks are harmless; time never runs backwards (a `now` earlier
+//! than the last one is clamped to it).
+//!
+//! ```
+//! use rota_core::{Input, LeaseRequest, Options, Output, Policy};
+//! use serde_json::json;
+//!
+//! let document = json!({ "executors": [
+//!     { "id": "claude", "harness": "claude", "roles": ["coder", "reviewer"], "slots": 2 },
+//!     { "id": "local", "harness": "lm-studio", "roles": ["reviewer"],
+//!       "health": "http://127.0.0.1:1234/v1/models" },
+//! ]});
+//! let mut policy = Policy::new(&document, Options::default()).expect("a valid roster");
+//! let mut now = 1_800_000_000_000; // epoch ms, from the host's clock
+//!
+//! let request = |id: &str, now| LeaseRequest {
+//!     now, id: id.into(), role: "reviewer".into(), avoid: vec![], prefer: None,
+//!     pin: None, rank: None, event_time: None, label: None, deadline: None,
+//! };
+//! let mut leases = Vec::new();
+//! for id in ["r1", "r2", "r3", "r4"] {
+//!     policy.handle(Input::Lease(request(id, now))).expect("a valid input");
+//!     // Drain every output: decisions, effects, events.
+//!     while let Some(output) = policy.poll_output() {
+//!         match output {
+//!             Output::Granted { lease, executor, .. } => leases.push((lease, executor)),
+//!             Output::Waiting { report, .. } => assert_eq!(report, "claude busy; local busy"),
+//!             Output::Probe { .. } | Output::Persist { .. } => { /* the host's IO */ }
+//!             _ => {}
+//!         }
+//!     }
+//! }
+//! assert_eq!(leases.len(), 3); // claude twice, local once; r4 waits
+//!
+//! // When nothing else happens, the host sleeps until `poll_timeout` (None: no timer)
+//! // and then feeds a tick.
+//! assert_eq!(policy.poll_timeout(), None);
+//! now += 1_000;
+//! policy.handle(Input::Release { now, lease: leases[0].0 }).expect("a granted lease");
+//! let granted: Vec<Output> = std::iter::from_fn(|| policy.poll_output())
+//!     .filter(|o| matches!(o, Output::Granted { .. }))
+//!     .collect();
+//! assert!(matches!(&granted[0], Output::Granted { request, .. } if request == "r4"));
+//! ```
+//!
+//! ## The model
+//!
+//! * **The document** ([`document`]): `{ "executors": [...] }` as the seed roster files
+//!   write it, with `slots` (alias `maxConcurrentAttempts`), `coderSlots`/`roleSlots`
+//!   caps, `priority` (a number or per role with `default`; lower first), `health`,
+//!   `cooldown` durations ([`parse_duration`]), `provision`, `kind`, `disabled`. Unknown
+//!   fields are kept. [`validate`] lists every violation with its place; [`merge`] lays
+//!   a repository roster over the user's; [`narrow`] keeps the named executors.
+//! * **Requests and the queue**: waiting requests form one queue in lease order — rank
+//!   (ranked first), then event time, then arrival. After every input the core grants,
+//!   in that order, every request that a free slot can serve; a request no free slot
+//!   can serve does not block those behind it. Among free executors: `prefer` first,
+//!   else the lowest priority for the role, ties to the one leased least recently.
+//!   A request nothing outside its `avoid` can ever serve ends as `exhausted` with a
+//!   reason per executor. `pin` waits for one executor, even an undeclared one.
+//! * **Exclusions**: `until` an instant, `health` until the health URL answers, `run`
+//!   for the rest of the run, `manual` until resumed (or its own end). Failure reports
+//!   are classified as the roster seed does ([`classify`]). A stronger exclusion is
+//!   never replaced by a weaker one, and between timed ends the later wins; a timed
+//!   exclusion hidden under a stronger one takes over when that one ends.
+//! * **Persistence**: every change to the exclusions that outlive a run gives one
+//!   `persist` output per input at most, in the seed's state-file format; a host
+//!   feeds it back with `restore` after a restart.
+//! * **Provisioning**: an executor with `provision` first asks the host to create a
+//!   machine; a failure frees the slot, re-queues the request in its place and pauses
+//!   creation on that executor (30 s doubling to 10 minutes).
+//! * **Reload**: a new document replaces the old one live after validation; removed
+//!   executors drain, resized ones retire slots as leases end, and (with
+//!   `preflightReloads`) added or grown executors must pass a host preflight first.
+//! * **Queries** change nothing: [`Policy::snapshot`], [`Policy::available`],
+//!   [`Policy::slots`], [`Policy::can_ever_serve`], [`Policy::explain`],
+//!   [`Policy::plan`] (a dry run of a reload).
+//!
+//! ## Errors
+//!
+//! Bad input is an [`Error`] value with a stable [`Error::code`], never a panic, and a
+//! rejected input leaves the state exactly as it was — time included. A broken
+//! invariant is a bug: [`Policy::check_invariants`] runs after every input in debug
+//! builds and panics naming the invariant.
+//!
+//! ## Cost
+//!
+//! Per-role ordered sets of the executors that can take a role now, per-role queues in
+//! lease order and timer sets keep a decision's cost independent of the number of
+//! waiters and logarithmic in the number of executors. See `benches/`.
 
 #![forbid(unsafe_code)]
 
@@ -21,3 +129,4 @@ pub use protocol::{
     Options, Output, PersistedState,
 };
 pub use status::{Explanation, Plan, Snapshot};
+pub use time::iso as iso_time;
