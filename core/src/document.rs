@@ -696,10 +696,17 @@ impl Parser {
             };
             match text.as_str().and_then(parse_duration) {
                 Some(ms) => *target = ms,
-                None => self.fail(
-                    path,
-                    format!("{who} has an unreadable {name} cooldown {text}"),
-                ),
+                None => {
+                    // The seed's wording quotes the text: `cooldown '30 parsecs'`.
+                    let shown = match text.as_str() {
+                        Some(s) => format!("'{s}'"),
+                        None => text.to_string(),
+                    };
+                    self.fail(
+                        path,
+                        format!("{who} has an unreadable {name} cooldown {shown}"),
+                    )
+                }
             }
         }
         cooldown
