@@ -1,0 +1,374 @@
+//! One wasmtime [`Engine`] per process (or per config), its epoch ticker, and the
+//! policy modules it loads: compiled once, cached on disk, instantiated from a cached
+//! [`InstancePre`].
+//!
+//! The sandbox: every call into the guest gets a deadline (epoch interruption: a
+//! background thread ticks the engine's epoch; optionally fuel too, which is
+//! deterministic and what tests use) and a [`StoreLimits`] memory cap.
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::{Config, Engine, InstancePre, Linker, Module, Store, StoreLimits};
+
+use crate::error::{HostError, Result};
+use crate::guest::{Guest, GuestState};
+
+/// The ABI this host speaks: major 1, minor 0 or later.
+pub const ABI_MAJOR: u32 = 1;
+pub const ABI_MINOR: u32 = 0;
+
+/// The policy module `make wasm` built, when it had been built at compile time.
+#[cfg(rota_policy_bundled)]
+pub const BUNDLED_POLICY: Option<&[u8]> = Some(include_bytes!(env!("ROTA_POLICY_WASM")));
+#[cfg(not(rota_policy_bundled))]
+pub const BUNDLED_POLICY: Option<&[u8]> = None;
+
+/// Where precompiled modules are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheDir {
+    /// `$ROTA_CACHE_DIR`, else `$XDG_CACHE_HOME/rota`, else `$HOME/.cache/rota`;
+    /// no cache when none of them is set.
+    Auto,
+    Dir(PathBuf),
+    Disabled,
+}
+
+impl CacheDir {
+    fn resolve(&self) -> Option<PathBuf> {
+        match self {
+            CacheDir::Dir(dir) => Some(dir.clone()),
+            CacheDir::Disabled => None,
+            CacheDir::Auto => {
+                let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+                var("ROTA_CACHE_DIR")
+                    .map(PathBuf::from)
+                    .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("rota")))
+                    .or_else(|| var("HOME").map(|d| PathBuf::from(d).join(".cache").join("rota")))
+            }
+        }
+    }
+}
+
+/// The sandbox and the cache.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Wall-clock budget of one call into the guest (epoch interruption).
+    pub deadline: Duration,
+    /// How often the epoch ticks; the deadline is rounded up to whole ticks.
+    pub epoch_tick: Duration,
+    /// Fuel per call, when set: a deterministic budget (tests use it).
+    pub fuel: Option<u64>,
+    /// The most linear memory a guest instance may have.
+    pub memory_limit_bytes: usize,
+    pub cache: CacheDir,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            deadline: Duration::from_secs(2),
+            epoch_tick: Duration::from_millis(10),
+            fuel: None,
+            memory_limit_bytes: 256 << 20,
+            cache: CacheDir::Auto,
+        }
+    }
+}
+
+/// One wasmtime engine, its epoch ticker and its configuration. Cheap to clone.
+#[derive(Clone)]
+pub struct HostEngine {
+    inner: Arc<EngineInner>,
+}
+
+struct EngineInner {
+    engine: Engine,
+    config: EngineConfig,
+    /// Hex of the engine's compatibility hash (wasmtime version, target, settings).
+    compat: String,
+    deadline_ticks: u64,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for EngineInner {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl std::fmt::Debug for HostEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostEngine")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HostEngine {
+    pub fn new(config: EngineConfig) -> Result<HostEngine> {
+        let mut wasm_config = Config::new();
+        wasm_config.epoch_interruption(true);
+        wasm_config.consume_fuel(config.fuel.is_some());
+        let engine = Engine::new(&wasm_config).map_err(|e| HostError::Load {
+            origin: "engine".into(),
+            message: e.to_string(),
+        })?;
+        let mut hasher = ShaHasher(Sha256::new());
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        env!("CARGO_PKG_VERSION").hash(&mut hasher);
+        let compat = format!("{:016x}", hasher.finish());
+        let tick_ms = config.epoch_tick.as_millis().max(1);
+        let deadline_ticks = u64::try_from(config.deadline.as_millis().div_ceil(tick_ms))
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let stop = Arc::new(AtomicBool::new(false));
+        spawn_ticker(engine.clone(), config.epoch_tick, stop.clone())?;
+        Ok(HostEngine {
+            inner: Arc::new(EngineInner {
+                engine,
+                config,
+                compat,
+                deadline_ticks,
+                stop,
+            }),
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
+    }
+
+    /// The bundled policy module.
+    pub fn load_bundled(&self) -> Result<PolicyModule> {
+        let bytes = BUNDLED_POLICY.ok_or(HostError::ModuleNotBuilt)?;
+        self.load_bytes(bytes, "bundled")
+    }
+
+    /// A policy module from a file.
+    pub fn load_file(&self, path: &Path) -> Result<PolicyModule> {
+        let bytes = std::fs::read(path).map_err(|source| HostError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        self.load_bytes(&bytes, &path.display().to_string())
+    }
+
+    /// The module at `path`, or the bundled one.
+    pub fn load(&self, path: Option<&Path>) -> Result<PolicyModule> {
+        match path {
+            Some(path) => self.load_file(path),
+            None => self.load_bundled(),
+        }
+    }
+
+    /// Compiles (or takes from the disk cache) and checks a module: every ABI export
+    /// with its type, and the ABI version.
+    pub fn load_bytes(&self, bytes: &[u8], source: &str) -> Result<PolicyModule> {
+        let load_error = |message: String| HostError::Load {
+            origin: source.to_string(),
+            message,
+        };
+        let hash = hex(&Sha256::digest(bytes));
+        let (module, cached) = self.compile_cached(bytes, &hash).map_err(load_error)?;
+        let linker: Linker<GuestState> = Linker::new(&self.inner.engine);
+        let pre = linker
+            .instantiate_pre(&module)
+            .map_err(|e| load_error(e.to_string()))?;
+        let module = PolicyModule {
+            inner: Arc::new(ModuleInner {
+                engine: self.clone(),
+                pre,
+                hash,
+                source: source.to_string(),
+                from_cache: cached,
+            }),
+        };
+        // Instantiate once: the exports resolve with their types, the version is ours.
+        let guest = module.instantiate()?;
+        let version = guest.abi_version();
+        let (major, minor) = (version >> 16, version & 0xffff);
+        if major != ABI_MAJOR || minor < ABI_MINOR {
+            return Err(HostError::AbiVersion {
+                found_major: major,
+                found_minor: minor,
+                want_major: ABI_MAJOR,
+                want_minor: ABI_MINOR,
+            });
+        }
+        tracing::debug!(
+            target: "rota::host",
+            source,
+            hash = %module.hash(),
+            from_cache = cached,
+            "policy module loaded"
+        );
+        Ok(module)
+    }
+
+    fn cache_path(&self, hash: &str) -> Option<PathBuf> {
+        let dir = self.inner.config.cache.resolve()?;
+        Some(dir.join(format!("{}-{}.cwasm", &hash[..32.min(hash.len())], self.inner.compat)))
+    }
+
+    /// The compiled module, from the disk cache when a valid entry is there.
+    fn compile_cached(&self, bytes: &[u8], hash: &str) -> Result<(Module, bool), String> {
+        let engine = &self.inner.engine;
+        let path = self.cache_path(hash);
+        if let Some(path) = &path {
+            if path.is_file() {
+                // SAFETY: the file is one this host wrote with `Module::serialize` for an
+                // engine with the same compatibility hash (it is in the name), in the
+                // user's own cache directory. wasmtime checks its header and version
+                // and refuses a mismatched or truncated artefact.
+                match unsafe { Module::deserialize_file(engine, path) } {
+                    Ok(module) => return Ok((module, true)),
+                    Err(e) => tracing::warn!(
+                        target: "rota::host",
+                        path = %path.display(),
+                        error = %e,
+                        "precompiled module unusable; compiling again"
+                    ),
+                }
+            }
+        }
+        let module = Module::new(engine, bytes).map_err(|e| e.to_string())?;
+        if let Some(path) = &path {
+            match module.serialize() {
+                Ok(artefact) => {
+                    if let Err(e) = crate::state_file::write_atomic(path, &artefact) {
+                        tracing::warn!(target: "rota::host", error = %e, "cannot cache the precompiled module");
+                    }
+                }
+                Err(e) => tracing::warn!(target: "rota::host", error = %e, "cannot serialize the module"),
+            }
+        }
+        Ok((module, false))
+    }
+
+    pub(crate) fn new_store(&self) -> Result<Store<GuestState>> {
+        let limits: StoreLimits = wasmtime::StoreLimitsBuilder::new()
+            .memory_size(self.inner.config.memory_limit_bytes)
+            .instances(1)
+            .memories(1)
+            .tables(4)
+            .build();
+        let mut store = Store::new(&self.inner.engine, GuestState { limits });
+        store.limiter(|state| &mut state.limits);
+        self.arm(&mut store)?;
+        Ok(store)
+    }
+
+    /// Sets the deadline (and fuel) for the next call.
+    pub(crate) fn arm(&self, store: &mut Store<GuestState>) -> Result<()> {
+        store.set_epoch_deadline(self.inner.deadline_ticks);
+        if let Some(fuel) = self.inner.config.fuel {
+            store
+                .set_fuel(fuel)
+                .map_err(|e| HostError::Abi(format!("cannot set fuel: {e}")))?;
+        }
+        Ok(())
+    }
+}
+
+fn spawn_ticker(engine: Engine, tick: Duration, stop: Arc<AtomicBool>) -> Result<()> {
+    let tick = tick.max(Duration::from_millis(1));
+    std::thread::Builder::new()
+        .name("rota-epoch".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(tick);
+                engine.increment_epoch();
+            }
+        })
+        .map(drop)
+        .map_err(|e| HostError::Load {
+            origin: "engine".into(),
+            message: format!("cannot start the epoch thread: {e}"),
+        })
+}
+
+/// A stable `Hasher` (std's `DefaultHasher` may change between Rust releases).
+struct ShaHasher(Sha256);
+
+impl Hasher for ShaHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+    fn finish(&self) -> u64 {
+        let digest = self.0.clone().finalize();
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        u64::from_le_bytes(first)
+    }
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A loaded, checked policy module. Cheap to clone.
+#[derive(Clone)]
+pub struct PolicyModule {
+    inner: Arc<ModuleInner>,
+}
+
+struct ModuleInner {
+    engine: HostEngine,
+    pre: InstancePre<GuestState>,
+    hash: String,
+    source: String,
+    from_cache: bool,
+}
+
+impl std::fmt::Debug for PolicyModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyModule")
+            .field("source", &self.inner.source)
+            .field("hash", &self.inner.hash)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PolicyModule {
+    /// SHA-256 of the module's bytes, in hex.
+    pub fn hash(&self) -> &str {
+        &self.inner.hash
+    }
+
+    /// Where it came from: a path, or "bundled".
+    pub fn source(&self) -> &str {
+        &self.inner.source
+    }
+
+    /// Whether the compiled code came from the disk cache.
+    pub fn from_cache(&self) -> bool {
+        self.inner.from_cache
+    }
+
+    pub fn engine(&self) -> &HostEngine {
+        &self.inner.engine
+    }
+
+    /// A fresh instance in a fresh store.
+    pub fn instantiate(&self) -> Result<Guest> {
+        let mut store = self.inner.engine.new_store()?;
+        let instance = self
+            .inner
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| HostError::Load {
+                origin: self.inner.source.clone(),
+                message: e.to_string(),
+            })?;
+        Guest::new(self.clone(), store, instance)
+    }
+}

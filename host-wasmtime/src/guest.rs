@@ -1,0 +1,241 @@
+//! One instance of the policy module: the plain ABI, call by call.
+//!
+//! The calling convention is in `wasm/src/abi.rs`: arguments are JSON written into
+//! buffers from the guest's `alloc`; every result is `ptr << 32 | len` of a buffer the
+//! guest owns until its next call, which the host copies out at once. Each call is
+//! armed with the engine's deadline (and fuel) first.
+
+use serde_json::Value;
+use wasmtime::{Instance, Memory, Store, StoreLimits, Trap, TypedFunc, WasmParams, WasmResults};
+
+use crate::engine::PolicyModule;
+use crate::error::{GuestFailure, HostError, Result};
+
+/// What a guest's store holds.
+pub struct GuestState {
+    pub(crate) limits: StoreLimits,
+}
+
+/// A call into the guest that did not give an ABI result.
+#[derive(Debug, Clone)]
+pub(crate) enum CallError {
+    /// It trapped or overran: the instance is unusable now.
+    Failed(GuestFailure, String),
+    /// It answered something that is not the ABI's JSON.
+    Abi(String),
+}
+
+impl CallError {
+    pub(crate) fn into_host(self, call: &str) -> HostError {
+        match self {
+            CallError::Failed(kind, message) => HostError::Guest {
+                kind,
+                call: call.to_string(),
+                message,
+            },
+            CallError::Abi(message) => HostError::Abi(format!("{call}: {message}")),
+        }
+    }
+}
+
+struct Funcs {
+    alloc: TypedFunc<u32, u32>,
+    dealloc: TypedFunc<(u32, u32), ()>,
+    create: TypedFunc<(u32, u32, u32, u32), u64>,
+    import: TypedFunc<(u32, u32), u64>,
+    destroy: TypedFunc<u32, u32>,
+    handle: TypedFunc<(u32, u32, u32), u64>,
+    query: TypedFunc<(u32, u32, u32), u64>,
+    export: TypedFunc<u32, u64>,
+    validate: TypedFunc<(u32, u32, u32, u32), u64>,
+}
+
+/// A buffer in guest memory that the host reuses for its arguments.
+#[derive(Default, Clone, Copy)]
+struct ArgBuf {
+    ptr: u32,
+    cap: u32,
+}
+
+/// One live instance of a policy module.
+pub struct Guest {
+    module: PolicyModule,
+    store: Store<GuestState>,
+    memory: Memory,
+    funcs: Funcs,
+    bufs: [ArgBuf; 2],
+    abi_version: u32,
+}
+
+fn typed<P: WasmParams, R: WasmResults>(
+    instance: &Instance,
+    store: &mut Store<GuestState>,
+    name: &str,
+) -> Result<TypedFunc<P, R>> {
+    instance
+        .get_typed_func::<P, R>(&mut *store, name)
+        .map_err(|e| HostError::Abi(format!("export `{name}`: {e}")))
+}
+
+/// Classifies a wasmtime error from a call.
+fn failure(error: &wasmtime::Error) -> CallError {
+    let kind = match error.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) | Some(Trap::OutOfFuel) => GuestFailure::Overran,
+        _ => GuestFailure::Trapped,
+    };
+    CallError::Failed(kind, format!("{error:#}"))
+}
+
+impl Guest {
+    pub(crate) fn new(
+        module: PolicyModule,
+        mut store: Store<GuestState>,
+        instance: Instance,
+    ) -> Result<Guest> {
+        let memory = instance
+            .get_memory(&mut store, "memory")
+            .ok_or_else(|| HostError::Abi("the module exports no `memory`".into()))?;
+        let version: TypedFunc<(), u32> = typed(&instance, &mut store, "rota_abi_version")?;
+        let funcs = Funcs {
+            alloc: typed(&instance, &mut store, "alloc")?,
+            dealloc: typed(&instance, &mut store, "dealloc")?,
+            create: typed(&instance, &mut store, "rota_create")?,
+            import: typed(&instance, &mut store, "rota_import")?,
+            destroy: typed(&instance, &mut store, "rota_destroy")?,
+            handle: typed(&instance, &mut store, "rota_handle")?,
+            query: typed(&instance, &mut store, "rota_query")?,
+            export: typed(&instance, &mut store, "rota_export")?,
+            validate: typed(&instance, &mut store, "rota_validate")?,
+        };
+        module.engine().arm(&mut store)?;
+        let abi_version = version
+            .call(&mut store, ())
+            .map_err(|e| HostError::Abi(format!("rota_abi_version: {e}")))?;
+        Ok(Guest {
+            module,
+            store,
+            memory,
+            funcs,
+            bufs: [ArgBuf::default(); 2],
+            abi_version,
+        })
+    }
+
+    pub fn module(&self) -> &PolicyModule {
+        &self.module
+    }
+
+    /// `major << 16 | minor`.
+    pub fn abi_version(&self) -> u32 {
+        self.abi_version
+    }
+
+    fn call<P: WasmParams, R: WasmResults>(
+        &mut self,
+        func: impl Fn(&Funcs) -> &TypedFunc<P, R>,
+        params: P,
+    ) -> Result<R, CallError> {
+        self.module
+            .engine()
+            .arm(&mut self.store)
+            .map_err(|e| CallError::Abi(e.to_string()))?;
+        func(&self.funcs)
+            .call(&mut self.store, params)
+            .map_err(|e| failure(&e))
+    }
+
+    /// Writes `bytes` into argument buffer `slot`, growing it when needed.
+    fn write(&mut self, slot: usize, bytes: &[u8]) -> Result<(u32, u32), CallError> {
+        let len = u32::try_from(bytes.len())
+            .map_err(|_| CallError::Abi("an argument over 4 GiB".into()))?;
+        let mut buf = self.bufs[slot];
+        if buf.cap < len || buf.ptr == 0 {
+            if buf.ptr != 0 {
+                self.call(|f| &f.dealloc, (buf.ptr, buf.cap))?;
+            }
+            let cap = len.max(buf.cap.saturating_mul(2)).max(256);
+            let ptr = self.call(|f| &f.alloc, cap)?;
+            buf = ArgBuf { ptr, cap };
+            self.bufs[slot] = buf;
+        }
+        let start = buf.ptr as usize;
+        let memory = self.memory.data_mut(&mut self.store);
+        let target = memory
+            .get_mut(start..start + bytes.len())
+            .ok_or_else(|| CallError::Abi("alloc returned a buffer outside memory".into()))?;
+        target.copy_from_slice(bytes);
+        Ok((buf.ptr, len))
+    }
+
+    /// Copies out and parses the result buffer `packed` names.
+    fn read(&mut self, packed: u64) -> Result<Value, CallError> {
+        let bytes = self.read_bytes(packed)?;
+        serde_json::from_slice(bytes)
+            .map_err(|e| CallError::Abi(format!("the result is not JSON: {e}")))
+    }
+
+    fn read_bytes(&self, packed: u64) -> Result<&[u8], CallError> {
+        let ptr = (packed >> 32) as usize;
+        let len = (packed & 0xffff_ffff) as usize;
+        self.memory
+            .data(&self.store)
+            .get(ptr..ptr + len)
+            .ok_or_else(|| CallError::Abi(format!("result ({ptr}, {len}) is outside memory")))
+    }
+
+    /// `rota_create`: `{"handle"}` or `{"error"}`.
+    pub(crate) fn create(&mut self, document: &[u8], options: &[u8]) -> Result<Value, CallError> {
+        let (dp, dl) = self.write(0, document)?;
+        let (op, ol) = self.write(1, options)?;
+        let packed = self.call(|f| &f.create, (dp, dl, op, ol))?;
+        self.read(packed)
+    }
+
+    /// `rota_import`: `{"handle"}` or `{"error"}`.
+    pub(crate) fn import(&mut self, state: &[u8]) -> Result<Value, CallError> {
+        let (p, l) = self.write(0, state)?;
+        let packed = self.call(|f| &f.import, (p, l))?;
+        self.read(packed)
+    }
+
+    pub(crate) fn destroy(&mut self, handle: u32) -> Result<bool, CallError> {
+        Ok(self.call(|f| &f.destroy, handle)? == 1)
+    }
+
+    /// `rota_handle`: `{"outputs","wakeAt"}` or `{"error"}`.
+    pub(crate) fn handle(&mut self, handle: u32, input: &[u8]) -> Result<Value, CallError> {
+        let (p, l) = self.write(0, input)?;
+        let packed = self.call(|f| &f.handle, (handle, p, l))?;
+        self.read(packed)
+    }
+
+    /// `rota_handle`, with the result as the guest's text (for byte comparisons).
+    pub(crate) fn handle_text(&mut self, handle: u32, input: &[u8]) -> Result<String, CallError> {
+        let (p, l) = self.write(0, input)?;
+        let packed = self.call(|f| &f.handle, (handle, p, l))?;
+        let bytes = self.read_bytes(packed)?;
+        String::from_utf8(bytes.to_vec())
+            .map_err(|_| CallError::Abi("the result is not UTF-8".into()))
+    }
+
+    /// `rota_query`: `{"ok"}` or `{"error"}`.
+    pub(crate) fn query(&mut self, handle: u32, query: &[u8]) -> Result<Value, CallError> {
+        let (p, l) = self.write(0, query)?;
+        let packed = self.call(|f| &f.query, (handle, p, l))?;
+        self.read(packed)
+    }
+
+    /// `rota_export`: `{"ok"}` or `{"error"}`.
+    pub(crate) fn export(&mut self, handle: u32) -> Result<Value, CallError> {
+        let packed = self.call(|f| &f.export, handle)?;
+        self.read(packed)
+    }
+
+    /// `rota_validate`: `{"ok": [violations]}` or `{"error"}`.
+    pub(crate) fn validate(&mut self, document: &[u8], options: &[u8]) -> Result<Value, CallError> {
+        let (dp, dl) = self.write(0, document)?;
+        let (op, ol) = self.write(1, options)?;
+        let packed = self.call(|f| &f.validate, (dp, dl, op, ol))?;
+        self.read(packed)
+    }
+}

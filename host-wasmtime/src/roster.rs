@@ -1,0 +1,1062 @@
+//! The async roster on tokio: the policy module in wasmtime, and the IO it asks for.
+//!
+//! Every call becomes one input to the core (with `now` from the host's [`Clock`]);
+//! the outputs are carried out at once: grants resolve the waiting `lease` futures,
+//! `probe` starts an HTTP GET, `createMachine`/`deleteMachine`/`preflight` go to the
+//! [`Provisioner`], `persist` goes to the state-file writer, `event` goes to `tracing`
+//! and to subscribers. A timer task feeds a `tick` at the core's wake-up time.
+//!
+//! A [`Lease`] is released when dropped. A `lease` future dropped while it waits
+//! cancels its request; a grant that races with that drop is released at once, so no
+//! slot leaks either way.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use rota_core::status::ExclusionStatus;
+use rota_core::{
+    ExclusionKind, ExplainRequest, Explanation, Failure, Input, LeaseRequest, Level, Options,
+    PersistedState, Plan, Snapshot,
+};
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc, oneshot, Notify};
+
+use crate::classify::{classify_http, classify_io};
+use crate::clock::Clock;
+use crate::engine::{EngineConfig, HostEngine, PolicyModule};
+use crate::error::{HostError, Result};
+use crate::event::Event;
+use crate::probe::{probe, ProbeOutcome};
+use crate::runtime::{PolicyRuntime, Step};
+use crate::source::RosterSource;
+use crate::state_file::StateFile;
+
+/// A boxed future, for the [`Provisioner`] trait.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// Carries out the scheduler seed's machine work for executors with `provision`, and
+/// reload preflights. The default one has no machines (creation fails, so the core
+/// pauses that executor) and passes every preflight.
+pub trait Provisioner: Send + Sync + 'static {
+    /// Creates a machine for `request` on `executor`; its hold (any JSON) on success.
+    fn create_machine(&self, executor: &str, request: &str) -> BoxFuture<Result<Value, String>>;
+    /// Deletes a machine a released lease held.
+    fn delete_machine(&self, executor: &str, hold: Value) -> BoxFuture<()>;
+    /// Checks an executor that a reload adds or grows.
+    fn preflight(&self, executor: &str) -> BoxFuture<Result<(), String>>;
+}
+
+/// No machines; every preflight passes.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoProvisioner;
+
+impl Provisioner for NoProvisioner {
+    fn create_machine(&self, _executor: &str, _request: &str) -> BoxFuture<Result<Value, String>> {
+        Box::pin(async { Err("this host has no machine provisioner".to_string()) })
+    }
+    fn delete_machine(&self, _executor: &str, _hold: Value) -> BoxFuture<()> {
+        Box::pin(async {})
+    }
+    fn preflight(&self, _executor: &str) -> BoxFuture<Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// What a lease request may carry besides its role (see DESIGN.md, "Requests").
+#[derive(Debug, Clone, Default)]
+pub struct LeaseOptions {
+    pub avoid: Vec<String>,
+    pub prefer: Option<String>,
+    pub pin: Option<String>,
+    pub rank: Option<i64>,
+    /// When the work arrived (epoch ms).
+    pub event_time: Option<u64>,
+    pub label: Option<String>,
+    /// Give up after this long (the core times the request out).
+    pub timeout: Option<Duration>,
+}
+
+/// How a request ended.
+#[derive(Debug)]
+enum Outcome {
+    Granted {
+        lease: u64,
+        executor: String,
+        role: String,
+        hold: Option<Value>,
+    },
+    Exhausted {
+        role: String,
+        reasons: Vec<String>,
+    },
+    TimedOut,
+    Unavailable,
+    Cancelled,
+}
+
+enum WriterMsg {
+    Persist(Vec<String>, Vec<rota_core::Exclusion>),
+    Flush(oneshot::Sender<()>),
+}
+
+struct Core {
+    policy: PolicyRuntime,
+    waiters: BTreeMap<String, oneshot::Sender<Outcome>>,
+    next_request: u64,
+    wake_at: Option<u64>,
+    /// Executors with a probe in flight (one at a time each).
+    probing: BTreeSet<String>,
+    /// Executors whose unsupported health URL was already reported.
+    unsupported_reported: BTreeSet<String>,
+}
+
+struct Inner {
+    core: Mutex<Core>,
+    clock: Clock,
+    notify: Arc<Notify>,
+    events: broadcast::Sender<Event>,
+    /// The most recent host events (for callers that subscribe late).
+    host_events: Mutex<VecDeque<Event>>,
+    writer: Option<mpsc::UnboundedSender<WriterMsg>>,
+    provisioner: Arc<dyn Provisioner>,
+    probe_timeout: Duration,
+    source: Option<RosterSource>,
+    engine: HostEngine,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The timer task holds only a Weak: wake it so that it sees the end.
+        self.notify.notify_one();
+    }
+}
+
+const HOST_EVENTS_KEPT: usize = 256;
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn text(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+impl Inner {
+    fn publish(&self, event: Event) {
+        event.log();
+        if event.source == crate::event::Source::Host {
+            let mut kept = lock(&self.host_events);
+            if kept.len() == HOST_EVENTS_KEPT {
+                kept.pop_front();
+            }
+            kept.push_back(event.clone());
+        }
+        let _ = self.events.send(event);
+    }
+
+    /// Feeds one input and carries out its outputs (and those of any follow-up input
+    /// they cause); the first input's step.
+    fn feed(self: &Arc<Inner>, input: Input) -> Result<Step> {
+        let mut core = lock(&self.core);
+        self.feed_locked(&mut core, input)
+    }
+
+    fn feed_locked(self: &Arc<Inner>, core: &mut Core, input: Input) -> Result<Step> {
+        let mut pending = VecDeque::from([input]);
+        let mut first: Option<Result<Step>> = None;
+        while let Some(input) = pending.pop_front() {
+            let value = serde_json::to_value(&input)
+                .map_err(|e| HostError::Abi(format!("cannot encode an input: {e}")))?;
+            let result = core.policy.step(&value);
+            for event in core.policy.take_events() {
+                self.publish(event);
+            }
+            match &result {
+                Ok(step) => {
+                    core.wake_at = step.wake_at;
+                    for output in &step.outputs {
+                        self.dispatch(core, output, &mut pending);
+                    }
+                }
+                Err(error) if first.is_some() => {
+                    // A follow-up (an orphaned grant's release) failed: say so.
+                    self.publish(
+                        Event::host(Level::Warn, "followUpFailed", error.to_string())
+                            .with("input", input.kind()),
+                    );
+                }
+                Err(_) => {}
+            }
+            if first.is_none() {
+                first = Some(result);
+            }
+        }
+        self.notify.notify_one();
+        first.unwrap_or_else(|| Err(HostError::Closed))
+    }
+
+    fn dispatch(self: &Arc<Inner>, core: &mut Core, output: &Value, pending: &mut VecDeque<Input>) {
+        let now = self.clock.now_ms();
+        let kind = output.get("type").and_then(Value::as_str).unwrap_or_default();
+        let request = text(output, "request");
+        match kind {
+            "granted" => {
+                let lease = output.get("lease").and_then(Value::as_u64).unwrap_or(0);
+                let outcome = Outcome::Granted {
+                    lease,
+                    executor: text(output, "executor"),
+                    role: text(output, "role"),
+                    hold: output.get("hold").cloned(),
+                };
+                let delivered = match core.waiters.remove(&request) {
+                    Some(waiter) => waiter.send(outcome).is_ok(),
+                    None => false,
+                };
+                if !delivered {
+                    // Nobody waits any more (the caller gave up): give it back.
+                    pending.push_back(Input::Release { now, lease });
+                }
+            }
+            "exhausted" => {
+                let outcome = Outcome::Exhausted {
+                    role: text(output, "role"),
+                    reasons: output
+                        .get("reasons")
+                        .cloned()
+                        .and_then(|r| serde_json::from_value(r).ok())
+                        .unwrap_or_default(),
+                };
+                if let Some(waiter) = core.waiters.remove(&request) {
+                    let _ = waiter.send(outcome);
+                }
+            }
+            "timedOut" | "unavailable" | "cancelled" => {
+                let outcome = match kind {
+                    "timedOut" => Outcome::TimedOut,
+                    "unavailable" => Outcome::Unavailable,
+                    _ => Outcome::Cancelled,
+                };
+                if let Some(waiter) = core.waiters.remove(&request) {
+                    let _ = waiter.send(outcome);
+                }
+            }
+            "probe" => {
+                let executor = text(output, "executor");
+                if core.probing.insert(executor.clone()) {
+                    self.spawn_probe(executor, text(output, "url"));
+                }
+            }
+            "createMachine" => self.spawn_create(text(output, "executor"), request),
+            "deleteMachine" => {
+                let provisioner = self.provisioner.clone();
+                let executor = text(output, "executor");
+                let hold = output.get("hold").cloned().unwrap_or(Value::Null);
+                self.runtime.spawn(async move {
+                    provisioner.delete_machine(&executor, hold).await;
+                });
+            }
+            "preflight" => self.spawn_preflight(text(output, "executor")),
+            "persist" => {
+                let ids: Vec<String> = output
+                    .get("ids")
+                    .cloned()
+                    .and_then(|v| serde_json::from_value(v).ok())
+                    .unwrap_or_default();
+                let state: PersistedState = output
+                    .get("state")
+                    .cloned()
+                    .and_then(|v| serde_json::from_value(v).ok())
+                    .unwrap_or(PersistedState {
+                        version: 1,
+                        exclusions: Vec::new(),
+                    });
+                if let Some(writer) = &self.writer {
+                    let _ = writer.send(WriterMsg::Persist(ids, state.exclusions));
+                }
+            }
+            "event" => {
+                if let Some(event) = Event::from_output(output) {
+                    self.publish(event);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn spawn_probe(self: &Arc<Inner>, executor: String, url: String) {
+        let weak = Arc::downgrade(self);
+        let timeout = self.probe_timeout;
+        self.runtime.spawn(async move {
+            let outcome = probe(&url, timeout).await;
+            let Some(inner) = weak.upgrade() else { return };
+            let mut core = lock(&inner.core);
+            core.probing.remove(&executor);
+            if let ProbeOutcome::Unsupported(reason) = &outcome {
+                if core.unsupported_reported.insert(executor.clone()) {
+                    inner.publish(
+                        Event::host(
+                            Level::Warn,
+                            "probeUnsupported",
+                            format!("cannot probe {executor}'s health URL {url}: {reason}; it counts as down"),
+                        )
+                        .with("executor", executor.clone())
+                        .with("url", url.clone()),
+                    );
+                }
+            }
+            let input = Input::ProbeResult {
+                now: inner.clock.now_ms(),
+                executor,
+                up: outcome.is_up(),
+            };
+            if let Err(error) = inner.feed_locked(&mut core, input) {
+                inner.publish(Event::host(Level::Warn, "probeResultRejected", error.to_string()));
+            }
+        });
+    }
+
+    fn spawn_create(self: &Arc<Inner>, executor: String, request: String) {
+        let weak = Arc::downgrade(self);
+        let provisioner = self.provisioner.clone();
+        self.runtime.spawn(async move {
+            let result = provisioner.create_machine(&executor, &request).await;
+            let Some(inner) = weak.upgrade() else { return };
+            let now = inner.clock.now_ms();
+            let input = match result {
+                Ok(hold) => Input::MachineCreated {
+                    now,
+                    id: request,
+                    hold,
+                },
+                Err(message) => Input::MachineFailed {
+                    now,
+                    id: request,
+                    message,
+                },
+            };
+            if let Err(error) = inner.feed(input) {
+                inner.publish(Event::host(Level::Warn, "machineResultRejected", error.to_string()));
+            }
+        });
+    }
+
+    fn spawn_preflight(self: &Arc<Inner>, executor: String) {
+        let weak = Arc::downgrade(self);
+        let provisioner = self.provisioner.clone();
+        self.runtime.spawn(async move {
+            let result = provisioner.preflight(&executor).await;
+            let Some(inner) = weak.upgrade() else { return };
+            let input = Input::PreflightResult {
+                now: inner.clock.now_ms(),
+                executor,
+                ok: result.is_ok(),
+                error: result.err(),
+            };
+            if let Err(error) = inner.feed(input) {
+                inner.publish(Event::host(Level::Warn, "preflightResultRejected", error.to_string()));
+            }
+        });
+    }
+
+    fn query<T>(&self, f: impl FnOnce(&mut PolicyRuntime) -> Result<T>) -> Result<T> {
+        let mut core = lock(&self.core);
+        let result = f(&mut core.policy);
+        for event in core.policy.take_events() {
+            self.publish(event);
+        }
+        result
+    }
+}
+
+/// The timer: a `tick` at every wake-up time the core asks for.
+async fn timer(weak: Weak<Inner>, notify: Arc<Notify>, clock: Clock) {
+    loop {
+        let wake_at = match weak.upgrade() {
+            Some(inner) => lock(&inner.core).wake_at,
+            None => return,
+        };
+        match wake_at {
+            Some(at) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(clock.instant_at(at)) => {
+                        let Some(inner) = weak.upgrade() else { return };
+                        let now = clock.now_ms().max(at);
+                        if let Err(error) = inner.feed(Input::Tick { now }) {
+                            inner.publish(Event::host(Level::Warn, "tickFailed", error.to_string()));
+                        }
+                    }
+                    () = notify.notified() => {}
+                }
+            }
+            None => notify.notified().await,
+        }
+    }
+}
+
+/// The state-file writer: coalesces queued persists into one atomic write.
+async fn writer(
+    file: StateFile,
+    mut rx: mpsc::UnboundedReceiver<WriterMsg>,
+    weak: Weak<Inner>,
+    clock: Clock,
+) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while let Ok(more) = rx.try_recv() {
+            batch.push(more);
+        }
+        let mut persists = Vec::new();
+        let mut flushes = Vec::new();
+        for message in batch {
+            match message {
+                WriterMsg::Persist(ids, exclusions) => persists.push((ids, exclusions)),
+                WriterMsg::Flush(done) => flushes.push(done),
+            }
+        }
+        if !persists.is_empty() {
+            let target = file.clone();
+            let now = clock.now_ms();
+            let written = tokio::task::spawn_blocking(move || {
+                let mut events = Vec::new();
+                let result = target.persist(&persists, now, &mut events);
+                (result, events)
+            })
+            .await;
+            let (result, mut events) = match written {
+                Ok(done) => done,
+                Err(e) => (Err(std::io::Error::other(e.to_string())), Vec::new()),
+            };
+            if let Err(error) = result {
+                events.push(
+                    Event::host(
+                        Level::Warn,
+                        "persistFailed",
+                        format!("cannot write the state file {}: {error}", file.path().display()),
+                    )
+                    .with("path", file.path().display().to_string()),
+                );
+            }
+            match weak.upgrade() {
+                Some(inner) => events.into_iter().for_each(|e| inner.publish(e)),
+                None => events.iter().for_each(Event::log),
+            }
+        }
+        for done in flushes {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// Builds a [`Roster`].
+#[must_use]
+pub struct RosterBuilder {
+    document: Option<Value>,
+    source: RosterSource,
+    options: Options,
+    state_file: Option<PathBuf>,
+    module: Option<PathBuf>,
+    engine: Option<HostEngine>,
+    provisioner: Arc<dyn Provisioner>,
+    probe_timeout: Duration,
+    clock: Option<Clock>,
+    checkpoint_every: Option<usize>,
+}
+
+impl RosterBuilder {
+    /// The roster document itself (instead of files).
+    pub fn document(mut self, document: Value) -> Self {
+        self.document = Some(document);
+        self
+    }
+
+    /// The user's roster file.
+    pub fn roster_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.source.roster = Some(path.into());
+        self
+    }
+
+    /// A repository roster merged over the user's.
+    pub fn repo_overlay(mut self, path: impl Into<PathBuf>) -> Self {
+        self.source.repo = Some(path.into());
+        self
+    }
+
+    /// Only these executors (`--executors a,b`).
+    pub fn executors(mut self, ids: Vec<String>) -> Self {
+        self.source.executors = ids;
+        self
+    }
+
+    pub fn options(mut self, options: Options) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Exclusions that outlive a run: read at start, written on every persist.
+    pub fn state_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.state_file = Some(path.into());
+        self
+    }
+
+    /// A policy module file instead of the bundled one.
+    pub fn module_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.module = Some(path.into());
+        self
+    }
+
+    /// Share an engine (one per process is the idea).
+    pub fn engine(mut self, engine: HostEngine) -> Self {
+        self.engine = Some(engine);
+        self
+    }
+
+    pub fn provisioner(mut self, provisioner: Arc<dyn Provisioner>) -> Self {
+        self.provisioner = provisioner;
+        self
+    }
+
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = timeout;
+        self
+    }
+
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Accepted inputs between checkpoints of the guest's state.
+    pub fn checkpoint_every(mut self, inputs: usize) -> Self {
+        self.checkpoint_every = Some(inputs);
+        self
+    }
+
+    /// Loads the module, builds the policy, restores the state file, starts the tasks.
+    pub async fn build(self) -> Result<Roster> {
+        let runtime = tokio::runtime::Handle::current();
+        let source = self.document.is_none().then(|| self.source.clone());
+        let document = match (&self.document, &source) {
+            (Some(document), _) => document.clone(),
+            (None, Some(source)) => source.load()?,
+            (None, None) => return Err(HostError::Closed),
+        };
+        let engine = match self.engine {
+            Some(engine) => engine,
+            None => HostEngine::new(EngineConfig::default())?,
+        };
+        let module = load_module(&engine, self.module.as_deref()).await?;
+        let options = serde_json::to_value(&self.options)
+            .map_err(|e| HostError::Abi(format!("cannot encode the options: {e}")))?;
+        let mut policy = PolicyRuntime::new(module, &document, &options)?;
+        if let Some(every) = self.checkpoint_every {
+            policy.set_checkpoint_every(every);
+        }
+        let clock = self.clock.unwrap_or_else(Clock::system);
+        let notify = Arc::new(Notify::new());
+        let (events, _) = broadcast::channel(1024);
+        let state_file = self.state_file.map(StateFile::new);
+        let (writer_tx, writer_rx) = match &state_file {
+            Some(_) => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                (Some(tx), Some(rx))
+            }
+            None => (None, None),
+        };
+        let inner = Arc::new(Inner {
+            core: Mutex::new(Core {
+                policy,
+                waiters: BTreeMap::new(),
+                next_request: 0,
+                wake_at: None,
+                probing: BTreeSet::new(),
+                unsupported_reported: BTreeSet::new(),
+            }),
+            clock,
+            notify: notify.clone(),
+            events,
+            host_events: Mutex::new(VecDeque::new()),
+            writer: writer_tx,
+            provisioner: self.provisioner,
+            probe_timeout: self.probe_timeout,
+            source,
+            engine,
+            runtime: runtime.clone(),
+        });
+        if let (Some(file), Some(rx)) = (state_file.clone(), writer_rx) {
+            runtime.spawn(writer(file, rx, Arc::downgrade(&inner), clock));
+        }
+        if let Some(file) = &state_file {
+            let now = clock.now_ms();
+            let reader = file.clone();
+            let (contents, events) = tokio::task::spawn_blocking(move || {
+                let mut events = Vec::new();
+                let contents = reader.load(now, &mut events);
+                (contents, events)
+            })
+            .await
+            .map_err(|e| HostError::Abi(format!("the state-file reader failed: {e}")))?;
+            events.into_iter().for_each(|e| inner.publish(e));
+            inner.feed(Input::Restore {
+                now,
+                state: contents.state(),
+            })?;
+        }
+        runtime.spawn(timer(Arc::downgrade(&inner), notify, clock));
+        Ok(Roster { inner })
+    }
+}
+
+async fn load_module(engine: &HostEngine, path: Option<&Path>) -> Result<PolicyModule> {
+    let engine = engine.clone();
+    let path = path.map(Path::to_path_buf);
+    tokio::task::spawn_blocking(move || engine.load(path.as_deref()))
+        .await
+        .map_err(|e| HostError::Abi(format!("the module loader failed: {e}")))?
+}
+
+/// A roster of executors leased by role. Cheap to clone.
+#[derive(Clone)]
+pub struct Roster {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Roster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Roster").finish_non_exhaustive()
+    }
+}
+
+/// Ends a request whose `lease` future is dropped before it resolves: a grant that
+/// already arrived is released, a waiting request is cancelled.
+struct CancelGuard {
+    inner: Arc<Inner>,
+    request: String,
+    /// `None` once the outcome has been taken.
+    rx: Option<oneshot::Receiver<Outcome>>,
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        let Some(mut rx) = self.rx.take() else { return };
+        // Outcomes are sent under the core lock: holding it, `try_recv` is definitive.
+        let mut core = lock(&self.inner.core);
+        let now = self.inner.clock.now_ms();
+        let input = match rx.try_recv() {
+            Ok(Outcome::Granted { lease, .. }) => Input::Release { now, lease },
+            Ok(_) => return,
+            Err(_) => {
+                core.waiters.remove(&self.request);
+                Input::Cancel {
+                    now,
+                    id: self.request.clone(),
+                }
+            }
+        };
+        // A cancel of a request that has just ended is rejected, harmlessly.
+        let _ = self.inner.feed_locked(&mut core, input);
+    }
+}
+
+impl Roster {
+    pub fn builder() -> RosterBuilder {
+        RosterBuilder {
+            document: None,
+            source: RosterSource::default(),
+            options: Options::default(),
+            state_file: None,
+            module: None,
+            engine: None,
+            provisioner: Arc::new(NoProvisioner),
+            probe_timeout: Duration::from_secs(5),
+            clock: None,
+            checkpoint_every: None,
+        }
+    }
+
+    /// The host's clock (epoch ms).
+    pub fn now_ms(&self) -> u64 {
+        self.inner.clock.now_ms()
+    }
+
+    /// Every event from now on (core and host).
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.inner.events.subscribe()
+    }
+
+    /// The most recent host events (startup ones included).
+    pub fn host_events(&self) -> Vec<Event> {
+        lock(&self.inner.host_events).iter().cloned().collect()
+    }
+
+    fn request(&self, role: &str, options: LeaseOptions) -> (LeaseRequest, oneshot::Receiver<Outcome>) {
+        let mut core = lock(&self.inner.core);
+        core.next_request += 1;
+        let id = format!("r{}", core.next_request);
+        let (tx, rx) = oneshot::channel();
+        core.waiters.insert(id.clone(), tx);
+        let now = self.inner.clock.now_ms();
+        let deadline = options
+            .timeout
+            .map(|t| now.saturating_add(u64::try_from(t.as_millis()).unwrap_or(u64::MAX)));
+        let request = LeaseRequest {
+            now,
+            id,
+            role: role.to_string(),
+            avoid: options.avoid,
+            prefer: options.prefer,
+            pin: options.pin,
+            rank: options.rank,
+            event_time: options.event_time,
+            label: options.label,
+            deadline,
+        };
+        (request, rx)
+    }
+
+    async fn wait(&self, request: &LeaseRequest, rx: oneshot::Receiver<Outcome>) -> Result<Option<Lease>> {
+        let mut guard = CancelGuard {
+            inner: self.inner.clone(),
+            request: request.id.clone(),
+            rx: Some(rx),
+        };
+        let outcome = match guard.rx.as_mut() {
+            Some(rx) => rx.await,
+            None => return Err(HostError::Closed),
+        };
+        guard.rx = None;
+        match outcome.map_err(|_| HostError::Closed)? {
+            Outcome::Granted {
+                lease,
+                executor,
+                role,
+                hold,
+            } => Ok(Some(Lease {
+                inner: self.inner.clone(),
+                lease,
+                request: request.id.clone(),
+                executor,
+                role,
+                hold,
+                released: false,
+            })),
+            Outcome::Exhausted { role, reasons } => Err(HostError::Exhausted { role, reasons }),
+            Outcome::TimedOut => Err(HostError::TimedOut {
+                request: request.id.clone(),
+            }),
+            Outcome::Cancelled => Err(HostError::Cancelled {
+                request: request.id.clone(),
+            }),
+            Outcome::Unavailable => Ok(None),
+        }
+    }
+
+    fn submit(&self, request: &LeaseRequest, input: Input) -> Result<()> {
+        self.inner.feed(input).map(drop).inspect_err(|_| {
+            lock(&self.inner.core).waiters.remove(&request.id);
+        })
+    }
+
+    /// Waits for a slot; fails `Exhausted` when none can ever come, `TimedOut` after
+    /// `options.timeout`. Dropping the future cancels the request.
+    pub async fn lease(&self, role: &str, options: LeaseOptions) -> Result<Lease> {
+        let (request, rx) = self.request(role, options);
+        self.submit(&request, Input::Lease(request.clone()))?;
+        match self.wait(&request, rx).await? {
+            Some(lease) => Ok(lease),
+            None => Err(HostError::Cancelled {
+                request: request.id,
+            }),
+        }
+    }
+
+    /// A slot now, or `None`. (On an executor with `provision`, waits for the machine.)
+    pub async fn try_lease(&self, role: &str, options: LeaseOptions) -> Result<Option<Lease>> {
+        let (request, rx) = self.request(role, options);
+        self.submit(&request, Input::TryLease(request.clone()))?;
+        self.wait(&request, rx).await
+    }
+
+    /// Records work already running on `executor` after a restart: it takes a slot
+    /// even beyond capacity. Released like any lease.
+    pub async fn occupy(&self, executor: &str, role: Option<&str>, hold: Option<Value>) -> Result<Lease> {
+        let (request, rx) = self.request(role.unwrap_or_default(), LeaseOptions::default());
+        let input = Input::Occupy {
+            now: request.now,
+            id: request.id.clone(),
+            executor: executor.to_string(),
+            role: role.map(str::to_string),
+            hold,
+        };
+        self.submit(&request, input)?;
+        self.wait(&request, rx).await?.ok_or(HostError::Cancelled {
+            request: request.id,
+        })
+    }
+
+    fn exclusion_of(&self, executor: &str) -> Option<ExclusionStatus> {
+        self.snapshot()
+            .ok()?
+            .executors
+            .into_iter()
+            .find(|e| e.id == executor)?
+            .exclusion
+    }
+
+    /// Reports a failed call on `executor`; the exclusion it earned, if any.
+    pub fn report(&self, executor: &str, failure: Failure) -> Result<Option<ExclusionStatus>> {
+        let before = self.exclusion_of(executor);
+        self.inner.feed(Input::Report {
+            now: self.inner.clock.now_ms(),
+            executor: executor.to_string(),
+            failure,
+        })?;
+        let after = self.exclusion_of(executor);
+        Ok(if after != before { after } else { None })
+    }
+
+    /// Reports a failed HTTP call (see [`crate::classify`]).
+    pub fn report_http(
+        &self,
+        executor: &str,
+        status: u16,
+        retry_after: Option<&str>,
+        body: &str,
+    ) -> Result<Option<ExclusionStatus>> {
+        let failure = classify_http(status, retry_after, body, self.inner.clock.now_ms());
+        self.report(executor, failure)
+    }
+
+    /// Reports a call that failed without an HTTP answer.
+    pub fn report_io(&self, executor: &str, error: &std::io::Error) -> Result<Option<ExclusionStatus>> {
+        self.report(executor, classify_io(error))
+    }
+
+    /// Takes an executor out of the round (`manual` is an operator's pause).
+    pub fn exclude(
+        &self,
+        executor: &str,
+        kind: ExclusionKind,
+        reason: &str,
+        until_ms: Option<u64>,
+    ) -> Result<()> {
+        self.inner
+            .feed(Input::Exclude {
+                now: self.inner.clock.now_ms(),
+                executor: executor.to_string(),
+                kind,
+                reason: reason.to_string(),
+                until: until_ms,
+            })
+            .map(drop)
+    }
+
+    /// Ends an executor's exclusion, whatever its kind.
+    pub fn resume(&self, executor: &str) -> Result<()> {
+        self.inner
+            .feed(Input::Resume {
+                now: self.inner.clock.now_ms(),
+                executor: executor.to_string(),
+            })
+            .map(drop)
+    }
+
+    /// Replaces the document live (validated first: a bad one changes nothing).
+    pub fn reload(&self, document: Value) -> Result<()> {
+        self.inner
+            .feed(Input::Reload {
+                now: self.inner.clock.now_ms(),
+                document,
+            })
+            .map(drop)
+    }
+
+    /// Reads the roster files again and reloads (a roster built from files only).
+    pub fn reload_files(&self) -> Result<()> {
+        let source = self.inner.source.clone().ok_or_else(|| HostError::Invalid {
+            violations: vec![rota_core::Violation {
+                path: "$".into(),
+                message: "this roster was built from a document, not from files".into(),
+            }],
+        })?;
+        self.reload(source.load()?)
+    }
+
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        self.inner.query(|p| p.snapshot())
+    }
+
+    pub fn snapshot_json(&self) -> Result<Value> {
+        self.inner.query(|p| p.snapshot_json())
+    }
+
+    pub fn explain(&self, request: &ExplainRequest) -> Result<Explanation> {
+        self.inner.query(|p| p.explain(request))
+    }
+
+    /// A dry run of a reload.
+    pub fn plan(&self, document: &Value) -> Result<Plan> {
+        self.inner.query(|p| p.plan(document))
+    }
+
+    /// Free slots for `role` now.
+    pub fn available(&self, role: &str) -> Result<u32> {
+        self.inner.query(|p| p.available(role))
+    }
+
+    /// Configured slots for `role`.
+    pub fn slots(&self, role: &str) -> Result<u32> {
+        self.inner.query(|p| p.slots(role))
+    }
+
+    pub fn can_ever_serve(&self, role: &str, avoid: &[String]) -> Result<bool> {
+        self.inner.query(|p| p.can_ever_serve(role, avoid))
+    }
+
+    /// How many times the guest failed and was restored.
+    pub fn recoveries(&self) -> u64 {
+        lock(&self.inner.core).policy.recoveries()
+    }
+
+    /// The running module's SHA-256.
+    pub fn module_hash(&self) -> String {
+        lock(&self.inner.core).policy.module().hash().to_string()
+    }
+
+    /// Loads the module at `path` and moves the live state into it: no lease is lost.
+    /// The running module stays when the new one fails a check (ABI version, import,
+    /// equal snapshot).
+    pub async fn swap_policy(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        let module = match load_module(&self.inner.engine, Some(path)).await {
+            Ok(module) => module,
+            Err(error) => {
+                let error = HostError::SwapRefused(error.to_string());
+                self.inner.publish(
+                    Event::host(Level::Warn, "policySwapRefused", error.to_string())
+                        .with("path", path.display().to_string()),
+                );
+                return Err(error);
+            }
+        };
+        self.swap_module(module)
+    }
+
+    /// As [`Roster::swap_policy`], with a module already loaded.
+    pub fn swap_module(&self, module: PolicyModule) -> Result<()> {
+        let result = self.inner.query(|p| p.swap(module));
+        if let Err(error) = &result {
+            self.inner.publish(Event::host(
+                Level::Warn,
+                "policySwapRefused",
+                error.to_string(),
+            ));
+        }
+        result
+    }
+
+    /// Waits until every state-file write asked for so far is on disk.
+    pub async fn flush(&self) {
+        if let Some(writer) = &self.inner.writer {
+            let (tx, rx) = oneshot::channel();
+            if writer.send(WriterMsg::Flush(tx)).is_ok() {
+                let _ = rx.await;
+            }
+        }
+    }
+}
+
+/// A granted lease; released when dropped (or by [`Lease::release`]).
+pub struct Lease {
+    inner: Arc<Inner>,
+    lease: u64,
+    request: String,
+    executor: String,
+    role: String,
+    hold: Option<Value>,
+    released: bool,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("lease", &self.lease)
+            .field("executor", &self.executor)
+            .field("role", &self.role)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lease {
+    /// The core's lease id.
+    pub fn id(&self) -> u64 {
+        self.lease
+    }
+
+    /// The request id the host gave it.
+    pub fn request(&self) -> &str {
+        &self.request
+    }
+
+    pub fn executor(&self) -> &str {
+        &self.executor
+    }
+
+    pub fn role(&self) -> &str {
+        &self.role
+    }
+
+    /// The machine hold, for an executor with `provision`.
+    pub fn hold(&self) -> Option<&Value> {
+        self.hold.as_ref()
+    }
+
+    /// Reports a failed call on this lease's executor.
+    pub fn report(&self, failure: Failure) -> Result<Option<ExclusionStatus>> {
+        Roster {
+            inner: self.inner.clone(),
+        }
+        .report(&self.executor, failure)
+    }
+
+    /// Gives the slot back now.
+    pub fn release(mut self) -> Result<()> {
+        self.released = true;
+        self.inner
+            .feed(Input::Release {
+                now: self.inner.clock.now_ms(),
+                lease: self.lease,
+            })
+            .map(drop)
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if !self.released {
+            let input = Input::Release {
+                now: self.inner.clock.now_ms(),
+                lease: self.lease,
+            };
+            let mut result = self.inner.feed(input.clone());
+            if matches!(&result, Err(e) if e.is_guest_failure()) {
+                // The guest failed and was restored to before the release: once more.
+                result = self.inner.feed(input);
+            }
+            if let Err(error) = result {
+                self.inner.publish(
+                    Event::host(Level::Warn, "releaseFailed", error.to_string())
+                        .with("lease", self.lease),
+                );
+            }
+        }
+    }
+}

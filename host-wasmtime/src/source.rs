@@ -1,0 +1,80 @@
+//! Where a roster document comes from: a user roster file, a repository overlay
+//! merged over it (same id replaces, `disabled: true` removes, new ids add), and an
+//! `--executors a,b` narrowing.
+
+use std::path::{Path, PathBuf};
+
+use rota_core::Violation;
+use serde_json::Value;
+
+use crate::error::{HostError, Result};
+
+/// Roster files and a narrowing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RosterSource {
+    /// The user's roster (absent: only the overlay).
+    pub roster: Option<PathBuf>,
+    /// A repository roster merged over it.
+    pub repo: Option<PathBuf>,
+    /// Only these executors (empty: all).
+    pub executors: Vec<String>,
+}
+
+/// Reads a JSON file. Unreadable: `Read`; not JSON: `Invalid` at `$` of that file.
+pub fn read_json(path: &Path) -> Result<Value> {
+    let text = std::fs::read_to_string(path).map_err(|source| HostError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|e| HostError::Invalid {
+        violations: vec![Violation {
+            path: format!("{}: $", path.display()),
+            message: format!("not JSON: {e}"),
+        }],
+    })
+}
+
+impl RosterSource {
+    pub fn file(path: impl Into<PathBuf>) -> RosterSource {
+        RosterSource {
+            roster: Some(path.into()),
+            ..RosterSource::default()
+        }
+    }
+
+    /// The merged, narrowed document (not yet validated: the policy does that).
+    pub fn load(&self) -> Result<Value> {
+        let user = match &self.roster {
+            Some(path) => read_json(path)?,
+            None => Value::Null,
+        };
+        let repo = match &self.repo {
+            Some(path) => read_json(path)?,
+            None => Value::Null,
+        };
+        if user.is_null() && repo.is_null() {
+            return Err(HostError::Invalid {
+                violations: vec![Violation {
+                    path: "$".into(),
+                    message: "no roster file given".into(),
+                }],
+            });
+        }
+        let merged = if repo.is_null() {
+            user
+        } else {
+            rota_core::merge(&user, &repo).map_err(|violations| HostError::Invalid { violations })?
+        };
+        rota_core::narrow(&merged, &self.executors)
+            .map_err(|violations| HostError::Invalid { violations })
+    }
+}
+
+/// `a,b, c` → `["a","b","c"]`.
+pub fn split_list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
