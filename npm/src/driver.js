@@ -130,6 +130,22 @@ const list = (value, what) => {
   throw new RotaError('INVALID_INPUT', `${what} must be a list of executor ids`)
 }
 
+/** Ids listed twice in one roster (`side` names it in the violation's path). */
+function duplicates(document, side) {
+  const seen = new Set()
+  const found = []
+  const executors = Array.isArray(document?.executors) ? document.executors : []
+  executors.forEach((entry, index) => {
+    const id = entry?.id
+    if (typeof id !== 'string') return
+    if (seen.has(id)) {
+      found.push({ path: `${side}: executors[${index}].id`, message: `executor '${id}' is listed twice` })
+    }
+    seen.add(id)
+  })
+  return found
+}
+
 /** Coalesces persist updates: applying the result equals applying each in turn. */
 export function combineUpdates(updates) {
   let ids = []
@@ -179,7 +195,19 @@ export function defineRoster(api, platform) {
         },
       ])
     }
-    const merged = api.merge(user, repo)
+    // Merging keeps one entry per id, so an id listed twice in one file would vanish
+    // silently: name it, with everything else wrong, before merging.
+    const twice = [
+      ...duplicates(user, options.rosterPath ?? 'document'),
+      ...duplicates(repo, options.repoRosterPath ?? 'repoDocument'),
+    ]
+    let merged
+    try {
+      merged = api.merge(user, repo)
+    } catch (error) {
+      if (error?.code !== 'INVALID_DOCUMENT') throw error
+      throw invalidDocument([...twice, ...error.violations])
+    }
     const ids = list(options.executors, 'executors') ?? []
     let narrowed
     try {
@@ -187,9 +215,9 @@ export function defineRoster(api, platform) {
     } catch (error) {
       if (error?.code !== 'INVALID_DOCUMENT') throw error
       // Name the unknown ids and everything else wrong with the document at once.
-      throw invalidDocument([...error.violations, ...api.validate(merged, options.options?.kinds)])
+      throw invalidDocument([...twice, ...error.violations, ...api.validate(merged, options.options?.kinds)])
     }
-    const found = api.validate(narrowed, options.options?.kinds)
+    const found = [...twice, ...api.validate(narrowed, options.options?.kinds)]
     if (found.length > 0) throw invalidDocument(found)
     return narrowed
   }

@@ -1,0 +1,637 @@
+// Types of the npm package `rota`: the roster document, the core's inputs and outputs,
+// the snapshot, errors, and the Roster driver. Hand-written to match
+// core/src/{protocol,status,document,error}.rs; checked with `tsc --noEmit` in the tests.
+
+// ---- the roster document -----------------------------------------------------------
+
+/** One of the document's roles: the seed's five unless the document declares its own. */
+export type Role = string
+
+/** The seed's five roles. */
+export type SeedRole = 'planner' | 'coder' | 'reviewer' | 'judge' | 'verifier'
+
+/** A duration string of a roster file: "30 minutes", "90s", "2h", "1.5 hours". */
+export type DurationString = string
+
+/** How long each exclusion lasts. Defaults: usageLimit 30 minutes, rateLimit 10 minutes, outage 5 minutes. */
+export interface Cooldown {
+  usageLimit?: DurationString
+  rateLimit?: DurationString
+  outage?: DurationString
+}
+
+/** One executor: a harness and a model (or a worker machine), its roles, slots and priorities. */
+export interface ExecutorSpec {
+  id: string
+  /** A CLI harness (`pi`, `claude`, `codex`, `opencode` …) or an API provider. */
+  harness: string
+  model?: string
+  flags?: Record<string, string>
+  /** Environment for the harness process; secrets only as `${VAR}` references. */
+  env?: Record<string, string>
+  /** Endpoint for an API harness. */
+  baseUrl?: string
+  roles: Role[]
+  /** Leases it takes at once (default 1). */
+  slots?: number
+  /** The scheduler seed's name for `slots` (an accepted alias). */
+  maxConcurrentAttempts?: number
+  /** Slots coders may use; default `slots - 1` on an executor that also reasons. */
+  coderSlots?: number
+  /** A cap per role. */
+  roleSlots?: Record<Role, number>
+  /** Lower first. A number for every role, or per role with a `default` (default 1). */
+  priority?: number | ({ default?: number } & Record<Role, number>)
+  /** A URL that answers 2xx when the executor's serving engine is up. */
+  health?: string
+  cooldown?: Cooldown
+  /** In a repository roster: removes the user roster's entry with this id. */
+  disabled?: boolean
+  /** Each lease first creates a machine (the host's `machines.create`). */
+  provision?: unknown
+  /** Opaque to the core; checked against `options.kinds`. */
+  kind?: string
+  /** Fields the core does not use pass through to the host. */
+  [field: string]: unknown
+}
+
+export interface RosterDocument {
+  /** Declares the role list (default: the seed's five). */
+  roles?: Role[]
+  executors: ExecutorSpec[]
+  [field: string]: unknown
+}
+
+/** One thing wrong with a document, and where (`executors[2].slots`). */
+export interface Violation {
+  path: string
+  message: string
+}
+
+// ---- options -------------------------------------------------------------------------
+
+/** The core's options; every field has the seeds' default. */
+export interface PolicyOptions {
+  /** Whether the host probes health URLs (the driver sets it from `probe`). */
+  canProbe?: boolean
+  /** Probe interval of a health exclusion while a request waits that it could serve (15 s). */
+  healthProbeIntervalMs?: number
+  /** Probe interval while nobody waits for it (60 s). */
+  idleProbeIntervalMs?: number
+  /** Rate limits in this window count towards an exclusion (10 minutes). */
+  rateLimitWindowMs?: number
+  /** Rate limits within the window that exclude an executor (3). */
+  rateLimitsToExclude?: number
+  /** First pause after a failed machine creation; doubles per failure (30 s). */
+  provisionFirstPauseMs?: number
+  /** Longest pause after failed machine creations (10 minutes). */
+  provisionMaxPauseMs?: number
+  /** Executors that a reload adds or grows must pass a preflight first (false). */
+  preflightReloads?: boolean
+  /** The executor kinds the host can run (null: any). */
+  kinds?: string[] | null
+}
+
+// ---- inputs ----------------------------------------------------------------------------
+
+export type FailureKind =
+  | 'usageLimit'
+  | 'rateLimit'
+  | 'authentication'
+  | 'outage'
+  | 'modelUnavailable'
+  | 'other'
+
+/** A failed call, classified. */
+export interface Failure {
+  kind: FailureKind
+  message: string
+  /** A usage limit's reset instant (epoch ms). */
+  resetAt?: number
+  /** A `Retry-After` in ms from now: sets the exclusion's end. */
+  retryAfterMs?: number
+}
+
+export type ExclusionKind = 'until' | 'health' | 'run' | 'manual'
+
+/** An exclusion as the state file holds it (the seed's format). */
+export interface Exclusion {
+  id: string
+  reason: string
+  kind: ExclusionKind
+  /** Epoch ms: the end for `until` and `manual`; for `health`, the next probe. */
+  until?: number
+}
+
+/** The state file: `{ version: 1, exclusions: [...] }`. */
+export interface PersistedState {
+  version: 1
+  exclusions: Exclusion[]
+}
+
+export interface LeaseRequestInput {
+  now: number
+  /** Unique among live requests. */
+  id: string
+  role: Role
+  avoid?: string[]
+  prefer?: string
+  pin?: string
+  rank?: number
+  eventTime?: number
+  label?: string
+  deadline?: number
+}
+
+/** One input to the core. Every input carries `now` (epoch ms). */
+export type Input =
+  | ({ type: 'lease' } & LeaseRequestInput)
+  | ({ type: 'tryLease' } & LeaseRequestInput)
+  | { type: 'cancel'; now: number; id: string }
+  | { type: 'release'; now: number; lease: number }
+  | { type: 'occupy'; now: number; id: string; executor: string; role?: Role; hold?: unknown }
+  | { type: 'report'; now: number; executor: string; failure: Failure }
+  | { type: 'exclude'; now: number; executor: string; kind?: ExclusionKind; reason?: string; until?: number }
+  | { type: 'resume'; now: number; executor: string }
+  | { type: 'probeResult'; now: number; executor: string; up: boolean }
+  | { type: 'machineCreated'; now: number; id: string; hold: unknown }
+  | { type: 'machineFailed'; now: number; id: string; message?: string }
+  | { type: 'reload'; now: number; document: RosterDocument }
+  | { type: 'preflightResult'; now: number; executor: string; ok: boolean; error?: string }
+  | { type: 'restore'; now: number; state: PersistedState }
+  | { type: 'tick'; now: number }
+
+export type InputType = Input['type']
+
+// ---- outputs ---------------------------------------------------------------------------
+
+export type Level = 'debug' | 'info' | 'warn'
+
+export interface GrantedOutput {
+  type: 'granted'
+  request: string
+  lease: number
+  executor: string
+  role: Role
+  hold?: unknown
+  /** Earlier waiting requests for the role that it passed. */
+  passed: number
+  /** True for an `occupy`. */
+  occupied?: true
+}
+
+/** One output of the core: a decision, an effect to carry out, or an event. */
+export type Output =
+  | GrantedOutput
+  | { type: 'exhausted'; request: string; role: Role; reasons: string[] }
+  | { type: 'timedOut'; request: string }
+  | { type: 'unavailable'; request: string }
+  | { type: 'cancelled'; request: string }
+  | { type: 'waiting'; request: string; role: Role; report: string; ahead: number }
+  | { type: 'probe'; executor: string; url: string }
+  | { type: 'createMachine'; request: string; executor: string }
+  | { type: 'deleteMachine'; executor: string; hold: unknown }
+  | { type: 'preflight'; executor: string }
+  | { type: 'persist'; ids: string[]; state: PersistedState }
+  | { type: 'event'; level: Level; name: string; message: string; fields: Record<string, unknown> }
+
+export type OutputType = Output['type']
+
+/** What `Policy.handle` returns: every output of the input and the next wake-up. */
+export interface StepResult {
+  outputs: Output[]
+  /** When the core wants a `tick` (epoch ms), or null. */
+  wakeAt: number | null
+}
+
+// ---- status ----------------------------------------------------------------------------
+
+export interface ExclusionStatus {
+  kind: ExclusionKind
+  reason: string
+  until?: number
+  since: number
+  /** For `health`: when the next probe is due. */
+  nextProbeAt?: number
+  /** A timed exclusion that takes over when this one ends (the later end wins). */
+  thenUntil?: number
+  /** The seed's description: "until 2026-…: usage limit (…)". */
+  description: string
+}
+
+export interface PauseStatus {
+  failures: number
+  until: number
+  message: string
+  blocked: boolean
+}
+
+export interface LeaseStatus {
+  lease: number
+  request: string
+  role?: Role
+  label?: string
+  hold?: unknown
+  since: number
+  occupied: boolean
+}
+
+export interface PreflightRecord {
+  at: number
+  ok: boolean
+  error?: string
+}
+
+export interface ExecutorStatus {
+  id: string
+  harness: string
+  model?: string
+  roles: Role[]
+  slots: number
+  roleCaps: Record<Role, number>
+  priority: Record<Role, number>
+  busy: number
+  busyByRole: Record<Role, number>
+  exclusion?: ExclusionStatus
+  pause?: PauseStatus
+  draining: boolean
+  provision: boolean
+  leases: LeaseStatus[]
+  preflight?: PreflightRecord
+  probeInFlight: boolean
+  recentRateLimits: number
+}
+
+export interface QueuedRequest {
+  request: string
+  role: Role
+  rank?: number
+  eventTime?: number
+  label?: string
+  pin?: string
+  avoid?: string[]
+  prefer?: string
+  deadline?: number
+  /** Earlier waiting requests for the same role. */
+  ahead: number
+  waitingSince: number
+}
+
+export interface CreatingRequest {
+  request: string
+  executor: string
+  role: Role
+  since: number
+}
+
+export interface PendingReloadStatus {
+  since: number
+  awaiting: string[]
+}
+
+export interface Snapshot {
+  now: number
+  roles: Role[]
+  executors: ExecutorStatus[]
+  /** Waiting requests, in lease order. */
+  queue: QueuedRequest[]
+  creating: CreatingRequest[]
+  pendingReload?: PendingReloadStatus
+  wakeAt?: number
+}
+
+export interface ExplainRequest {
+  role: Role
+  avoid?: string[]
+  prefer?: string | null
+  pin?: string | null
+  /** A waiting request's id: explain that one. */
+  request?: string | null
+}
+
+export interface ExecutorExplanation {
+  id: string
+  ok: boolean
+  /** Why not: "lacks the role", "busy (2 of 2 slots)" … */
+  reasons: string[]
+  priority?: number
+}
+
+export interface Explanation {
+  role: Role
+  pick?: string
+  canEverServe: boolean
+  executors: ExecutorExplanation[]
+}
+
+export interface Plan {
+  added: string[]
+  draining: string[]
+  leaving: string[]
+  resized: { id: string; from: number; to: number; running: number }[]
+  changed: string[]
+  granted: { request: string; executor: string }[]
+  exhausted: string[]
+  preflight: string[]
+}
+
+// ---- errors ----------------------------------------------------------------------------
+
+/** The core's codes. */
+export type CoreErrorCode =
+  | 'INVALID_DOCUMENT'
+  | 'UNKNOWN_ROLE'
+  | 'UNKNOWN_LEASE'
+  | 'UNKNOWN_REQUEST'
+  | 'DUPLICATE_REQUEST'
+  | 'UNKNOWN_EXECUTOR'
+  | 'INVALID_INPUT'
+  | 'INVALID_STATE'
+
+/** The driver's codes: how a lease request ends without a lease. */
+export type DriverErrorCode = 'EXHAUSTED' | 'TIMEOUT' | 'ABORT_ERR' | 'CLOSED'
+
+export type ErrorCode = CoreErrorCode | DriverErrorCode
+
+export declare const ERROR_CODES: readonly ErrorCode[]
+
+/**
+ * Every error the package throws is an `Error` with a stable `code`; `instanceof
+ * RotaError` holds for all of them (also those built inside the WebAssembly module).
+ */
+export declare class RotaError extends Error {
+  constructor(code: ErrorCode, message: string, fields?: object, options?: { cause?: unknown })
+  readonly code: ErrorCode
+  /** For INVALID_DOCUMENT: every violation. */
+  readonly violations?: Violation[]
+  /** For EXHAUSTED and TIMEOUT. */
+  readonly role?: Role
+  readonly request?: string
+  /** For EXHAUSTED (name `RosterExhausted`): one reason per executor. */
+  readonly reasons?: string[]
+  /** For TIMEOUT (name `TimeoutError`). */
+  readonly timeoutMs?: number
+}
+
+// ---- the raw policy --------------------------------------------------------------------
+
+/**
+ * The core itself: a deterministic, sans-IO state machine. Feed one input at a time;
+ * each call returns every output and the next wake-up. Throws RotaError on a rejected
+ * input, and then nothing changed.
+ */
+export declare class Policy {
+  constructor(document: RosterDocument, options?: PolicyOptions)
+  handle(input: Input): StepResult
+  /** The JSON-text step every host shares: `{"outputs":…,"wakeAt":…}` or `{"error":…}`; never throws. */
+  handleJson(input: string): string
+  /** The last input's time (epoch ms). */
+  readonly now: number
+  /** The next wake-up (epoch ms), or undefined. */
+  readonly wakeAt: number | undefined
+  snapshot(): Snapshot
+  available(role: Role): number
+  slots(role: Role): number
+  canEverServe(role: Role, avoid?: string[]): boolean
+  explain(request: ExplainRequest): Explanation
+  plan(document: RosterDocument): Plan
+  exportState(): unknown
+  static importState(state: unknown): Policy
+  document(): RosterDocument
+  /** Frees the WebAssembly memory now (otherwise the garbage collector does). */
+  free(): void
+}
+
+// ---- document utilities ----------------------------------------------------------------
+
+/** Every violation of a document (empty when valid). */
+export declare function validate(document: unknown, kinds?: string[] | null): Violation[]
+/** A repository roster over the user's: same id replaces, `disabled: true` removes, new ids add. */
+export declare function merge(
+  user: RosterDocument | null | undefined,
+  repo: RosterDocument | null | undefined,
+): RosterDocument
+/** Only the named executors (a list, or "a,b"); an empty list keeps all. */
+export declare function narrow(document: RosterDocument, ids?: string[] | string): RosterDocument
+/** Milliseconds, or undefined when unreadable. */
+export declare function parseDuration(text: string): number | undefined
+export declare function formatDuration(ms: number): string
+export declare function defaultOptions(): Required<PolicyOptions>
+export declare function defaultRoles(): SeedRole[]
+/** The core's crate version. */
+export declare const coreVersion: string
+
+// ---- failure classification ------------------------------------------------------------
+
+export declare const FAILURE_KINDS: readonly FailureKind[]
+
+/**
+ * Classifies a failed call: HTTP 429 (+ Retry-After) → rateLimit, 401/403 →
+ * authentication, 5xx and connection errors → outage, usage-limit messages →
+ * usageLimit (with the reset time), the seed's model-unavailable messages →
+ * modelUnavailable; an already-classified failure passes through.
+ */
+export declare function classifyFailure(error: unknown, options?: { now?: number }): Failure
+export declare function isModelUnavailableMessage(message: string): boolean
+/** `Retry-After` (seconds or HTTP-date) in ms from `now`. */
+export declare function parseRetryAfter(value: string | number | null | undefined, now?: number): number | undefined
+/** The reset instant a usage-limit message names (epoch ms). */
+export declare function parseResetTime(message: string, now?: number): number | undefined
+
+// ---- the driver ------------------------------------------------------------------------
+
+/** An event: every decision of the core, and the driver's own (state file, probes, machines). */
+export interface RosterEvent {
+  level: Level
+  /**
+   * A stable name. The driver's own: `stateCorrupt`, `stateUnreadable`, `stateSaveFailed`,
+   * `probeFailed`, `machineDeleteFailed`, `machineNotDeleted`, `inputRejected`.
+   */
+  name: string
+  message: string
+  fields: Record<string, unknown>
+  /** Epoch ms. */
+  time: number
+}
+
+export interface StoreContext {
+  now: number
+  event(level: Level, name: string, message: string, fields?: Record<string, unknown>): void
+}
+
+/** Replace the entries of `ids` with `state.exclusions`, keeping everyone else's. */
+export interface StateUpdate {
+  ids: string[]
+  state: PersistedState
+}
+
+/** Where exclusions that outlive a run are kept. */
+export interface StateStore {
+  load(context: StoreContext): Promise<PersistedState | undefined | null>
+  save(update: StateUpdate, context: StoreContext): Promise<void>
+  /** The loaded state was not one rota reads: set it aside and report it. */
+  discard?(reason: string, context: StoreContext): Promise<void>
+}
+
+export interface ProbeContext {
+  signal: AbortSignal
+  executor: string
+  timeoutMs: number
+}
+
+/** Answers whether a health URL is up. The default fetches it and checks for 2xx. */
+export type ProbeFunction = (url: string, context: ProbeContext) => Promise<boolean>
+
+export interface MachineCallbacks {
+  /** Makes a machine for a lease on a provisioned executor; returns its hold (any JSON). */
+  create?(request: {
+    executor: string
+    request: string
+    role: Role | undefined
+    spec: ExecutorSpec
+    signal: AbortSignal
+  }): Promise<unknown> | unknown
+  /** Deletes a machine when its lease ends. */
+  delete?(machine: { executor: string; hold: unknown; spec: ExecutorSpec }): Promise<void> | void
+}
+
+/** Runs before a reload that adds or grows an executor applies; false or a throw fails it. */
+export type PreflightFunction = (request: {
+  executor: string
+  spec: ExecutorSpec
+  signal: AbortSignal
+}) => Promise<boolean | void> | boolean | void
+
+export interface RosterOptions {
+  /** The (user's) roster document. */
+  document?: RosterDocument
+  /** A roster file (Node); a missing file counts as absent. */
+  rosterPath?: string
+  /** A repository roster merged over the user's. */
+  repoDocument?: RosterDocument
+  /** A repository roster file (Node). */
+  repoRosterPath?: string
+  /** Only these executors (`--executors a,b`); empty keeps all. */
+  executors?: string[] | string
+  /** The state file (Node): exclusions that outlive a run, shared with other rosters. */
+  statePath?: string
+  /** A state adapter (the browser's way, or any custom store). */
+  state?: StateStore
+  /** The health probe; `false`: no probing (health exclusions wait out the outage cooldown). */
+  probe?: ProbeFunction | false
+  /** Each probe's timeout (default 5000). */
+  probeTimeoutMs?: number
+  machines?: MachineCallbacks
+  preflight?: PreflightFunction
+  onEvent?: (event: RosterEvent) => void
+  /** The clock: epoch ms (default Date.now). Tests pass a virtual clock and call `tick()`. */
+  now?: () => number
+  /** The core's options. */
+  options?: PolicyOptions
+}
+
+export interface LeaseOptions {
+  /** Executors this lease must not use. */
+  avoid?: string[] | string
+  /** Taken first while free. */
+  prefer?: string
+  /** The one executor that must serve it (a reattached attempt). */
+  pin?: string
+  /** Pipeline position: lower first; unranked after ranked. */
+  rank?: number
+  /** When the work arrived: earlier first among equal ranks. */
+  eventTime?: number | Date
+  /** Who asks, for events. */
+  label?: string
+  /** Aborting cancels the request; the promise rejects with an AbortError (code ABORT_ERR). */
+  signal?: AbortSignal
+  /** Give up after this long; the promise rejects with a TimeoutError (code TIMEOUT). */
+  timeoutMs?: number
+  /** A request id of your own (default: one the driver assigns). */
+  id?: string
+}
+
+/** A granted lease. Release it once (more is harmless), or let `using` do it. */
+export declare class Lease implements Disposable, AsyncDisposable {
+  private constructor()
+  readonly id: number
+  readonly request: string
+  /** The executor's entry in the running roster document. */
+  readonly executor: ExecutorSpec
+  readonly executorId: string
+  readonly role: Role
+  /** The machine's hold, for a provisioned executor. */
+  readonly hold?: unknown
+  readonly passed: number
+  readonly occupied: boolean
+  /** Epoch ms. */
+  readonly grantedAt: number
+  readonly released: boolean
+  release(): void
+  [Symbol.dispose](): void
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+export interface ExcludeOptions {
+  kind?: ExclusionKind
+  reason?: string
+  until?: number | Date
+}
+
+export type RosterEventName = 'event' | 'output'
+
+export declare class Roster implements AsyncDisposable {
+  private constructor()
+  static create(options: RosterOptions): Promise<Roster>
+  /** Waits for a slot: rejects EXHAUSTED, TIMEOUT, ABORT_ERR, CLOSED, or a core code. */
+  lease(role: Role, options?: LeaseOptions): Promise<Lease>
+  /** A slot now, or undefined. */
+  tryLease(role: Role, options?: Omit<LeaseOptions, 'timeoutMs'>): Promise<Lease | undefined>
+  /** Records work already running on an executor after a restart. */
+  occupy(executor: string, options?: { role?: Role; hold?: unknown; id?: string }): Lease | undefined
+  /** Reports a failed call (a real error, or a `Failure`); returns the exclusion it earned. */
+  report(executor: string, error: unknown): ExclusionStatus | undefined
+  exclude(executor: string, options?: ExcludeOptions): void
+  exclude(exclusion: { id: string } & ExcludeOptions): void
+  resume(executor: string): void
+  /** Replaces the roster live (or re-reads its files); rejects INVALID_DOCUMENT and changes nothing. */
+  reload(document?: RosterDocument): Promise<void>
+  snapshot(): Snapshot
+  available(role: Role): number
+  slots(role: Role): number
+  canEverServe(role: Role, avoid?: string[]): boolean
+  explain(request: ExplainRequest | Role): Explanation
+  plan(document: RosterDocument): Plan
+  readonly document: RosterDocument
+  readonly executors: ExecutorSpec[]
+  readonly closed: boolean
+  /** Feeds a tick at `now()` (the timer does this; virtual-time tests call it). */
+  tick(): void
+  /** Resolves when no probe, machine callback or state write is in flight. */
+  idle(): Promise<void>
+  close(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
+  on(name: 'event', listener: (event: RosterEvent) => void): this
+  on(name: 'output', listener: (output: Output) => void): this
+  off(name: RosterEventName, listener: (value: never) => void): this
+  once(name: 'event', listener: (event: RosterEvent) => void): this
+  once(name: 'output', listener: (output: Output) => void): this
+}
+
+// ---- state adapters --------------------------------------------------------------------
+
+/** State in memory. */
+export declare function memoryState(initial?: PersistedState): StateStore & {
+  readonly value: PersistedState | undefined
+}
+/** What `webStorageState` needs of a Web Storage (localStorage, sessionStorage). */
+export interface WebStorage {
+  getItem(key: string): string | null
+  setItem(key: string, value: string): void
+  removeItem(key: string): void
+}
+
+/** State in a Web Storage entry (localStorage). */
+export declare function webStorageState(storage: WebStorage, key?: string): StateStore
+/** State in a file, atomically written (Node only; `statePath` uses it). */
+export declare function fileStateStore(path: string): StateStore & { readonly path: string }
