@@ -345,8 +345,20 @@ export function defineRoster(api, platform) {
         this.#timerAt = undefined
         this.tick()
       }, Math.min(Math.max(0, delay), MAX_TIMER_MS))
-      this.#timer?.unref?.()
+      this.#refTimer()
     }
+
+    /**
+     * The timer never keeps a process alive on its own (probes, exclusion ends),
+     * except while a lease with `timeoutMs` waits: its promise must settle.
+     */
+    #refTimer() {
+      if (this.#timer === undefined || typeof this.#timer !== 'object') return
+      if (this.#deadlineWaiters > 0) this.#timer.ref?.()
+      else this.#timer.unref?.()
+    }
+
+    #deadlineWaiters = 0
 
     /** Feeds a `tick` at `now()`. The timer does this; tests on virtual time call it. */
     tick() {
@@ -410,6 +422,10 @@ export function defineRoster(api, platform) {
       if (pending === undefined) return undefined
       this.#pending.delete(request)
       pending.cleanup?.()
+      if (pending.timeoutMs !== undefined) {
+        this.#deadlineWaiters -= 1
+        this.#refTimer()
+      }
       return pending
     }
 
@@ -696,6 +712,7 @@ export function defineRoster(api, platform) {
             pending.cleanup = () => signal.removeEventListener('abort', onAbort)
           }
           this.#pending.set(input.id, pending)
+          if (pending.timeoutMs !== undefined) this.#deadlineWaiters += 1
           try {
             this.#step(input)
           } catch (error) {

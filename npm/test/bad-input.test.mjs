@@ -143,8 +143,8 @@ test('Roster.create: a bad document rejects INVALID_DOCUMENT with every violatio
   assert.equal(narrowed.code, 'INVALID_DOCUMENT')
   assert.deepEqual(
     narrowed.violations.map((v) => v.path),
-    ['executors', 'executors[0].roles'],
-    'the unknown id and the document violation together',
+    ['executors', 'executors[0].roles', 'executors[0].roles'],
+    'the unknown id and the document violations (unknown role, no role) together',
   )
   assert.equal((await rejection(Roster.create({}))).code, 'INVALID_DOCUMENT')
   assert.equal((await rejection(Roster.create({ document: roster(), options: { bogus: 1 } }))).code, 'INVALID_INPUT')

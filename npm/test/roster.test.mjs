@@ -1,0 +1,422 @@
+// The Roster driver: create (merge, narrow), leases, the fair queue, AbortSignal,
+// timeoutMs, dispose, events, report/exclude/resume, reload, queries, close.
+
+import assert from 'node:assert/strict'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { Lease, Roster, RotaError } from 'rota'
+import { document, executor, nextEvent, rejection, tempDir, virtualClock } from './helpers.mjs'
+
+const create = (doc, extra = {}) => Roster.create({ document: doc, probe: false, ...extra })
+
+test('create merges the repository roster over the user roster and narrows it', async (t) => {
+  const dir = tempDir(t)
+  const userPath = join(dir, 'roster.json')
+  const repoPath = join(dir, 'repo-roster.json')
+  writeFileSync(
+    userPath,
+    JSON.stringify(document(executor('a', { model: 'small' }), executor('b'), executor('c'), executor('d'))),
+  )
+  writeFileSync(
+    repoPath,
+    JSON.stringify({ executors: [executor('a', { model: 'big', custom: { x: 1 } }), { id: 'c', disabled: true }, executor('e')] }),
+  )
+  const roster = await Roster.create({
+    rosterPath: userPath,
+    repoRosterPath: repoPath,
+    executors: ['a', 'b', 'e'],
+    probe: false,
+  })
+  t.after(() => roster.close())
+  assert.deepEqual(
+    roster.executors.map((e) => [e.id, e.model]),
+    [
+      ['a', 'big'],
+      ['b', undefined],
+      ['e', undefined],
+    ],
+  )
+  const lease = await roster.lease('coder')
+  assert.ok(lease instanceof Lease)
+  assert.equal(lease.executor.id, 'a')
+  assert.equal(lease.executor.model, 'big', 'the lease carries the executor spec, as the seed')
+  assert.deepEqual(lease.executor.custom, { x: 1 }, 'unknown fields pass through')
+  lease.release()
+
+  // A missing repository roster counts as absent; a missing user roster too.
+  const onlyUser = await Roster.create({ rosterPath: userPath, repoRosterPath: join(dir, 'none.json'), probe: false })
+  assert.equal(onlyUser.executors.length, 4)
+  await onlyUser.close()
+  const missing = await rejection(Roster.create({ rosterPath: join(dir, 'none.json') }))
+  assert.equal(missing.code, 'INVALID_DOCUMENT')
+  assert.match(missing.message, /does not exist/)
+  writeFileSync(join(dir, 'broken.json'), '{ "executors": [')
+  const broken = await rejection(Roster.create({ rosterPath: join(dir, 'broken.json'), repoRosterPath: join(dir, 'broken.json') }))
+  assert.equal(broken.code, 'INVALID_DOCUMENT')
+  assert.equal(broken.violations.length, 2, 'both unreadable files named at once')
+})
+
+test('lease, tryLease, release (idempotent), available, slots', async (t) => {
+  const roster = await create(document(executor('a', { slots: 2 }), executor('b')))
+  t.after(() => roster.close())
+  assert.equal(roster.slots('coder'), 3)
+  assert.equal(roster.available('coder'), 3)
+  const first = await roster.lease('coder', { label: 'story-1' })
+  const second = await roster.lease('coder')
+  const third = await roster.tryLease('coder')
+  assert.ok(third instanceof Lease)
+  assert.equal(roster.available('coder'), 0)
+  assert.equal(await roster.tryLease('coder'), undefined, 'tryLease: nothing free, no wait')
+  assert.equal(roster.snapshot().queue.length, 0, 'a tryLease never waits')
+  assert.deepEqual([first.executorId, second.executorId, third.executorId].sort(), ['a', 'a', 'b'])
+  first.release()
+  first.release()
+  assert.equal(first.released, true)
+  assert.equal(roster.available('coder'), 1, 'releasing twice frees one slot')
+  second.release()
+  third.release()
+  assert.equal(roster.available('coder'), 3)
+})
+
+test('1,000 concurrent lease() calls on 8 slots are all served, in lease order', async (t) => {
+  const roster = await create(document(executor('a', { slots: 4 }), executor('b', { slots: 2 }), executor('c', { slots: 2 })))
+  t.after(() => roster.close())
+  assert.equal(roster.slots('coder'), 8)
+  const order = []
+  let holding = 0
+  let most = 0
+  const requests = Array.from({ length: 1_000 }, (_, i) =>
+    roster.lease('coder', { label: `job-${i}` }).then(async (lease) => {
+      order.push(i)
+      holding += 1
+      most = Math.max(most, holding)
+      assert.ok(holding <= 8, 'never more leases than slots')
+      await null // hold it across a turn
+      holding -= 1
+      lease.release()
+    }),
+  )
+  assert.equal(roster.snapshot().queue.length, 992)
+  await Promise.all(requests)
+  assert.equal(order.length, 1_000)
+  assert.deepEqual(order, [...order].sort((x, y) => x - y), 'granted in lease order')
+  assert.equal(most, 8)
+  assert.equal(roster.available('coder'), 8, 'no slot leaked')
+  assert.equal(roster.snapshot().queue.length, 0)
+})
+
+test('rank and eventTime order the queue; the grant says how many it passed', async (t) => {
+  const roster = await create(document(executor('a'), executor('b')))
+  t.after(() => roster.close())
+  const heldA = await roster.lease('coder')
+  const heldB = await roster.lease('coder')
+  const got = []
+  const track = (name) => (lease) => {
+    got.push([name, lease.executorId, lease.passed])
+    return lease
+  }
+  const late = roster.lease('coder', { label: 'unranked' }).then(track('unranked'))
+  const second = roster.lease('coder', { rank: 2 }).then(track('rank 2'))
+  const first = roster.lease('coder', { rank: 1, eventTime: new Date(0) }).then(track('rank 1'))
+  assert.deepEqual(
+    roster.snapshot().queue.map((q) => q.rank ?? null),
+    [1, 2, null],
+  )
+  heldA.release()
+  heldB.release()
+  ;(await first).release()
+  ;(await second).release()
+  ;(await late).release()
+  assert.deepEqual(
+    got.map(([name]) => name),
+    ['rank 1', 'rank 2', 'unranked'],
+  )
+  // A request that no free slot can serve does not block those behind it, and the
+  // one that goes past it says so.
+  const onA = await roster.lease('coder', { prefer: 'a' })
+  const onB = await roster.lease('coder', { prefer: 'b' })
+  const stuck = roster.lease('coder', { avoid: ['a'] })
+  const behind = roster.lease('coder')
+  onA.release()
+  const passing = await behind
+  assert.equal(passing.executorId, 'a')
+  assert.equal(passing.passed, 1)
+  onB.release()
+  assert.equal((await stuck).executorId, 'b')
+})
+
+test('AbortSignal: aborting a waiting lease cancels it (AbortError), frees nothing it did not hold', async (t) => {
+  const roster = await create(document(executor('a')))
+  t.after(() => roster.close())
+  const held = await roster.lease('coder')
+  const controller = new AbortController()
+  const waiting = roster.lease('coder', { signal: controller.signal })
+  const behind = roster.lease('coder')
+  assert.equal(roster.snapshot().queue.length, 2)
+  controller.abort()
+  const error = await rejection(waiting)
+  assert.equal(error.name, 'AbortError')
+  assert.equal(error.code, 'ABORT_ERR')
+  assert.ok(error instanceof RotaError)
+  assert.equal(error.cause?.name, 'AbortError', 'the signal reason is the cause')
+  assert.deepEqual(roster.snapshot().queue.map((q) => q.request).length, 1)
+  held.release()
+  const next = await behind
+  assert.equal(next.executorId, 'a', 'the request behind the aborted one gets the slot')
+  next.release()
+
+  const already = await rejection(roster.lease('coder', { signal: AbortSignal.abort('stop') }))
+  assert.equal(already.code, 'ABORT_ERR')
+  assert.equal(already.cause, 'stop')
+  // Aborting after the grant changes nothing.
+  const late = new AbortController()
+  const lease = await roster.lease('coder', { signal: late.signal })
+  late.abort()
+  assert.equal(lease.released, false)
+  assert.equal(roster.available('coder'), 0)
+  lease.release()
+  assert.equal(roster.available('coder'), 1)
+})
+
+test('timeoutMs on virtual time: the tick past the deadline rejects TIMEOUT', async (t) => {
+  const clock = virtualClock()
+  const roster = await create(document(executor('a')), { now: clock })
+  t.after(() => roster.close())
+  const held = await roster.lease('coder')
+  const waiting = roster.lease('coder', { timeoutMs: 30_000, label: 'story-9' })
+  assert.equal(roster.snapshot().queue[0].deadline, clock() + 30_000)
+  assert.equal(roster.snapshot().wakeAt, clock() + 30_000)
+  clock.advance(29_999)
+  roster.tick()
+  assert.equal(roster.snapshot().queue.length, 1, 'an early tick is harmless')
+  clock.advance(1)
+  roster.tick()
+  const error = await rejection(waiting)
+  assert.equal(error.code, 'TIMEOUT')
+  assert.equal(error.name, 'TimeoutError')
+  assert.match(error.message, /story-9/)
+  assert.equal(roster.snapshot().queue.length, 0)
+  held.release()
+})
+
+test('timeoutMs on the real clock: the driver’s own timer fires it', async (t) => {
+  const roster = await create(document(executor('a')))
+  t.after(() => roster.close())
+  const held = await roster.lease('coder')
+  const started = Date.now()
+  const error = await rejection(roster.lease('coder', { timeoutMs: 40 }))
+  assert.equal(error.code, 'TIMEOUT')
+  assert.ok(Date.now() - started >= 39, 'not before its deadline')
+  held.release()
+})
+
+test('exhausted: no executor outside avoid can ever serve the role', async (t) => {
+  const roster = await create(document(executor('a'), executor('b', { roles: ['coder', 'judge'] })))
+  t.after(() => roster.close())
+  const none = await rejection(roster.lease('planner'))
+  assert.equal(none.code, 'EXHAUSTED')
+  assert.equal(none.name, 'RosterExhausted')
+  assert.equal(none.role, 'planner')
+  const avoided = await rejection(roster.lease('judge', { avoid: ['b'] }))
+  assert.equal(avoided.code, 'EXHAUSTED')
+  assert.ok(avoided.reasons.length >= 1)
+  assert.equal(roster.canEverServe('judge', ['b']), false)
+  assert.equal(roster.canEverServe('judge'), true)
+  // An executor out for the run ends waiters at once.
+  const held = await roster.lease('judge')
+  const waiting = roster.lease('judge', { avoid: ['a'] })
+  roster.report('b', { kind: 'authentication', message: 'not signed in' })
+  assert.equal((await rejection(waiting)).code, 'EXHAUSTED')
+  held.release()
+})
+
+test('dispose symbols: Symbol.dispose / Symbol.asyncDispose release; the roster disposes by closing', async (t) => {
+  // Node 20 defines them as the registered nodejs.* symbols; `using` needs tsc here
+  // (test/fixture/using.ts runs it, lowered).
+  assert.equal(typeof Symbol.dispose, 'symbol')
+  assert.equal(typeof Symbol.asyncDispose, 'symbol')
+  const roster = await create(document(executor('a')))
+  const lease = await roster.lease('coder')
+  assert.equal(roster.available('coder'), 0)
+  lease[Symbol.dispose]()
+  assert.equal(roster.available('coder'), 1)
+  lease[Symbol.dispose]()
+  assert.equal(roster.available('coder'), 1, 'disposing twice is harmless')
+  const other = await roster.lease('coder')
+  await other[Symbol.asyncDispose]()
+  assert.equal(roster.available('coder'), 1)
+  await roster[Symbol.asyncDispose]()
+  assert.equal(roster.closed, true)
+  t.after(() => roster.close())
+})
+
+test('events: onEvent and on("event") see every decision; off stops them', async (t) => {
+  const seen = []
+  const roster = await create(document(executor('a')), { onEvent: (e) => seen.push(e) })
+  t.after(() => roster.close())
+  const mine = []
+  const listener = (e) => mine.push(e.name)
+  roster.on('event', listener)
+  const outputs = []
+  roster.on('output', (o) => outputs.push(o.type))
+  const held = await roster.lease('coder', { label: 'story-1' })
+  const waiting = roster.lease('coder', { label: 'story-2' })
+  held.release()
+  ;(await waiting).release()
+  roster.off('event', listener)
+  roster.exclude('a', { reason: 'maintenance' })
+  assert.deepEqual(mine, ['granted', 'waiting', 'granted'])
+  assert.ok(seen.some((e) => e.name === 'excluded' && e.level === 'warn'))
+  const waitingEvent = seen.find((e) => e.name === 'waiting')
+  assert.match(waitingEvent.message, /waiting for an executor to take coder for story-2: a busy/)
+  assert.equal(typeof waitingEvent.time, 'number')
+  assert.ok(outputs.includes('granted') && outputs.includes('waiting'))
+  // A listener that throws does not break the roster.
+  roster.on('event', () => {
+    throw new Error('listener bug')
+  })
+  const original = console.error
+  console.error = () => {}
+  try {
+    roster.resume('a')
+  } finally {
+    console.error = original
+  }
+  assert.equal(roster.snapshot().executors[0].exclusion, undefined)
+})
+
+test('report classifies real errors and returns the exclusion earned', async (t) => {
+  const clock = virtualClock()
+  const roster = await create(
+    document(executor('a'), executor('b', { cooldown: { rateLimit: '1 minute' } }), executor('c'), executor('d')),
+    { now: clock },
+  )
+  t.after(() => roster.close())
+  // Usage limit with a reset time: until it.
+  const reset = clock() + 2 * 3_600_000
+  const usage = roster.report('a', new Error(`Claude AI usage limit reached|${Math.floor(reset / 1000)}`))
+  assert.equal(usage.kind, 'until')
+  assert.equal(usage.until, reset)
+  // Three rate limits within the window: the rate cooldown.
+  const http429 = Object.assign(new Error('429 Too Many Requests'), { status: 429 })
+  assert.equal(roster.report('b', http429), undefined)
+  assert.equal(roster.report('b', http429), undefined)
+  const rate = roster.report('b', http429)
+  assert.equal(rate.kind, 'until')
+  assert.equal(rate.until, clock() + 60_000)
+  // A Retry-After on a rate limit excludes until then, at once; a repeat changes nothing.
+  const withRetry = Object.assign(new Error('slow down'), { status: 429, headers: new Headers({ 'retry-after': '120' }) })
+  assert.equal(roster.report('c', withRetry).until, clock() + 120_000)
+  assert.equal(roster.report('c', withRetry), undefined)
+  // Model unavailable: out for the run.
+  const model = roster.report('d', new Error("There's an issue with the selected model (claude-9)."))
+  assert.equal(model.kind, 'run')
+  // A quality failure excludes nothing.
+  roster.resume('a')
+  assert.equal(roster.report('a', new Error('the tests failed')), undefined)
+  assert.equal(roster.snapshot().executors[0].exclusion, undefined)
+  // Expiry happens on the tick that passes it.
+  clock.advance(60_000)
+  const back = nextEvent(roster, 'back', (e) => e.fields.executor === 'b')
+  roster.tick()
+  await back
+  assert.equal(roster.snapshot().executors[1].exclusion, undefined)
+})
+
+test('exclude (both forms) and resume; a weaker exclusion never replaces a stronger one', async (t) => {
+  const clock = virtualClock()
+  const roster = await create(document(executor('a'), executor('b')), { now: clock })
+  t.after(() => roster.close())
+  roster.exclude('a', { reason: 'maintenance', until: new Date(clock() + 60_000) })
+  let a = roster.snapshot().executors[0].exclusion
+  assert.equal(a.kind, 'manual')
+  assert.equal(a.until, clock() + 60_000)
+  roster.exclude({ id: 'b', kind: 'run', reason: 'broken' })
+  roster.report('b', { kind: 'usageLimit', message: 'limit', resetAt: clock() + 1_000 })
+  assert.equal(roster.snapshot().executors[1].exclusion.kind, 'run', 'run lasts the run')
+  assert.equal(roster.available('coder'), 0)
+  roster.resume('a')
+  a = roster.snapshot().executors[0].exclusion
+  assert.equal(a, undefined)
+  assert.equal(roster.available('coder'), 1)
+})
+
+test('reload: added executors serve waiters at once; a bad document changes nothing; plan changes nothing', async (t) => {
+  const roster = await create(document(executor('a')))
+  t.after(() => roster.close())
+  const held = await roster.lease('coder')
+  const waiting = roster.lease('coder')
+  const next = document(executor('a'), executor('b'))
+  const plan = roster.plan(next)
+  assert.deepEqual(plan.added, ['b'])
+  assert.deepEqual(plan.granted.map((g) => g.executor), ['b'])
+  assert.equal(roster.snapshot().queue.length, 1, 'plan changed nothing')
+  const before = roster.snapshot()
+  assert.equal((await rejection(roster.reload({ executors: [{ id: 'b' }] }))).code, 'INVALID_DOCUMENT')
+  assert.deepEqual(roster.snapshot(), before)
+  await roster.reload(next)
+  const lease = await waiting
+  assert.equal(lease.executorId, 'b')
+  assert.equal(lease.executor.harness, 'pi')
+  // Removing an executor drains it: its lease runs on, it takes no new one.
+  await roster.reload(document(executor('b')))
+  assert.equal(roster.snapshot().executors.find((e) => e.id === 'a').draining, true)
+  held.release()
+  assert.equal(roster.snapshot().executors.find((e) => e.id === 'a'), undefined, 'gone with its last lease')
+  lease.release()
+})
+
+test('reload() without a document re-reads the roster files', async (t) => {
+  const dir = tempDir(t)
+  const path = join(dir, 'roster.json')
+  writeFileSync(path, JSON.stringify(document(executor('a'))))
+  const roster = await Roster.create({ rosterPath: path, probe: false })
+  t.after(() => roster.close())
+  writeFileSync(path, JSON.stringify(document(executor('a'), executor('b', { slots: 3 }))))
+  await roster.reload()
+  assert.equal(roster.slots('coder'), 4)
+  writeFileSync(path, '{ nope')
+  assert.equal((await rejection(roster.reload())).code, 'INVALID_DOCUMENT')
+  assert.equal(roster.slots('coder'), 4)
+})
+
+test('queries: snapshot, explain (hypothetical and waiting), occupy', async (t) => {
+  const roster = await create(document(executor('a', { slots: 2 }), executor('b', { roles: ['planner'] })))
+  t.after(() => roster.close())
+  const one = await roster.lease('coder')
+  const two = await roster.lease('coder')
+  const waiting = roster.lease('coder', { label: 'w' })
+  const snapshot = roster.snapshot()
+  assert.equal(snapshot.queue[0].label, 'w')
+  assert.equal(snapshot.executors[0].leases.length, 2)
+  const why = roster.explain('coder')
+  assert.equal(why.executors.find((e) => e.id === 'a').ok, false)
+  assert.match(why.executors.find((e) => e.id === 'b').reasons.join(), /role/)
+  const forWaiter = roster.explain({ role: 'coder', request: snapshot.queue[0].request })
+  assert.equal(forWaiter.canEverServe, true)
+  // Work already running after a restart takes a slot, even beyond capacity.
+  const occupied = roster.occupy('a', { role: 'coder', hold: { pid: 42 } })
+  assert.equal(occupied.occupied, true)
+  assert.deepEqual(occupied.hold, { pid: 42 })
+  assert.equal(roster.snapshot().executors[0].busy, 3)
+  one.release()
+  two.release()
+  occupied.release()
+  ;(await waiting).release()
+  assert.equal(roster.available('coder'), 2)
+})
+
+test('close: waiters reject CLOSED, later calls reject CLOSED, leases release harmlessly', async () => {
+  const roster = await create(document(executor('a')))
+  const held = await roster.lease('coder')
+  const waiting = roster.lease('coder', { timeoutMs: 60_000 })
+  const trying = roster.lease('coder')
+  await roster.close()
+  assert.equal((await rejection(waiting)).code, 'CLOSED')
+  assert.equal((await rejection(trying)).code, 'CLOSED')
+  assert.equal((await rejection(roster.tryLease('coder'))).code, 'CLOSED')
+  held.release()
+  await roster.close()
+  assert.equal(roster.closed, true)
+})
