@@ -65,7 +65,7 @@ export function nextOutput(roster, type, test = () => true) {
 
 /**
  * A real HTTP server on 127.0.0.1. `status` is what /health answers; `hang` makes it
- * never answer; `requests` counts them; `waitForRequest()` resolves on the next one.
+ * never answer; `requests` counts them; `waitForRequest()` resolves on the next one (one waiter per request).
  */
 export async function healthServer(t) {
   const state = { status: 503, hang: false, requests: 0, inFlight: 0, maxInFlight: 0, waiters: [], headers: {} }
@@ -74,8 +74,7 @@ export async function healthServer(t) {
     state.requests += 1
     state.inFlight += 1
     state.maxInFlight = Math.max(state.maxInFlight, state.inFlight)
-    const waiters = state.waiters.splice(0)
-    for (const resolve of waiters) resolve(request.url)
+    state.waiters.shift()?.(request.url)
     const finish = () => {
       state.inFlight -= 1
     }
