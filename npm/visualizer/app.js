@@ -405,7 +405,8 @@ function executorRow(e, snapshot, document, live) {
         'div',
         { class: 'cell creating', style: { '--c': roleColor(roles, c.role) }, dataset: { creating: c.request, role: c.role }, title: `creating a machine for ${c.request} since ${timeOfDay(c.since)}` },
         h('span', { class: 'cell-role' }, c.role),
-        h('span', { class: 'cell-req' }, `${c.request} ⧗ machine`),
+        h('span', { class: 'cell-req' }, c.request),
+        h('span', { class: 'cell-hold' }, 'creating machine…'),
         live
           ? h(
               'span',
@@ -688,6 +689,8 @@ function loadTrace(text, name) {
     }
     app.replay.name = name
     app.replayClock = null
+    // The editor shows the document the trace starts with (Start session runs it afresh).
+    setDocText(documentText(trace.document))
     app.explainRequest = null
     app.replay.seek(0)
     setMode('replay')

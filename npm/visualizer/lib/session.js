@@ -51,7 +51,9 @@ export class Session {
       const result = this.policy.handle(full)
       step = { input: full, outputs: result.outputs, wakeAt: result.wakeAt ?? null }
     } catch (error) {
+      // As every host records a rejected input (the core's error JSON).
       step = { input: full, error: { code: error.code ?? 'ERROR', message: error.message } }
+      if (error.violations) step.error.violations = error.violations
     }
     this.steps.push(step)
     this.logStep(n, step)

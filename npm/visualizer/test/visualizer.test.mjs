@@ -5,11 +5,18 @@
 
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import * as rota from '../../src/node.js'
-import { open, ready, SHOTS } from './harness.mjs'
+import { Replay } from '../lib/replay.js'
+import { parseTrace } from '../lib/trace.js'
+import { open, ready, REPO_ROOT, SHOTS } from './harness.mjs'
 import { buildTrace } from './scenario.mjs'
+
+// The wasmtime host's CLI, when it is built (`cargo build -p rota-host`): its traces
+// replay here, and the visualizer's replay there. ROTA_BIN names another binary.
+const ROTA_BIN = process.env.ROTA_BIN || ['release', 'debug'].map((p) => join(REPO_ROOT, 'target', p, 'rota')).find((f) => existsSync(f))
 
 let b
 
@@ -132,6 +139,15 @@ describe('the visualizer', () => {
     await page.waitForSelector('#log li[data-name="back"]')
     assert.match(await page.textContent('#clock-now'), /2026-01-01 00:10:00/)
     await b.shot('03-back-in-the-round')
+
+    // the running clock: virtual time moves by itself (×60), countdowns follow
+    await click(page, '[data-failure="usageLimit"]')
+    const before = Number(await page.getAttribute('#clock-now', 'data-now'))
+    await page.selectOption('#clock-rate', '60')
+    await page.check('#clock-run')
+    await page.waitForFunction((t) => Number(document.querySelector('#clock-now').dataset.now) >= t + 60_000, before)
+    await page.waitForFunction(() => /back in 2\dm \d\ds/.test(document.querySelector('.exec[data-executor="codex"] .badge.excl')?.textContent ?? ''))
+    await page.uncheck('#clock-run')
     assert.deepEqual(errors, [])
   })
 
@@ -318,6 +334,58 @@ describe('the visualizer', () => {
     await page.click('#rp-end')
     await page.waitForSelector('#rp-pos[data-position="6"][data-length="6"]')
     await page.waitForSelector('#queue tbody tr[data-request="r5"]')
+    assert.deepEqual(errors, [])
+  })
+
+  test('downloads its session trace; it replays in Node (and in `rota replay` when built)', async () => {
+    const { page, url, errors } = b
+    await ready(page, url)
+    await page.selectOption('#lease-role', 'verifier')
+    await click(page, '#lease-submit', 2) // ci-worker creates machines
+    await click(page, '.cell.creating[data-creating="r1"] [data-machine="ok"]')
+    await page.selectOption('#exec-select', 'local-qwen')
+    await click(page, '[data-failure="outage"]')
+    await click(page, '[data-advance="15000"]')
+    await page.evaluate(() => window.rotaVisualizer.session.release(99999)).catch(() => {}) // a rejected input is recorded too
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-trace')])
+    const file = join(SHOTS, 'session-trace.json')
+    await download.saveAs(file)
+    const trace = parseTrace(readFileSync(file, 'utf8'))
+    assert.equal(trace.meta.format, 'rota-trace')
+    assert.ok(trace.steps.some((s) => s.error?.code === 'UNKNOWN_LEASE'))
+    const replay = new Replay(rota.Policy, trace)
+    assert.deepEqual(replay.mismatches, [])
+    assert.deepEqual(replay.finalSnapshot, await page.evaluate(() => window.rotaVisualizer.snapshot()))
+    if (ROTA_BIN) {
+      const out = execFileSync(ROTA_BIN, ['replay', file], { encoding: 'utf8', timeout: 240_000 })
+      assert.match(out, /every output matches/)
+    }
+    assert.deepEqual(errors, [])
+  })
+
+  test('replays a trace from `rota simulate` (wasmtime host) to its end', { skip: ROTA_BIN ? false : 'no rota binary (cargo build -p rota-host)', timeout: 300_000 }, async () => {
+    const { page, url, errors } = b
+    const file = join(SHOTS, 'simulate-trace.json')
+    execFileSync(ROTA_BIN, ['simulate', '--hours', '2', '--seed', '7', '--quiet', '--trace', file], { timeout: 280_000, stdio: 'pipe' })
+    const trace = parseTrace(readFileSync(file, 'utf8'))
+    const expected = new Replay(rota.Policy, trace) // Node's replay of the same trace
+    assert.deepEqual(expected.mismatches, [], 'the Node core answers as the wasmtime host did')
+    await ready(page, url)
+    await page.click('#mode-replay')
+    await page.setInputFiles('#trace-file', file)
+    await page.waitForSelector('#rp-verify[data-verified="ok"]')
+    await page.selectOption('#rp-speed', 's:500')
+    await page.click('#rp-play')
+    await page.waitForSelector(`#rp-pos[data-position="${trace.steps.length}"]`, { timeout: 60_000 })
+    const snapshot = expected.finalSnapshot
+    assert.deepEqual(await page.evaluate(() => window.rotaVisualizer.snapshot()), snapshot)
+    const rows = await boardRows(page)
+    assert.deepEqual(rows.map((r) => [r.id, r.busy, r.exclusion]), snapshot.executors.map((e) => [e.id, e.busy, e.exclusion?.kind ?? '']))
+    assert.deepEqual((await queueRows(page)).map((q) => q.request), snapshot.queue.map((q) => q.request))
+    // park the cursor mid-run for the picture
+    await page.fill('#rp-scrub', String(Math.floor(trace.steps.length * 0.6)))
+    await page.waitForSelector(`#rp-pos[data-position="${Math.floor(trace.steps.length * 0.6)}"]`)
+    await b.shot('10-simulate-trace')
     assert.deepEqual(errors, [])
   })
 
