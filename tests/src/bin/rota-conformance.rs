@@ -1,0 +1,185 @@
+//! The conformance tool.
+//!
+//! ```text
+//! rota-conformance record [--force] [FILE...]   fill in missing `expect`s from the native core
+//!                                               (a first draft: review every one by reading)
+//! rota-conformance check [FILE...]              run vectors on the native core, print failures
+//! rota-conformance traces [--seed HEX] [--count N] [--out PATH]
+//!                                               write the random traces + native hashes
+//!                                               (default target/conformance/traces.json)
+//! rota-conformance trace SEED                   print one random trace with native answers
+//! rota-conformance replay-trace VECTOR OUT      write a vector as a `rota replay` trace
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use rota_conformance::host::{run_vector, Host, NativeHost};
+use rota_conformance::vector::{load_vector, vector_files, Action, Vector};
+use rota_conformance::{jsonfmt, traces, vectors_dir};
+use serde_json::Value;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("record") => record(&args[1..]),
+        Some("check") => check(&args[1..]),
+        Some("traces") => write_traces(&args[1..]),
+        Some("trace") => show_trace(&args[1..]),
+        Some("replay-trace") => replay_trace(&args[1..]),
+        _ => Err(
+            "usage: rota-conformance record|check|traces|trace|replay-trace ... (see the source's docs)"
+                .into(),
+        ),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn files_or_all(args: &[String]) -> Result<Vec<PathBuf>, String> {
+    let files: Vec<PathBuf> = args
+        .iter()
+        .filter(|a| !a.starts_with("--"))
+        .map(PathBuf::from)
+        .collect();
+    if files.is_empty() {
+        vector_files(&vectors_dir())
+    } else {
+        Ok(files)
+    }
+}
+
+/// Fills in `expect` (and nothing else) from the native core, and rewrites the file in
+/// the canonical layout. `--force` re-records every expectation.
+fn record(args: &[String]) -> Result<(), String> {
+    let force = args.iter().any(|a| a == "--force");
+    for file in files_or_all(args)? {
+        let mut vector = load_vector(&file)?;
+        let mut host = NativeHost::new();
+        let created = host.create(&vector.document_text(), &vector.options_text());
+        if let Err(answer) = created {
+            if vector.create.is_none() || force {
+                vector.create = Some(serde_json::from_str(&answer).map_err(|e| e.to_string())?);
+            }
+        } else {
+            let mut changed = 0;
+            for (i, step) in vector.steps.iter_mut().enumerate() {
+                let answer = match step.action()? {
+                    Action::Input(text) => host.step(&text),
+                    Action::Query(text) => host.query(&text),
+                };
+                for problem in host.take_problems() {
+                    eprintln!("{} step {}: PROBLEM: {problem}", file.display(), i + 1);
+                }
+                if step.expect.is_none() || force {
+                    step.expect = Some(serde_json::from_str(&answer).map_err(|e| e.to_string())?);
+                    changed += 1;
+                }
+            }
+            eprintln!("{}: {changed} expectation(s) recorded", file.display());
+        }
+        write_vector(&file, &vector)?;
+    }
+    Ok(())
+}
+
+fn write_vector(file: &Path, vector: &Vector) -> Result<(), String> {
+    std::fs::write(file, jsonfmt::pretty(&vector.to_json()))
+        .map_err(|e| format!("{}: {e}", file.display()))
+}
+
+fn check(args: &[String]) -> Result<(), String> {
+    let mut failed = 0;
+    let files = files_or_all(args)?;
+    for file in &files {
+        let vector = load_vector(file)?;
+        vector.check_shape()?;
+        if let Err(failure) = run_vector(&mut NativeHost::new(), &vector) {
+            failed += 1;
+            eprintln!("{}\n", failure.report);
+        }
+    }
+    if failed > 0 {
+        return Err(format!("{failed} of {} vectors failed", files.len()));
+    }
+    eprintln!("{} vectors pass on native", files.len());
+    Ok(())
+}
+
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
+}
+
+fn parse_seed(text: &str) -> Result<u64, String> {
+    u64::from_str_radix(text.trim_start_matches("0x"), 16)
+        .map_err(|e| format!("a seed is hex ({text}: {e})"))
+}
+
+fn write_traces(args: &[String]) -> Result<(), String> {
+    let seed = flag(args, "--seed")
+        .map(parse_seed)
+        .transpose()?
+        .unwrap_or(traces::DEFAULT_SEED);
+    let count = flag(args, "--count")
+        .map(|c| c.parse::<usize>().map_err(|e| format!("--count: {e}")))
+        .transpose()?
+        .unwrap_or(traces::DEFAULT_COUNT);
+    let out = flag(args, "--out")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| rota_conformance::out_dir().join("traces.json"));
+    let (file, problems) = traces::generate(seed, count);
+    traces::write_file(&out, &file)?;
+    let steps: usize = file.traces.iter().map(|t| t.inputs.len()).sum();
+    eprintln!(
+        "wrote {} traces ({steps} inputs) from seed {seed:016x} to {}",
+        file.traces.len(),
+        out.display()
+    );
+    if !problems.is_empty() {
+        return Err(format!(
+            "the native core failed its own checks:\n{}",
+            problems.join("\n")
+        ));
+    }
+    Ok(())
+}
+
+fn show_trace(args: &[String]) -> Result<(), String> {
+    let seed = parse_seed(args.first().ok_or("trace SEED")?)?;
+    let (trace, problems) = traces::generate_one(seed);
+    println!("document: {}", trace.document);
+    println!("options: {}", trace.options);
+    let mut host = NativeHost::new();
+    host.create(&trace.document, &trace.options)?;
+    for (i, input) in trace.inputs.iter().enumerate() {
+        println!("\n[{}] {input}", i + 1);
+        let answer = host.step(input);
+        match serde_json::from_str::<Value>(&answer) {
+            Ok(value) => print!("{}", rota_conformance::matching::answer_lines(&value)),
+            Err(_) => println!("{answer}"),
+        }
+    }
+    for problem in problems {
+        println!("PROBLEM: {problem}");
+    }
+    Ok(())
+}
+
+/// A vector as a trace for `rota replay`: the document, the options and the inputs
+/// (queries left out), one JSON object per line.
+fn replay_trace(args: &[String]) -> Result<(), String> {
+    let [vector, out] = args else {
+        return Err("replay-trace VECTOR OUT".into());
+    };
+    let vector = load_vector(Path::new(vector))?;
+    let text = rota_conformance::vector::replay_trace_text(&vector);
+    std::fs::write(out, text).map_err(|e| format!("{out}: {e}"))
+}
