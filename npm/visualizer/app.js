@@ -675,29 +675,46 @@ function renderExplain(view) {
 // ---------------------------------------------------------------------------------
 // replay
 
-function loadTrace(text, name) {
+async function loadTrace(text, name) {
+  stopPlaying()
+  const token = {}
+  app.loading = token
+  $('#trace-error').textContent = ''
+  let trace
+  let replay
+  try {
+    trace = parseTrace(text)
+    replay = new Replay(rota.Policy, trace, { deferred: true })
+  } catch (error) {
+    $('#trace-error').textContent = `${error.code ? `${error.code}: ` : ''}${error.message}`
+    setStatus(`cannot replay ${name}: ${error.message}`, 'error')
+    return
+  }
+  // A long trace replays in slices: the page stays responsive and shows how far it is.
+  setMode('replay')
+  app.replay = null
+  $('#replay-body').hidden = true
+  render()
+  const progress = (done, total) => {
+    if (app.loading === token) $('#trace-name').textContent = `${name}: replaying ${done} / ${total} steps…`
+  }
+  progress(0, trace.steps.length)
+  await replay.complete(progress)
+  if (app.loading !== token) return // another trace was opened meanwhile
+  app.loading = null
   act(() => {
-    stopPlaying()
-    $('#trace-error').textContent = ''
-    let trace
-    try {
-      trace = parseTrace(text)
-      app.replay = new Replay(rota.Policy, trace)
-    } catch (error) {
-      $('#trace-error').textContent = `${error.code ? `${error.code}: ` : ''}${error.message}`
-      throw error
-    }
-    app.replay.name = name
+    app.replay = replay
+    replay.name = name
     app.replayClock = null
     // The editor shows the document the trace starts with (Start session runs it afresh).
     setDocText(documentText(trace.document))
     app.explainRequest = null
-    app.replay.seek(0)
+    replay.seek(0)
     setMode('replay')
-    $('#trace-name').textContent = `${name}: ${trace.steps.length} steps, ${app.replay.executorIds.length} executors`
+    $('#trace-name').textContent = `${name}: ${trace.steps.length} steps, ${replay.executorIds.length} executors`
     $('#replay-body').hidden = false
     const scrub = $('#rp-scrub')
-    scrub.max = String(app.replay.length)
+    scrub.max = String(replay.length)
     scrub.value = '0'
     renderVerify()
     drawChart()

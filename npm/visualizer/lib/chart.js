@@ -2,7 +2,7 @@
 // area, exclusions (by kind), provisioning pauses and draining as bands behind it, the
 // queue length on top, and a cursor at the replay's position.
 
-import { timeOfDay } from './format.js'
+import { span, timeOfDay } from './format.js'
 
 const NS = 'http://www.w3.org/2000/svg'
 const LABEL = 120
@@ -68,7 +68,11 @@ export function renderChart(svg, replay, { axis = 'time' } = {}) {
   for (let i = 0; i <= ticks; i++) {
     const x = LABEL + (s.plot * i) / ticks
     let label
-    if (s.axis === 'time') label = timeOfDay(Math.round(s.t0 + ((s.end - s.t0) * i) / ticks)).slice(0, 8)
+    if (s.axis === 'time') {
+      const t = Math.round(s.t0 + ((s.end - s.t0) * i) / ticks)
+      // Time of day (as the log shows it) unless the run spans days: then time since its start.
+      label = s.end - s.t0 < 20 * 3_600_000 ? timeOfDay(t).slice(0, 8) : `+${span(t - s.t0)}`
+    }
     else label = `step ${Math.round(((n + 1) * i) / ticks)}`
     axisG.append(el('line', { x1: x, x2: x, y1: AXIS - 4, y2: height, class: 'grid' }))
     axisG.append(el('text', { x, y: AXIS - 6, 'text-anchor': i === 0 ? 'start' : i === ticks ? 'end' : 'middle' }, label))

@@ -11,8 +11,10 @@ export class Replay {
   /**
    * @param Policy the wasm-bindgen policy class
    * @param trace a trace from `parseTrace`
+   * @param deferred when true, nothing is fed yet: call `complete()` (the page does, so
+   *   that a long trace replays in slices and the page stays responsive)
    */
-  constructor(Policy, trace, { checkpointEvery = 32 } = {}) {
+  constructor(Policy, trace, { checkpointEvery = 32, deferred = false } = {}) {
     this.Policy = Policy
     this.trace = trace
     this.checkpointEvery = checkpointEvery
@@ -25,25 +27,49 @@ export class Replay {
     this.unverified = 0
     /** Executor ids in order of first appearance (the chart's lanes). */
     this.executorIds = []
-    /** Per position: `{ now, lanes: { id: { busy, slots, exclusion, draining, paused } } }`. */
+    /** Per position: `{ now, queue, lanes: { id: { busy, slots, exclusion, draining, paused } } }`. */
     this.timeline = []
     this.checkpoints = new Map()
+    this.done = false
 
-    const policy = new Policy(trace.document, trace.options)
-    this.startNow = trace.steps.length ? trace.steps[0].input.now : policy.now
-    this.sample(policy)
-    this.checkpoints.set(0, policy.exportState())
-    for (let p = 0; p < this.length; p++) {
-      const step = trace.steps[p]
+    this.building = new Policy(trace.document, trace.options)
+    this.startNow = trace.steps.length ? trace.steps[0].input.now : this.building.now
+    this.sample(this.building)
+    this.checkpoints.set(0, this.building.exportState())
+    if (!deferred) this.feedSome(Infinity)
+  }
+
+  /** Feeds recorded steps for up to `budgetMs`; returns how many are done. */
+  feedSome(budgetMs) {
+    const until = performance.now() + budgetMs
+    const policy = this.building
+    while (this.results.length < this.length) {
+      const p = this.results.length
+      const step = this.trace.steps[p]
       const result = feed(policy, step.input)
       this.results.push(result)
       this.verify(p, step, result)
       this.sample(policy)
-      if ((p + 1) % checkpointEvery === 0) this.checkpoints.set(p + 1, policy.exportState())
+      if ((p + 1) % this.checkpointEvery === 0) this.checkpoints.set(p + 1, policy.exportState())
+      if ((p & 15) === 15 && performance.now() > until) break
     }
-    this.finalSnapshot = policy.snapshot()
-    this.policy = policy
-    this.position = this.length
+    if (this.results.length === this.length && !this.done) {
+      this.finalSnapshot = policy.snapshot()
+      this.policy = policy
+      this.position = this.length
+      this.building = null
+      this.done = true
+    }
+    return this.results.length
+  }
+
+  /** Feeds every step in slices, yielding to the event loop between them. */
+  async complete(onProgress = () => {}, { sliceMs = 40 } = {}) {
+    while (!this.done) {
+      onProgress(this.feedSome(sliceMs), this.length)
+      await new Promise((resolve) => setTimeout(resolve, 0))
+    }
+    return this
   }
 
   verify(p, step, result) {
