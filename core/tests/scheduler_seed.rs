@@ -334,6 +334,28 @@ fn a_failed_creation_frees_the_slot_requeues_in_place_and_pauses_with_doubling()
 }
 
 #[test]
+fn a_request_put_back_after_a_failed_creation_is_not_announced_again() {
+    let mut sim = provisioned(1);
+    sim.lease("r1", "coder");
+    let outs = sim.lease("r2", "coder");
+    assert_eq!(outs.waiting().len(), 1);
+    let lease = sim
+        .input(json!({ "type": "machineCreated", "id": "r1", "hold": "vm-1" }))
+        .grant()
+        .lease;
+    assert_eq!(sim.release(lease).creates(), pairs(&[("r2", "m")]));
+    let outs = sim.input(json!({ "type": "machineFailed", "id": "r2", "message": "quota" }));
+    assert!(outs.waiting().is_empty(), "{outs:#?}");
+    assert_eq!(sim.queue(), ["r2"]);
+    let announced = sim
+        .log
+        .iter()
+        .filter(|o| matches!(o, rota_core::Output::Waiting { request, .. } if request == "r2"))
+        .count();
+    assert_eq!(announced, 1);
+}
+
+#[test]
 fn a_paused_executor_takes_no_unpinned_request_but_serves_pinned_ones() {
     let mut sim = Sim::new(doc(vec![
         coder("m", json!({ "provision": true, "slots": 2 })),
@@ -788,4 +810,23 @@ fn occupy_on_an_executor_the_roster_does_not_have_takes_no_slot() {
     let outs = sim.release(grant.lease);
     assert_eq!(outs.deletes(), [(s("gone"), json!("vm-3"))]);
     assert_eq!(sim.exec("a").busy, 1);
+}
+
+#[test]
+fn occupied_work_on_an_executor_declared_later_frees_no_slot_when_it_ends() {
+    let mut sim = Sim::new(doc(vec![coder("a", json!({}))]));
+    let occupied = sim
+        .input(json!({ "type": "occupy", "id": "o1", "executor": "z", "role": "coder" }))
+        .grant()
+        .lease;
+    reload(&mut sim, vec![coder("a", json!({})), coder("z", json!({}))]);
+    assert_eq!(sim.exec("z").busy, 0);
+    let (executor, _) = sim.granted("r1", "coder");
+    let (other, _) = sim.granted("r2", "coder");
+    assert_eq!([executor.as_str(), other.as_str()], ["a", "z"]);
+    sim.lease("r3", "coder").no_grant();
+    // The occupied work ends: it held no slot on z, so nothing is freed.
+    sim.release(occupied).no_grant();
+    assert_eq!(sim.exec("z").busy, 1);
+    assert_eq!(sim.queue(), ["r3"]);
 }
