@@ -747,6 +747,8 @@ function renderVerify() {
     kind = 'ok'
     parts.push(`✓ replayed ${r.length} steps: every recorded output is identical to the core's${r.unverified ? ` (${r.unverified} steps had none recorded)` : ''}`)
   }
+  if (r.trace.meta.skippedSteps) parts.push(h('div', { class: 'muted' }, `${r.trace.meta.skippedSteps} step(s) that feed no input (queries, snapshot checks, unreadable input text) skipped`))
+  if (r.trace.meta.checks) parts.push(h('div', { class: 'muted small' }, `${r.trace.meta.name ?? 'vector'}: ${r.trace.meta.checks}`))
   const expectedFinal = r.trace.meta.finalSnapshot ?? r.trace.meta.snapshot ?? r.trace.meta.final
   if (expectedFinal) {
     const same = jsonEqual(expectedFinal, r.finalSnapshot)

@@ -33,7 +33,7 @@ export class Replay {
     this.done = false
 
     this.building = new Policy(trace.document, trace.options)
-    this.startNow = trace.steps.length ? trace.steps[0].input.now : this.building.now
+    this.startNow = trace.steps.find((s) => Number.isSafeInteger(s.input.now))?.input.now ?? this.building.now
     this.sample(this.building)
     this.checkpoints.set(0, this.building.exportState())
     if (!deferred) this.feedSome(Infinity)

@@ -14,7 +14,9 @@
 //
 // Also read: `outputs` given as the host call's drained result (`{outputs, wakeAt}`),
 // steps without outputs (replayed, not verified), `inputs: [...]` instead of `steps`,
-// and JSON Lines (a header line with `document`, then one step per line).
+// JSON Lines (a header line with `document`, then one step per line), and the
+// conformance vectors of tests/vectors (`expect` as the recorded answer; their query
+// and snapshot checks are skipped).
 
 /** A trace's problem, said in words. */
 export class TraceError extends Error {
@@ -60,21 +62,42 @@ export function normalizeTrace(raw) {
   if (!document || typeof document !== 'object') throw new TraceError('the trace has no `document`')
   const list = body.steps ?? body.inputs
   if (!Array.isArray(list)) throw new TraceError('the trace has no `steps` list')
-  const steps = list.map((entry, n) => normalizeStep(entry, n))
+  const steps = []
+  let skipped = 0
+  list.forEach((entry, n) => {
+    const step = normalizeStep(entry, n)
+    if (step) steps.push(step)
+    else skipped++
+  })
   const { document: _d, roster: _r, options, steps: _s, inputs: _i, ...meta } = body
+  if (skipped) meta.skippedSteps = skipped
   return { document, options: options ?? null, steps, meta }
 }
 
+/**
+ * One step, or null for an entry that feeds nothing: a conformance vector's `query` or
+ * `snapshot` check, or an `inputText` that is not a JSON object (the core rejects it
+ * without a change of state).
+ */
 function normalizeStep(entry, n) {
   if (!entry || typeof entry !== 'object') throw new TraceError(`step ${n + 1} is not an object`)
-  // A bare input (it has a `type` and no `input`).
-  const input = entry.input ?? (typeof entry.type === 'string' ? entry : null)
-  if (!input || typeof input !== 'object' || typeof input.type !== 'string') {
-    throw new TraceError(`step ${n + 1} has no input with a \`type\``)
+  let input = entry.input ?? (typeof entry.type === 'string' ? entry : null)
+  if (!input && typeof entry.inputText === 'string') {
+    try {
+      input = JSON.parse(entry.inputText)
+    } catch {
+      return null
+    }
+    if (!input || typeof input !== 'object' || Array.isArray(input)) return null
   }
-  if (typeof input.now !== 'number') throw new TraceError(`step ${n + 1} (${input.type}) has no numeric \`now\``)
+  if (!input) {
+    if ('query' in entry || 'snapshot' in entry || 'inputText' in entry) return null
+    throw new TraceError(`step ${n + 1} has no \`input\``)
+  }
+  if (typeof input !== 'object' || Array.isArray(input)) throw new TraceError(`step ${n + 1}: the input is not an object`)
   const step = { input }
-  let outputs = entry === input ? undefined : entry.outputs ?? entry.result ?? entry.output
+  // What the core answered: `outputs` (+ `wakeAt`), a drained result, or a vector's `expect`.
+  let outputs = entry === input ? undefined : entry.outputs ?? entry.result ?? entry.output ?? entry.expect
   if (outputs && !Array.isArray(outputs) && typeof outputs === 'object') {
     if (outputs.error) step.error = outputs.error
     if ('wakeAt' in outputs) step.wakeAt = outputs.wakeAt
