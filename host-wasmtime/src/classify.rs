@@ -18,7 +18,13 @@ pub fn classify_http(status: u16, retry_after: Option<&str>, body: &str, now_ms:
     let lower = body.to_ascii_lowercase();
     let says = |words: &[&str]| words.iter().any(|w| lower.contains(w));
     let retry_after_ms = retry_after.and_then(|v| parse_retry_after(v, now_ms));
-    let usage = says(&["usage limit", "usage_limit", "quota", "insufficient_quota", "billing"]);
+    let usage = says(&[
+        "usage limit",
+        "usage_limit",
+        "quota",
+        "insufficient_quota",
+        "billing",
+    ]);
     let model_gone = says(&[
         "model_not_found",
         "model not found",
@@ -46,7 +52,9 @@ pub fn classify_http(status: u16, retry_after: Option<&str>, body: &str, now_ms:
         },
         reset_at: None,
         retry_after_ms: match kind {
-            FailureKind::RateLimit | FailureKind::UsageLimit | FailureKind::Outage => retry_after_ms,
+            FailureKind::RateLimit | FailureKind::UsageLimit | FailureKind::Outage => {
+                retry_after_ms
+            }
             _ => None,
         },
     }
@@ -57,8 +65,8 @@ pub fn classify_io(error: &std::io::Error) -> Failure {
     use std::io::ErrorKind::*;
     let kind = match error.kind() {
         ConnectionRefused | ConnectionReset | ConnectionAborted | NotConnected | TimedOut
-        | BrokenPipe | UnexpectedEof | AddrNotAvailable | HostUnreachable
-        | NetworkUnreachable | NetworkDown => FailureKind::Outage,
+        | BrokenPipe | UnexpectedEof | AddrNotAvailable | HostUnreachable | NetworkUnreachable
+        | NetworkDown => FailureKind::Outage,
         _ => FailureKind::Other,
     };
     Failure {
@@ -109,7 +117,8 @@ fn http_date_ms(text: &str) -> Option<u64> {
     let hour: u64 = clock.next()?.parse().ok()?;
     let minute: u64 = clock.next()?.parse().ok()?;
     let second: u64 = clock.next()?.parse().ok()?;
-    if parts.next()? != "GMT" || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+    if parts.next()? != "GMT" || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60
+    {
         return None;
     }
     let days = days_from_civil(year, month, day as i64);
@@ -135,13 +144,22 @@ mod tests {
     #[test]
     fn http_statuses() {
         let f = classify_http(429, Some("30"), "slow down", 0);
-        assert_eq!((f.kind, f.retry_after_ms), (FailureKind::RateLimit, Some(30_000)));
+        assert_eq!(
+            (f.kind, f.retry_after_ms),
+            (FailureKind::RateLimit, Some(30_000))
+        );
         assert_eq!(
             classify_http(429, None, "You exceeded your usage limit", 0).kind,
             FailureKind::UsageLimit
         );
-        assert_eq!(classify_http(401, None, "", 0).kind, FailureKind::Authentication);
-        assert_eq!(classify_http(403, None, "", 0).kind, FailureKind::Authentication);
+        assert_eq!(
+            classify_http(401, None, "", 0).kind,
+            FailureKind::Authentication
+        );
+        assert_eq!(
+            classify_http(403, None, "", 0).kind,
+            FailureKind::Authentication
+        );
         assert_eq!(classify_http(503, None, "", 0).kind, FailureKind::Outage);
         assert_eq!(
             classify_http(404, None, "model_not_found", 0).kind,
@@ -154,18 +172,34 @@ mod tests {
     #[test]
     fn io_errors() {
         use std::io::{Error, ErrorKind};
-        for kind in [ErrorKind::ConnectionRefused, ErrorKind::ConnectionReset, ErrorKind::TimedOut] {
+        for kind in [
+            ErrorKind::ConnectionRefused,
+            ErrorKind::ConnectionReset,
+            ErrorKind::TimedOut,
+        ] {
             assert_eq!(classify_io(&Error::from(kind)).kind, FailureKind::Outage);
         }
-        assert_eq!(classify_io(&Error::from(ErrorKind::PermissionDenied)).kind, FailureKind::Other);
+        assert_eq!(
+            classify_io(&Error::from(ErrorKind::PermissionDenied)).kind,
+            FailureKind::Other
+        );
     }
 
     #[test]
     fn retry_after_dates() {
         // 1994-11-06T08:49:37Z = 784111777 s.
-        assert_eq!(http_date_ms("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784_111_777_000));
-        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:47 GMT", 784_111_777_000), Some(10_000));
-        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:47 GMT", u64::MAX), Some(0));
+        assert_eq!(
+            http_date_ms("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(784_111_777_000)
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:47 GMT", 784_111_777_000),
+            Some(10_000)
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:47 GMT", u64::MAX),
+            Some(0)
+        );
         assert_eq!(parse_retry_after("120", 0), Some(120_000));
         assert_eq!(parse_retry_after("soon", 0), None);
     }

@@ -196,7 +196,9 @@ impl HostEngine {
         let guest = module.instantiate()?;
         let version = guest.abi_version();
         let (major, minor) = (version >> 16, version & 0xffff);
-        if major != ABI_MAJOR || minor < ABI_MINOR {
+        #[allow(clippy::absurd_extreme_comparisons)] // ABI_MINOR grows with the ABI
+        let too_old = minor < ABI_MINOR;
+        if major != ABI_MAJOR || too_old {
             return Err(HostError::AbiVersion {
                 found_major: major,
                 found_minor: minor,
@@ -216,7 +218,11 @@ impl HostEngine {
 
     fn cache_path(&self, hash: &str) -> Option<PathBuf> {
         let dir = self.inner.config.cache.resolve()?;
-        Some(dir.join(format!("{}-{}.cwasm", &hash[..32.min(hash.len())], self.inner.compat)))
+        Some(dir.join(format!(
+            "{}-{}.cwasm",
+            &hash[..32.min(hash.len())],
+            self.inner.compat
+        )))
     }
 
     /// The compiled module, from the disk cache when a valid entry is there.
@@ -248,7 +254,9 @@ impl HostEngine {
                         tracing::warn!(target: "rota::host", error = %e, "cannot cache the precompiled module");
                     }
                 }
-                Err(e) => tracing::warn!(target: "rota::host", error = %e, "cannot serialize the module"),
+                Err(e) => {
+                    tracing::warn!(target: "rota::host", error = %e, "cannot serialize the module")
+                }
             }
         }
         Ok((module, false))
@@ -356,6 +364,27 @@ impl PolicyModule {
 
     pub fn engine(&self) -> &HostEngine {
         &self.inner.engine
+    }
+
+    /// Every violation of `document` by this module's rules (`[]` when valid); the
+    /// options' `kinds` are checked too.
+    pub fn validate(
+        &self,
+        document: &serde_json::Value,
+        options: &serde_json::Value,
+    ) -> Result<Vec<rota_core::Violation>> {
+        let mut guest = self.instantiate()?;
+        let result = guest
+            .validate(
+                document.to_string().as_bytes(),
+                options.to_string().as_bytes(),
+            )
+            .map_err(|e| e.into_host("rota_validate"))?;
+        if let Some(error) = result.get("error") {
+            return Err(HostError::from_policy_json(error));
+        }
+        serde_json::from_value(result.get("ok").cloned().unwrap_or_default())
+            .map_err(|e| HostError::Abi(format!("rota_validate: {e}")))
     }
 
     /// A fresh instance in a fresh store.

@@ -48,6 +48,8 @@ pub use clock::Clock;
 pub use engine::{CacheDir, EngineConfig, HostEngine, PolicyModule, BUNDLED_POLICY};
 pub use error::{GuestFailure, HostError, Result};
 pub use event::Event;
-pub use roster::{BoxFuture, Lease, LeaseOptions, NoProvisioner, Provisioner, Roster, RosterBuilder};
+pub use roster::{
+    BoxFuture, Lease, LeaseOptions, NoProvisioner, Provisioner, Roster, RosterBuilder,
+};
 pub use runtime::{PolicyRuntime, Step};
 pub use source::RosterSource;

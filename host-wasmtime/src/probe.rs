@@ -53,9 +53,7 @@ fn parse_http_url(url: &str) -> Result<(String, u16, String), String> {
             None => (authority.to_string(), "80"),
         }
     };
-    let port: u16 = port
-        .parse()
-        .map_err(|_| format!("bad port in '{url}'"))?;
+    let port: u16 = port.parse().map_err(|_| format!("bad port in '{url}'"))?;
     Ok((host, port, path.to_string()))
 }
 
@@ -98,7 +96,10 @@ async fn get_status(host: &str, port: u16, path: &str) -> std::io::Result<u16> {
     let line = String::from_utf8_lossy(&head);
     let line = line.lines().next().unwrap_or_default();
     let mut parts = line.split_whitespace();
-    match (parts.next(), parts.next().and_then(|s| s.parse::<u16>().ok())) {
+    match (
+        parts.next(),
+        parts.next().and_then(|s| s.parse::<u16>().ok()),
+    ) {
         (Some(version), Some(status)) if version.starts_with("HTTP/") => Ok(status),
         _ => Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,

@@ -139,7 +139,9 @@ impl Drop for Inner {
 const HOST_EVENTS_KEPT: usize = 256;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn text(value: &Value, key: &str) -> String {
@@ -201,12 +203,15 @@ impl Inner {
             }
         }
         self.notify.notify_one();
-        first.unwrap_or_else(|| Err(HostError::Closed))
+        first.unwrap_or(Err(HostError::Closed))
     }
 
     fn dispatch(self: &Arc<Inner>, core: &mut Core, output: &Value, pending: &mut VecDeque<Input>) {
         let now = self.clock.now_ms();
-        let kind = output.get("type").and_then(Value::as_str).unwrap_or_default();
+        let kind = output
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let request = text(output, "request");
         match kind {
             "granted" => {
@@ -344,7 +349,11 @@ impl Inner {
                 },
             };
             if let Err(error) = inner.feed(input) {
-                inner.publish(Event::host(Level::Warn, "machineResultRejected", error.to_string()));
+                inner.publish(Event::host(
+                    Level::Warn,
+                    "machineResultRejected",
+                    error.to_string(),
+                ));
             }
         });
     }
@@ -362,7 +371,11 @@ impl Inner {
                 error: result.err(),
             };
             if let Err(error) = inner.feed(input) {
-                inner.publish(Event::host(Level::Warn, "preflightResultRejected", error.to_string()));
+                inner.publish(Event::host(
+                    Level::Warn,
+                    "preflightResultRejected",
+                    error.to_string(),
+                ));
             }
         });
     }
@@ -440,7 +453,10 @@ async fn writer(
                     Event::host(
                         Level::Warn,
                         "persistFailed",
-                        format!("cannot write the state file {}: {error}", file.path().display()),
+                        format!(
+                            "cannot write the state file {}: {error}",
+                            file.path().display()
+                        ),
                     )
                     .with("path", file.path().display().to_string()),
                 );
@@ -697,7 +713,11 @@ impl Roster {
         lock(&self.inner.host_events).iter().cloned().collect()
     }
 
-    fn request(&self, role: &str, options: LeaseOptions) -> (LeaseRequest, oneshot::Receiver<Outcome>) {
+    fn request(
+        &self,
+        role: &str,
+        options: LeaseOptions,
+    ) -> (LeaseRequest, oneshot::Receiver<Outcome>) {
         let mut core = lock(&self.inner.core);
         core.next_request += 1;
         let id = format!("r{}", core.next_request);
@@ -722,7 +742,11 @@ impl Roster {
         (request, rx)
     }
 
-    async fn wait(&self, request: &LeaseRequest, rx: oneshot::Receiver<Outcome>) -> Result<Option<Lease>> {
+    async fn wait(
+        &self,
+        request: &LeaseRequest,
+        rx: oneshot::Receiver<Outcome>,
+    ) -> Result<Option<Lease>> {
         let mut guard = CancelGuard {
             inner: self.inner.clone(),
             request: request.id.clone(),
@@ -787,7 +811,12 @@ impl Roster {
 
     /// Records work already running on `executor` after a restart: it takes a slot
     /// even beyond capacity. Released like any lease.
-    pub async fn occupy(&self, executor: &str, role: Option<&str>, hold: Option<Value>) -> Result<Lease> {
+    pub async fn occupy(
+        &self,
+        executor: &str,
+        role: Option<&str>,
+        hold: Option<Value>,
+    ) -> Result<Lease> {
         let (request, rx) = self.request(role.unwrap_or_default(), LeaseOptions::default());
         let input = Input::Occupy {
             now: request.now,
@@ -836,7 +865,11 @@ impl Roster {
     }
 
     /// Reports a call that failed without an HTTP answer.
-    pub fn report_io(&self, executor: &str, error: &std::io::Error) -> Result<Option<ExclusionStatus>> {
+    pub fn report_io(
+        &self,
+        executor: &str,
+        error: &std::io::Error,
+    ) -> Result<Option<ExclusionStatus>> {
         self.report(executor, classify_io(error))
     }
 
@@ -881,12 +914,16 @@ impl Roster {
 
     /// Reads the roster files again and reloads (a roster built from files only).
     pub fn reload_files(&self) -> Result<()> {
-        let source = self.inner.source.clone().ok_or_else(|| HostError::Invalid {
-            violations: vec![rota_core::Violation {
-                path: "$".into(),
-                message: "this roster was built from a document, not from files".into(),
-            }],
-        })?;
+        let source = self
+            .inner
+            .source
+            .clone()
+            .ok_or_else(|| HostError::Invalid {
+                violations: vec![rota_core::Violation {
+                    path: "$".into(),
+                    message: "this roster was built from a document, not from files".into(),
+                }],
+            })?;
         self.reload(source.load()?)
     }
 

@@ -85,7 +85,9 @@ fn ok_of(result: Value) -> Result<Value> {
             map.remove("ok")
                 .ok_or_else(|| HostError::Abi("a result with neither `ok` nor `error`".into()))
         }
-        other => Err(HostError::Abi(format!("a result that is not an object: {other}"))),
+        other => Err(HostError::Abi(format!(
+            "a result that is not an object: {other}"
+        ))),
     }
 }
 
@@ -98,7 +100,10 @@ impl PolicyRuntime {
     pub fn new(module: PolicyModule, document: &Value, options: &Value) -> Result<PolicyRuntime> {
         let mut guest = module.instantiate()?;
         let result = guest
-            .create(document.to_string().as_bytes(), options.to_string().as_bytes())
+            .create(
+                document.to_string().as_bytes(),
+                options.to_string().as_bytes(),
+            )
             .map_err(|e| e.into_host("rota_create"))?;
         let handle = handle_of(&result)?;
         Self::started(module, guest, handle)
@@ -218,7 +223,11 @@ impl PolicyRuntime {
             }
             Err(restore) => {
                 let message = format!("{error}; restore failed: {restore}");
-                self.event(Event::host(Level::Warn, "guestRestoreFailed", message.clone()));
+                self.event(Event::host(
+                    Level::Warn,
+                    "guestRestoreFailed",
+                    message.clone(),
+                ));
                 HostError::Unrecoverable(message)
             }
         }
@@ -313,11 +322,17 @@ impl PolicyRuntime {
     }
 
     pub fn available(&mut self, role: &str) -> Result<u32> {
-        typed(self.query(&json!({ "query": "available", "role": role }))?, "available")
+        typed(
+            self.query(&json!({ "query": "available", "role": role }))?,
+            "available",
+        )
     }
 
     pub fn slots(&mut self, role: &str) -> Result<u32> {
-        typed(self.query(&json!({ "query": "slots", "role": role }))?, "slots")
+        typed(
+            self.query(&json!({ "query": "slots", "role": role }))?,
+            "slots",
+        )
     }
 
     pub fn can_ever_serve(&mut self, role: &str, avoid: &[String]) -> Result<bool> {
@@ -334,7 +349,10 @@ impl PolicyRuntime {
     pub fn validate(&mut self, document: &Value, options: &Value) -> Result<Vec<Violation>> {
         let result = {
             let (guest, _) = self.live()?;
-            guest.validate(document.to_string().as_bytes(), options.to_string().as_bytes())
+            guest.validate(
+                document.to_string().as_bytes(),
+                options.to_string().as_bytes(),
+            )
         };
         match result {
             Ok(result) => typed(ok_of(result)?, "validate"),
@@ -390,7 +408,11 @@ impl PolicyRuntime {
             Event::host(
                 Level::Info,
                 "policySwapped",
-                format!("policy module swapped ({} -> {})", short(&from), short(self.module.hash())),
+                format!(
+                    "policy module swapped ({} -> {})",
+                    short(&from),
+                    short(self.module.hash())
+                ),
             )
             .with("from", from)
             .with("to", self.module.hash())

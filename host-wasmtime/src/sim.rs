@@ -1,0 +1,695 @@
+//! `rota simulate`: the real policy module, driven through wasmtime against simulated
+//! executors, in virtual time, with every fault drawn from one seed.
+//!
+//! The world: jobs arrive (a Poisson process sized to keep the roster about 80% busy),
+//! each asks for a lease for a role (some ranked, some avoiding an executor, some with
+//! a deadline), holds it for a while, and gives it back. Executors misbehave: calls hit
+//! rate limits (some with `Retry-After`), usage limits (with a reset time), and whole
+//! executors go down for minutes at a time (their health URL answers "down" until
+//! they are back; probes take 150 ms). Machines for `provision` executors take 20-40 s
+//! and sometimes fail. An operator pauses one executor for half an hour mid-run.
+//!
+//! The same seed gives the same run, step for step: the trace it writes replays
+//! exactly (`rota replay`).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use rota_core::Document;
+use serde_json::{json, Value};
+
+use crate::error::{HostError, Result};
+use crate::runtime::PolicyRuntime;
+use crate::trace::TraceWriter;
+
+/// 2026-01-01T00:00:00Z: the simulation's epoch.
+pub const SIM_START_MS: u64 = 1_767_225_600_000;
+
+const MINUTE: u64 = 60_000;
+
+/// splitmix64: small, fast, and the same on every machine.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    pub fn chance(&mut self, p: f64) -> bool {
+        self.unit() < p
+    }
+
+    /// Uniform in [lo, hi].
+    pub fn between(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next_u64() % (hi.saturating_sub(lo) + 1)
+    }
+
+    /// Exponential with this mean.
+    pub fn exp(&mut self, mean: f64) -> u64 {
+        (-(1.0 - self.unit()).ln() * mean).round() as u64
+    }
+}
+
+/// How a simulation runs.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub seed: u64,
+    /// Virtual hours.
+    pub hours: f64,
+    /// Mean job length.
+    pub mean_job_ms: u64,
+    /// Offered load as a fraction of all slots.
+    pub load: f64,
+    /// Per finished call: chance of a rate limit / a usage limit.
+    pub rate_limit_chance: f64,
+    pub usage_limit_chance: f64,
+    /// Mean time between an executor's outages, and their length range.
+    pub mean_time_between_outages_ms: u64,
+    pub outage_ms: (u64, u64),
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            seed: 1,
+            hours: 8.0,
+            mean_job_ms: 4 * MINUTE,
+            load: 0.8,
+            rate_limit_chance: 0.03,
+            usage_limit_chance: 0.004,
+            mean_time_between_outages_ms: 3 * 60 * MINUTE,
+            outage_ms: (2 * MINUTE, 15 * MINUTE),
+        }
+    }
+}
+
+/// What a run measured.
+#[derive(Debug, Clone, Default)]
+pub struct SimReport {
+    pub steps: u64,
+    pub requests: u64,
+    pub granted: u64,
+    pub exhausted: u64,
+    pub timed_out: u64,
+    /// Still waiting when the run ended.
+    pub cancelled: u64,
+    pub rejected_inputs: u64,
+    /// Wait of each granted request (ms).
+    pub waits_ms: Vec<u64>,
+    pub exclusions_by_kind: BTreeMap<String, u64>,
+    pub probes: u64,
+    pub persists: u64,
+    pub machines_created: u64,
+    pub machines_failed: u64,
+    /// (executor, slots, busy slot-ms).
+    pub executors: Vec<(String, u32, u128)>,
+    pub duration_ms: u64,
+}
+
+impl SimReport {
+    pub fn mean_wait_ms(&self) -> f64 {
+        if self.waits_ms.is_empty() {
+            0.0
+        } else {
+            self.waits_ms.iter().sum::<u64>() as f64 / self.waits_ms.len() as f64
+        }
+    }
+
+    pub fn percentile_wait_ms(&self, p: f64) -> u64 {
+        let mut waits = self.waits_ms.clone();
+        waits.sort_unstable();
+        if waits.is_empty() {
+            return 0;
+        }
+        let rank = ((p * waits.len() as f64).ceil() as usize).clamp(1, waits.len());
+        waits[rank - 1]
+    }
+
+    /// The summary table.
+    pub fn render(&self) -> String {
+        let secs = |ms: f64| format!("{:.1} s", ms / 1000.0);
+        let mut out = String::new();
+        out.push_str(&format!(
+            "simulated {:.1} h in {} steps\n\n",
+            self.duration_ms as f64 / 3_600_000.0,
+            self.steps
+        ));
+        let rows = [
+            ("lease requests", self.requests.to_string()),
+            ("leases granted", self.granted.to_string()),
+            ("timed out", self.timed_out.to_string()),
+            ("left waiting", self.cancelled.to_string()),
+            ("exhausted", self.exhausted.to_string()),
+            ("mean wait", secs(self.mean_wait_ms())),
+            ("p50 wait", secs(self.percentile_wait_ms(0.50) as f64)),
+            ("p99 wait", secs(self.percentile_wait_ms(0.99) as f64)),
+            ("health probes", self.probes.to_string()),
+            ("state writes", self.persists.to_string()),
+            (
+                "machines",
+                format!(
+                    "{} created, {} failed",
+                    self.machines_created, self.machines_failed
+                ),
+            ),
+        ];
+        for (name, value) in rows {
+            out.push_str(&format!("  {name:<16} {value}\n"));
+        }
+        out.push_str("\nexclusions by kind\n");
+        if self.exclusions_by_kind.is_empty() {
+            out.push_str("  (none)\n");
+        }
+        for (kind, count) in &self.exclusions_by_kind {
+            out.push_str(&format!("  {kind:<16} {count}\n"));
+        }
+        out.push_str("\nutilization per executor\n");
+        let width = self
+            .executors
+            .iter()
+            .map(|(id, ..)| id.len())
+            .max()
+            .unwrap_or(8)
+            .max(8);
+        out.push_str(&format!(
+            "  {:<width$}  {:>5}  {:>11}\n",
+            "executor", "slots", "utilization"
+        ));
+        for (id, slots, busy) in &self.executors {
+            let capacity = u128::from(*slots) * u128::from(self.duration_ms.max(1));
+            let share = if capacity == 0 {
+                0.0
+            } else {
+                *busy as f64 / capacity as f64
+            };
+            let bar = "#".repeat((share * 20.0).round() as usize);
+            out.push_str(&format!(
+                "  {id:<width$}  {slots:>5}  {:>10.1}%  {bar}\n",
+                share * 100.0
+            ));
+        }
+        out
+    }
+}
+
+/// Something that happens at a virtual instant.
+#[derive(Debug, Clone)]
+enum Happening {
+    Arrival,
+    JobEnd {
+        lease: u64,
+        executor: String,
+    },
+    Release {
+        lease: u64,
+        executor: String,
+    },
+    ProbeAnswer {
+        executor: String,
+    },
+    MachineAnswer {
+        request: String,
+        executor: String,
+    },
+    Preflight {
+        executor: String,
+    },
+    OutageStart {
+        executor: String,
+    },
+    Tick,
+    Pause {
+        executor: String,
+    },
+    Resume {
+        executor: String,
+    },
+    /// The run ends: requests still waiting are cancelled.
+    End,
+    Cancel {
+        request: String,
+    },
+}
+
+struct SimExecutor {
+    id: String,
+    /// Busy time counts up to the end of the run only.
+    end: u64,
+    slots: u32,
+    down_until: u64,
+    busy: u32,
+    busy_ms: u128,
+    last_change: u64,
+}
+
+impl SimExecutor {
+    fn set_busy(&mut self, now: u64, busy: u32) {
+        let (from, to) = (self.last_change.min(self.end), now.min(self.end));
+        self.busy_ms += u128::from(self.busy) * u128::from(to.saturating_sub(from));
+        self.last_change = now;
+        self.busy = busy;
+    }
+}
+
+struct World {
+    rng: Rng,
+    config: SimConfig,
+    now: u64,
+    end: u64,
+    seq: u64,
+    agenda: BinaryHeap<Reverse<(u64, u64)>>,
+    happenings: BTreeMap<u64, Happening>,
+    executors: Vec<SimExecutor>,
+    roles: Vec<(String, u32)>,
+    requested_at: BTreeMap<String, u64>,
+    next_job: u64,
+    next_machine: u64,
+    tick_at: Option<u64>,
+    report: SimReport,
+}
+
+impl World {
+    fn at(&mut self, when: u64, happening: Happening) {
+        self.seq += 1;
+        self.agenda.push(Reverse((when, self.seq)));
+        self.happenings.insert(self.seq, happening);
+    }
+
+    fn executor(&mut self, id: &str) -> Option<&mut SimExecutor> {
+        self.executors.iter_mut().find(|e| e.id == id)
+    }
+
+    fn up(&self, id: &str) -> bool {
+        self.executors
+            .iter()
+            .find(|e| e.id == id)
+            .is_none_or(|e| self.now >= e.down_until)
+    }
+
+    fn pick_role(&mut self) -> String {
+        let total: u32 = self.roles.iter().map(|(_, w)| w).sum();
+        let mut draw = (self.rng.next_u64() % u64::from(total.max(1))) as u32;
+        for (role, weight) in &self.roles {
+            if draw < *weight {
+                return role.clone();
+            }
+            draw -= weight;
+        }
+        self.roles
+            .first()
+            .map(|(r, _)| r.clone())
+            .unwrap_or_default()
+    }
+
+    /// The input for a happening (and the follow-ups it schedules).
+    fn input_for(&mut self, happening: Happening) -> Option<Value> {
+        let now = self.now;
+        match happening {
+            Happening::Arrival => {
+                let mean_gap = self.arrival_gap_ms();
+                let gap = self.rng.exp(mean_gap).max(1);
+                if now + gap < self.end {
+                    self.at(now + gap, Happening::Arrival);
+                }
+                self.next_job += 1;
+                let id = format!("j{}", self.next_job);
+                let role = self.pick_role();
+                let mut request = json!({ "type": "lease", "now": now, "id": id, "role": role });
+                if self.rng.chance(0.3) {
+                    request["rank"] = json!(self.rng.between(0, 5));
+                }
+                if self.rng.chance(0.15) {
+                    request["deadline"] = json!(now + self.rng.between(5, 30) * MINUTE);
+                }
+                if self.rng.chance(0.1) && !self.executors.is_empty() {
+                    let index = (self.rng.next_u64() % self.executors.len() as u64) as usize;
+                    request["avoid"] = json!([self.executors[index].id]);
+                }
+                request["label"] = json!(format!("job {}", self.next_job));
+                self.requested_at.insert(id, now);
+                self.report.requests += 1;
+                Some(request)
+            }
+            Happening::JobEnd { lease, executor } => {
+                // The job's last call may have failed: report first, then release.
+                let failure = if !self.up(&executor) {
+                    Some(json!({ "kind": "outage", "message": "connection refused" }))
+                } else if self.rng.chance(self.config.usage_limit_chance) {
+                    let reset = now + self.rng.between(10, 60) * MINUTE;
+                    Some(
+                        json!({ "kind": "usageLimit", "message": "usage limit reached", "resetAt": reset }),
+                    )
+                } else if self.rng.chance(self.config.rate_limit_chance) {
+                    let mut f = json!({ "kind": "rateLimit", "message": "HTTP 429" });
+                    if self.rng.chance(0.5) {
+                        f["retryAfterMs"] = json!(self.rng.between(30, 300) * 1000);
+                    }
+                    Some(f)
+                } else {
+                    None
+                };
+                match failure {
+                    Some(failure) => {
+                        // The release follows right after the report.
+                        self.at(
+                            now,
+                            Happening::Release {
+                                lease,
+                                executor: executor.clone(),
+                            },
+                        );
+                        Some(
+                            json!({ "type": "report", "now": now, "executor": executor, "failure": failure }),
+                        )
+                    }
+                    None => self.input_for(Happening::Release { lease, executor }),
+                }
+            }
+            Happening::Release { lease, executor } => {
+                if let Some(e) = self.executor(&executor) {
+                    let busy = e.busy.saturating_sub(1);
+                    e.set_busy(now, busy);
+                }
+                Some(json!({ "type": "release", "now": now, "lease": lease }))
+            }
+            Happening::ProbeAnswer { executor } => {
+                let up = self.up(&executor);
+                Some(json!({ "type": "probeResult", "now": now, "executor": executor, "up": up }))
+            }
+            Happening::MachineAnswer { request, executor } => {
+                if self.rng.chance(0.1) {
+                    self.report.machines_failed += 1;
+                    Some(
+                        json!({ "type": "machineFailed", "now": now, "id": request, "message": "quota exceeded in zone" }),
+                    )
+                } else {
+                    self.next_machine += 1;
+                    self.report.machines_created += 1;
+                    let hold = json!({ "machine": format!("m{}", self.next_machine), "executor": executor });
+                    Some(
+                        json!({ "type": "machineCreated", "now": now, "id": request, "hold": hold }),
+                    )
+                }
+            }
+            Happening::Preflight { executor } => Some(
+                json!({ "type": "preflightResult", "now": now, "executor": executor, "ok": true }),
+            ),
+            Happening::OutageStart { executor } => {
+                let (lo, hi) = self.config.outage_ms;
+                let length = self.rng.between(lo, hi);
+                let next = now
+                    + length
+                    + self
+                        .rng
+                        .exp(self.config.mean_time_between_outages_ms as f64);
+                if next < self.end {
+                    self.at(
+                        next,
+                        Happening::OutageStart {
+                            executor: executor.clone(),
+                        },
+                    );
+                }
+                if let Some(e) = self.executor(&executor) {
+                    e.down_until = now + length;
+                }
+                // Nothing to feed: the outage shows in reports and probes.
+                None
+            }
+            Happening::Tick => {
+                if self.tick_at == Some(now) {
+                    self.tick_at = None;
+                }
+                Some(json!({ "type": "tick", "now": now }))
+            }
+            Happening::Pause { executor } => Some(json!({
+                "type": "exclude", "now": now, "executor": executor, "kind": "manual",
+                "reason": "operator: maintenance window", "until": now + 30 * MINUTE
+            })),
+            Happening::Resume { executor } => {
+                Some(json!({ "type": "resume", "now": now, "executor": executor }))
+            }
+            Happening::End => {
+                let waiting: Vec<String> = self.requested_at.keys().cloned().collect();
+                for request in waiting {
+                    self.at(now, Happening::Cancel { request });
+                }
+                None
+            }
+            Happening::Cancel { request } => self
+                .requested_at
+                .contains_key(&request)
+                .then(|| json!({ "type": "cancel", "now": now, "id": request })),
+        }
+    }
+
+    fn arrival_gap_ms(&self) -> f64 {
+        let slots: u32 = self.executors.iter().map(|e| e.slots).sum();
+        let jobs_per_ms =
+            f64::from(slots.max(1)) * self.config.load / self.config.mean_job_ms as f64;
+        1.0 / jobs_per_ms
+    }
+
+    /// Carries out one step's outputs.
+    fn absorb(&mut self, result: &Value) {
+        let now = self.now;
+        if result.get("error").is_some() {
+            self.report.rejected_inputs += 1;
+            return;
+        }
+        for output in result["outputs"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            let text = |k: &str| output[k].as_str().unwrap_or_default().to_string();
+            match output["type"].as_str().unwrap_or_default() {
+                "granted" => {
+                    self.report.granted += 1;
+                    let request = text("request");
+                    if let Some(at) = self.requested_at.remove(&request) {
+                        self.report.waits_ms.push(now - at);
+                    }
+                    let executor = text("executor");
+                    if let Some(e) = self.executor(&executor) {
+                        let busy = e.busy + 1;
+                        e.set_busy(now, busy);
+                    }
+                    let length = self
+                        .rng
+                        .exp(self.config.mean_job_ms as f64)
+                        .clamp(20_000, 45 * MINUTE);
+                    let lease = output["lease"].as_u64().unwrap_or(0);
+                    self.at(now + length, Happening::JobEnd { lease, executor });
+                }
+                "exhausted" => {
+                    self.report.exhausted += 1;
+                    self.requested_at.remove(&text("request"));
+                }
+                "timedOut" => {
+                    self.report.timed_out += 1;
+                    self.requested_at.remove(&text("request"));
+                }
+                "cancelled" => {
+                    self.report.cancelled += 1;
+                    self.requested_at.remove(&text("request"));
+                }
+                "probe" => {
+                    self.report.probes += 1;
+                    self.at(
+                        now + 150,
+                        Happening::ProbeAnswer {
+                            executor: text("executor"),
+                        },
+                    );
+                }
+                "createMachine" => {
+                    let delay = self.rng.between(20, 40) * 1000;
+                    self.at(
+                        now + delay,
+                        Happening::MachineAnswer {
+                            request: text("request"),
+                            executor: text("executor"),
+                        },
+                    );
+                }
+                "preflight" => self.at(
+                    now + 1000,
+                    Happening::Preflight {
+                        executor: text("executor"),
+                    },
+                ),
+                "persist" => self.report.persists += 1,
+                "event" if output["name"] == "excluded" => {
+                    let kind = output["fields"]["kind"].as_str().unwrap_or("?").to_string();
+                    *self.report.exclusions_by_kind.entry(kind).or_default() += 1;
+                }
+                _ => {}
+            }
+        }
+        if let Some(wake) = result["wakeAt"].as_u64() {
+            if self.tick_at.is_none_or(|t| wake < t) && wake < self.end {
+                self.tick_at = Some(wake);
+                self.at(wake.max(now), Happening::Tick);
+            }
+        }
+    }
+}
+
+/// Runs a simulation on `runtime` (built from `document`). `progress` sees the share
+/// of virtual time done; `trace` records every step.
+pub fn simulate(
+    runtime: &mut PolicyRuntime,
+    document: &Value,
+    config: &SimConfig,
+    mut trace: Option<&mut TraceWriter>,
+    mut progress: impl FnMut(f64, u64),
+) -> Result<SimReport> {
+    let parsed = Document::from_json(document, None)
+        .map_err(|violations| HostError::Invalid { violations })?;
+    let start = SIM_START_MS;
+    let duration = (config.hours.max(0.0) * 3_600_000.0) as u64;
+    let mut world = World {
+        rng: Rng::new(config.seed),
+        config: config.clone(),
+        now: start,
+        end: start + duration,
+        seq: 0,
+        agenda: BinaryHeap::new(),
+        happenings: BTreeMap::new(),
+        executors: parsed
+            .executors
+            .iter()
+            .map(|e| SimExecutor {
+                id: e.id.clone(),
+                end: start + duration,
+                slots: e.slots,
+                down_until: 0,
+                busy: 0,
+                busy_ms: 0,
+                last_change: start,
+            })
+            .collect(),
+        roles: parsed
+            .roles
+            .iter()
+            .map(|r| {
+                let weight = match r.as_str() {
+                    "coder" => 4,
+                    "reviewer" => 2,
+                    _ => 1,
+                };
+                (r.clone(), weight)
+            })
+            .collect(),
+        requested_at: BTreeMap::new(),
+        next_job: 0,
+        next_machine: 0,
+        tick_at: None,
+        report: SimReport::default(),
+    };
+    world.at(start, Happening::Arrival);
+    world.at(world.end, Happening::End);
+    for index in 0..world.executors.len() {
+        let first = start + world.rng.exp(config.mean_time_between_outages_ms as f64);
+        if first < world.end {
+            let executor = world.executors[index].id.clone();
+            world.at(first, Happening::OutageStart { executor });
+        }
+    }
+    if let Some(first) = world.executors.first().map(|e| e.id.clone()) {
+        let pause_at = start + duration / 2;
+        world.at(
+            pause_at,
+            Happening::Pause {
+                executor: first.clone(),
+            },
+        );
+        world.at(
+            pause_at + 20 * MINUTE,
+            Happening::Resume { executor: first },
+        );
+    }
+
+    let mut last_share = -1.0;
+    while let Some(Reverse((when, seq))) = world.agenda.pop() {
+        let Some(happening) = world.happenings.remove(&seq) else {
+            continue;
+        };
+        // After the end only the leases still out come back.
+        if when > world.end
+            && !matches!(
+                happening,
+                Happening::JobEnd { .. } | Happening::Release { .. }
+            )
+        {
+            continue;
+        }
+        world.now = when;
+        let Some(input) = world.input_for(happening) else {
+            continue;
+        };
+        let result = runtime.step_value(input.to_string().as_bytes())?;
+        world.report.steps += 1;
+        if let Some(trace) = trace.as_deref_mut() {
+            trace.step(&input, &result)?;
+        }
+        world.absorb(&result);
+        let share = ((when - start) as f64 / duration.max(1) as f64).min(1.0);
+        if share - last_share >= 0.01 {
+            last_share = share;
+            progress(share, world.report.steps);
+        }
+    }
+    progress(1.0, world.report.steps);
+    let end = world.end;
+    world.report.duration_ms = duration;
+    for e in &mut world.executors {
+        e.set_busy(end, e.busy);
+    }
+    world.report.executors = world
+        .executors
+        .iter()
+        .map(|e| (e.id.clone(), e.slots, e.busy_ms))
+        .collect();
+    Ok(world.report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rng_is_stable() {
+        let mut a = Rng::new(7);
+        let mut b = Rng::new(7);
+        let xs: Vec<u64> = (0..5).map(|_| a.next_u64()).collect();
+        let ys: Vec<u64> = (0..5).map(|_| b.next_u64()).collect();
+        assert_eq!(xs, ys);
+        assert!((0..1000).all(|_| (0.0..1.0).contains(&a.unit())));
+    }
+
+    #[test]
+    fn percentiles() {
+        let report = SimReport {
+            waits_ms: (1..=100).collect(),
+            ..SimReport::default()
+        };
+        assert_eq!(report.percentile_wait_ms(0.99), 99);
+        assert_eq!(report.percentile_wait_ms(0.5), 50);
+    }
+}

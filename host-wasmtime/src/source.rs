@@ -63,10 +63,21 @@ impl RosterSource {
         let merged = if repo.is_null() {
             user
         } else {
-            rota_core::merge(&user, &repo).map_err(|violations| HostError::Invalid { violations })?
+            rota_core::merge(&user, &repo)
+                .map_err(|violations| HostError::Invalid { violations })?
         };
-        rota_core::narrow(&merged, &self.executors)
-            .map_err(|violations| HostError::Invalid { violations })
+        if self.executors.is_empty() {
+            return Ok(merged);
+        }
+        rota_core::narrow(&merged, &self.executors).map_err(|mut violations| {
+            // A roster that narrowing cannot read: say everything wrong with it too.
+            for v in rota_core::validate(&merged, None) {
+                if !violations.contains(&v) {
+                    violations.push(v);
+                }
+            }
+            HostError::Invalid { violations }
+        })
     }
 }
 

@@ -77,7 +77,9 @@ impl Contents {
         if version != Some(STATE_VERSION) {
             return Err(Corrupt(format!(
                 "version {} (this host reads version {STATE_VERSION})",
-                value.get("version").map_or("missing".into(), Value::to_string)
+                value
+                    .get("version")
+                    .map_or("missing".into(), Value::to_string)
             )));
         }
         let entries = match value.get("exclusions") {
