@@ -280,6 +280,19 @@ impl PolicyRuntime {
         }
     }
 
+    /// Drops the live instance and rebuilds it from the last good state (checkpoint +
+    /// journal), as after a failure. Sheds a grown linear memory; tests use it to
+    /// check that a restore rebuilds the exact state.
+    pub fn restart(&mut self) -> Result<()> {
+        self.live = None;
+        self.restore()
+    }
+
+    /// Inputs accepted since the last checkpoint.
+    pub fn journal_len(&self) -> usize {
+        self.journal.len()
+    }
+
     /// Takes a checkpoint now: the journal empties.
     pub fn checkpoint(&mut self) {
         match self.export_state() {

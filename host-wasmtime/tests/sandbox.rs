@@ -1,0 +1,208 @@
+//! The guest is sandboxed: a trap or an overrun never takes the host down; the host
+//! restores the last good state and fails only that call. A module that fails its
+//! checks is refused at load and at a swap.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{broken_guest, fuel_engine, policy, roster};
+use rota_host::{GuestFailure, HostEngine, HostError, PolicyRuntime};
+use serde_json::{json, Value};
+
+fn long_input(len: usize) -> Value {
+    json!({ "type": "resume", "now": 1, "executor": "x".repeat(len) })
+}
+
+#[test]
+fn a_trapping_guest_fails_one_call_and_is_restored() {
+    let engine = fuel_engine(10_000_000);
+    let module = engine
+        .load_bytes(&broken_guest(1 << 16, true), "broken")
+        .expect("loads");
+    let mut runtime = PolicyRuntime::new(module, &roster(), &Value::Null).expect("creates");
+
+    assert!(runtime.step(&json!({ "type": "tick", "now": 1 })).is_ok());
+    let error = runtime.step(&long_input(300)).expect_err("the guest traps");
+    match &error {
+        HostError::Guest { kind, call, .. } => {
+            assert_eq!(*kind, GuestFailure::Trapped);
+            assert_eq!(call, "rota_handle");
+        }
+        other => panic!("expected a guest failure, got {other:?}"),
+    }
+    assert_eq!(runtime.recoveries(), 1);
+    let names: Vec<String> = runtime.take_events().into_iter().map(|e| e.name).collect();
+    assert_eq!(names, ["guestFailed", "guestRestored"]);
+    // The host is fine and so is the next call.
+    assert!(runtime.step(&json!({ "type": "tick", "now": 2 })).is_ok());
+    assert!(runtime.snapshot_json().is_ok());
+}
+
+#[test]
+fn a_guest_that_runs_out_of_fuel_is_stopped_and_restored() {
+    let engine = fuel_engine(1_000_000);
+    let module = engine
+        .load_bytes(&broken_guest(1 << 16, true), "looping")
+        .expect("loads");
+    let mut runtime = PolicyRuntime::new(module, &roster(), &Value::Null).expect("creates");
+    let error = runtime
+        .step(&long_input(3000))
+        .expect_err("the guest loops");
+    assert!(
+        matches!(
+            error,
+            HostError::Guest {
+                kind: GuestFailure::Overran,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert_eq!(runtime.recoveries(), 1);
+    assert!(runtime.step(&json!({ "type": "tick", "now": 2 })).is_ok());
+}
+
+#[test]
+fn a_guest_that_runs_past_its_epoch_deadline_is_stopped() {
+    // No fuel: only the wall-clock deadline (epoch interruption) stops the loop.
+    let engine = HostEngine::new(rota_host::EngineConfig {
+        deadline: Duration::from_millis(100),
+        epoch_tick: Duration::from_millis(5),
+        fuel: None,
+        cache: rota_host::CacheDir::Disabled,
+        ..rota_host::EngineConfig::default()
+    })
+    .expect("engine");
+    let module = engine
+        .load_bytes(&broken_guest(1 << 16, true), "looping")
+        .expect("loads");
+    let mut runtime = PolicyRuntime::new(module, &roster(), &Value::Null).expect("creates");
+    let started = tokio::time::Instant::now();
+    let error = runtime
+        .step(&long_input(3000))
+        .expect_err("the deadline stops it");
+    assert!(
+        matches!(
+            error,
+            HostError::Guest {
+                kind: GuestFailure::Overran,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "stopped in {:?}",
+        started.elapsed()
+    );
+    assert!(runtime.step(&json!({ "type": "tick", "now": 2 })).is_ok());
+}
+
+#[test]
+fn a_module_of_another_abi_major_is_refused_at_load() {
+    let engine = fuel_engine(1_000_000);
+    let error = engine
+        .load_bytes(&broken_guest(2 << 16, true), "future")
+        .expect_err("ABI 2 is refused");
+    assert!(
+        matches!(
+            error,
+            HostError::AbiVersion {
+                found_major: 2,
+                want_major: 1,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    let error = engine
+        .load_bytes(b"not wasm", "junk")
+        .expect_err("junk is refused");
+    assert!(matches!(error, HostError::Load { .. }), "{error:?}");
+    let missing = wat::parse_str(r#"(module (memory (export "memory") 1) (func (export "rota_abi_version") (result i32) (i32.const 65536)))"#)
+        .expect("wat");
+    let error = engine
+        .load_bytes(&missing, "partial")
+        .expect_err("missing exports are refused");
+    assert!(error.to_string().contains("alloc"), "{error}");
+}
+
+#[test]
+fn restarting_the_real_policy_rebuilds_the_exact_state() {
+    let mut runtime = PolicyRuntime::new(policy(), &roster(), &Value::Null).expect("creates");
+    runtime.set_checkpoint_every(5);
+    let mut now = 1_000;
+    for i in 0..12 {
+        now += 1_000;
+        let input = json!({ "type": "lease", "now": now, "id": format!("r{i}"), "role": "coder" });
+        runtime.step(&input).expect("lease");
+    }
+    runtime
+        .step(&json!({ "type": "report", "now": now + 1, "executor": "a", "failure": { "kind": "rateLimit" } }))
+        .expect("report");
+    assert!(runtime.journal_len() > 0 && runtime.journal_len() < 5);
+    let before = runtime.snapshot_json().expect("snapshot");
+    let state_before = runtime.export_state().expect("export");
+    runtime.restart().expect("restart");
+    assert_eq!(runtime.snapshot_json().expect("snapshot"), before);
+    assert_eq!(runtime.export_state().expect("export"), state_before);
+    // And it goes on deciding the same way as an untouched copy would.
+    let release = json!({ "type": "release", "now": now + 2, "lease": 1 });
+    let mut fresh = PolicyRuntime::from_state(policy(), &state_before).expect("import");
+    assert_eq!(
+        runtime.step(&release).expect("release"),
+        fresh.step(&release).expect("release")
+    );
+}
+
+#[test]
+fn a_rejected_input_changes_nothing_and_is_not_journaled() {
+    let mut runtime = PolicyRuntime::new(policy(), &roster(), &Value::Null).expect("creates");
+    let before = runtime.export_state().expect("export");
+    let error = runtime
+        .step(&json!({ "type": "lease", "now": 5, "id": "x", "role": "chef" }))
+        .expect_err("unknown role");
+    assert_eq!(error.code(), Some("UNKNOWN_ROLE"));
+    assert_eq!(runtime.journal_len(), 0);
+    assert_eq!(runtime.export_state().expect("export"), before);
+}
+
+#[test]
+fn a_swap_to_a_module_that_cannot_import_is_refused_and_the_old_one_stays() {
+    let mut runtime = PolicyRuntime::new(policy(), &roster(), &Value::Null).expect("creates");
+    runtime
+        .step(&json!({ "type": "lease", "now": 5, "id": "x", "role": "coder" }))
+        .expect("lease");
+    let hash = runtime.module().hash().to_string();
+    let engine = common::engine();
+    let refuses = engine
+        .load_bytes(&broken_guest(1 << 16, false), "refuses")
+        .expect("loads");
+    let error = runtime.swap(refuses).expect_err("import fails");
+    assert!(matches!(error, HostError::SwapRefused(_)), "{error:?}");
+    // Imports, but its snapshot is `{}`: not the same state.
+    let hollow = engine
+        .load_bytes(&broken_guest(1 << 16, true), "hollow")
+        .expect("loads");
+    let error = runtime.swap(hollow).expect_err("snapshots differ");
+    assert!(error.to_string().contains("snapshot differs"), "{error}");
+    assert_eq!(runtime.module().hash(), hash);
+    assert_eq!(runtime.snapshot().expect("snapshot").executors[0].busy, 1);
+}
+
+#[test]
+fn a_swap_to_the_same_policy_keeps_every_lease() {
+    let mut runtime = PolicyRuntime::new(policy(), &roster(), &Value::Null).expect("creates");
+    for i in 0..5 {
+        runtime
+            .step(&json!({ "type": "lease", "now": 5 + i, "id": format!("r{i}"), "role": "coder" }))
+            .expect("lease");
+    }
+    let before = runtime.snapshot_json().expect("snapshot");
+    runtime.swap(policy()).expect("swap");
+    assert_eq!(runtime.snapshot_json().expect("snapshot"), before);
+    let names: Vec<String> = runtime.take_events().into_iter().map(|e| e.name).collect();
+    assert_eq!(names, ["policySwapped"]);
+}
