@@ -1,0 +1,198 @@
+// Benchmark (not a test): lease + release cycles through the raw Policy class and
+// through the Roster driver, at 4 and 1,024 executors, uncontended and contended;
+// and the size of the WebAssembly module, raw and gzipped.
+//
+//   node bench/bench.mjs [--quick]
+//
+// Target: the raw class under 3 µs per lease+release cycle. Budget: 150 KB gzipped
+// for the web build's .wasm.
+
+import { readFileSync } from 'node:fs'
+import { gzipSync } from 'node:zlib'
+import { Policy, Roster } from '../src/node.js'
+
+const quick = process.argv.includes('--quick')
+const NOW = Date.UTC(2026, 0, 1)
+
+const roster = (executors, slots = 2) => ({
+  executors: Array.from({ length: executors }, (_, i) => ({
+    id: `e${i}`,
+    harness: 'pi',
+    roles: ['coder'],
+    slots,
+  })),
+})
+
+/** Runs `cycle` in rounds until `ms` have passed; returns µs per cycle (best round). */
+async function measure(cycle, { ms = quick ? 300 : 1_500, batch = 1_000 } = {}) {
+  for (let i = 0; i < batch; i += 1) await cycle(i) // warm up (tier-up)
+  let best = Infinity
+  let total = 0
+  let n = batch
+  const end = performance.now() + ms
+  while (performance.now() < end) {
+    const t0 = performance.now()
+    for (let i = 0; i < batch; i += 1) await cycle(n + i)
+    const us = ((performance.now() - t0) * 1_000) / batch
+    best = Math.min(best, us)
+    total += batch
+    n += batch
+  }
+  return { best, cycles: total }
+}
+
+function measureSync(cycle, { ms = quick ? 300 : 1_500, batch = 2_000 } = {}) {
+  for (let i = 0; i < batch; i += 1) cycle(i)
+  let best = Infinity
+  let n = batch
+  const end = performance.now() + ms
+  while (performance.now() < end) {
+    const t0 = performance.now()
+    for (let i = 0; i < batch; i += 1) cycle(n + i)
+    best = Math.min(best, ((performance.now() - t0) * 1_000) / batch)
+    n += batch
+  }
+  return { best, cycles: n }
+}
+
+const fmt = (us) => `${us.toFixed(2).padStart(8)} µs/cycle  ${Math.round(1e6 / us).toLocaleString('en').padStart(9)} cycles/s`
+
+const rows = []
+const report = (name, result) => {
+  rows.push([name, result.best])
+  console.log(`${name.padEnd(58)} ${fmt(result.best)}`)
+}
+
+console.log(`rota bench — Node ${process.version}${quick ? ' (quick)' : ''}\n`)
+console.log('lease + release, one at a time (best round):')
+for (const executors of [4, 1024]) {
+  // The raw class, objects in and out.
+  {
+    const policy = new Policy(roster(executors), { canProbe: false })
+    report(
+      `  raw Policy.handle, ${executors} executors`,
+      measureSync((i) => {
+        const { outputs } = policy.handle({ type: 'lease', now: NOW, id: `r${i}`, role: 'coder' })
+        policy.handle({ type: 'release', now: NOW, lease: outputs[0].lease })
+      }),
+    )
+    policy.free()
+  }
+  // The raw class, JSON text in and out (the cross-host step).
+  {
+    const policy = new Policy(roster(executors), { canProbe: false })
+    report(
+      `  raw Policy.handleJson, ${executors} executors`,
+      measureSync((i) => {
+        const step = JSON.parse(policy.handleJson(`{"type":"lease","now":${NOW},"id":"r${i}","role":"coder"}`))
+        policy.handleJson(`{"type":"release","now":${NOW},"lease":${step.outputs[0].lease}}`)
+      }),
+    )
+    policy.free()
+  }
+  // The driver: a Promise per lease.
+  {
+    const r = await Roster.create({ document: roster(executors), probe: false })
+    report(
+      `  Roster lease()+release(), ${executors} executors`,
+      await measure(async () => {
+        const lease = await r.lease('coder')
+        lease.release()
+      }),
+    )
+    report(
+      `  Roster tryLease()+release(), ${executors} executors`,
+      await measure(async () => {
+        ;(await r.tryLease('coder')).release()
+      }),
+    )
+    await r.close()
+  }
+}
+
+console.log('\ncontended: 64 workers loop lease → release on 1 slot per executor:')
+for (const executors of [4, 1024]) {
+  const r = await Roster.create({ document: roster(executors, 1), probe: false })
+  const durationMs = quick ? 300 : 1_500
+  let cycles = 0
+  const end = performance.now() + durationMs
+  const t0 = performance.now()
+  await Promise.all(
+    Array.from({ length: 64 }, async () => {
+      while (performance.now() < end) {
+        const lease = await r.lease('coder')
+        await null
+        lease.release()
+        cycles += 1
+      }
+    }),
+  )
+  const us = ((performance.now() - t0) * 1_000) / cycles
+  rows.push([`contended ${executors}`, us])
+  console.log(`${`  Roster, ${executors} executors, 64 workers`.padEnd(58)} ${fmt(us)}`)
+  await r.close()
+}
+
+console.log('\nthe WebAssembly module (npm/pkg/web/rota_wasm_bg.wasm):')
+const wasm = readFileSync(new URL('../pkg/web/rota_wasm_bg.wasm', import.meta.url))
+const gz = gzipSync(wasm, { level: 9 }).length
+console.log(`  raw ${wasm.length.toLocaleString('en')} bytes, gzipped ${gz.toLocaleString('en')} bytes (budget 150 KB gzipped)`)
+const sections = customSections(wasm)
+const named = sections.find((s) => s.name === 'name')
+if (named !== undefined) {
+  const stripped = stripCustom(wasm)
+  const strippedGz = gzipSync(stripped, { level: 9 }).length
+  console.log(
+    `  of which custom sections ${sections.map((s) => `${s.name} ${s.size.toLocaleString('en')}`).join(', ')};` +
+      ` without them: raw ${stripped.length.toLocaleString('en')}, gzipped ${strippedGz.toLocaleString('en')} bytes`,
+  )
+}
+const raw = rows.find(([name]) => name.includes('raw Policy.handle, 4 '))
+console.log(`\nraw class target (< 3 µs per cycle at 4 executors): ${raw[1] < 3 ? 'met' : 'NOT met'} (${raw[1].toFixed(2)} µs)`)
+
+/** The custom sections of a wasm module: name and size. */
+function customSections(bytes) {
+  const found = []
+  walk(bytes, (id, start, end, nameEnd, name) => {
+    if (id === 0) found.push({ name, size: end - start })
+  })
+  return found
+}
+
+/** The module without its custom sections (what wasm-bindgen --remove-name-section gives). */
+function stripCustom(bytes) {
+  const parts = [bytes.subarray(0, 8)]
+  walk(bytes, (id, start, end, _nameEnd, _name, headerStart) => {
+    if (id !== 0) parts.push(bytes.subarray(headerStart, end))
+  })
+  return Buffer.concat(parts)
+}
+
+function walk(bytes, visit) {
+  let i = 8
+  const leb = () => {
+    let result = 0
+    let shift = 0
+    for (;;) {
+      const b = bytes[i++]
+      result += (b & 0x7f) * 2 ** shift
+      shift += 7
+      if (b < 0x80) return result
+    }
+  }
+  while (i < bytes.length) {
+    const headerStart = i
+    const id = bytes[i++]
+    const size = leb()
+    const start = i
+    let name
+    let nameEnd
+    if (id === 0) {
+      const length = leb()
+      name = new TextDecoder().decode(bytes.subarray(i, i + length))
+      nameEnd = i + length
+    }
+    visit(id, start, start + size, nameEnd, name, headerStart)
+    i = start + size
+  }
+}
