@@ -213,6 +213,9 @@ struct Req {
     key: OrderKey,
     since: u64,
     announced: bool,
+    /// A `tryLease`: it never waits, even after a failed machine creation.
+    #[serde(default)]
+    try_only: bool,
     state: ReqState,
 }
 
@@ -656,26 +659,30 @@ impl Policy {
             key,
             since: self.now,
             announced: false,
+            try_only,
             state: ReqState::Waiting,
         };
         let id = req.id.clone();
         self.requests.insert(id.clone(), req);
         match self.try_place(&id, r, !try_only) {
             Admission::Granted | Admission::Ended => {}
-            Admission::Queued if try_only => {
-                self.requests.remove(&id);
-                self.outputs.push_back(Output::Unavailable {
-                    request: id.clone(),
-                });
-                self.event(
-                    Level::Debug,
-                    "unavailable",
-                    format!("no free executor takes {} now", self.role_name(r)),
-                    vec![("request", json!(id))],
-                );
-            }
+            Admission::Queued if try_only => self.unavailable(&id, r),
             Admission::Queued => self.enqueue(&id, r),
         }
+    }
+
+    /// Ends a `tryLease` that found no free slot.
+    fn unavailable(&mut self, id: &str, r: usize) {
+        self.requests.remove(id);
+        self.outputs.push_back(Output::Unavailable {
+            request: id.to_string(),
+        });
+        self.event(
+            Level::Debug,
+            "unavailable",
+            format!("no free executor takes {} now", self.role_name(r)),
+            vec![("request", json!(id))],
+        );
     }
 
     /// Grants a request now if a free slot serves it, ends it if nothing ever can,
@@ -1147,11 +1154,17 @@ impl Policy {
                 continue;
             }
             let Ok(r) = self.role_index(&req.role.clone()) else {
+                // Its machine failed after a reload removed its role: nothing can
+                // ever serve it now.
+                self.end_request(&id, Ending::Exhausted);
                 continue;
             };
+            let try_only = req.try_only;
             self.dequeue(&id);
-            if let Admission::Queued = self.try_place(&id, r, true) {
-                self.enqueue(&id, r);
+            match self.try_place(&id, r, !try_only) {
+                Admission::Queued if try_only => self.unavailable(&id, r),
+                Admission::Queued => self.enqueue(&id, r),
+                Admission::Granted | Admission::Ended => {}
             }
         }
         while let Some((id, pinned_to)) = self.next_candidate() {
@@ -2525,6 +2538,7 @@ impl Policy {
             key: (0, 0, 0, 0),
             since: self.now,
             announced: true,
+            try_only: false,
             state: ReqState::Waiting,
         };
         let pick = match &pin {

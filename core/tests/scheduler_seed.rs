@@ -411,6 +411,38 @@ fn a_failed_creation_is_granted_elsewhere_at_once_when_a_slot_is_free() {
 }
 
 #[test]
+fn a_try_lease_whose_machine_creation_fails_is_unavailable_not_queued() {
+    // tryLease is a slot now or nothing: a failed creation does not make it wait.
+    let mut sim = Sim::new(doc(vec![
+        coder("m", json!({ "provision": true })),
+        coder("b", json!({ "priority": 2 })),
+    ]));
+    let on_b = sim
+        .lease_with("r0", "coder", json!({ "prefer": "b" }))
+        .grant()
+        .lease;
+    assert_eq!(
+        sim.try_lease("t1", "coder").creates(),
+        pairs(&[("t1", "m")])
+    );
+    let outs = sim.input(json!({ "type": "machineFailed", "id": "t1", "message": "quota" }));
+    assert_eq!(outs.unavailable(), ["t1"]);
+    assert!(outs.waiting().is_empty());
+    assert!(sim.queue().is_empty());
+    assert!(outs.has_event("provisionPaused"));
+    sim.release(on_b).no_grant();
+    // With another slot free at once, it takes that one.
+    let mut sim = Sim::new(doc(vec![
+        coder("m", json!({ "provision": true })),
+        coder("b", json!({ "priority": 2 })),
+    ]));
+    sim.try_lease("t1", "coder");
+    let outs = sim.input(json!({ "type": "machineFailed", "id": "t1", "message": "quota" }));
+    assert_eq!(outs.grant_pairs(), pairs(&[("t1", "b")]));
+    assert!(outs.unavailable().is_empty());
+}
+
+#[test]
 fn cancel_while_creating_frees_the_slot_and_deletes_the_machine_when_it_arrives() {
     let mut sim = provisioned(1);
     sim.lease("r1", "coder");
