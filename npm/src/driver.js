@@ -307,12 +307,19 @@ export function defineRoster(api, platform) {
 
     /** Feeds one input, handles every output, re-arms the timer. Throws a rejected input. */
     #step(input) {
-      const { outputs } = this.#policy.handle(input)
+      const { outputs, wakeAt } = this.#policy.handle(input)
+      // Kept before dispatching: a listener may feed another input, whose answer is later.
+      this.#wakeAt = wakeAt
+      this.#lastNow = input.now
       if (input.type === 'reload' || input.type === 'preflightResult') this.#specs = undefined
       for (const output of outputs) this.#dispatch(output)
       this.#arm()
       return outputs
     }
+
+    /** The core's latest wake-up and input time (from the last answer). */
+    #wakeAt = null
+    #lastNow = 0
 
     /** A step whose failure is reported as an event (results that come back late). */
     #stepQuietly(input) {
@@ -330,7 +337,7 @@ export function defineRoster(api, platform) {
 
     #arm() {
       if (this.#closed) return
-      const at = this.#policy.wakeAt
+      const at = this.#wakeAt
       if (at === this.#timerAt && this.#timer !== undefined) return
       clearTimeout(this.#timer)
       this.#timer = undefined
@@ -400,12 +407,13 @@ export function defineRoster(api, platform) {
         case 'persist':
           return this.#persist(output)
         case 'event':
+          if (this.#emitter.listenerCount('event') === 0) return undefined
           return this.#emitter.emit('event', {
             level: output.level,
             name: output.name,
             message: output.message,
             fields: output.fields,
-            time: this.#policy.now,
+            time: this.#lastNow,
           })
         default:
           return undefined
@@ -439,7 +447,7 @@ export function defineRoster(api, platform) {
 
     #granted(output) {
       const pending = this.#settle(output.request)
-      const lease = new Lease(output, this.#spec(output.executor), this.#releaseLease, this.#policy.now)
+      const lease = new Lease(output, this.#spec(output.executor), this.#releaseLease, this.#lastNow)
       if (pending === undefined) {
         // Nobody waits for it any more: give it straight back, leak nothing.
         lease.release()
