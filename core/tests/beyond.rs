@@ -932,3 +932,111 @@ fn try_lease_takes_a_free_slot_or_answers_unavailable() {
     // A role nobody takes: unavailable too, not an error.
     assert_eq!(sim.try_lease("t3", "judge").unavailable(), ["t3"]);
 }
+
+// ---- Faults of the seed that rota must not have ---------------------------------------------------------------
+
+#[test]
+fn one_input_that_ends_several_exclusions_persists_once() {
+    let mut sim = Sim::new(doc(vec![
+        coder("a", json!({})),
+        coder("b", json!({})),
+        coder("c", json!({})),
+    ]));
+    sim.report("a", "usageLimit", "limit"); // until T0 + 30 min
+    sim.after(MIN);
+    sim.report("b", "usageLimit", "limit"); // until T0 + 31 min
+    sim.input(json!({ "type": "exclude", "executor": "c", "until": T0 + 32 * MIN }));
+    sim.at(T0 + HOUR);
+    let outs = sim.tick();
+    assert_eq!(
+        outs.messages("back"),
+        [
+            "a back in the round",
+            "b back in the round",
+            "c back in the round"
+        ]
+    );
+    assert_eq!(outs.persists().len(), 1);
+    assert!(outs.persisted().exclusions.is_empty());
+}
+
+#[test]
+fn queries_change_nothing_and_expiry_happens_on_the_next_input() {
+    let mut sim = Sim::new(doc(vec![coder("a", json!({}))]));
+    sim.report("a", "usageLimit", "limit");
+    let before = sim.policy.export_state();
+    // Long after the exclusion's end, queries still describe the last input's state.
+    let snapshot = sim.snapshot();
+    assert_eq!(
+        snapshot.executors[0].exclusion.as_ref().unwrap().until,
+        Some(T0 + 30 * MIN)
+    );
+    assert_eq!(sim.policy.available("coder").unwrap(), 0);
+    assert_eq!(sim.policy.slots("coder").unwrap(), 1);
+    assert!(sim.policy.can_ever_serve("coder", &[]).unwrap());
+    assert_eq!(sim.policy.export_state(), before);
+    assert!(sim.policy.poll_output().is_none());
+    // The next input passes the time: the exclusion ends with its event and persist.
+    sim.at(T0 + HOUR);
+    let outs = sim.tick();
+    assert_eq!(outs.messages("back"), ["a back in the round"]);
+    assert_eq!(outs.persists().len(), 1);
+    assert_eq!(sim.policy.available("coder").unwrap(), 1);
+}
+
+#[test]
+fn health_probes_follow_their_schedule_whoever_asks() {
+    let url = "http://gpu:8080/health";
+    let mut sim = Sim::new(doc(vec![
+        coder("a", json!({ "health": url })),
+        coder("b", json!({})),
+    ]));
+    sim.report("a", "outage", "down");
+    sim.input(json!({ "type": "probeResult", "executor": "a", "up": false }));
+    // Nobody waits and nobody asks: the idle schedule still probes.
+    let outs = sim.run_to(T0 + 60 * SEC);
+    assert_eq!(outs.probes(), pairs(&[("a", url)]));
+    let outs = sim.input(json!({ "type": "probeResult", "executor": "a", "up": true }));
+    assert!(outs.has_event("back"));
+    // A tryLease is served by the executor that came back.
+    assert_eq!(sim.try_lease("t1", "coder").grant().executor, "a");
+}
+
+#[test]
+fn a_health_exclusion_whose_url_a_reload_removes_waits_out_the_outage_cooldown() {
+    let mut sim = Sim::new(doc(vec![coder("a", json!({ "health": "http://gpu:1/h" }))]));
+    sim.report("a", "outage", "down");
+    sim.at(T0 + MIN);
+    let outs = sim.input(json!({ "type": "reload", "document": doc(vec![coder("a", json!({}))]) }));
+    let x = sim.exclusion("a").unwrap();
+    assert_eq!(
+        (x.kind, x.until),
+        (ExclusionKind::Until, Some(T0 + 6 * MIN))
+    );
+    assert_eq!(outs.persisted().exclusions[0].kind, ExclusionKind::Until);
+    assert_eq!(
+        sim.run_to(T0 + 6 * MIN).messages("back"),
+        ["a back in the round"]
+    );
+}
+
+#[test]
+fn grant_and_exclusion_events_use_the_seeds_wording() {
+    let mut sim = Sim::new(doc(vec![coder("a", json!({})), coder("b", json!({}))]));
+    let outs = sim.lease_with("r1", "coder", json!({ "label": "story-1" }));
+    assert_eq!(outs.messages("granted"), ["a takes coder for story-1"]);
+    let event = outs.event("granted");
+    assert_eq!(event.level, Level::Info);
+    assert_eq!(event.fields["executor"], json!("a"));
+    assert_eq!(event.fields["request"], json!("r1"));
+    let outs = sim.lease("r2", "coder");
+    assert_eq!(outs.messages("granted"), ["b takes coder"]);
+    let outs = sim.report("b", "authentication", "expired");
+    let event = outs.event("excluded");
+    assert_eq!(event.level, Level::Warn);
+    assert_eq!(
+        event.message,
+        "b out of the round for this run: not signed in (expired)"
+    );
+    assert_eq!(event.fields["kind"], json!("run"));
+}
