@@ -7,47 +7,35 @@
 //
 //   node test/run.mjs [--keep] [test-file-name-filter]
 
-import { execFileSync, spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { spawnSync } from 'node:child_process'
+import { cpSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { PACKAGE_ROOT as root, packAndInstall, requireBuild } from './pack.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
-const root = dirname(here)
 const args = process.argv.slice(2)
 const keep = args.includes('--keep')
 const filter = args.find((a) => !a.startsWith('--'))
 
 const step = (message) => console.log(`\n==> ${message}`)
-const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 
-for (const file of ['pkg/web/rota_wasm.js', 'pkg/web/rota_wasm_bg.wasm']) {
-  if (!existsSync(join(root, file))) {
-    console.error(`npm/${file} is missing: build it first (make wasm)`)
-    process.exit(1)
-  }
+try {
+  requireBuild()
+} catch (error) {
+  console.error(error.message)
+  process.exit(1)
 }
 
-const work = mkdtempSync(join(tmpdir(), 'rota-npm-test-'))
 let failed = false
+let work
 try {
-  step(`npm pack -> ${work}`)
-  const packed = JSON.parse(
-    execFileSync(npm, ['pack', '--json', '--pack-destination', work], { cwd: root, encoding: 'utf8' }),
-  )
-  const tarball = join(work, packed[0].filename)
-  const files = packed[0].files.map((f) => f.path).sort()
-  console.log(`    ${packed[0].filename}: ${files.length} files, ${packed[0].size} bytes packed`)
-  for (const f of files) console.log(`      ${f}`)
-
-  step('install the tarball into a fresh project')
-  const project = join(work, 'project')
-  cpSync(join(here, 'fixture'), project, { recursive: true })
-  execFileSync(npm, ['install', '--no-audit', '--no-fund', '--no-save', tarball], {
-    cwd: project,
-    stdio: 'inherit',
-  })
+  step('npm pack, and install the tarball into a fresh project')
+  const packed = packAndInstall()
+  work = packed.work
+  const project = packed.project
+  console.log(`    ${packed.filename}: ${packed.files.length} files, ${packed.size} bytes packed`)
+  for (const f of packed.files) console.log(`      ${f}`)
 
   step('copy the tests into the project')
   const testDir = join(project, 'test')
@@ -56,7 +44,7 @@ try {
     .filter((f) => filter === undefined || f.includes(filter))
     .sort()
   for (const f of readdirSync(here)) {
-    if (f.endsWith('.mjs') && f !== 'run.mjs') cpSync(join(here, f), join(testDir, f))
+    if (f.endsWith('.mjs') && f !== 'run.mjs' && f !== 'pack.mjs') cpSync(join(here, f), join(testDir, f))
   }
 
   step(`node --test (${tests.length} files)`)
@@ -98,7 +86,9 @@ try {
   console.error(error)
   failed = true
 } finally {
-  if (keep || failed) {
+  if (work === undefined) {
+    // nothing was made
+  } else if (keep || failed) {
     console.log(`\n(test project kept at ${work})`)
     writeFileSync(join(work, 'KEEP'), '')
   } else {
