@@ -948,6 +948,7 @@ impl Policy {
             if let Some(&e) = self.exec_index.get(executor) {
                 let r = self.document.roles.iter().position(|x| *x == req.role);
                 self.free_slot(e, r);
+                self.leave_if_drained(e);
             }
         }
         let role = req.role.clone();
@@ -1013,6 +1014,25 @@ impl Policy {
         }
         self.ready_up(e);
         self.dirty.insert(e);
+    }
+
+    /// A removed executor whose last slot was a machine creation that just ended
+    /// leaves the roster, as it does when its last lease ends.
+    fn leave_if_drained(&mut self, e: usize) {
+        let x = &self.execs[e];
+        if !(x.draining && x.busy == 0) {
+            return;
+        }
+        let id = x.spec.id.clone();
+        self.event(
+            Level::Info,
+            "left",
+            format!(
+                "the last slot on {id}, which a reload removed, was freed; it leaves the roster"
+            ),
+            vec![("executor", json!(id))],
+        );
+        self.remove_drained(e);
     }
 
     fn release(&mut self, lease_id: u64) {
@@ -1966,6 +1986,7 @@ impl Policy {
                 let r = self.document.roles.iter().position(|x| *x == role);
                 if let Some(&e) = self.exec_index.get(&executor) {
                     self.free_slot(e, r);
+                    self.leave_if_drained(e);
                 }
                 // The grant pass puts it back in its place, or grants it elsewhere.
                 self.retry.push(id.to_string());
@@ -2694,8 +2715,32 @@ impl Policy {
         let mut policy = Policy::new(&exported.document, exported.options.clone())
             .map_err(|e| bad(format!("its document: {e}")))?;
         if !exported.draining.is_empty() {
+            // A draining executor was declared under an earlier role list: read it
+            // with the roles it names too (it keeps only the current ones, as it
+            // did before the export).
+            let mut roles = policy.document.roles.clone();
+            for raw in &exported.draining {
+                let named = raw
+                    .get("roles")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .chain(
+                        ["roleSlots", "priority"]
+                            .into_iter()
+                            .filter_map(|field| raw.get(field).and_then(Value::as_object))
+                            .flat_map(|o| o.keys().map(String::as_str))
+                            .filter(|k| *k != "default"),
+                    );
+                for role in named {
+                    if !roles.iter().any(|r| r == role) {
+                        roles.push(role.to_string());
+                    }
+                }
+            }
             let mut doc = serde_json::Map::new();
-            doc.insert("roles".into(), json!(policy.document.roles));
+            doc.insert("roles".into(), json!(roles));
             doc.insert("executors".into(), Value::Array(exported.draining.clone()));
             let drained = Document::from_json(&Value::Object(doc), None)
                 .map_err(|v| bad(format!("its draining executors: {v:?}")))?;
