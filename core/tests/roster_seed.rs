@@ -239,8 +239,10 @@ fn coder_slots_zero_means_it_never_codes() {
     let exhausted = outs.exhausted();
     assert_eq!(exhausted.len(), 1, "{outs:#?}");
     assert_eq!(exhausted[0].0, "c1");
-    assert_eq!(exhausted[0].2.len(), 1);
-    assert!(exhausted[0].2[0].starts_with("a "), "{:?}", exhausted[0].2);
+    assert_eq!(exhausted[0].2, ["a takes no coder slot (its cap is 0)"]);
+    assert_eq!(sim.policy.slots("coder").unwrap(), 0);
+    assert!(!sim.policy.can_ever_serve("coder", &[]).unwrap());
+    assert_eq!(sim.granted("v1", "reviewer").0, "a");
 }
 
 #[test]

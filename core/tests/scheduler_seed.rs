@@ -862,3 +862,36 @@ fn occupied_work_on_an_executor_declared_later_frees_no_slot_when_it_ends() {
     assert_eq!(sim.exec("z").busy, 1);
     assert_eq!(sim.queue(), ["r3"]);
 }
+
+#[test]
+fn a_request_only_a_draining_executor_could_serve_is_exhausted() {
+    let mut sim = Sim::new(doc(vec![
+        ex("j", &["judge"], json!({})),
+        coder("a", json!({})),
+    ]));
+    let j1 = sim.granted("j1", "judge").1;
+    sim.lease_with("w", "judge", json!({ "pin": "j" }))
+        .no_grant();
+    let outs = reload(&mut sim, vec![coder("a", json!({}))]);
+    assert!(
+        outs.exhausted().is_empty(),
+        "a request pinned to it still waits"
+    );
+    assert_eq!(sim.queue(), ["w"]);
+    let outs = sim.lease("j2", "judge");
+    assert_eq!(
+        outs.exhausted(),
+        [(s("j2"), s("judge"), vec![s("j was removed by a reload")])]
+    );
+    // j leaves with its last lease; the pinned request waits for a reload that
+    // declares j again.
+    let outs = sim.release(j1);
+    assert!(outs.has_event("left"));
+    assert!(outs.exhausted().is_empty());
+    assert_eq!(sim.queue(), ["w"]);
+    let outs = reload(
+        &mut sim,
+        vec![coder("a", json!({})), ex("j", &["judge"], json!({}))],
+    );
+    assert_eq!(outs.grant_pairs(), pairs(&[("w", "j")]));
+}
