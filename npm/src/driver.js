@@ -208,7 +208,11 @@ export function defineRoster(api, platform) {
       if (error?.code !== 'INVALID_DOCUMENT') throw error
       throw invalidDocument([...twice, ...error.violations])
     }
-    const ids = list(options.executors, 'executors') ?? []
+    // `--executors a,b` as the seed's command line gives it, or a list.
+    const ids =
+      typeof options.executors === 'string'
+        ? options.executors.split(',').map((id) => id.trim()).filter((id) => id !== '')
+        : (list(options.executors, 'executors') ?? [])
     let narrowed
     try {
       narrowed = api.narrow(merged, ids)
@@ -463,7 +467,9 @@ export function defineRoster(api, platform) {
 
     #track(promise) {
       this.#inflight.add(promise)
-      promise.finally(() => this.#inflight.delete(promise))
+      const done = () => this.#inflight.delete(promise)
+      // (then with both handlers: a rejection here must not become an unhandled one)
+      promise.then(done, done)
       return promise
     }
 

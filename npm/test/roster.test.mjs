@@ -44,6 +44,10 @@ test('create merges the repository roster over the user roster and narrows it', 
   assert.deepEqual(lease.executor.custom, { x: 1 }, 'unknown fields pass through')
   lease.release()
 
+  const commaList = await Roster.create({ rosterPath: userPath, executors: 'b, d', probe: false })
+  assert.deepEqual(commaList.executors.map((e) => e.id), ['b', 'd'])
+  await commaList.close()
+
   // A missing repository roster counts as absent; a missing user roster too.
   const onlyUser = await Roster.create({ rosterPath: userPath, repoRosterPath: join(dir, 'none.json'), probe: false })
   assert.equal(onlyUser.executors.length, 4)
