@@ -424,3 +424,28 @@ test('close: waiters reject CLOSED, later calls reject CLOSED, leases release ha
   await roster.close()
   assert.equal(roster.closed, true)
 })
+
+test('the timer never holds a process open, except for a lease with timeoutMs', async () => {
+  const { spawnSync } = await import('node:child_process')
+  const { dirname } = await import('node:path')
+  const { fileURLToPath } = await import('node:url')
+  const cwd = dirname(dirname(fileURLToPath(import.meta.url))) // where `rota` resolves
+  const run = (code) =>
+    spawnSync(process.execPath, ['--input-type=module', '-e', code], { cwd, encoding: 'utf8', timeout: 20_000 })
+  const idle = run(`
+    import { Roster } from 'rota'
+    const r = await Roster.create({ document: { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], health: 'http://127.0.0.1:9/h' }] } })
+    r.exclude('a', { reason: 'an hour', until: Date.now() + 3_600_000 })
+    if (r.snapshot().wakeAt === undefined) throw new Error('expected a wake-up')
+    console.log('left with a timer armed')`)
+  assert.equal(idle.status, 0, idle.stderr)
+  assert.equal(idle.signal, null, 'exited on its own, without waiting an hour')
+  assert.match(idle.stdout, /left with a timer armed/)
+  const waiting = run(`
+    import { Roster } from 'rota'
+    const r = await Roster.create({ document: { executors: [{ id: 'a', harness: 'pi', roles: ['coder'] }] }, probe: false })
+    await r.lease('coder')
+    r.lease('coder', { timeoutMs: 200 }).catch((error) => console.log('settled', error.code))`)
+  assert.equal(waiting.status, 0, waiting.stderr)
+  assert.match(waiting.stdout, /settled TIMEOUT/, 'the process stayed until the lease timed out')
+})
