@@ -800,13 +800,25 @@ impl Policy {
     }
 
     /// Waiting requests for role `r` earlier in lease order than `key`.
+    ///
+    /// Walks both sides of `key` in step and stops at the shorter one, so the head
+    /// of the queue (a grant) and its tail (a new waiter) cost O(1), not O(waiters).
     fn count_before(&self, r: usize, key: &OrderKey) -> u32 {
+        use std::ops::Bound::{Excluded, Unbounded};
         let queue = &self.role_queues[r];
-        let after = queue
-            .range((std::ops::Bound::Excluded(*key), std::ops::Bound::Unbounded))
-            .count();
         let at = usize::from(queue.contains_key(key));
-        (queue.len() - after - at) as u32
+        let mut before = queue.range(..*key);
+        let mut after = queue.range((Excluded(*key), Unbounded));
+        let mut i = 0;
+        loop {
+            if before.next().is_none() {
+                return i as u32;
+            }
+            if after.next().is_none() {
+                return (queue.len() - at - i) as u32;
+            }
+            i += 1;
+        }
     }
 
     fn dequeue(&mut self, id: &str) {
