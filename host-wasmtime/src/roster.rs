@@ -480,6 +480,7 @@ pub struct RosterBuilder {
     options: Options,
     state_file: Option<PathBuf>,
     module: Option<PathBuf>,
+    loaded: Option<PolicyModule>,
     engine: Option<HostEngine>,
     provisioner: Arc<dyn Provisioner>,
     probe_timeout: Duration,
@@ -529,6 +530,12 @@ impl RosterBuilder {
         self
     }
 
+    /// A module already loaded (and compiled): rosters can share one.
+    pub fn module(mut self, module: PolicyModule) -> Self {
+        self.loaded = Some(module);
+        self
+    }
+
     /// Share an engine (one per process is the idea).
     pub fn engine(mut self, engine: HostEngine) -> Self {
         self.engine = Some(engine);
@@ -565,11 +572,15 @@ impl RosterBuilder {
             (None, Some(source)) => source.load()?,
             (None, None) => return Err(HostError::Closed),
         };
-        let engine = match self.engine {
-            Some(engine) => engine,
-            None => HostEngine::new(EngineConfig::default())?,
+        let engine = match (&self.engine, &self.loaded) {
+            (Some(engine), _) => engine.clone(),
+            (None, Some(module)) => module.engine().clone(),
+            (None, None) => HostEngine::new(EngineConfig::default())?,
         };
-        let module = load_module(&engine, self.module.as_deref()).await?;
+        let module = match self.loaded {
+            Some(module) => module,
+            None => load_module(&engine, self.module.as_deref()).await?,
+        };
         let options = serde_json::to_value(&self.options)
             .map_err(|e| HostError::Abi(format!("cannot encode the options: {e}")))?;
         let mut policy = PolicyRuntime::new(module, &document, &options)?;
@@ -690,6 +701,7 @@ impl Roster {
             options: Options::default(),
             state_file: None,
             module: None,
+            loaded: None,
             engine: None,
             provisioner: Arc::new(NoProvisioner),
             probe_timeout: Duration::from_secs(5),

@@ -1,0 +1,718 @@
+//! The async roster against the real policy module: leases, queue, timeouts,
+//! cancellation, reports, health probes over loopback HTTP, the state file across a
+//! restart, a corrupt state file, provisioning, reload and a live swap under load.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{broken_guest, health_server, policy, policy_file, roster, wait_for};
+use rota_core::{ExclusionKind, ExplainRequest, Failure, FailureKind, Options};
+use rota_host::{BoxFuture, HostError, LeaseOptions, Provisioner, Roster};
+use serde_json::{json, Value};
+
+async fn build(document: Value) -> Roster {
+    Roster::builder()
+        .document(document)
+        .module(policy())
+        .build()
+        .await
+        .expect("roster")
+}
+
+#[tokio::test]
+async fn leases_are_granted_by_priority_and_released_on_drop() {
+    let roster = build(roster()).await;
+    assert_eq!(roster.slots("coder").expect("slots"), 4);
+    let first = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    assert_eq!(first.executor(), "a", "priority 1 first");
+    let second = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    let third = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    assert_eq!((second.executor(), third.executor()), ("a", "b"));
+    assert_eq!(roster.available("coder").expect("available"), 1);
+    drop(first);
+    assert_eq!(roster.available("coder").expect("available"), 2);
+    third.release().expect("release");
+    assert_eq!(roster.available("coder").expect("available"), 3);
+    let reviewer = roster
+        .try_lease("reviewer", LeaseOptions::default())
+        .await
+        .expect("try");
+    assert_eq!(reviewer.as_ref().map(|l| l.executor()), Some("b"));
+}
+
+#[tokio::test]
+async fn a_waiter_gets_the_slot_a_release_frees() {
+    let roster =
+        build(json!({ "executors": [ { "id": "solo", "harness": "pi", "roles": ["coder"] } ] }))
+            .await;
+    let held = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    assert!(roster
+        .try_lease("coder", LeaseOptions::default())
+        .await
+        .expect("try")
+        .is_none());
+    let waiter = {
+        let roster = roster.clone();
+        tokio::spawn(async move { roster.lease("coder", LeaseOptions::default()).await })
+    };
+    // The waiter is in the queue once the snapshot shows it.
+    for _ in 0..1000 {
+        if !roster.snapshot().expect("snapshot").queue.is_empty() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(roster.snapshot().expect("snapshot").queue.len(), 1);
+    drop(held);
+    let lease = waiter.await.expect("join").expect("granted");
+    assert_eq!(lease.executor(), "solo");
+}
+
+#[tokio::test]
+async fn exhausted_when_no_executor_can_ever_serve() {
+    let roster = build(roster()).await;
+    let error = roster
+        .lease(
+            "reviewer",
+            LeaseOptions {
+                avoid: vec!["b".into()],
+                ..LeaseOptions::default()
+            },
+        )
+        .await
+        .expect_err("nobody else reviews");
+    match error {
+        HostError::Exhausted { role, reasons } => {
+            assert_eq!(role, "reviewer");
+            assert!(
+                !reasons.is_empty(),
+                "a reason per executor or for the roster"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let error = roster
+        .lease("chef", LeaseOptions::default())
+        .await
+        .expect_err("no such role");
+    assert_eq!(error.code(), Some("UNKNOWN_ROLE"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deadline_times_the_request_out_in_virtual_time() {
+    let roster =
+        build(json!({ "executors": [ { "id": "solo", "harness": "pi", "roles": ["coder"] } ] }))
+            .await;
+    let _held = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    let started = tokio::time::Instant::now();
+    let error = roster
+        .lease(
+            "coder",
+            LeaseOptions {
+                timeout: Some(Duration::from_secs(600)),
+                ..LeaseOptions::default()
+            },
+        )
+        .await
+        .expect_err("times out");
+    assert!(matches!(error, HostError::TimedOut { .. }), "{error:?}");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(600) && waited < Duration::from_secs(602),
+        "{waited:?}"
+    );
+    assert!(roster.snapshot().expect("snapshot").queue.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_a_waiting_lease_future_cancels_it_and_leaks_nothing() {
+    let roster =
+        build(json!({ "executors": [ { "id": "solo", "harness": "pi", "roles": ["coder"] } ] }))
+            .await;
+    let held = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    let gave_up = tokio::time::timeout(
+        Duration::from_secs(5),
+        roster.lease("coder", LeaseOptions::default()),
+    )
+    .await;
+    assert!(gave_up.is_err(), "still waiting after 5 s");
+    assert!(
+        roster.snapshot().expect("snapshot").queue.is_empty(),
+        "the dropped request left the queue"
+    );
+    drop(held);
+    assert_eq!(roster.available("coder").expect("available"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rate_limit_with_retry_after_excludes_until_then() {
+    let roster = build(roster()).await;
+    let lease = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    // Without Retry-After a rate limit only counts (three in ten minutes exclude).
+    assert!(roster
+        .report_http("a", 429, None, "slow down")
+        .expect("report")
+        .is_none());
+    let now = roster.now_ms();
+    let exclusion = roster
+        .report_http("a", 429, Some("120"), "slow down")
+        .expect("report")
+        .expect("a Retry-After excludes until then");
+    assert_eq!(
+        (exclusion.kind, exclusion.until),
+        (ExclusionKind::Until, Some(now + 120_000))
+    );
+    drop(lease);
+    let next = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    assert_eq!(next.executor(), "b", "a is out of the round");
+    let auth = roster
+        .report_http("b", 401, None, "bad key")
+        .expect("report")
+        .expect("excluded");
+    assert_eq!(auth.kind, ExclusionKind::Run);
+    let io = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    // `b` is already out for the run: an outage does not weaken it.
+    assert!(roster.report_io("b", &io).expect("report").is_none());
+}
+
+#[tokio::test]
+async fn health_probes_over_loopback_bring_an_executor_back() {
+    let server = health_server(Duration::from_millis(30)).await;
+    let document = json!({ "executors": [
+        { "id": "local", "harness": "opencode", "roles": ["coder"], "health": server.url },
+    ] });
+    let options = Options {
+        health_probe_interval_ms: 40,
+        idle_probe_interval_ms: 40,
+        ..Options::default()
+    };
+    let roster = Roster::builder()
+        .document(document)
+        .options(options)
+        .module(policy())
+        .probe_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .expect("roster");
+    let mut events = roster.subscribe();
+    let io = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+    let exclusion = roster
+        .report_io("local", &io)
+        .expect("report")
+        .expect("excluded");
+    assert_eq!(exclusion.kind, ExclusionKind::Health);
+    // A waiter makes probes frequent; it gets the executor once it is back.
+    let waiter = {
+        let roster = roster.clone();
+        tokio::spawn(async move { roster.lease("coder", LeaseOptions::default()).await })
+    };
+    wait_for(&mut events, "probeDown", Duration::from_secs(20)).await;
+    wait_for(&mut events, "probeDown", Duration::from_secs(20)).await;
+    server.up.store(true, Ordering::SeqCst);
+    wait_for(&mut events, "back", Duration::from_secs(20)).await;
+    let lease = tokio::time::timeout(Duration::from_secs(20), waiter)
+        .await
+        .expect("granted in time")
+        .expect("join")
+        .expect("lease");
+    assert_eq!(lease.executor(), "local");
+    assert!(server.probes.load(Ordering::SeqCst) >= 3);
+    assert_eq!(
+        server.max_concurrent.load(Ordering::SeqCst),
+        1,
+        "one probe per executor at a time"
+    );
+}
+
+#[tokio::test]
+async fn an_https_health_url_counts_as_down_with_an_event() {
+    let document = json!({ "executors": [
+        { "id": "remote", "harness": "x", "roles": ["coder"], "health": "https://127.0.0.1:9/health" },
+    ] });
+    let options = Options {
+        health_probe_interval_ms: 20,
+        idle_probe_interval_ms: 20,
+        ..Options::default()
+    };
+    let roster = Roster::builder()
+        .document(document)
+        .options(options)
+        .module(policy())
+        .build()
+        .await
+        .expect("roster");
+    let mut events = roster.subscribe();
+    roster
+        .report(
+            "remote",
+            Failure {
+                kind: FailureKind::Outage,
+                message: "down".into(),
+                reset_at: None,
+                retry_after_ms: None,
+            },
+        )
+        .expect("report");
+    let event = wait_for(&mut events, "probeUnsupported", Duration::from_secs(20)).await;
+    assert!(event.message.contains("https"), "{}", event.message);
+}
+
+#[tokio::test]
+async fn exclusions_outlive_a_restart_and_other_rosters_entries_stay() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = dir.path().join("state.json");
+    std::fs::write(
+        &state,
+        r#"{"version":1,"exclusions":[{"id":"elsewhere","reason":"another roster's","kind":"manual"}]}"#,
+    )
+    .expect("write");
+    let roster_file = dir.path().join("roster.json");
+    std::fs::write(&roster_file, roster().to_string()).expect("write");
+    let until = {
+        let first = Roster::builder()
+            .roster_file(&roster_file)
+            .state_file(&state)
+            .module(policy())
+            .build()
+            .await
+            .expect("roster");
+        let until = first.now_ms() + 3_600_000;
+        first
+            .exclude("a", ExclusionKind::Until, "maintenance", Some(until))
+            .expect("exclude");
+        first
+            .report(
+                "b",
+                Failure {
+                    kind: FailureKind::ModelUnavailable,
+                    message: "model gone".into(),
+                    reset_at: None,
+                    retry_after_ms: None,
+                },
+            )
+            .expect("report");
+        first.flush().await;
+        until
+    };
+    let text = std::fs::read_to_string(&state).expect("read");
+    let file: Value = serde_json::from_str(&text).expect("json");
+    let ids: Vec<&str> = file["exclusions"]
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|e| e["id"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        ids,
+        ["elsewhere", "a"],
+        "run exclusions are never written: {text}"
+    );
+    assert_eq!(file["version"], 1);
+
+    let second = Roster::builder()
+        .roster_file(&roster_file)
+        .state_file(&state)
+        .module(policy())
+        .build()
+        .await
+        .expect("roster");
+    let snapshot = second.snapshot().expect("snapshot");
+    let a = snapshot.executors.iter().find(|e| e.id == "a").expect("a");
+    let exclusion = a
+        .exclusion
+        .as_ref()
+        .expect("a is still excluded after the restart");
+    assert_eq!(
+        (exclusion.kind, exclusion.until),
+        (ExclusionKind::Until, Some(until))
+    );
+    let b = snapshot.executors.iter().find(|e| e.id == "b").expect("b");
+    assert!(b.exclusion.is_none(), "a run exclusion ends with the run");
+    // Resuming writes the file again, still keeping the other roster's entry.
+    second.resume("a").expect("resume");
+    second.flush().await;
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).expect("read")).expect("json");
+    let ids: Vec<&str> = file["exclusions"]
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|e| e["id"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(ids, ["elsewhere"]);
+}
+
+#[tokio::test]
+async fn a_corrupt_state_file_is_moved_aside_with_an_event() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = dir.path().join("state.json");
+    std::fs::write(&state, "{ this is not json").expect("write");
+    let roster = Roster::builder()
+        .document(roster())
+        .state_file(&state)
+        .module(policy())
+        .build()
+        .await
+        .expect("a corrupt state file is no reason to fail");
+    let event = roster
+        .host_events()
+        .into_iter()
+        .find(|e| e.name == "stateFileCorrupt")
+        .expect("an event says so");
+    let aside = event.fields["movedTo"]
+        .as_str()
+        .expect("where it went")
+        .to_string();
+    assert_eq!(
+        std::fs::read_to_string(&aside).expect("kept aside"),
+        "{ this is not json"
+    );
+    assert!(!state.exists());
+    roster
+        .exclude("a", ExclusionKind::Manual, "pause", None)
+        .expect("exclude");
+    roster.flush().await;
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).expect("rewritten")).expect("json");
+    assert_eq!(file["exclusions"][0]["id"], "a");
+}
+
+#[tokio::test]
+async fn unreadable_roster_files_and_bad_documents_are_errors() {
+    let error = Roster::builder()
+        .roster_file("/nonexistent/roster.json")
+        .module(policy())
+        .build()
+        .await
+        .expect_err("unreadable");
+    assert!(matches!(error, HostError::Read { .. }), "{error:?}");
+    let error = Roster::builder()
+        .document(json!({ "executors": [ { "id": "", "roles": ["chef"] } ] }))
+        .module(policy())
+        .build()
+        .await
+        .expect_err("invalid");
+    match error {
+        HostError::Policy {
+            code, violations, ..
+        } => {
+            assert_eq!(code, "INVALID_DOCUMENT");
+            assert!(violations.len() >= 2, "{violations:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn repo_overlay_and_narrowing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let user = dir.path().join("user.json");
+    let repo = dir.path().join("repo.json");
+    std::fs::write(&user, roster().to_string()).expect("write");
+    std::fs::write(
+        &repo,
+        json!({ "executors": [
+            { "id": "b", "disabled": true },
+            { "id": "c", "harness": "codex", "roles": ["reviewer"] },
+        ] })
+        .to_string(),
+    )
+    .expect("write");
+    let roster = Roster::builder()
+        .roster_file(&user)
+        .repo_overlay(&repo)
+        .module(policy())
+        .build()
+        .await
+        .expect("roster");
+    let ids: Vec<String> = roster
+        .snapshot()
+        .expect("snapshot")
+        .executors
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(ids, ["a", "c"]);
+    let narrowed = Roster::builder()
+        .roster_file(&user)
+        .executors(vec!["b".into()])
+        .module(policy())
+        .build()
+        .await
+        .expect("roster");
+    let ids: Vec<String> = narrowed
+        .snapshot()
+        .expect("snapshot")
+        .executors
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(ids, ["b"]);
+    // Reload from the files after they change.
+    std::fs::write(&repo, json!({ "executors": [] }).to_string()).expect("write");
+    roster.reload_files().expect("reload");
+    let ids: Vec<String> = roster
+        .snapshot()
+        .expect("snapshot")
+        .executors
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(ids, ["a", "b"]);
+}
+
+#[tokio::test]
+async fn reload_plan_and_explain() {
+    let roster = build(roster()).await;
+    let _lease = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    let smaller = json!({ "executors": [ { "id": "b", "harness": "claude", "roles": ["coder", "reviewer"], "slots": 2 } ] });
+    let plan = roster.plan(&smaller).expect("plan");
+    assert_eq!(plan.draining, ["a"]);
+    assert!(
+        roster
+            .snapshot()
+            .expect("snapshot")
+            .executors
+            .iter()
+            .any(|e| e.id == "a"),
+        "a plan changes nothing"
+    );
+    let explanation = roster
+        .explain(&ExplainRequest {
+            role: "reviewer".into(),
+            avoid: vec![],
+            prefer: None,
+            pin: None,
+            request: None,
+        })
+        .expect("explain");
+    assert_eq!(explanation.pick.as_deref(), Some("b"));
+    let error = roster
+        .reload(json!({ "executors": [ { "id": "x" } ] }))
+        .expect_err("invalid");
+    assert_eq!(error.code(), Some("INVALID_DOCUMENT"));
+    roster.reload(smaller).expect("reload");
+    let a = roster
+        .snapshot()
+        .expect("snapshot")
+        .executors
+        .into_iter()
+        .find(|e| e.id == "a")
+        .expect("a drains");
+    assert!(a.draining);
+}
+
+struct Machines {
+    created: AtomicU32,
+    deleted: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Provisioner for Machines {
+    fn create_machine(&self, executor: &str, request: &str) -> BoxFuture<Result<Value, String>> {
+        let n = self.created.fetch_add(1, Ordering::SeqCst) + 1;
+        let hold = json!({ "machine": format!("m{n}"), "executor": executor, "request": request });
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            Ok(hold)
+        })
+    }
+    fn delete_machine(&self, _executor: &str, hold: Value) -> BoxFuture<()> {
+        let deleted = self.deleted.clone();
+        Box::pin(async move { deleted.lock().expect("lock").push(hold) })
+    }
+    fn preflight(&self, _executor: &str) -> BoxFuture<Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[tokio::test]
+async fn provisioned_executors_create_and_delete_machines() {
+    let deleted = Arc::new(Mutex::new(Vec::new()));
+    let roster = Roster::builder()
+        .document(json!({ "executors": [
+            { "id": "vm", "harness": "worker", "kind": "vm", "provision": true, "roles": ["coder"], "maxConcurrentAttempts": 2 },
+        ] }))
+        .provisioner(Arc::new(Machines { created: AtomicU32::new(0), deleted: deleted.clone() }))
+        .module(policy())
+        .build()
+        .await
+        .expect("roster");
+    let lease = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    assert_eq!(lease.hold().and_then(|h| h["machine"].as_str()), Some("m1"));
+    drop(lease);
+    for _ in 0..1000 {
+        if !deleted.lock().expect("lock").is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(deleted.lock().expect("lock")[0]["machine"], "m1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_live_swap_under_concurrent_leases_loses_and_doubles_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let module = policy_file(dir.path());
+    let roster = build(roster()).await;
+    let slots = [("a", 2u32), ("b", 2u32)];
+    let holding: Arc<[AtomicU32; 2]> = Arc::new([AtomicU32::new(0), AtomicU32::new(0)]);
+    let granted = Arc::new(AtomicUsize::new(0));
+    let ids = Arc::new(Mutex::new(BTreeSet::new()));
+    let mut tasks = Vec::new();
+    for task in 0..8 {
+        let (roster, holding, granted, ids) = (
+            roster.clone(),
+            holding.clone(),
+            granted.clone(),
+            ids.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            for round in 0..40 {
+                let lease = roster
+                    .lease(
+                        "coder",
+                        LeaseOptions {
+                            label: Some(format!("t{task}/{round}")),
+                            ..LeaseOptions::default()
+                        },
+                    )
+                    .await
+                    .expect("every request is granted");
+                let index = usize::from(lease.executor() == "b");
+                let now = holding[index].fetch_add(1, Ordering::SeqCst) + 1;
+                assert!(
+                    now <= slots[index].1,
+                    "{} holds {now} leases",
+                    slots[index].0
+                );
+                assert!(
+                    ids.lock().expect("lock").insert(lease.id()),
+                    "lease {} granted twice",
+                    lease.id()
+                );
+                granted.fetch_add(1, Ordering::SeqCst);
+                tokio::task::yield_now().await;
+                holding[index].fetch_sub(1, Ordering::SeqCst);
+                drop(lease);
+            }
+        }));
+    }
+    let mut swaps = 0;
+    while granted.load(Ordering::SeqCst) < 8 * 40 && swaps < 50 {
+        roster.swap_policy(&module).await.expect("swap");
+        swaps += 1;
+        tokio::task::yield_now().await;
+    }
+    for task in tasks {
+        task.await.expect("task");
+    }
+    assert!(swaps >= 1);
+    assert_eq!(granted.load(Ordering::SeqCst), 320);
+    assert_eq!(ids.lock().expect("lock").len(), 320);
+    let snapshot = roster.snapshot().expect("snapshot");
+    assert!(snapshot.queue.is_empty());
+    assert!(
+        snapshot.executors.iter().all(|e| e.busy == 0),
+        "every slot came back"
+    );
+    assert_eq!(roster.available("coder").expect("available"), 4);
+}
+
+#[tokio::test]
+async fn a_failing_guest_behind_the_roster_fails_one_call_and_the_host_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("broken.wasm");
+    std::fs::write(&path, broken_guest(1 << 16, true)).expect("write");
+    let roster = Roster::builder()
+        .document(roster())
+        .module_path(&path)
+        .engine(common::fuel_engine(5_000_000))
+        .build()
+        .await
+        .expect("roster");
+    let error = roster
+        .exclude(
+            "a",
+            ExclusionKind::Manual,
+            &"a very long reason ".repeat(20),
+            None,
+        )
+        .expect_err("the guest traps");
+    assert!(error.is_guest_failure(), "{error:?}");
+    let error = roster
+        .exclude("a", ExclusionKind::Manual, &"loop ".repeat(500), None)
+        .expect_err("the guest loops");
+    assert!(error.is_guest_failure(), "{error:?}");
+    assert_eq!(roster.recoveries(), 2);
+    roster.resume("a").expect("the next call works");
+    let names: Vec<String> = roster.host_events().into_iter().map(|e| e.name).collect();
+    assert_eq!(
+        names,
+        [
+            "guestFailed",
+            "guestRestored",
+            "guestFailed",
+            "guestRestored"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn swap_policy_refuses_a_bad_module_and_keeps_the_running_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let roster = build(roster()).await;
+    let _lease = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    let hash = roster.module_hash();
+    let bad = dir.path().join("v2.wasm");
+    std::fs::write(&bad, broken_guest(2 << 16, true)).expect("write");
+    let error = roster.swap_policy(&bad).await.expect_err("ABI 2");
+    assert!(matches!(error, HostError::SwapRefused(_)), "{error:?}");
+    let error = roster
+        .swap_policy(dir.path().join("missing.wasm"))
+        .await
+        .expect_err("missing");
+    assert!(matches!(error, HostError::SwapRefused(_)), "{error:?}");
+    assert_eq!(roster.module_hash(), hash);
+    assert_eq!(roster.available("coder").expect("available"), 3);
+    assert!(roster
+        .host_events()
+        .iter()
+        .any(|e| e.name == "policySwapRefused"));
+}
