@@ -1,1 +1,151 @@
-fn main() {}
+//! Per-input cost through wasmtime vs the native core, on the same inputs, in one run;
+//! and loading the policy module from the precompiled cache.
+//!
+//!     cargo bench -p rota-host --bench step
+//!
+//! The inputs are the first 2,000 steps of `rota simulate` (seed 1): leases, releases,
+//! reports, probes, ticks, machines. Each iteration replays them on a fresh policy
+//! (built outside the timing); throughput is per input. Both sides take JSON text and
+//! return JSON text (`rota_core::json::step_str` natively; the ABI's `rota_handle`
+//! through wasmtime, plus the host runtime's journal and checkpoints).
+
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use rota_host::engine::{CacheDir, EngineConfig, HostEngine};
+use rota_host::sim::{simulate, SimConfig};
+use rota_host::trace::{Trace, TraceWriter};
+use rota_host::PolicyRuntime;
+use serde_json::{json, Value};
+
+const STEPS: usize = 2_000;
+
+struct Fixture {
+    engine: HostEngine,
+    module: rota_host::PolicyModule,
+    document: Value,
+    inputs: Vec<String>,
+    cache: tempfile::TempDir,
+}
+
+#[allow(clippy::disallowed_methods)] // a benchmark reads the clock
+fn fixture() -> Fixture {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let engine = HostEngine::new(EngineConfig {
+        cache: CacheDir::Dir(cache.path().to_path_buf()),
+        ..EngineConfig::default()
+    })
+    .expect("engine");
+    let started = Instant::now();
+    let module = engine
+        .load_bundled()
+        .expect("the policy module: run `make wasm`");
+    eprintln!(
+        "compiling the policy module (cold, Cranelift): {:.0} ms",
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+    let document: Value =
+        serde_json::from_str(include_str!("../examples/roster.json")).expect("example");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("trace.json");
+    let mut writer = TraceWriter::create(&path, &document, &json!({})).expect("trace");
+    let mut runtime = PolicyRuntime::new(module.clone(), &document, &json!({})).expect("runtime");
+    let config = SimConfig {
+        seed: 1,
+        hours: 24.0,
+        ..SimConfig::default()
+    };
+    simulate(
+        &mut runtime,
+        &document,
+        &config,
+        Some(&mut writer),
+        |_, _| {},
+    )
+    .expect("simulate");
+    writer.finish().expect("trace");
+    let trace = Trace::read(&path).expect("trace");
+    let inputs: Vec<String> = trace
+        .steps
+        .iter()
+        .take(STEPS)
+        .map(|s| s["input"].to_string())
+        .collect();
+    assert_eq!(inputs.len(), STEPS, "the simulation gives enough steps");
+    Fixture {
+        engine,
+        module,
+        document,
+        inputs,
+        cache,
+    }
+}
+
+fn per_input(c: &mut Criterion) {
+    let f = fixture();
+    let mut group = c.benchmark_group("per input");
+    group.throughput(Throughput::Elements(STEPS as u64));
+    group.sample_size(20);
+    group.measurement_time(Duration::from_secs(8));
+    group.bench_function("native core", |b| {
+        b.iter_batched(
+            || rota_core::Policy::new(&f.document, rota_core::Options::default()).expect("policy"),
+            |mut policy| {
+                for input in &f.inputs {
+                    std::hint::black_box(rota_core::json::step_str(&mut policy, input));
+                }
+                policy
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.bench_function("wasmtime (runtime: journal + checkpoint every 256)", |b| {
+        b.iter_batched(
+            || PolicyRuntime::new(f.module.clone(), &f.document, &json!({})).expect("runtime"),
+            |mut runtime| {
+                for input in &f.inputs {
+                    std::hint::black_box(runtime.step_text(input).expect("step"));
+                }
+                runtime
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.bench_function("wasmtime (journal only)", |b| {
+        b.iter_batched(
+            || {
+                let mut runtime =
+                    PolicyRuntime::new(f.module.clone(), &f.document, &json!({})).expect("runtime");
+                runtime.set_checkpoint_every(usize::MAX);
+                runtime
+            },
+            |mut runtime| {
+                for input in &f.inputs {
+                    std::hint::black_box(runtime.step_text(input).expect("step"));
+                }
+                runtime
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("module");
+    group.sample_size(20);
+    let bytes = rota_host::BUNDLED_POLICY.expect("bundled");
+    group.bench_function("load from the precompiled cache", |b| {
+        b.iter(|| {
+            let module = f.engine.load_bytes(bytes, "bundled").expect("load");
+            assert!(module.from_cache());
+            module
+        })
+    });
+    group.bench_function("instantiate + create", |b| {
+        b.iter(|| PolicyRuntime::new(f.module.clone(), &f.document, &json!({})).expect("runtime"))
+    });
+    group.finish();
+    drop(f.cache);
+}
+
+criterion_group!(benches, per_input);
+criterion_main!(benches);
