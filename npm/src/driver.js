@@ -130,6 +130,36 @@ const list = (value, what) => {
   throw new RotaError('INVALID_INPUT', `${what} must be a list of executor ids`)
 }
 
+/** The driver's own options, checked up front (the core checks `options.options`). */
+function checkOptions(options) {
+  const wrong = []
+  const fn = (name, value) => value === undefined || typeof value === 'function' || wrong.push(`${name} must be a function`)
+  fn('now', options.now)
+  fn('onEvent', options.onEvent)
+  fn('preflight', options.preflight)
+  if (!(options.probe === undefined || options.probe === false || typeof options.probe === 'function')) {
+    wrong.push('probe must be a function or false')
+  }
+  if (options.machines !== undefined) {
+    if (options.machines === null || typeof options.machines !== 'object') wrong.push('machines must be { create, delete }')
+    else {
+      fn('machines.create', options.machines.create)
+      fn('machines.delete', options.machines.delete)
+    }
+  }
+  if (options.probeTimeoutMs !== undefined && !(Number.isFinite(options.probeTimeoutMs) && options.probeTimeoutMs > 0)) {
+    wrong.push('probeTimeoutMs must be a positive number of milliseconds')
+  }
+  for (const key of ['rosterPath', 'repoRosterPath', 'statePath']) {
+    if (options[key] !== undefined && typeof options[key] !== 'string') wrong.push(`${key} must be a path`)
+  }
+  const state = options.state
+  if (state !== undefined && (state === null || typeof state.load !== 'function' || typeof state.save !== 'function')) {
+    wrong.push('state must be { load, save }')
+  }
+  if (wrong.length > 0) throw new RotaError('INVALID_INPUT', `Roster.create: ${wrong.join('; ')}`)
+}
+
 /** Ids listed twice in one roster (`side` names it in the violation's path). */
 function duplicates(document, side) {
   const seen = new Set()
@@ -166,7 +196,7 @@ export function defineRoster(api, platform) {
   const { Policy } = api
 
   /** Merge and narrow as the seed does; every violation at once. */
-  async function resolveDocument(options) {
+  async function resolveDocument(options, { reloading = false } = {}) {
     const violations = []
     const read = async (path, side) => {
       if (platform.readRoster === undefined) {
@@ -215,7 +245,14 @@ export function defineRoster(api, platform) {
         : (list(options.executors, 'executors') ?? [])
     let narrowed
     try {
-      narrowed = api.narrow(merged, ids)
+      if (reloading && ids.length > 0) {
+        // The run's `executors` filter stays; a reload may drop some of them.
+        const present = new Set((merged.executors ?? []).map((e) => e?.id))
+        const kept = ids.filter((id) => present.has(id))
+        narrowed = kept.length > 0 ? api.narrow(merged, kept) : { ...merged, executors: [] }
+      } else {
+        narrowed = api.narrow(merged, ids)
+      }
     } catch (error) {
       if (error?.code !== 'INVALID_DOCUMENT') throw error
       // Name the unknown ids and everything else wrong with the document at once.
@@ -285,6 +322,7 @@ export function defineRoster(api, platform) {
       if (options === null || typeof options !== 'object') {
         throw new RotaError('INVALID_INPUT', 'Roster.create takes an options object')
       }
+      checkOptions(options)
       const document = await resolveDocument(options)
       const coreOptions = { ...options.options }
       if (coreOptions.canProbe === undefined) coreOptions.canProbe = options.probe !== false
@@ -822,8 +860,11 @@ export function defineRoster(api, platform) {
       this.#checkOpen()
       const next =
         document === undefined
-          ? await resolveDocument(this.#options)
-          : await resolveDocument({ ...this.#options, document, repoDocument: undefined, rosterPath: undefined, repoRosterPath: undefined })
+          ? await resolveDocument(this.#options, { reloading: true })
+          : await resolveDocument(
+              { ...this.#options, document, repoDocument: undefined, rosterPath: undefined, repoRosterPath: undefined },
+              { reloading: true },
+            )
       this.#checkOpen()
       this.#pendingDocument = next
       this.#step({ type: 'reload', now: this.#now(), document: next })

@@ -147,5 +147,8 @@ test('Roster.create: a bad document rejects INVALID_DOCUMENT with every violatio
     'the unknown id and the document violations (unknown role, no role) together',
   )
   assert.equal((await rejection(Roster.create({}))).code, 'INVALID_DOCUMENT')
+  const options = await rejection(Roster.create({ document: roster(), probe: true, now: 5, machines: { create: 'x' }, probeTimeoutMs: -1 }))
+  assert.equal(options.code, 'INVALID_INPUT')
+  assert.match(options.message, /now must be a function; probe must be a function or false; machines.create must be a function; probeTimeoutMs/)
   assert.equal((await rejection(Roster.create({ document: roster(), options: { bogus: 1 } }))).code, 'INVALID_INPUT')
 })

@@ -385,6 +385,17 @@ test('reload() without a document re-reads the roster files', async (t) => {
   assert.equal(roster.slots('coder'), 4)
 })
 
+test('a narrowed roster stays narrowed across reloads, and a reload may drop a named executor', async (t) => {
+  const roster = await create(document(executor('a'), executor('b'), executor('c')), { executors: ['a', 'b'] })
+  t.after(() => roster.close())
+  assert.deepEqual(roster.executors.map((e) => e.id), ['a', 'b'])
+  await roster.reload(document(executor('a'), executor('b', { slots: 2 }), executor('c'), executor('d')))
+  assert.deepEqual(roster.executors.map((e) => e.id), ['a', 'b'])
+  assert.equal(roster.slots('coder'), 3)
+  await roster.reload(document(executor('b'), executor('c')))
+  assert.deepEqual(roster.executors.map((e) => e.id), ['b'])
+})
+
 test('queries: snapshot, explain (hypothetical and waiting), occupy', async (t) => {
   const roster = await create(document(executor('a', { slots: 2 }), executor('b', { roles: ['planner'] })))
   t.after(() => roster.close())
