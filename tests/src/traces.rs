@@ -64,10 +64,16 @@ pub fn trace_seed(seed: u64, index: usize) -> u64 {
 /// problems (invariant panics, rejected inputs that changed state, restore mismatches)
 /// with the trace seed and step.
 pub fn generate(seed: u64, count: usize) -> (TraceFile, Vec<String>) {
+    generate_with(seed, count, true)
+}
+
+/// As [`generate`]; `checks: false` skips the native host's extra checks (faster, for
+/// runners that only need the traces).
+pub fn generate_with(seed: u64, count: usize, checks: bool) -> (TraceFile, Vec<String>) {
     let mut traces = Vec::with_capacity(count);
     let mut problems = Vec::new();
     for index in 0..count {
-        let (trace, mut found) = generate_one(trace_seed(seed, index));
+        let (trace, mut found) = generate_one_with(trace_seed(seed, index), checks);
         traces.push(trace);
         problems.append(&mut found);
     }
@@ -187,7 +193,7 @@ fn random_roles(r: &mut SplitMix64, roles: &[String]) -> Vec<String> {
 
 fn random_executor(r: &mut SplitMix64, id: &str, roles: &[String]) -> Value {
     let own = random_roles(r, roles);
-    let slots = r.range(1, 3);
+    let mut slots = r.range(1, 3);
     let mut x = json!({ "id": id, "harness": *r.pick(&["claude", "pi", "codex", "lm-studio"]), "roles": own });
     if r.chance(50) {
         x["model"] = json!(*r.pick(&["sonnet", "opus", "gpt-5", "qwen3"]));
@@ -198,6 +204,8 @@ fn random_executor(r: &mut SplitMix64, id: &str, roles: &[String]) -> Value {
         } else {
             x["slots"] = json!(slots);
         }
+    } else {
+        slots = 1; // the default
     }
     if r.chance(15) && roles.iter().any(|x| x == "coder") {
         x["coderSlots"] = json!(r.below(slots + 1));
@@ -610,6 +618,10 @@ fn next_input(r: &mut SplitMix64, seen: &mut Seen) -> String {
 
 /// One trace from its own seed: the document, options, inputs and native answers.
 pub fn generate_one(seed: u64) -> (Trace, Vec<String>) {
+    generate_one_with(seed, true)
+}
+
+fn generate_one_with(seed: u64, checks: bool) -> (Trace, Vec<String>) {
     let mut r = SplitMix64::new(seed);
     let mut problems = Vec::new();
     let document = random_document(&mut r);
@@ -619,7 +631,11 @@ pub fn generate_one(seed: u64) -> (Trace, Vec<String>) {
         ..Seen::default()
     };
     seen.set_document(&document);
-    let mut host = NativeHost::new();
+    let mut host = if checks {
+        NativeHost::new()
+    } else {
+        NativeHost::unchecked()
+    };
     let document_text = document.to_string();
     let options_text = options.to_string();
     if let Err(answer) = host.create(&document_text, &options_text) {
@@ -740,7 +756,7 @@ pub fn replay(host: &mut dyn Host, trace: &Trace) -> Option<Mismatch> {
 
 /// A readable report of a mismatch, with the native answer recomputed for the diff.
 pub fn describe_mismatch(host: &str, trace: &Trace, m: &Mismatch) -> String {
-    let mut native = NativeHost::new();
+    let mut native = NativeHost::unchecked();
     let mut expected = String::from("(not recomputed)");
     if native.create(&trace.document, &trace.options).is_ok() {
         for (i, input) in trace.inputs.iter().enumerate() {
