@@ -40,11 +40,11 @@ try {
   step('copy the tests into the project')
   const testDir = join(project, 'test')
   const tests = readdirSync(here)
-    .filter((f) => f.endsWith('.test.mjs'))
+    .filter((f) => f.endsWith('.test.mjs') || f.endsWith('.test.cjs'))
     .filter((f) => filter === undefined || f.includes(filter))
     .sort()
   for (const f of readdirSync(here)) {
-    if (f.endsWith('.mjs') && f !== 'run.mjs' && f !== 'pack.mjs') cpSync(join(here, f), join(testDir, f))
+    if ((f.endsWith('.mjs') || f.endsWith('.cjs')) && f !== 'run.mjs' && f !== 'pack.mjs') cpSync(join(here, f), join(testDir, f))
   }
 
   step(`node --test (${tests.length} files)`)
