@@ -179,24 +179,49 @@ pub fn load_vectors(dir: &Path) -> Result<Vec<Vector>, String> {
     Ok(vectors)
 }
 
-/// A vector as a `rota replay` trace: a header line with the document and options,
-/// then one input per line (queries are not inputs and are left out; an `inputText`
-/// that is not JSON is kept as a JSON string).
-pub fn replay_trace_text(vector: &Vector) -> String {
-    let mut text = serde_json::json!({
+/// A vector as a `rota replay` trace (host-wasmtime/src/trace.rs: `{"format":
+/// "rota-trace", "version": 1, "document", "options", "steps": [{input, outputs,
+/// wakeAt} | {input, error}]}`), with the vector's expected answers as the recorded
+/// ones. Queries are not inputs and are left out, and so is an `inputText` that is not
+/// JSON (a trace step's input is a JSON value). `None` for a vector whose creation
+/// fails. Also returns how many steps were left out.
+pub fn replay_trace(vector: &Vector) -> Option<(Value, usize)> {
+    if vector.create.is_some() {
+        return None;
+    }
+    let mut steps = Vec::new();
+    let mut skipped = 0;
+    for step in &vector.steps {
+        let input = match (&step.input, &step.input_text) {
+            (Some(input), _) => input.clone(),
+            (None, Some(text)) => match serde_json::from_str::<Value>(text) {
+                Ok(input) => input,
+                Err(_) => {
+                    skipped += 1;
+                    continue;
+                }
+            },
+            _ => {
+                skipped += 1;
+                continue;
+            }
+        };
+        let expect = step.expect.clone().unwrap_or(Value::Null);
+        steps.push(match expect.get("error") {
+            Some(error) => serde_json::json!({ "input": input, "error": error }),
+            None => serde_json::json!({
+                "input": input,
+                "outputs": expect.get("outputs").cloned().unwrap_or(Value::Array(Vec::new())),
+                "wakeAt": expect.get("wakeAt").cloned().unwrap_or(Value::Null),
+            }),
+        });
+    }
+    let trace = serde_json::json!({
+        "format": "rota-trace",
+        "version": 1,
         "document": vector.document,
         "options": vector.options.clone().unwrap_or(Value::Null),
-    })
-    .to_string();
-    text.push('\n');
-    for step in &vector.steps {
-        if let Some(input) = &step.input {
-            text.push_str(&input.to_string());
-            text.push('\n');
-        } else if let Some(raw) = &step.input_text {
-            text.push_str(&Value::String(raw.clone()).to_string());
-            text.push('\n');
-        }
-    }
-    text
+        "steps": steps,
+    });
+    Some((trace, skipped))
 }

@@ -4,11 +4,14 @@
 //! rota-conformance record [--force] [FILE...]   fill in missing `expect`s from the native core
 //!                                               (a first draft: review every one by reading)
 //! rota-conformance check [FILE...]              run vectors on the native core, print failures
-//! rota-conformance traces [--seed HEX] [--count N] [--out PATH]
+//! rota-conformance traces [--seed HEX] [--count N] [--out PATH] [--check]
 //!                                               write the random traces + native hashes
-//!                                               (default target/conformance/traces.json)
+//!                                               (default target/conformance/traces.json;
+//!                                               --check: the native host's extra checks,
+//!                                               which `cargo test` makes anyway)
 //! rota-conformance trace SEED                   print one random trace with native answers
-//! rota-conformance replay-trace VECTOR OUT      write a vector as a `rota replay` trace
+//! rota-conformance replay-traces [--out DIR]    write every vector as a `rota replay` trace
+//!                                               (default target/conformance/replay/)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -26,9 +29,9 @@ fn main() -> ExitCode {
         Some("check") => check(&args[1..]),
         Some("traces") => write_traces(&args[1..]),
         Some("trace") => show_trace(&args[1..]),
-        Some("replay-trace") => replay_trace(&args[1..]),
+        Some("replay-traces") => replay_traces(&args[1..]),
         _ => Err(
-            "usage: rota-conformance record|check|traces|trace|replay-trace ... (see the source's docs)"
+            "usage: rota-conformance record|check|traces|trace|replay-traces ... (see the source's docs)"
                 .into(),
         ),
     };
@@ -135,7 +138,8 @@ fn write_traces(args: &[String]) -> Result<(), String> {
     let out = flag(args, "--out")
         .map(PathBuf::from)
         .unwrap_or_else(|| rota_conformance::out_dir().join("traces.json"));
-    let (file, problems) = traces::generate(seed, count);
+    let check = args.iter().any(|a| a == "--check");
+    let (file, problems) = traces::generate_with(seed, count, check);
     traces::write_file(&out, &file)?;
     let steps: usize = file.traces.iter().map(|t| t.inputs.len()).sum();
     eprintln!(
@@ -173,13 +177,33 @@ fn show_trace(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// A vector as a trace for `rota replay`: the document, the options and the inputs
-/// (queries left out), one JSON object per line.
-fn replay_trace(args: &[String]) -> Result<(), String> {
-    let [vector, out] = args else {
-        return Err("replay-trace VECTOR OUT".into());
-    };
-    let vector = load_vector(Path::new(vector))?;
-    let text = rota_conformance::vector::replay_trace_text(&vector);
-    std::fs::write(out, text).map_err(|e| format!("{out}: {e}"))
+/// Every vector as a trace for `rota replay` (creation failures have nothing to
+/// replay; queries and non-JSON input texts are left out of the trace).
+fn replay_traces(args: &[String]) -> Result<(), String> {
+    let dir = flag(args, "--out")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| rota_conformance::out_dir().join("replay"));
+    if dir.is_dir() {
+        std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let (mut written, mut skipped_vectors, mut skipped_steps) = (0, 0, 0);
+    for file in vector_files(&vectors_dir())? {
+        let vector = load_vector(&file)?;
+        match rota_conformance::vector::replay_trace(&vector) {
+            Some((trace, skipped)) => {
+                let out = dir.join(format!("{}.trace.json", vector.name));
+                std::fs::write(&out, format!("{trace}\n"))
+                    .map_err(|e| format!("{}: {e}", out.display()))?;
+                written += 1;
+                skipped_steps += skipped;
+            }
+            None => skipped_vectors += 1,
+        }
+    }
+    eprintln!(
+        "wrote {written} replay traces to {} ({skipped_vectors} creation-failure vectors and {skipped_steps} query or non-JSON steps have nothing to replay)",
+        dir.display()
+    );
+    Ok(())
 }
