@@ -3,7 +3,12 @@
 //!
 //! A step answers `{"outputs":[...],"wakeAt":n|null}` on success and
 //! `{"error":{"code","message","violations"?}}` on failure.
+//!
+//! The text of [`step_str`] is the canonical form that conformance compares byte for
+//! byte (fields in declaration order, `type` first); [`step`] gives the same content
+//! as a `serde_json::Value`.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::Error;
@@ -17,7 +22,7 @@ pub fn parse_input(value: &Value) -> Result<Input, Error> {
         .and_then(Value::as_str)
         .ok_or_else(|| Error::input("an input is a JSON object with a string `type`"))?
         .to_string();
-    serde_json::from_value(value.clone()).map_err(|e| Error::input(format!("{kind}: {e}")))
+    Input::deserialize(value).map_err(|e| Error::input(format!("{kind}: {e}")))
 }
 
 /// Parses options from JSON (`null` or absent fields take the defaults).
@@ -36,13 +41,38 @@ pub fn step(policy: &mut Policy, input: &Value) -> Value {
     }
 }
 
-/// Feeds one input given as text.
+/// Feeds one input given as text; answers with the canonical text.
 pub fn step_str(policy: &mut Policy, input: &str) -> String {
-    let value = match serde_json::from_str::<Value>(input) {
-        Ok(value) => step(policy, &value),
-        Err(e) => json!({ "error": Error::input(format!("the input is not JSON: {e}")).to_json() }),
+    // The typed parse is the fast path; on failure the generic one names the problem.
+    let parsed = serde_json::from_str::<Input>(input).or_else(|_| {
+        match serde_json::from_str::<Value>(input) {
+            Ok(value) => parse_input(&value),
+            Err(e) => Err(Error::input(format!("the input is not JSON: {e}"))),
+        }
+    });
+    match parsed.and_then(|input| policy.handle(input)) {
+        Ok(()) => drained_str(policy),
+        Err(error) => json!({ "error": error.to_json() }).to_string(),
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Drained {
+    outputs: Vec<crate::protocol::Output>,
+    wake_at: Option<u64>,
+}
+
+/// `{"outputs":[...],"wakeAt":...}` with every pending output, as canonical text.
+pub fn drained_str(policy: &mut Policy) -> String {
+    let drained = Drained {
+        outputs: std::iter::from_fn(|| policy.poll_output()).collect(),
+        wake_at: policy.poll_timeout(),
     };
-    value.to_string()
+    serde_json::to_string(&drained).unwrap_or_else(|e| {
+        json!({ "error": Error::input(format!("an output could not be written: {e}")).to_json() })
+            .to_string()
+    })
 }
 
 /// `{"outputs":[...],"wakeAt":...}` with every pending output.

@@ -152,9 +152,10 @@ fn state_version() -> u32 {
     STATE_VERSION
 }
 
-/// One input to the policy. Each carries `now`.
+/// One input to the policy. Each carries `now`. Unknown fields are refused, so a
+/// misspelt option is an error, not a silent default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
+#[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Input {
     /// Ask for a lease; wait in the queue when none is free.
     Lease(LeaseRequest),

@@ -1040,3 +1040,40 @@ fn grant_and_exclusion_events_use_the_seeds_wording() {
     );
     assert_eq!(event.fields["kind"], json!("run"));
 }
+
+#[test]
+fn unknown_fields_in_any_input_are_refused_and_change_nothing() {
+    let doc = serde_json::json!({"executors":[{"id":"a","harness":"h","roles":["coder"]}]});
+    let mut policy = rota_core::Policy::new(&doc, rota_core::Options::default()).unwrap();
+    let before = policy.export_state();
+    for text in [
+        r#"{"type":"tick","now":5,"extra":1}"#,
+        r#"{"type":"release","now":5,"lease":1,"leaseId":1}"#,
+        r#"{"type":"lease","now":5,"id":"r","role":"coder","avoids":["a"]}"#,
+        r#"{"type":"report","now":5,"executor":"a","failure":{"kind":"outage","msg":"x"}}"#,
+    ] {
+        let answer: serde_json::Value =
+            serde_json::from_str(&rota_core::json::step_str(&mut policy, text)).unwrap();
+        assert_eq!(answer["error"]["code"], "INVALID_INPUT", "{text}: {answer}");
+        assert_eq!(policy.export_state(), before, "{text}");
+    }
+}
+
+#[test]
+fn step_str_and_step_agree_on_content() {
+    let doc = serde_json::json!({"executors":[{"id":"a","harness":"h","roles":["coder"]}]});
+    let mut by_text = rota_core::Policy::new(&doc, rota_core::Options::default()).unwrap();
+    let mut by_value = by_text.clone();
+    for input in [
+        serde_json::json!({"type":"lease","now":1,"id":"r1","role":"coder","label":"x"}),
+        serde_json::json!({"type":"lease","now":2,"id":"r2","role":"coder"}),
+        serde_json::json!({"type":"report","now":3,"executor":"a","failure":{"kind":"usageLimit","message":"quota"}}),
+        serde_json::json!({"type":"release","now":4,"lease":7}),
+    ] {
+        let text: serde_json::Value =
+            serde_json::from_str(&rota_core::json::step_str(&mut by_text, &input.to_string()))
+                .unwrap();
+        let value = rota_core::json::step(&mut by_value, &input);
+        assert_eq!(text, value, "{input}");
+    }
+}
