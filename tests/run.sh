@@ -40,8 +40,10 @@ run_replay() {
   cargo run -q -p rota-conformance -- replay-traces --out "$OUT/replay"
   local rota="$ROOT/target/debug/rota" n=0 f
   for f in "$OUT"/replay/*.trace.json; do
-    "$rota" --cache-dir "$OUT/rota-cache" replay "$f" >/dev/null ||
-      die "rota replay ${f#"$ROOT"/} differs (run it again to see the step)"
+    if ! "$rota" --cache-dir "$OUT/rota-cache" replay "$f" >"$OUT/replay.log" 2>&1; then
+      cat "$OUT/replay.log" >&2
+      die "rota replay ${f#"$ROOT"/} differs from the vector's expected answers"
+    fi
     n=$((n + 1))
   done
   printf '    %d vector traces replayed by rota, every output matches\n' "$n" >&2

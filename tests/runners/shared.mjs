@@ -60,12 +60,38 @@ function restrict(expected, actual) {
   return actual
 }
 
+// Keys first in this order when shown (as tests/src/jsonfmt.rs prints them), the
+// rest alphabetically.
+const KEY_ORDER = ['type', 'now', 'level', 'name', 'id', 'request', 'lease', 'executor', 'executors', 'harness', 'model', 'role', 'roles', 'kind', 'failure', 'reason', 'until', 'slots', 'outputs', 'wakeAt', 'error', 'code', 'message', 'fields']
+
+function readingOrder(value) {
+  if (Array.isArray(value)) return value.map(readingOrder)
+  if (value !== null && typeof value === 'object') {
+    const rank = (k) => (KEY_ORDER.includes(k) ? KEY_ORDER.indexOf(k) : KEY_ORDER.length)
+    const keys = Object.keys(value).sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0))
+    const out = {}
+    for (const key of keys) out[key] = readingOrder(value[key])
+    return out
+  }
+  return value
+}
+
+/** One line, keys in reading order, a space after `:` and `,` (jsonfmt::inline). */
+function shown(value) {
+  if (Array.isArray(value)) return `[${value.map(shown).join(', ')}]`
+  if (value !== null && typeof value === 'object') {
+    const ordered = readingOrder(value)
+    return `{${Object.keys(ordered).map((k) => `${JSON.stringify(k)}: ${shown(ordered[k])}`).join(', ')}}`
+  }
+  return JSON.stringify(value)
+}
+
 /** An answer as lines: one output per line, then wakeAt; anything else pretty. */
 export function answerLines(answer) {
   if (answer && Array.isArray(answer.outputs) && Object.keys(answer).length === 2 && 'wakeAt' in answer) {
-    return ['outputs:', ...answer.outputs.map((o) => '  ' + canonical(o)), `wakeAt: ${answer.wakeAt}`].join('\n') + '\n'
+    return ['outputs:', ...answer.outputs.map((o) => '  ' + shown(o)), `wakeAt: ${answer.wakeAt}`].join('\n') + '\n'
   }
-  return JSON.stringify(sortKeys(answer), null, 2) + '\n'
+  return JSON.stringify(readingOrder(answer), null, 2) + '\n'
 }
 
 /** A line diff (`-` expected, `+` actual), two lines of context. */
@@ -164,9 +190,9 @@ export class PolicyHost {
 }
 
 function describeStep(step) {
-  if (step.input !== undefined) return `input ${canonical(step.input)}`
+  if (step.input !== undefined) return `input ${shown(step.input)}`
   if (step.inputText !== undefined) return `input text ${JSON.stringify(step.inputText)}`
-  return `query ${canonical(step.query)}`
+  return `query ${shown(step.query)}`
 }
 
 /** Runs one vector; `null` or a readable failure report. */
@@ -298,8 +324,8 @@ export function replayTraces(host, file, max = 3) {
           failures.push(
             `random trace seed ${trace.seed} on ${host.name}: step ${i + 1} of ${trace.inputs.length} differs ` +
               `(native hash ${trace.hashes[i]}, ${host.name} ${hash})\n  input: ${input}\n  ${host.name} answered:\n` +
-              answerLines(JSON.parse(answer)).replace(/^/gm, '    ') +
-              `  the native answers: cargo run -p rota-conformance -- trace ${trace.seed}`,
+              answerLines(JSON.parse(answer)).trimEnd().replace(/^/gm, '    ') +
+              `\n  the native answers: cargo run -p rota-conformance -- trace ${trace.seed}`,
           )
           break
         }
