@@ -771,6 +771,10 @@ pub fn describe_mismatch(host: &str, trace: &Trace, m: &Mismatch) -> String {
         Ok(v) => crate::matching::answer_lines(&v),
         Err(_) => format!("{text}\n"),
     };
+    let mut diff = crate::diff::lines(&lines(&expected), &lines(&m.actual));
+    if diff.is_empty() {
+        diff = text_difference(&expected, &m.actual, host);
+    }
     format!(
         "random trace seed {} on {host}: step {} of {} differs (expected hash {})\n  input: {}\n  (- native, + {host}):\n{}\n  reproduce: cargo run -p rota-conformance -- trace {}",
         m.seed,
@@ -778,8 +782,32 @@ pub fn describe_mismatch(host: &str, trace: &Trace, m: &Mismatch) -> String {
         trace.inputs.len(),
         m.expected_hash,
         m.input,
-        crate::diff::lines(&lines(&expected), &lines(&m.actual)),
+        diff,
         m.seed
+    )
+}
+
+/// Two texts that are the same JSON but not the same bytes: where they part.
+pub fn text_difference(expected: &str, actual: &str, host: &str) -> String {
+    let at = expected
+        .bytes()
+        .zip(actual.bytes())
+        .position(|(a, b)| a != b)
+        .unwrap_or(expected.len().min(actual.len()));
+    let window = |text: &str| {
+        let start = at.saturating_sub(60);
+        let end = (at + 60).min(text.len());
+        // Byte offsets may split a character: show what is valid.
+        String::from_utf8_lossy(&text.as_bytes()[start..end]).into_owned()
+    };
+    format!(
+        "  the same JSON, but not the same text: the first difference is at byte {at} of {} (native) / {} ({host})\n  {:<10}…{}…\n  {:<10}…{}…\n",
+        expected.len(),
+        actual.len(),
+        "native:",
+        window(expected),
+        format!("{host}:"),
+        window(actual)
     )
 }
 
