@@ -10,6 +10,8 @@
 //!                                               --check: the native host's extra checks,
 //!                                               which `cargo test` makes anyway)
 //! rota-conformance trace SEED                   print one random trace with native answers
+//! rota-conformance stats [--seed HEX]           what the random traces exercise: inputs,
+//!                                               error codes, outputs and events, counted
 //! rota-conformance replay-traces [--out DIR]    write every vector as a `rota replay` trace
 //!                                               (default target/conformance/replay/)
 //! ```
@@ -29,6 +31,7 @@ fn main() -> ExitCode {
         Some("check") => check(&args[1..]),
         Some("traces") => write_traces(&args[1..]),
         Some("trace") => show_trace(&args[1..]),
+        Some("stats") => stats(&args[1..]),
         Some("replay-traces") => replay_traces(&args[1..]),
         _ => Err(
             "usage: rota-conformance record|check|traces|trace|replay-traces ... (see the source's docs)"
@@ -173,6 +176,48 @@ fn show_trace(args: &[String]) -> Result<(), String> {
     }
     for problem in problems {
         println!("PROBLEM: {problem}");
+    }
+    Ok(())
+}
+
+/// Counts what the random traces exercise, from the native answers.
+fn stats(args: &[String]) -> Result<(), String> {
+    use std::collections::BTreeMap;
+    let seed = flag(args, "--seed")
+        .map(parse_seed)
+        .transpose()?
+        .unwrap_or(traces::DEFAULT_SEED);
+    let (file, _) = traces::generate_with(seed, traces::DEFAULT_COUNT, false);
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut bump = |key: String| *counts.entry(key).or_default() += 1;
+    for trace in &file.traces {
+        let mut host = NativeHost::unchecked();
+        host.create(&trace.document, &trace.options)?;
+        for input in &trace.inputs {
+            let kind = serde_json::from_str::<Value>(input)
+                .ok()
+                .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_string))
+                .unwrap_or_else(|| "(not an object with a type)".into());
+            bump(format!("input   {kind}"));
+            let answer: Value =
+                serde_json::from_str(&host.step(input)).map_err(|e| e.to_string())?;
+            if let Some(code) = answer["error"]["code"].as_str() {
+                bump(format!("error   {code}"));
+            }
+            for output in answer["outputs"].as_array().into_iter().flatten() {
+                match output["type"].as_str() {
+                    Some("event") => bump(format!(
+                        "event   {}",
+                        output["name"].as_str().unwrap_or("?")
+                    )),
+                    Some(kind) => bump(format!("output  {kind}")),
+                    None => {}
+                }
+            }
+        }
+    }
+    for (key, n) in counts {
+        println!("{n:>7}  {key}");
     }
     Ok(())
 }
