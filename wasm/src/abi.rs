@@ -48,7 +48,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use rota_core::json::{parse_options, step};
+use rota_core::json::{parse_options, step, step_str};
 use rota_core::{Error, ExplainRequest, Policy};
 use serde_json::{json, Value};
 
@@ -185,6 +185,21 @@ pub fn handle(handle: u32, input: &[u8]) -> Value {
     }
 }
 
+/// `rota_handle`: the canonical answer text of `rota_core::json::step_str`, so a
+/// wasmtime host reads the same bytes as every other host.
+pub fn handle_text(handle: u32, input: &[u8]) -> String {
+    let Ok(text) = std::str::from_utf8(input) else {
+        return core_error(&Error::InvalidInput {
+            message: "the input is not UTF-8 text".into(),
+        })
+        .to_string();
+    };
+    ABI.with(|abi| match abi.borrow_mut().policies.get_mut(&handle) {
+        Some(policy) => step_str(policy, text),
+        None => abi_error("UNKNOWN_HANDLE", format!("no policy with handle {handle}")).to_string(),
+    })
+}
+
 /// `rota_export`.
 pub fn export(handle: u32) -> Value {
     with_policy(handle, |policy| json!({ "ok": policy.export_state() }))
@@ -245,7 +260,10 @@ pub fn validate(document: &[u8], options: &[u8]) -> Value {
 
 /// Stores `value` as the result buffer and returns `ptr << 32 | len`.
 fn publish(value: &Value) -> u64 {
-    let bytes = value.to_string().into_bytes();
+    publish_bytes(value.to_string().into_bytes())
+}
+
+fn publish_bytes(bytes: Vec<u8>) -> u64 {
     ABI.with(|abi| {
         let mut abi = abi.borrow_mut();
         abi.result = bytes;
@@ -326,7 +344,7 @@ pub extern "C" fn rota_destroy(handle_id: u32) -> u32 {
 #[no_mangle]
 pub unsafe extern "C" fn rota_handle(handle_id: u32, ptr: *const u8, len: usize) -> u64 {
     // SAFETY: forwarded from the caller.
-    publish(&handle(handle_id, unsafe { arg(ptr, len) }))
+    publish_bytes(handle_text(handle_id, unsafe { arg(ptr, len) }).into_bytes())
 }
 
 /// # Safety
