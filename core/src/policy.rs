@@ -2263,9 +2263,12 @@ impl Policy {
 
     // ---- Persistence ----------------------------------------------------------------
 
+    /// The lasting exclusions of the declared executors. A draining executor's is
+    /// left out: it leaves this run, and a restart would not know it.
     fn persisted_exclusions(&self) -> Vec<Exclusion> {
         self.execs
             .iter()
+            .filter(|x| !x.draining)
             .filter_map(|x| {
                 let excl = x.rt.exclusion.as_ref()?;
                 (excl.kind != ExclusionKind::Run).then(|| Exclusion {

@@ -1077,3 +1077,43 @@ fn step_str_and_step_agree_on_content() {
         assert_eq!(text, value, "{input}");
     }
 }
+
+#[test]
+fn a_draining_executors_exclusion_is_not_persisted() {
+    use rota_core::json::step;
+    use serde_json::json;
+    let doc = json!({"executors":[
+        {"id":"a","harness":"h","roles":["coder"]},
+        {"id":"b","harness":"h","roles":["coder"]}
+    ]});
+    let mut policy = rota_core::Policy::new(&doc, rota_core::Options::default()).unwrap();
+    let t = 1_800_000_000_000u64;
+    step(
+        &mut policy,
+        &json!({"type":"lease","now":t,"id":"r1","role":"coder"}),
+    );
+    let answer = step(
+        &mut policy,
+        &json!({"type":"reload","now":t,
+        "document":{"executors":[{"id":"b","harness":"h","roles":["coder"]}]}}),
+    );
+    assert!(answer.get("error").is_none(), "{answer}");
+    assert!(policy
+        .snapshot()
+        .executors
+        .iter()
+        .any(|x| x.id == "a" && x.draining));
+    let answer = step(
+        &mut policy,
+        &json!({"type":"report","now":t+1,"executor":"a",
+        "failure":{"kind":"usageLimit","message":"quota"}}),
+    );
+    let persists: Vec<_> = answer["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["type"] == "persist")
+        .collect();
+    assert!(persists.is_empty(), "{answer}");
+    assert!(policy.persisted_state().exclusions.is_empty());
+}

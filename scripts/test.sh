@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Runs the test suites. Expects `make setup` and `make wasm` to have run (make does that).
+#
+#   scripts/test.sh [rust|node|browser]...   (default: all three)
+#
+#   rust     cargo fmt --check, clippy -D warnings, cargo test (whole workspace)
+#   node     `npm test` in npm/            (when npm/package.json has a "test" script)
+#   browser  `npm run test:browser` in npm/ (when npm/package.json has that script)
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$ROOT" || exit
+
+FAILED=()
+
+# Runs one check; on failure notes it and goes on (the script fails at the end).
+run() {
+  local t0=$SECONDS
+  step "$*"
+  if "$@"; then
+    note "ok ($((SECONDS - t0)) s)"
+  else
+    note "FAILED ($((SECONDS - t0)) s): $*"
+    FAILED+=("$*")
+  fi
+}
+
+# True when npm/package.json has the script named $1.
+has_npm_script() {
+  [ -f "$ROOT/npm/package.json" ] &&
+    node -e 'process.exit(((require(process.argv[1]).scripts || {})[process.argv[2]]) ? 0 : 1)' \
+      "$ROOT/npm/package.json" "$1"
+}
+
+test_rust() {
+  run cargo fmt --all --check
+  run cargo clippy --workspace --all-targets -- -D warnings
+  # rota-wasm's feature-gated code, checked natively too (the default build has neither).
+  run cargo clippy -p rota-wasm --all-targets --no-default-features --features abi -- -D warnings
+  run cargo clippy -p rota-wasm --all-targets --features js -- -D warnings
+  run cargo test --workspace --no-fail-fast
+}
+
+test_node() {
+  if has_npm_script test; then
+    cd "$ROOT/npm"; run npm test; cd "$ROOT"
+  else
+    step "node tests: no \"test\" script in npm/package.json yet, skipped"
+  fi
+}
+
+test_browser() {
+  if has_npm_script test:browser; then
+    [ -x /usr/bin/chromium ] || die "/usr/bin/chromium missing: run 'make setup'"
+    cd "$ROOT/npm"; run env CHROMIUM_PATH=/usr/bin/chromium npm run test:browser; cd "$ROOT"
+  else
+    step "browser tests: no \"test:browser\" script in npm/package.json yet, skipped"
+  fi
+}
+
+[ $# -gt 0 ] || set -- rust node browser
+for what in "$@"; do
+  case "$what" in
+    rust)    test_rust ;;
+    node)    test_node ;;
+    browser) test_browser ;;
+    *) die "unknown suite '$what' (rust|node|browser)" ;;
+  esac
+done
+
+if [ ${#FAILED[@]} -gt 0 ]; then
+  printf 'error: failed:\n' >&2
+  printf '    %s\n' "${FAILED[@]}" >&2
+  exit 1
+fi
