@@ -8,6 +8,7 @@
 //! (built outside the timing); throughput is per input. Both sides take JSON text and
 //! return JSON text (`rota_core::json::step_str` natively; the ABI's `rota_handle`
 //! through wasmtime, plus the host runtime's journal and checkpoints).
+//! `ROTA_BENCH_MODULE=path.wasm` benchmarks another build of the module.
 
 use std::time::{Duration, Instant};
 
@@ -99,7 +100,7 @@ fn per_input(c: &mut Criterion) {
             BatchSize::PerIteration,
         )
     });
-    group.bench_function("wasmtime (runtime: journal + checkpoint every 256)", |b| {
+    group.bench_function("wasmtime (runtime: journal + checkpoints)", |b| {
         b.iter_batched(
             || PolicyRuntime::new(f.module.clone(), &f.document, &json!({})).expect("runtime"),
             |mut runtime| {
@@ -132,10 +133,13 @@ fn per_input(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("module");
     group.sample_size(20);
-    let bytes = rota_host::BUNDLED_POLICY.expect("bundled");
+    let bytes = match std::env::var_os("ROTA_BENCH_MODULE") {
+        Some(path) => std::fs::read(path).expect("the module"),
+        None => rota_host::BUNDLED_POLICY.expect("bundled").to_vec(),
+    };
     group.bench_function("load from the precompiled cache", |b| {
         b.iter(|| {
-            let module = f.engine.load_bytes(bytes, "bundled").expect("load");
+            let module = f.engine.load_bytes(&bytes, "bundled").expect("load");
             assert!(module.from_cache());
             module
         })

@@ -139,6 +139,17 @@ impl HostEngine {
         })
     }
 
+    /// The process-wide engine with the default configuration (one `Engine` and one
+    /// epoch thread for every roster that does not bring its own).
+    pub fn shared() -> Result<HostEngine> {
+        static SHARED: std::sync::OnceLock<HostEngine> = std::sync::OnceLock::new();
+        if let Some(engine) = SHARED.get() {
+            return Ok(engine.clone());
+        }
+        let engine = HostEngine::new(EngineConfig::default())?;
+        Ok(SHARED.get_or_init(|| engine).clone())
+    }
+
     pub fn engine(&self) -> &Engine {
         &self.inner.engine
     }

@@ -27,7 +27,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, Notify};
 
 use crate::classify::{classify_http, classify_io};
 use crate::clock::Clock;
-use crate::engine::{EngineConfig, HostEngine, PolicyModule};
+use crate::engine::{HostEngine, PolicyModule};
 use crate::error::{HostError, Result};
 use crate::event::Event;
 use crate::probe::{probe, ProbeOutcome};
@@ -536,7 +536,7 @@ impl RosterBuilder {
         self
     }
 
-    /// Share an engine (one per process is the idea).
+    /// An engine of your own (default: [`HostEngine::shared`]).
     pub fn engine(mut self, engine: HostEngine) -> Self {
         self.engine = Some(engine);
         self
@@ -575,7 +575,7 @@ impl RosterBuilder {
         let engine = match (&self.engine, &self.loaded) {
             (Some(engine), _) => engine.clone(),
             (None, Some(module)) => module.engine().clone(),
-            (None, None) => HostEngine::new(EngineConfig::default())?,
+            (None, None) => HostEngine::shared()?,
         };
         let module = match self.loaded {
             Some(module) => module,

@@ -1,8 +1,10 @@
 //! The policy in its sandbox, synchronously: a [`Guest`] plus the last good state.
 //!
 //! A trap or a deadline overrun in the guest never takes the host down. The runtime
-//! keeps a checkpoint (the guest's exported state, taken every `checkpoint_every`
-//! accepted inputs) and a journal of the inputs accepted since. When a call fails it
+//! keeps a checkpoint (the guest's exported state) and a journal of the inputs
+//! accepted since. A new checkpoint is taken when the journal has grown to four times
+//! the checkpoint's size (so exporting costs a bounded share of the input volume), or
+//! after `checkpoint_every` inputs, whichever comes first. When a call fails it
 //! drops the instance, instantiates the module afresh, imports the checkpoint, replays
 //! the journal (the core is deterministic, so this rebuilds the exact state before the
 //! failed call), reports both as events, and fails only that one call.
@@ -38,8 +40,11 @@ impl Step {
     }
 }
 
-/// The default number of accepted inputs between two checkpoints.
-pub const CHECKPOINT_EVERY: usize = 256;
+/// The default largest number of accepted inputs between two checkpoints.
+pub const CHECKPOINT_EVERY: usize = 4096;
+
+/// A checkpoint is due when the journal holds this many times its size in bytes.
+const JOURNAL_TO_CHECKPOINT_RATIO: usize = 4;
 
 pub struct PolicyRuntime {
     module: PolicyModule,
@@ -49,6 +54,7 @@ pub struct PolicyRuntime {
     checkpoint: Vec<u8>,
     /// Inputs accepted since the checkpoint.
     journal: Vec<Vec<u8>>,
+    journal_bytes: usize,
     checkpoint_every: usize,
     recoveries: u64,
     events: Vec<Event>,
@@ -131,13 +137,14 @@ impl PolicyRuntime {
             live: Some((guest, handle)),
             checkpoint,
             journal: Vec::new(),
+            journal_bytes: 0,
             checkpoint_every: CHECKPOINT_EVERY,
             recoveries: 0,
             events: Vec::new(),
         })
     }
 
-    /// Accepted inputs between checkpoints (at least 1).
+    /// The most accepted inputs between checkpoints (at least 1).
     pub fn set_checkpoint_every(&mut self, inputs: usize) {
         self.checkpoint_every = inputs.max(1);
     }
@@ -245,10 +252,7 @@ impl PolicyRuntime {
             Err(error) => return Err(self.fail("rota_handle", error)),
         };
         if result.get("error").is_none() {
-            self.journal.push(input.to_vec());
-            if self.journal.len() >= self.checkpoint_every {
-                self.checkpoint();
-            }
+            self.journaled(input);
         }
         Ok(result)
     }
@@ -269,14 +273,22 @@ impl PolicyRuntime {
         match result {
             Ok(text) => {
                 if !text.starts_with("{\"error\"") {
-                    self.journal.push(input.as_bytes().to_vec());
-                    if self.journal.len() >= self.checkpoint_every {
-                        self.checkpoint();
-                    }
+                    self.journaled(input.as_bytes());
                 }
                 Ok(text)
             }
             Err(error) => Err(self.fail("rota_handle", error)),
+        }
+    }
+
+    /// Records an accepted input; takes a checkpoint when one is due.
+    fn journaled(&mut self, input: &[u8]) {
+        self.journal.push(input.to_vec());
+        self.journal_bytes += input.len();
+        if self.journal.len() >= self.checkpoint_every
+            || self.journal_bytes >= JOURNAL_TO_CHECKPOINT_RATIO * self.checkpoint.len()
+        {
+            self.checkpoint();
         }
     }
 
@@ -299,6 +311,7 @@ impl PolicyRuntime {
             Ok(state) => {
                 self.checkpoint = state.to_string().into_bytes();
                 self.journal.clear();
+                self.journal_bytes = 0;
             }
             Err(error) => tracing::warn!(target: "rota::host", %error, "checkpoint failed"),
         }
@@ -417,6 +430,7 @@ impl PolicyRuntime {
         self.live = Some((guest, handle));
         self.checkpoint = state.to_string().into_bytes();
         self.journal.clear();
+        self.journal_bytes = 0;
         self.event(
             Event::host(
                 Level::Info,

@@ -643,10 +643,13 @@ pub fn simulate(
         let Some(input) = world.input_for(happening) else {
             continue;
         };
-        let result = runtime.step_value(input.to_string().as_bytes())?;
+        let input_text = input.to_string();
+        let text = runtime.step_text(&input_text)?;
+        let result: Value = serde_json::from_str(&text)
+            .map_err(|e| HostError::Abi(format!("a step result is not JSON: {e}")))?;
         world.report.steps += 1;
         if let Some(trace) = trace.as_deref_mut() {
-            trace.step(&input, &result)?;
+            trace.step_text(&input_text, &text)?;
         }
         world.absorb(&result);
         let share = ((when - start) as f64 / duration.max(1) as f64).min(1.0);

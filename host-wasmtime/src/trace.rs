@@ -83,15 +83,36 @@ impl TraceWriter {
         })
     }
 
+    /// Records a step from values.
     pub fn step(&mut self, input: &Value, result: &Value) -> Result<()> {
-        let record = step_record(input, result);
+        let record = step_record(input, result).to_string();
+        self.write_record(&record)
+    }
+
+    /// Records a step from the texts as they crossed the boundary, keeping the
+    /// core's bytes (`{"input":INPUT,"outputs":...,"wakeAt":...}`).
+    pub fn step_text(&mut self, input: &str, result: &str) -> Result<()> {
+        match result.strip_prefix('{') {
+            Some(rest) if rest.starts_with('"') => {
+                let record = format!("{{\"input\":{input},{rest}");
+                self.write_record(&record)
+            }
+            _ => {
+                let input: Value = serde_json::from_str(input)
+                    .map_err(|e| HostError::Abi(format!("a traced input is not JSON: {e}")))?;
+                let result: Value = serde_json::from_str(result)
+                    .map_err(|e| HostError::Abi(format!("a traced result is not JSON: {e}")))?;
+                self.step(&input, &result)
+            }
+        }
+    }
+
+    fn write_record(&mut self, record: &str) -> Result<()> {
         let separator = if self.steps == 0 { "\n" } else { ",\n" };
         self.steps += 1;
         self.out
             .write_all(separator.as_bytes())
-            .and_then(|()| {
-                serde_json::to_writer(&mut self.out, &record).map_err(std::io::Error::other)
-            })
+            .and_then(|()| self.out.write_all(record.as_bytes()))
             .map_err(|source| HostError::Write {
                 path: self.path.clone(),
                 source,

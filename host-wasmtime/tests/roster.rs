@@ -67,17 +67,12 @@ async fn a_waiter_gets_the_slot_a_release_frees() {
         .await
         .expect("try")
         .is_none());
+    let mut events = roster.subscribe();
     let waiter = {
         let roster = roster.clone();
         tokio::spawn(async move { roster.lease("coder", LeaseOptions::default()).await })
     };
-    // The waiter is in the queue once the snapshot shows it.
-    for _ in 0..1000 {
-        if !roster.snapshot().expect("snapshot").queue.is_empty() {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
+    wait_for(&mut events, "waiting", Duration::from_secs(10)).await;
     assert_eq!(roster.snapshot().expect("snapshot").queue.len(), 1);
     drop(held);
     let lease = waiter.await.expect("join").expect("granted");
@@ -535,7 +530,7 @@ async fn reload_plan_and_explain() {
 
 struct Machines {
     created: AtomicU32,
-    deleted: Arc<Mutex<Vec<Value>>>,
+    deleted: tokio::sync::mpsc::UnboundedSender<Value>,
 }
 
 impl Provisioner for Machines {
@@ -548,8 +543,8 @@ impl Provisioner for Machines {
         })
     }
     fn delete_machine(&self, _executor: &str, hold: Value) -> BoxFuture<()> {
-        let deleted = self.deleted.clone();
-        Box::pin(async move { deleted.lock().expect("lock").push(hold) })
+        let _ = self.deleted.send(hold);
+        Box::pin(async {})
     }
     fn preflight(&self, _executor: &str) -> BoxFuture<Result<(), String>> {
         Box::pin(async { Ok(()) })
@@ -558,12 +553,12 @@ impl Provisioner for Machines {
 
 #[tokio::test]
 async fn provisioned_executors_create_and_delete_machines() {
-    let deleted = Arc::new(Mutex::new(Vec::new()));
+    let (deleted, mut deletions) = tokio::sync::mpsc::unbounded_channel();
     let roster = Roster::builder()
         .document(json!({ "executors": [
             { "id": "vm", "harness": "worker", "kind": "vm", "provision": true, "roles": ["coder"], "maxConcurrentAttempts": 2 },
         ] }))
-        .provisioner(Arc::new(Machines { created: AtomicU32::new(0), deleted: deleted.clone() }))
+        .provisioner(Arc::new(Machines { created: AtomicU32::new(0), deleted }))
         .module(policy())
         .build()
         .await
@@ -574,13 +569,11 @@ async fn provisioned_executors_create_and_delete_machines() {
         .expect("lease");
     assert_eq!(lease.hold().and_then(|h| h["machine"].as_str()), Some("m1"));
     drop(lease);
-    for _ in 0..1000 {
-        if !deleted.lock().expect("lock").is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-    assert_eq!(deleted.lock().expect("lock")[0]["machine"], "m1");
+    let hold = tokio::time::timeout(Duration::from_secs(10), deletions.recv())
+        .await
+        .expect("the release deletes the machine")
+        .expect("a hold");
+    assert_eq!(hold["machine"], "m1");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
