@@ -86,18 +86,6 @@ impl NativeHost {
             .map_err(|e| format!("restore of a persist decision failed: {e}"))?;
         while fresh.poll_output().is_some() {}
         let restored = fresh.persisted_state();
-        // Known core issue (tests/README.md, "Open issues"): an executor that a reload
-        // removed but that still drains can be excluded, and that exclusion is
-        // persisted, though a restore (which knows only the document's executors)
-        // drops it. Compare the exclusions of declared executors only.
-        let declared: Vec<&str> = policy.document()["executors"]
-            .as_array()
-            .map(|xs| xs.iter().filter_map(|x| x["id"].as_str()).collect())
-            .unwrap_or_default();
-        let mut persisted = persisted;
-        persisted
-            .exclusions
-            .retain(|x| declared.contains(&x.id.as_str()));
         if restored != persisted {
             return Err(format!(
                 "a restore of the persist decision {} gives {}",
