@@ -49,8 +49,11 @@ run_replay() {
   printf '    %d vector traces replayed by rota, every output matches\n' "$n" >&2
 }
 
+# The trace file, written again when the core or the generator changed since.
 need_traces() {
-  [ -f "$TRACES" ] || run_traces
+  if [ ! -f "$TRACES" ] || [ -n "$(find core/src tests/src -newer "$TRACES" -name '*.rs' -print -quit)" ]; then
+    run_traces
+  fi
 }
 
 run_node() {
