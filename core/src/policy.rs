@@ -662,6 +662,12 @@ impl Policy {
             try_only,
             state: ReqState::Waiting,
         };
+        // A free slot now: granted at once, without a trip through `requests`.
+        if let Some(e) = self.choose(&req, r) {
+            let passed = self.count_before(r, &req.key);
+            self.take_slot_with(req, e, r, passed);
+            return;
+        }
         let id = req.id.clone();
         self.requests.insert(id.clone(), req);
         match self.try_place(&id, r, !try_only) {
@@ -691,15 +697,7 @@ impl Policy {
         let Some(req) = self.requests.get(id) else {
             return Admission::Ended;
         };
-        let choice = match &req.pin {
-            Some(pin) => self
-                .exec_index
-                .get(pin)
-                .copied()
-                .filter(|&e| self.pin_ready(e, r) && !req.avoid.contains(pin)),
-            None => self.pick(req, r),
-        };
-        if let Some(e) = choice {
+        if let Some(e) = self.choose(req, r) {
             let passed = self.count_before(r, &req.key);
             self.take_slot(id, e, r, passed);
             return Admission::Granted;
@@ -716,6 +714,18 @@ impl Policy {
             return Admission::Ended;
         }
         Admission::Queued
+    }
+
+    /// The executor that serves `req` now, if any: its pin, or the pick.
+    fn choose(&self, req: &Req, r: usize) -> Option<usize> {
+        match &req.pin {
+            Some(pin) => self
+                .exec_index
+                .get(pin)
+                .copied()
+                .filter(|&e| self.pin_ready(e, r) && !req.avoid.contains(pin)),
+            None => self.pick(req, r),
+        }
     }
 
     fn pin_ready(&self, e: usize, r: usize) -> bool {
@@ -844,12 +854,19 @@ impl Policy {
 
     /// Takes a slot on `e` for request `id`: a lease, or a machine creation first.
     fn take_slot(&mut self, id: &str, e: usize, r: usize, passed: u32) {
+        self.dequeue(id);
+        let Some(req) = self.requests.remove(id) else {
+            return;
+        };
+        self.take_slot_with(req, e, r, passed);
+    }
+
+    /// Takes a slot on `e` for `req`, which is in no queue and not in `requests`.
+    fn take_slot_with(&mut self, mut req: Req, e: usize, r: usize, passed: u32) {
         debug_assert!(
             self.execs[e].free_for(r),
             "invariant: a grant takes a free slot"
         );
-        self.dequeue(id);
-        self.unready(e);
         self.lease_clock += 1;
         let x = &mut self.execs[e];
         x.busy += 1;
@@ -858,19 +875,18 @@ impl Policy {
         let provision = x.spec.provision;
         let exec_id = x.spec.id.clone();
         self.ready_up(e);
-        let Some(req) = self.requests.get_mut(id) else {
-            return;
-        };
         if provision && req.pin.is_none() {
             req.state = ReqState::Creating {
                 executor: exec_id.clone(),
                 passed,
             };
             let label = req.label.clone();
+            let id = req.id.clone();
             if let Some(deadline) = req.deadline {
                 // The deadline still applies while the machine is created.
-                self.deadlines.insert((deadline, req.key, id.to_string()));
+                self.deadlines.insert((deadline, req.key, id.clone()));
             }
+            self.requests.insert(id.clone(), req);
             self.outputs.push_back(Output::CreateMachine {
                 request: id.to_string(),
                 executor: exec_id.clone(),
@@ -892,9 +908,6 @@ impl Policy {
             );
             return;
         }
-        let Some(req) = self.requests.remove(id) else {
-            return;
-        };
         self.open_lease(req, exec_id, None, passed);
     }
 
@@ -1016,7 +1029,6 @@ impl Policy {
 
     /// Frees one slot on `e` (and its role count), and offers it to the queue.
     fn free_slot(&mut self, e: usize, r: Option<usize>) {
-        self.unready(e);
         let x = &mut self.execs[e];
         x.busy = x.busy.saturating_sub(1);
         if let Some(r) = r {
@@ -1283,17 +1295,23 @@ impl Policy {
         }
     }
 
-    /// Puts `e` into the ready set of every role it can take now (after a change).
+    /// Puts `e` into the ready set of every role it can take now, and out of the
+    /// others (after a change). Entries whose key did not change stay in place.
     fn ready_up(&mut self, e: usize) {
-        self.unready(e);
+        let old = self.execs[e].ready_stamp;
         let stamp = self.execs[e].rt.last_leased;
         self.execs[e].ready_stamp = stamp;
         for i in 0..self.execs[e].role_idx.len() {
             let r = self.execs[e].role_idx[i];
-            if self.execs[e].ready_for(r) {
-                self.ready[r].insert((self.execs[e].prios[r], stamp, e));
-                self.execs[e].in_ready[r] = true;
+            let x = &self.execs[e];
+            let (want, has, prio) = (x.ready_for(r), x.in_ready[r], x.prios[r]);
+            if has && (!want || old != stamp) {
+                self.ready[r].remove(&(prio, old, e));
             }
+            if want && (!has || old != stamp) {
+                self.ready[r].insert((prio, stamp, e));
+            }
+            self.execs[e].in_ready[r] = want;
         }
     }
 
@@ -1489,7 +1507,7 @@ impl Policy {
         if let Some(pin) = pin {
             return match self.exec_index.get(pin) {
                 None => format!("{pin} not in the roster"),
-                Some(&e) => self.executor_state(e),
+                Some(&e) => self.executor_state(e, r),
             };
         }
         let members: Vec<usize> = self.role_members[r]
@@ -1500,7 +1518,7 @@ impl Policy {
         let mut parts: Vec<String> = members
             .iter()
             .take(SHOWN)
-            .map(|&e| self.executor_state(e))
+            .map(|&e| self.executor_state(e, r))
             .collect();
         if members.len() > SHOWN {
             parts.push(format!("and {} more", members.len() - SHOWN));
@@ -1508,8 +1526,18 @@ impl Policy {
         parts.join("; ")
     }
 
-    fn executor_state(&self, e: usize) -> String {
+    fn executor_state(&self, e: usize, r: usize) -> String {
         let x = &self.execs[e];
+        if x.draining {
+            return format!("{} removed by a reload (draining)", x.spec.id);
+        }
+        if x.caps.get(r) == Some(&0) {
+            return format!(
+                "{} takes no {} slot (its cap is 0)",
+                x.spec.id,
+                self.role_name(r)
+            );
+        }
         match &x.rt.exclusion {
             Some(excl) => format!("{} {}", x.spec.id, describe(excl)),
             None => match &x.rt.pause {
@@ -1691,6 +1719,25 @@ impl Policy {
             return;
         }
         let id = self.execs[e].spec.id.clone();
+        if let Some(old) = old.as_ref().filter(|old| {
+            old.kind == merged.kind && old.reason == merged.reason && old.until == merged.until
+        }) {
+            // Only the timed exclusion waiting under it changed: say so, quietly.
+            let then = merged.then.as_ref().map_or(0, |(t, _)| *t);
+            self.event(
+                Level::Info,
+                "exclusionQueued",
+                format!(
+                    "{id} stays out of the round {}; then until {} ({})",
+                    describe(old),
+                    iso(then),
+                    merged.then.as_ref().map_or("", |(_, r)| r.as_str())
+                ),
+                vec![("executor", json!(id)), ("thenUntil", json!(then))],
+            );
+            self.set_exclusion(e, Some(merged));
+            return;
+        }
         let mut fields = vec![
             ("executor", json!(id)),
             ("kind", json!(merged.kind)),
@@ -2192,6 +2239,8 @@ impl Policy {
                             excl.kind = ExclusionKind::Until;
                             excl.until = Some(self.now + spec.cooldown.outage_ms);
                         }
+                        x.rt.probe_in_flight = false;
+                        x.rt.last_probe_at = None;
                         self.persist_dirty = true;
                     }
                     execs.push(x);
@@ -2213,7 +2262,7 @@ impl Policy {
                 events.push((
                     "removed",
                     format!(
-                        "{id} removed by a reload; it takes no new lease, and its {} running leases finish",
+                        "{id} removed by a reload; it takes no new lease, and leaves when its running leases end ({} running)",
                         running(&prev)
                     ),
                 ));
@@ -2241,8 +2290,12 @@ impl Policy {
             Level::Info,
             "reloaded",
             format!(
-                "the roster reloaded: {} executors",
-                self.document.executors.len()
+                "the roster reloaded: {}",
+                plural(
+                    self.document.executors.len() as u32,
+                    "executor",
+                    "executors"
+                )
             ),
             vec![],
         );
@@ -2532,7 +2585,7 @@ impl Policy {
                     reasons.push("removed by a reload; draining".to_string());
                 }
                 if let Some(excl) = &x.rt.exclusion {
-                    reasons.push(format!("excluded {}", describe(excl)));
+                    reasons.push(format!("out of the round {}", describe(excl)));
                 }
                 if pin.is_none() && x.spec.provision {
                     if let Some(p) = x.rt.pause.as_ref().filter(|p| p.blocked) {
@@ -3003,4 +3056,13 @@ fn for_label(label: &Option<String>) -> String {
         .as_ref()
         .map(|l| format!(" for {l}"))
         .unwrap_or_default()
+}
+
+/// "1 running lease", "2 running leases".
+fn plural(n: u32, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("{n} {one}")
+    } else {
+        format!("{n} {many}")
+    }
 }

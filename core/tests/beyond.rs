@@ -411,7 +411,7 @@ fn explain_says_why_each_executor_cannot_take_a_request() {
     assert_eq!(
         reasons(&e, "d"),
         [format!(
-            "excluded until {}: usage limit (limit)",
+            "out of the round until {}: usage limit (limit)",
             iso(T0 + 30 * MIN)
         )]
     );

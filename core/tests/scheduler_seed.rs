@@ -501,7 +501,7 @@ fn a_removed_executor_drains_and_leaves_after_its_last_lease() {
     let outs = reload(&mut sim, vec![coder("b", json!({ "priority": 2 }))]);
     assert_eq!(
         outs.messages("removed"),
-        ["a removed by a reload; it takes no new lease, and its 1 running leases finish"]
+        ["a removed by a reload; it takes no new lease, and leaves when its running leases end (1 running)"]
     );
     let a = sim.exec("a");
     assert!(a.draining);
