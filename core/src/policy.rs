@@ -282,7 +282,8 @@ pub struct Policy {
     health: BTreeSet<usize>,
     lease_by_request: BTreeMap<String, u64>,
     /// Executors that may have gained a usable slot during this input.
-    dirty: BTreeSet<usize>,
+    /// (A list, cleared without freeing: a repeat is harmless.)
+    dirty: Vec<usize>,
     /// Requests put back in the queue this input that may find a slot elsewhere.
     retry: Vec<String>,
 }
@@ -334,7 +335,7 @@ impl Policy {
             pause_ends: BTreeSet::new(),
             health: BTreeSet::new(),
             lease_by_request: BTreeMap::new(),
-            dirty: BTreeSet::new(),
+            dirty: Vec::new(),
             retry: Vec::new(),
         };
         policy.rebuild();
@@ -647,7 +648,7 @@ impl Policy {
         );
         self.next_arrival += 1;
         let req = Req {
-            id: request.id.clone(),
+            id: request.id,
             role: request.role,
             avoid: request.avoid,
             prefer: request.prefer,
@@ -914,16 +915,20 @@ impl Policy {
     fn open_lease(&mut self, req: Req, exec_id: String, hold: Option<Value>, passed: u32) {
         let lease = self.next_lease;
         self.next_lease += 1;
-        let message = format!(
-            "{exec_id} takes {}{}{}",
-            req.role,
-            for_label(&req.label),
-            if hold.is_some() {
-                " with a new machine"
-            } else {
-                ""
-            }
+        // The hot path of every grant: the message is built without `format!`.
+        let mut message = String::with_capacity(
+            exec_id.len() + req.role.len() + req.label.as_ref().map_or(0, |l| l.len() + 5) + 27,
         );
+        message.push_str(&exec_id);
+        message.push_str(" takes ");
+        message.push_str(&req.role);
+        if let Some(label) = &req.label {
+            message.push_str(" for ");
+            message.push_str(label);
+        }
+        if hold.is_some() {
+            message.push_str(" with a new machine");
+        }
         self.outputs.push_back(Output::Granted {
             request: req.id.clone(),
             lease,
@@ -938,11 +943,11 @@ impl Policy {
             "granted",
             message,
             vec![
-                ("request", json!(req.id)),
-                ("lease", json!(lease)),
-                ("executor", json!(exec_id)),
-                ("role", json!(req.role)),
-                ("passed", json!(passed)),
+                ("request", Value::String(req.id.clone())),
+                ("lease", Value::from(lease)),
+                ("executor", Value::String(exec_id.clone())),
+                ("role", Value::String(req.role.clone())),
+                ("passed", Value::from(passed)),
             ],
         );
         self.lease_by_request.insert(req.id.clone(), lease);
@@ -1037,7 +1042,7 @@ impl Policy {
             }
         }
         self.ready_up(e);
-        self.dirty.insert(e);
+        self.dirty.push(e);
     }
 
     /// A removed executor whose last slot was a machine creation that just ended
@@ -1813,7 +1818,7 @@ impl Policy {
             }
         }
         if back {
-            self.dirty.insert(e);
+            self.dirty.push(e);
         }
     }
 
@@ -2023,7 +2028,7 @@ impl Policy {
                     self.pause_ends.remove(&(p.until, e));
                 }
                 self.ready_up(e);
-                self.dirty.insert(e);
+                self.dirty.push(e);
             }
         }
         self.open_lease(req, executor, Some(hold), passed);
@@ -2099,7 +2104,7 @@ impl Policy {
         p.blocked = false;
         let failures = p.failures;
         self.ready_up(e);
-        self.dirty.insert(e);
+        self.dirty.push(e);
         let id = self.execs[e].spec.id.clone();
         self.event(
             Level::Info,
@@ -2340,16 +2345,68 @@ impl Policy {
             return;
         }
         self.persist_dirty = false;
-        let exclusions = self.persisted_exclusions();
-        if exclusions == self.last_persisted {
+        // In a failure storm this runs on every input and the roster may be large:
+        // compare without allocating, and rebuild reusing the unchanged entries.
+        let same = |p: &Exclusion, x: &Exec, excl: &Excl| {
+            p.id == x.spec.id
+                && p.kind == excl.kind
+                && p.until == excl.end()
+                && p.reason == excl.reason
+        };
+        let mut current = self.execs.iter().filter(|x| !x.draining).filter_map(|x| {
+            let excl = x.rt.exclusion.as_ref()?;
+            (excl.kind != ExclusionKind::Run).then_some((x, excl))
+        });
+        let mut last = self.last_persisted.iter();
+        let unchanged = loop {
+            match (current.next(), last.next()) {
+                (None, None) => break true,
+                (Some((x, excl)), Some(p)) if same(p, x, excl) => {}
+                _ => break false,
+            }
+        };
+        if unchanged {
             return;
         }
-        self.last_persisted = exclusions.clone();
+        let mut old = std::mem::take(&mut self.last_persisted)
+            .into_iter()
+            .peekable();
+        let mut exclusions = Vec::with_capacity(old.len() + 1);
+        for x in self.execs.iter().filter(|x| !x.draining) {
+            let Some(excl) =
+                x.rt.exclusion
+                    .as_ref()
+                    .filter(|e| e.kind != ExclusionKind::Run)
+            else {
+                continue;
+            };
+            // Entries of executors before this one that are gone are dropped.
+            while old.peek().is_some_and(|p| {
+                p.id != x.spec.id
+                    && self
+                        .exec_index
+                        .get(&p.id)
+                        .is_none_or(|&i| self.exec_index.get(&x.spec.id).is_some_and(|&j| i < j))
+            }) {
+                old.next();
+            }
+            match old.next_if(|p| same(p, x, excl)) {
+                Some(p) => exclusions.push(p),
+                None => exclusions.push(Exclusion {
+                    id: x.spec.id.clone(),
+                    reason: excl.reason.clone(),
+                    kind: excl.kind,
+                    until: excl.end(),
+                }),
+            }
+        }
+        debug_assert_eq!(exclusions, self.persisted_exclusions());
+        self.last_persisted = exclusions;
         self.outputs.push_back(Output::Persist {
             ids: self.known_ids.iter().cloned().collect(),
             state: PersistedState {
                 version: STATE_VERSION,
-                exclusions,
+                exclusions: self.last_persisted.clone(),
             },
         });
     }
@@ -2365,14 +2422,17 @@ impl Policy {
     // ---- Events ---------------------------------------------------------------------
 
     fn event(&mut self, level: Level, name: &str, message: String, fields: Vec<(&str, Value)>) {
+        // Inserted one by one: cheaper than collecting a handful of fields (which
+        // sorts through a buffer); a repeated key keeps its last value either way.
+        let mut map = BTreeMap::new();
+        for (k, v) in fields {
+            map.insert(k.to_string(), v);
+        }
         self.outputs.push_back(Output::Event {
             level,
             name: name.to_string(),
             message,
-            fields: fields
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
+            fields: map,
         });
     }
 
