@@ -1031,13 +1031,12 @@ impl StateMachineTest for Sut {
             assert_eq!(s.id, x.id);
             assert_eq!(s.busy, x.busy, "busy of {}", x.id);
             assert!(s.busy <= s.slots, "{} holds more leases than slots", x.id);
-            for r in 0..2 {
+            for (r, role) in ROLES.iter().enumerate() {
                 if x.has[r] {
                     assert_eq!(
-                        s.busy_by_role.get(ROLES[r]).copied(),
+                        s.busy_by_role.get(*role).copied(),
                         Some(x.busy_by_role[r]),
-                        "{} count of {}",
-                        ROLES[r],
+                        "{role} count of {}",
                         x.id
                     );
                     assert!(x.busy_by_role[r] <= x.caps[r], "role cap of {}", x.id);
