@@ -29,7 +29,10 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     for line in text.lines().take(256) {
         let answer = step_str(&mut policy, line);
-        assert!(serde_json::from_str::<Value>(&answer).is_ok(), "a step answers JSON");
+        assert!(
+            serde_json::from_str::<Value>(&answer).is_ok(),
+            "a step answers JSON"
+        );
         policy.check_invariants();
         let _ = policy.poll_timeout();
     }
