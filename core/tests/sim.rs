@@ -1559,6 +1559,130 @@ fn simulation_is_safe_live_and_deterministic() {
     assert!(total.granted > 0 && total.waiting > 0);
 }
 
+// ---- Failures the simulation found, pinned -------------------------------------------------
+
+/// Feeds JSON inputs; the answers, each checked for an error code when one is given.
+fn feed(policy: &mut Policy, inputs: &[Value]) -> Vec<Value> {
+    inputs
+        .iter()
+        .map(|input| {
+            let answer: Value =
+                serde_json::from_str(&step_str(policy, &input.to_string())).expect("JSON");
+            assert!(
+                answer.get("error").is_none(),
+                "{input} was refused: {answer}"
+            );
+            policy.check_invariants();
+            answer
+        })
+        .collect()
+}
+
+fn provisioned_roster(roles: &[&str]) -> Value {
+    json!({
+        "roles": roles,
+        "executors": [
+            { "id": "m", "harness": "pi", "roles": [roles[0]], "provision": true },
+            { "id": "k", "harness": "pi", "roles": [roles[0]] },
+        ]
+    })
+}
+
+/// Seed 14: a reload removed an executor whose only slot was a machine being
+/// created; when that creation ended (deadline, cancel, failure) the executor stayed
+/// listed as draining with nothing running.
+#[test]
+fn regression_a_removed_executor_leaves_when_its_machine_creation_ends() {
+    for ending in ["deadline", "cancel", "machineFailed"] {
+        let mut policy =
+            Policy::new(&provisioned_roster(&["coder"]), Options::default()).expect("a roster");
+        let keep_k = json!({ "executors": [{ "id": "k", "harness": "pi", "roles": ["coder"] }] });
+        let end = match ending {
+            "deadline" => json!({ "type": "tick", "now": T0 + 10 }),
+            "cancel" => json!({ "type": "cancel", "now": T0 + 2, "id": "q" }),
+            _ => json!({ "type": "machineFailed", "now": T0 + 2, "id": "q", "message": "quota" }),
+        };
+        let answers = feed(
+            &mut policy,
+            &[
+                json!({ "type": "lease", "now": T0, "id": "q", "role": "coder", "deadline": T0 + 10 }),
+                json!({ "type": "reload", "now": T0 + 1, "document": keep_k }),
+                end,
+            ],
+        );
+        assert_eq!(answers[0]["outputs"][0]["type"], "createMachine");
+        let snapshot = policy.snapshot();
+        assert_eq!(
+            snapshot
+                .executors
+                .iter()
+                .map(|x| x.id.as_str())
+                .collect::<Vec<_>>(),
+            ["k"],
+            "{ending}: m left the roster"
+        );
+        // The machine that arrives late is deleted.
+        if ending != "machineFailed" {
+            let answer = feed(
+                &mut policy,
+                &[json!({ "type": "machineCreated", "now": T0 + 20, "id": "q", "hold": "h" })],
+            );
+            assert_eq!(answer[0]["outputs"][0]["type"], "deleteMachine", "{ending}");
+        }
+    }
+}
+
+/// Seed 24: a machine failed after a reload removed its request's role; the
+/// request went back to waiting in no queue, forever.
+#[test]
+fn regression_a_machine_failure_after_its_role_went_ends_the_request() {
+    let mut policy =
+        Policy::new(&provisioned_roster(&["r0", "r1"]), Options::default()).expect("a roster");
+    let other_roles = json!({
+        "roles": ["r1"],
+        "executors": [
+            { "id": "m", "harness": "pi", "roles": ["r1"], "provision": true },
+            { "id": "k", "harness": "pi", "roles": ["r1"] },
+        ]
+    });
+    let answers = feed(
+        &mut policy,
+        &[
+            json!({ "type": "lease", "now": T0, "id": "q", "role": "r0" }),
+            json!({ "type": "reload", "now": T0 + 1, "document": other_roles }),
+            json!({ "type": "machineFailed", "now": T0 + 2, "id": "q" }),
+        ],
+    );
+    let last = answers[2]["outputs"].as_array().expect("outputs");
+    assert!(
+        last.iter()
+            .any(|o| o["type"] == "exhausted" && o["request"] == "q"),
+        "{last:?}"
+    );
+    assert!(policy.snapshot().queue.is_empty());
+}
+
+/// Found by the corpus mutations: an export taken while an executor drains under a
+/// role a reload removed could not be imported.
+#[test]
+fn regression_an_export_with_an_executor_draining_a_removed_role_imports() {
+    let mut policy = Policy::new(&fuzz_document(), Options::default()).expect("a roster");
+    let only_x =
+        json!({ "roles": ["x"], "executors": [{ "id": "a", "harness": "h", "roles": ["x"] }] });
+    feed(
+        &mut policy,
+        &[
+            json!({ "type": "lease", "now": T0, "id": "a1", "role": "coder" }),
+            json!({ "type": "lease", "now": T0, "id": "a2", "role": "coder" }),
+            json!({ "type": "reload", "now": T0 + 1, "document": only_x }),
+        ],
+    );
+    assert!(policy.snapshot().executors.iter().any(|x| x.draining));
+    let exported = policy.export_state();
+    let copy = Policy::import_state(&exported).expect("the export imports");
+    assert_eq!(copy.export_state(), exported);
+}
+
 // ---- The fuzz corpus, without nightly ---------------------------------------------------------
 
 /// The fuzz target's fixed document (core/fuzz/fuzz_targets/step.rs has the same).
