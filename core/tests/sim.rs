@@ -697,13 +697,11 @@ impl Host {
                 if let Some(hold) = input["hold"].as_str() {
                     assert!(self.machines.insert(hold.to_string()));
                 }
-                self.abandoned.remove(id);
             }
             "machineFailed" => {
                 let id = input["id"].as_str().unwrap_or_default();
                 self.machine_asks.remove(id);
                 self.creating.remove(id);
-                self.abandoned.remove(id);
             }
             "probeResult" => {
                 self.probes
@@ -886,6 +884,12 @@ impl Host {
             }
         }
         assert!(occupy.is_none(), "seed {seed}: an occupy without a grant");
+        if matches!(kind.as_str(), "machineCreated" | "machineFailed") {
+            // Answered (the request may have ended in this very step, before the
+            // answer applied: its deadline passed first).
+            self.abandoned
+                .remove(input["id"].as_str().unwrap_or_default());
+        }
         if let Some(hold) = released_hold {
             assert!(
                 !self.machines.contains(&hold),
@@ -1460,7 +1464,11 @@ impl Host {
                     "seed {seed}: machines never deleted: {:?}",
                     self.machines
                 );
-                assert!(self.abandoned.is_empty());
+                assert!(
+                    self.abandoned.is_empty(),
+                    "seed {seed}: machines never answered for {:?}",
+                    self.abandoned
+                );
                 return;
             }
             self.now = match self.policy.poll_timeout() {
