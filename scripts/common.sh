@@ -105,10 +105,13 @@ wasm_cargo_setup() {
     debian)
       debian_rust_present || die "Debian rust-web toolchain missing: run 'make setup'"
       linker="$(find_wasm_linker)" || die "no rust-lld or wasm-ld found: run 'make setup'"
+      # Smaller modules: std built for size, no panic messages or locations (a panic
+      # is a trap, which every host survives), no Debug formatting machinery.
       WASM_CARGO=(env RUSTC="$DEBIAN_RUSTC" RUSTC_BOOTSTRAP=1
                   CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$linker"
+                  RUSTFLAGS="-Zunstable-options -Cpanic=immediate-abort -Zlocation-detail=none -Zfmt-debug=none"
                   "$DEBIAN_CARGO")
-      WASM_CARGO_FLAGS=("-Zbuild-std=std,panic_abort")
+      WASM_CARGO_FLAGS=("-Zbuild-std=std,panic_abort" "-Zbuild-std-features=optimize_for_size")
       ;;
     *) die "no wasm32 toolchain: run 'make setup'" ;;
   esac

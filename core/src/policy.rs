@@ -2871,7 +2871,7 @@ impl Policy {
             doc.insert("roles".into(), json!(roles));
             doc.insert("executors".into(), Value::Array(exported.draining.clone()));
             let drained = Document::from_json(&Value::Object(doc), None)
-                .map_err(|v| bad(format!("its draining executors: {v:?}")))?;
+                .map_err(|v| bad(format!("its draining executors: {}", join_violations(&v))))?;
             for spec in drained.executors {
                 let mut x = Exec::new(spec, Runtime::default(), &policy.document.roles);
                 x.draining = true;
@@ -2900,7 +2900,7 @@ impl Policy {
         policy.outputs = exported.outputs.into();
         if let Some(p) = exported.pending_reload {
             let document = Document::from_json(&p.document, policy.options.kinds.as_deref())
-                .map_err(|v| bad(format!("its pending reload: {v:?}")))?;
+                .map_err(|v| bad(format!("its pending reload: {}", join_violations(&v))))?;
             policy.pending_reload = Some(PendingReload {
                 document,
                 awaiting: p.awaiting,
@@ -3125,4 +3125,12 @@ fn plural(n: u32, one: &str, many: &str) -> String {
     } else {
         format!("{n} {many}")
     }
+}
+
+fn join_violations(violations: &[crate::document::Violation]) -> String {
+    violations
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
