@@ -129,6 +129,74 @@ fn per_input(c: &mut Criterion) {
             BatchSize::PerIteration,
         )
     });
+    // The sandbox's share: the same module without epoch interruption, and with a fuel
+    // budget instead (deterministic, what the tests use).
+    for (name, deadline, fuel) in [
+        (
+            "wasmtime (journal only, no deadline at all)",
+            Duration::ZERO,
+            None,
+        ),
+        (
+            "wasmtime (journal only, fuel instead of epochs)",
+            Duration::ZERO,
+            Some(u64::MAX / 2),
+        ),
+    ] {
+        let engine = HostEngine::new(EngineConfig {
+            deadline,
+            fuel,
+            cache: CacheDir::Dir(f.cache.path().join(name.len().to_string())),
+            ..EngineConfig::default()
+        })
+        .expect("engine");
+        let module = match std::env::var_os("ROTA_BENCH_MODULE") {
+            Some(path) => engine
+                .load_file(std::path::Path::new(&path))
+                .expect("the module"),
+            None => engine.load_bundled().expect("the module"),
+        };
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    let mut runtime = PolicyRuntime::new(module.clone(), &f.document, &json!({}))
+                        .expect("runtime");
+                    runtime.set_checkpoint_every(usize::MAX);
+                    runtime
+                },
+                |mut runtime| {
+                    for input in &f.inputs {
+                        std::hint::black_box(runtime.step_text(input).expect("step"));
+                    }
+                    runtime
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
+
+    // The fixed cost of one call: a tick that changes nothing.
+    let mut group = c.benchmark_group("per call");
+    let tick = |n: u64| format!("{{\"type\":\"tick\",\"now\":{n}}}");
+    group.bench_function("native tick", |b| {
+        let mut policy =
+            rota_core::Policy::new(&f.document, rota_core::Options::default()).expect("policy");
+        let mut n = 1_000u64;
+        b.iter(|| {
+            n += 1;
+            rota_core::json::step_str(&mut policy, &tick(n))
+        })
+    });
+    group.bench_function("wasmtime tick", |b| {
+        let mut runtime =
+            PolicyRuntime::new(f.module.clone(), &f.document, &json!({})).expect("runtime");
+        let mut n = 1_000u64;
+        b.iter(|| {
+            n += 1;
+            runtime.step_text(&tick(n)).expect("step")
+        })
+    });
     group.finish();
 
     let mut group = c.benchmark_group("module");

@@ -57,7 +57,8 @@ impl CacheDir {
 /// The sandbox and the cache.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    /// Wall-clock budget of one call into the guest (epoch interruption).
+    /// Wall-clock budget of one call into the guest (epoch interruption). Zero turns
+    /// the deadline off (and epoch interruption with it): only for measuring its cost.
     pub deadline: Duration,
     /// How often the epoch ticks; the deadline is rounded up to whole ticks.
     pub epoch_tick: Duration,
@@ -112,8 +113,13 @@ impl std::fmt::Debug for HostEngine {
 impl HostEngine {
     pub fn new(config: EngineConfig) -> Result<HostEngine> {
         let mut wasm_config = Config::new();
-        wasm_config.epoch_interruption(true);
+        let epochs = !config.deadline.is_zero();
+        wasm_config.epoch_interruption(epochs);
         wasm_config.consume_fuel(config.fuel.is_some());
+        // `ROTA_PERFMAP=1`: write /tmp/perf-PID.map so that `perf` names guest functions.
+        if std::env::var_os("ROTA_PERFMAP").is_some_and(|v| v == "1") {
+            wasm_config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&wasm_config).map_err(|e| HostError::Load {
             origin: "engine".into(),
             message: e.to_string(),
@@ -127,7 +133,9 @@ impl HostEngine {
             .unwrap_or(u64::MAX)
             .max(1);
         let stop = Arc::new(AtomicBool::new(false));
-        spawn_ticker(engine.clone(), config.epoch_tick, stop.clone())?;
+        if epochs {
+            spawn_ticker(engine.clone(), config.epoch_tick, stop.clone())?;
+        }
         Ok(HostEngine {
             inner: Arc::new(EngineInner {
                 engine,
@@ -288,7 +296,9 @@ impl HostEngine {
 
     /// Sets the deadline (and fuel) for the next call.
     pub(crate) fn arm(&self, store: &mut Store<GuestState>) -> Result<()> {
-        store.set_epoch_deadline(self.inner.deadline_ticks);
+        if !self.inner.config.deadline.is_zero() {
+            store.set_epoch_deadline(self.inner.deadline_ticks);
+        }
         if let Some(fuel) = self.inner.config.fuel {
             store
                 .set_fuel(fuel)
