@@ -106,10 +106,11 @@ wasm_cargo_setup() {
       debian_rust_present || die "Debian rust-web toolchain missing: run 'make setup'"
       linker="$(find_wasm_linker)" || die "no rust-lld or wasm-ld found: run 'make setup'"
       # Smaller modules: std built for size, no panic messages or locations (a panic
-      # is a trap, which every host survives), no Debug formatting machinery.
+      # is a trap, which every host survives). Not -Zfmt-debug=none: serde quotes values
+      # in error messages with Debug, and every host must say the same.
       WASM_CARGO=(env RUSTC="$DEBIAN_RUSTC" RUSTC_BOOTSTRAP=1
                   CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$linker"
-                  RUSTFLAGS="-Zunstable-options -Cpanic=immediate-abort -Zlocation-detail=none -Zfmt-debug=none"
+                  RUSTFLAGS="-Zunstable-options -Cpanic=immediate-abort -Zlocation-detail=none"
                   "$DEBIAN_CARGO")
       WASM_CARGO_FLAGS=("-Zbuild-std=std,panic_abort" "-Zbuild-std-features=optimize_for_size")
       ;;
