@@ -4,8 +4,8 @@
 #   abi  --no-default-features --features abi, profile `wasm`
 #        -> host-wasmtime/policy/rota_policy.wasm   (plain ABI, zero imports)
 #   js   --features js, profile `wasm` unstripped, then wasm-bindgen
-#        -> npm/pkg/web   (--target web)
-#        -> npm/pkg/node  (--target nodejs)
+#        -> npm/pkg/web   (--target web; the package's Node entry loads it too,
+#                          compiling the module synchronously from the file)
 #
 # Each feature set has its own cargo target dir (target/wasm-abi, target/wasm-js), so
 # neither invalidates the other nor rustup's native target/. Incremental: outputs are
@@ -67,32 +67,24 @@ build_js() {
   # The name section is about half the module (what `strip` would have removed);
   # ROTA_WASM_BINDGEN_FLAGS= (empty) keeps it, for readable stack traces.
   local flags="${ROTA_WASM_BINDGEN_FLAGS---remove-name-section --remove-producers-section}"
-  local target dir stamp t0
-  for target in web nodejs; do
-    case "$target" in
-      web)    dir="$PKG/web" ;;
-      nodejs) dir="$PKG/node" ;;
-    esac
-    # The stamp records the CLI version and flags; redo when the input is newer than
-    # the stamp, the CLI or flags changed, or the output went missing.
-    stamp="$ROOT/target/wasm-js/bindgen-$target.stamp"
-    if [ -f "$stamp" ] && [ "$stamp" -nt "$in" ] && [ "$(cat "$stamp")" = "$have $flags" ] &&
-       [ -f "$dir/rota_wasm_bg.wasm" ] && [ -f "$dir/rota_wasm.js" ]; then
-      note "wasm-bindgen --target $target: up to date (${dir#"$ROOT"/})"
-      continue
-    fi
-    t0=$SECONDS
-    step "wasm: wasm-bindgen --target $target --out-dir ${dir#"$ROOT"/}"
-    mkdir -p "$dir"
-    # shellcheck disable=SC2086  # $flags is a list of flags
-    wasm-bindgen --target "$target" --out-dir "$dir" $flags "$in"
-    if [ "$target" = nodejs ]; then
-      # CommonJS output inside npm/, whose package.json says "type": "module".
-      printf '{ "type": "commonjs" }\n' >"$dir/package.json"
-    fi
-    echo "$have $flags" >"$stamp"
-    note "done in $((SECONDS - t0)) s ($(wc -c <"$dir/rota_wasm_bg.wasm") bytes wasm)"
-  done
+  local target=web dir="$PKG/web" stamp t0
+  # An output of an earlier layout (`--target nodejs`) that nothing loads any more.
+  rm -rf "$PKG/node"
+  # The stamp records the CLI version and flags; redo when the input is newer than
+  # the stamp, the CLI or flags changed, or the output went missing.
+  stamp="$ROOT/target/wasm-js/bindgen-$target.stamp"
+  if [ -f "$stamp" ] && [ "$stamp" -nt "$in" ] && [ "$(cat "$stamp")" = "$have $flags" ] &&
+     [ -f "$dir/rota_wasm_bg.wasm" ] && [ -f "$dir/rota_wasm.js" ]; then
+    note "wasm-bindgen --target $target: up to date (${dir#"$ROOT"/})"
+    return
+  fi
+  t0=$SECONDS
+  step "wasm: wasm-bindgen --target $target --out-dir ${dir#"$ROOT"/}"
+  mkdir -p "$dir"
+  # shellcheck disable=SC2086  # $flags is a list of flags
+  wasm-bindgen --target "$target" --out-dir "$dir" $flags "$in"
+  echo "$have $flags" >"$stamp"
+  note "done in $((SECONDS - t0)) s ($(wc -c <"$dir/rota_wasm_bg.wasm") bytes wasm)"
 }
 
 [ $# -gt 0 ] || set -- abi js
