@@ -17,6 +17,17 @@ pub const MODEL_UNAVAILABLE_SIGNALS: [&str; 7] = [
 
 /// Whether a failure message says the model is unavailable (case-insensitive).
 pub fn is_model_unavailable_message(message: &str) -> bool {
+    if message.is_ascii() {
+        // The common case, without allocating (the signals are lowercase ASCII).
+        let bytes = message.as_bytes();
+        return MODEL_UNAVAILABLE_SIGNALS.iter().any(|signal| {
+            bytes
+                .windows(signal.len())
+                .any(|w| w.eq_ignore_ascii_case(signal.as_bytes()))
+        });
+    }
+    // Unicode lowercasing can turn a non-ASCII character into an ASCII one (the
+    // Kelvin sign into `k`), as the seed's `toLowerCase` does.
     let normalized = message.to_lowercase();
     MODEL_UNAVAILABLE_SIGNALS
         .iter()
@@ -46,6 +57,10 @@ mod tests {
         ));
         assert!(!is_model_unavailable_message("rate limit exceeded"));
         assert!(!is_model_unavailable_message("model overloaded"));
+        // Non-ASCII messages lowercase like JS `toLowerCase` (the Kelvin sign is `k`).
+        assert!(is_model_unavailable_message("Modèle: MODEL NOT FOUND"));
+        assert!(is_model_unavailable_message("UN\u{212A}NOWN MODEL"));
+        assert!(!is_model_unavailable_message("modèle indisponible"));
     }
 
     #[test]

@@ -83,8 +83,11 @@
 //!   never replaced by a weaker one, and between timed ends the later wins; a timed
 //!   exclusion hidden under a stronger one takes over when that one ends.
 //! * **Persistence**: every change to the exclusions that outlive a run gives one
-//!   `persist` output per input at most, in the seed's state-file format; a host
-//!   feeds it back with `restore` after a restart.
+//!   `persist` output per input at most, in the seed's state-file format. It names
+//!   only the executors whose entry changed (`ids`) with their new entries: the host
+//!   replaces those entries in the file and keeps the others, so a failure storm on a
+//!   large roster writes what changed, not the whole roster. A host feeds the file
+//!   back with `restore` after a restart.
 //! * **Provisioning**: an executor with `provision` first asks the host to create a
 //!   machine; a failure frees the slot, re-queues the request in its place and pauses
 //!   creation on that executor (30 s doubling to 10 minutes).

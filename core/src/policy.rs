@@ -262,8 +262,13 @@ pub struct Policy {
     next_lease: u64,
     next_arrival: u64,
     lease_clock: u64,
-    last_persisted: Vec<Exclusion>,
-    persist_dirty: bool,
+    /// What the state file holds for this roster's ids, as far as our persists
+    /// said: a persist carries only the entries that differ from it.
+    last_persisted: BTreeMap<String, Exclusion>,
+    /// Executors whose lasting exclusion may have changed during this input.
+    persist_touched: Vec<usize>,
+    /// Compare every entry at the next flush (a reload moved or removed executors).
+    persist_all: bool,
     /// Every executor id any document of this run declared (the state file's ids).
     known_ids: BTreeSet<String>,
     pending_reload: Option<PendingReload>,
@@ -280,6 +285,10 @@ pub struct Policy {
     exclusion_ends: BTreeSet<(u64, usize)>,
     pause_ends: BTreeSet<(u64, usize)>,
     health: BTreeSet<usize>,
+    /// Health-excluded executors with no probe in flight, keyed by the earliest time
+    /// their next probe can be due (exact before the first probe; after one, the last
+    /// probe plus the shorter interval): the probe scan visits only those due.
+    probe_waits: BTreeSet<(u64, usize)>,
     lease_by_request: BTreeMap<String, u64>,
     /// Executors that may have gained a usable slot during this input.
     /// (A list, cleared without freeing: a repeat is harmless.)
@@ -318,8 +327,9 @@ impl Policy {
             next_lease: 1,
             next_arrival: 0,
             lease_clock: 0,
-            last_persisted: Vec::new(),
-            persist_dirty: false,
+            last_persisted: BTreeMap::new(),
+            persist_touched: Vec::new(),
+            persist_all: false,
             known_ids,
             pending_reload: None,
             preflights: BTreeMap::new(),
@@ -334,6 +344,7 @@ impl Policy {
             exclusion_ends: BTreeSet::new(),
             pause_ends: BTreeSet::new(),
             health: BTreeSet::new(),
+            probe_waits: BTreeSet::new(),
             lease_by_request: BTreeMap::new(),
             dirty: Vec::new(),
             retry: Vec::new(),
@@ -377,11 +388,16 @@ impl Policy {
         consider(self.pause_ends.first().map(|(t, _)| *t));
         consider(self.deadlines.first().map(|(t, _, _)| *t));
         if self.options.can_probe {
-            for &e in &self.health {
-                if !self.execs[e].rt.probe_in_flight {
-                    consider(Some(self.probe_due(e)));
+            // In floor order: once a floor passes the best due time, none is earlier.
+            let mut best: Option<u64> = None;
+            for &(floor, e) in &self.probe_waits {
+                if best.is_some_and(|b| floor >= b) {
+                    break;
                 }
+                let due = self.probe_due(e);
+                best = Some(best.map_or(due, |b| b.min(due)));
             }
+            consider(best);
         }
         next
     }
@@ -1367,6 +1383,7 @@ impl Policy {
         self.exclusion_ends.clear();
         self.pause_ends.clear();
         self.health.clear();
+        self.probe_waits.clear();
         for e in 0..self.execs.len() {
             self.ready_up(e);
             let x = &self.execs[e];
@@ -1382,6 +1399,8 @@ impl Policy {
             if x.rt.exclusion.as_ref().map(|x| x.kind) == Some(ExclusionKind::Health) {
                 self.health.insert(e);
             }
+            self.probe_wait(e);
+            let x = &self.execs[e];
             if let Some(p) = x.rt.pause.as_ref().filter(|p| p.blocked) {
                 self.pause_ends.insert((p.until, e));
             }
@@ -1416,8 +1435,10 @@ impl Policy {
     fn remove_drained(&mut self, e: usize) {
         self.execs.remove(e);
         self.rebuild();
-        // Indexes moved: every executor may be offered again (cheap: rare).
+        // Indexes moved: every executor may be offered again, and the next persist
+        // compares every entry (cheap: rare).
         self.dirty = (0..self.execs.len()).collect();
+        self.persist_all = true;
     }
 
     // ---- Exhaustion ---------------------------------------------------------------
@@ -1763,6 +1784,7 @@ impl Policy {
     /// Sets or clears `e`'s exclusion and keeps every index in step with it.
     fn set_exclusion(&mut self, e: usize, excl: Option<Excl>) {
         self.unready(e);
+        self.probe_unwait(e);
         let old = self.execs[e].rt.exclusion.take();
         if let Some(end) = old.as_ref().and_then(Excl::end) {
             self.exclusion_ends.remove(&(end, e));
@@ -1788,10 +1810,11 @@ impl Policy {
         }
         let persisted = |x: &Option<Excl>| x.as_ref().is_some_and(|x| x.kind != ExclusionKind::Run);
         if persisted(&old) || persisted(&excl) {
-            self.persist_dirty = true;
+            self.persist_touched.push(e);
         }
         let back = excl.is_none();
         self.execs[e].rt.exclusion = excl;
+        self.probe_wait(e);
         self.ready_up(e);
         if was_run != is_run {
             let roles = self.execs[e].role_idx.clone();
@@ -1898,11 +1921,43 @@ impl Policy {
             self.exclude(e, excl);
         }
         // What was just read is what the file holds: no write for a restore.
-        self.last_persisted = self.persisted_exclusions();
-        self.persist_dirty = false;
+        self.last_persisted = self.persisted_map();
+        self.persist_touched.clear();
+        self.persist_all = false;
     }
 
     // ---- Health probes --------------------------------------------------------------
+
+    /// `e`'s key in `probe_waits`, if it waits for a probe.
+    fn probe_floor(&self, e: usize) -> Option<(u64, usize)> {
+        let x = &self.execs[e];
+        if !self.health.contains(&e) || x.rt.probe_in_flight {
+            return None;
+        }
+        let floor = match x.rt.last_probe_at {
+            None => x.rt.exclusion.as_ref().map_or(self.now, |x| x.since),
+            Some(at) => {
+                at + self
+                    .options
+                    .health_probe_interval_ms
+                    .min(self.options.idle_probe_interval_ms)
+            }
+        };
+        Some((floor, e))
+    }
+
+    /// Call before changing what `probe_floor` reads; `probe_wait` after.
+    fn probe_unwait(&mut self, e: usize) {
+        if let Some(key) = self.probe_floor(e) {
+            self.probe_waits.remove(&key);
+        }
+    }
+
+    fn probe_wait(&mut self, e: usize) {
+        if let Some(key) = self.probe_floor(e) {
+            self.probe_waits.insert(key);
+        }
+    }
 
     fn probe_due(&self, e: usize) -> u64 {
         let x = &self.execs[e];
@@ -1934,16 +1989,18 @@ impl Policy {
 
     fn schedule_probes(&mut self) {
         let due: Vec<usize> = self
-            .health
+            .probe_waits
             .iter()
-            .copied()
-            .filter(|&e| !self.execs[e].rt.probe_in_flight && self.probe_due(e) <= self.now)
+            .take_while(|&&(floor, _)| floor <= self.now)
+            .map(|&(_, e)| e)
+            .filter(|&e| self.probe_due(e) <= self.now)
             .collect();
         for e in due {
             let spec = &self.execs[e].spec;
             match (&spec.health, self.options.can_probe) {
                 (Some(url), true) => {
                     let (id, url) = (spec.id.clone(), url.clone());
+                    self.probe_unwait(e);
                     self.execs[e].rt.probe_in_flight = true;
                     self.outputs.push_back(Output::Probe { executor: id, url });
                 }
@@ -1986,6 +2043,7 @@ impl Policy {
             self.end_exclusion(e, self.now, true);
         } else {
             self.execs[e].rt.last_probe_at = Some(self.now);
+            self.probe_wait(e);
             self.event(
                 Level::Debug,
                 "probeDown",
@@ -2246,7 +2304,7 @@ impl Policy {
                         }
                         x.rt.probe_in_flight = false;
                         x.rt.last_probe_at = None;
-                        self.persist_dirty = true;
+                        self.persist_all = true;
                     }
                     execs.push(x);
                 }
@@ -2261,7 +2319,7 @@ impl Policy {
         }
         for (id, mut prev) in old {
             if prev.rt.exclusion.take().is_some() {
-                self.persist_dirty = true;
+                self.persist_all = true;
             }
             if running(&prev) > 0 {
                 events.push((
@@ -2282,6 +2340,8 @@ impl Policy {
         }
         self.document = document;
         self.execs = execs;
+        // Executor indexes moved: the next persist compares every entry.
+        self.persist_all = true;
         for x in &mut self.execs {
             if x.draining {
                 x.rt.pause = None;
@@ -2339,74 +2399,87 @@ impl Policy {
             .collect()
     }
 
-    /// One persist per input at most, and only when the lasting exclusions changed.
-    fn flush_persist(&mut self) {
-        if !self.persist_dirty {
-            return;
+    /// The lasting entry of executor `e` as the state file would hold it.
+    fn persisted_entry(&self, e: usize) -> Option<Exclusion> {
+        let x = self.execs.get(e)?;
+        if x.draining {
+            return None;
         }
-        self.persist_dirty = false;
-        // In a failure storm this runs on every input and the roster may be large:
-        // compare without allocating, and rebuild reusing the unchanged entries.
-        let same = |p: &Exclusion, x: &Exec, excl: &Excl| {
-            p.id == x.spec.id
-                && p.kind == excl.kind
-                && p.until == excl.end()
-                && p.reason == excl.reason
-        };
-        let mut current = self.execs.iter().filter(|x| !x.draining).filter_map(|x| {
-            let excl = x.rt.exclusion.as_ref()?;
-            (excl.kind != ExclusionKind::Run).then_some((x, excl))
-        });
-        let mut last = self.last_persisted.iter();
-        let unchanged = loop {
-            match (current.next(), last.next()) {
-                (None, None) => break true,
-                (Some((x, excl)), Some(p)) if same(p, x, excl) => {}
-                _ => break false,
-            }
-        };
-        if unchanged {
-            return;
-        }
-        let mut old = std::mem::take(&mut self.last_persisted)
+        let excl = x.rt.exclusion.as_ref()?;
+        (excl.kind != ExclusionKind::Run).then(|| Exclusion {
+            id: x.spec.id.clone(),
+            reason: excl.reason.clone(),
+            kind: excl.kind,
+            until: excl.end(),
+        })
+    }
+
+    fn persisted_map(&self) -> BTreeMap<String, Exclusion> {
+        self.persisted_exclusions()
             .into_iter()
-            .peekable();
-        let mut exclusions = Vec::with_capacity(old.len() + 1);
-        for x in self.execs.iter().filter(|x| !x.draining) {
-            let Some(excl) =
-                x.rt.exclusion
-                    .as_ref()
-                    .filter(|e| e.kind != ExclusionKind::Run)
-            else {
-                continue;
-            };
-            // Entries of executors before this one that are gone are dropped.
-            while old.peek().is_some_and(|p| {
-                p.id != x.spec.id
-                    && self
-                        .exec_index
-                        .get(&p.id)
-                        .is_none_or(|&i| self.exec_index.get(&x.spec.id).is_some_and(|&j| i < j))
-            }) {
-                old.next();
-            }
-            match old.next_if(|p| same(p, x, excl)) {
-                Some(p) => exclusions.push(p),
-                None => exclusions.push(Exclusion {
-                    id: x.spec.id.clone(),
-                    reason: excl.reason.clone(),
-                    kind: excl.kind,
-                    until: excl.end(),
-                }),
-            }
+            .map(|x| (x.id.clone(), x))
+            .collect()
+    }
+
+    /// One persist per input at most, carrying only the entries that changed: its
+    /// `ids` are the executors whose entry differs from what the file holds, its
+    /// exclusions their new entries (an id without one is cleared). In a failure
+    /// storm on a large roster this costs what the touched executors cost, not the
+    /// whole roster.
+    fn flush_persist(&mut self) {
+        if self.persist_touched.is_empty() && !self.persist_all {
+            return;
         }
-        debug_assert_eq!(exclusions, self.persisted_exclusions());
-        self.last_persisted = exclusions;
+        let mut candidates: Vec<String> = if std::mem::take(&mut self.persist_all) {
+            self.persist_touched.clear();
+            let current = self.persisted_exclusions().into_iter().map(|x| x.id);
+            let mut ids: Vec<String> = self.last_persisted.keys().cloned().chain(current).collect();
+            ids.sort_unstable();
+            ids
+        } else {
+            let mut touched = std::mem::take(&mut self.persist_touched);
+            touched.sort_unstable();
+            touched.dedup();
+            let ids = touched
+                .iter()
+                .filter_map(|&e| self.execs.get(e).map(|x| x.spec.id.clone()))
+                .collect();
+            // Keep the allocation for the next input.
+            touched.clear();
+            self.persist_touched = touched;
+            ids
+        };
+        candidates.sort_unstable();
+        candidates.dedup();
+        let mut ids = Vec::new();
+        let mut exclusions = Vec::new();
+        for id in candidates {
+            let current = self
+                .exec_index
+                .get(&id)
+                .and_then(|&e| self.persisted_entry(e));
+            if current.as_ref() == self.last_persisted.get(&id) {
+                continue;
+            }
+            match current {
+                Some(entry) => {
+                    exclusions.push(entry.clone());
+                    self.last_persisted.insert(id.clone(), entry);
+                }
+                None => {
+                    self.last_persisted.remove(&id);
+                }
+            }
+            ids.push(id);
+        }
+        if ids.is_empty() {
+            return;
+        }
         self.outputs.push_back(Output::Persist {
-            ids: self.known_ids.iter().cloned().collect(),
+            ids,
             state: PersistedState {
                 version: STATE_VERSION,
-                exclusions: self.last_persisted.clone(),
+                exclusions,
             },
         });
     }
@@ -2816,7 +2889,7 @@ impl Policy {
             next_lease: self.next_lease,
             next_arrival: self.next_arrival,
             lease_clock: self.lease_clock,
-            last_persisted: self.last_persisted.clone(),
+            last_persisted: self.last_persisted.values().cloned().collect(),
             known_ids: self.known_ids.clone(),
             pending_reload: self.pending_reload.as_ref().map(|p| ExportedReload {
                 document: p.document.raw.clone(),
@@ -2894,7 +2967,11 @@ impl Policy {
         policy.next_lease = exported.next_lease;
         policy.next_arrival = exported.next_arrival;
         policy.lease_clock = exported.lease_clock;
-        policy.last_persisted = exported.last_persisted;
+        policy.last_persisted = exported
+            .last_persisted
+            .into_iter()
+            .map(|x| (x.id.clone(), x))
+            .collect();
         policy.known_ids = exported.known_ids;
         policy.preflights = exported.preflights;
         policy.outputs = exported.outputs.into();
@@ -2918,6 +2995,22 @@ impl Policy {
     /// one. Runs after every input in debug builds and in every test.
     pub fn check_invariants(&self) {
         let roles = &self.document.roles;
+        // Probes: the wait index holds exactly the health-excluded executors with no
+        // probe in flight, under their current keys.
+        let waits: BTreeSet<(u64, usize)> = (0..self.execs.len())
+            .filter_map(|e| self.probe_floor(e))
+            .collect();
+        assert_eq!(self.probe_waits, waits, "invariant: the probe wait index");
+        // Persists: what they said is the lasting state (no change went unwritten).
+        assert!(
+            self.persist_touched.is_empty() && !self.persist_all,
+            "invariant: a persist is pending after the input"
+        );
+        assert_eq!(
+            self.last_persisted,
+            self.persisted_map(),
+            "invariant: the persisted entries equal the lasting exclusions"
+        );
         // Slots: busy counts equal what holds them.
         let mut busy = vec![0u32; self.execs.len()];
         let mut by_role = vec![vec![0u32; roles.len()]; self.execs.len()];

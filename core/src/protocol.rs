@@ -152,6 +152,20 @@ fn state_version() -> u32 {
     STATE_VERSION
 }
 
+impl PersistedState {
+    /// Applies a `persist` output as a state file does: the entries of `ids` are
+    /// replaced by `exclusions` (never a `run` one), the other entries are kept.
+    pub fn apply(&mut self, ids: &[String], exclusions: &[Exclusion]) {
+        self.exclusions.retain(|x| !ids.contains(&x.id));
+        self.exclusions.extend(
+            exclusions
+                .iter()
+                .filter(|x| x.kind != ExclusionKind::Run)
+                .cloned(),
+        );
+    }
+}
+
 /// One input to the policy. Each carries `now`. Unknown fields are refused, so a
 /// misspelt option is an error, not a silent default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

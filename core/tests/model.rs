@@ -421,7 +421,8 @@ impl Model {
         if !std::mem::take(&mut self.persist_dirty) {
             return;
         }
-        let list: Vec<(String, u64)> = self
+        // What the state file holds after the persist, in id order.
+        let mut list: Vec<(String, u64)> = self
             .execs
             .iter()
             .filter_map(|x| match x.excl {
@@ -429,6 +430,7 @@ impl Model {
                 _ => None,
             })
             .collect();
+        list.sort();
         if list != self.last_persisted {
             self.last_persisted = list.clone();
             self.expected.push(Expect::Persist(list));
@@ -870,9 +872,11 @@ pub struct Sut {
     /// Requests started and not yet ended (granted, exhausted, timed out, cancelled,
     /// unavailable): each must end exactly once.
     open: BTreeSet<String>,
+    /// The state file: every persist applied in turn (entries of its `ids` replaced).
+    file: BTreeMap<String, u64>,
 }
 
-fn decision(output: &Output) -> Option<Expect> {
+fn decision(output: &Output, file: &mut BTreeMap<String, u64>) -> Option<Expect> {
     Some(match output {
         Output::Granted {
             request,
@@ -914,19 +918,18 @@ fn decision(output: &Output) -> Option<Expect> {
             want.sort();
             want.dedup();
             assert_eq!(want.len(), ids.len(), "persist ids are unique");
-            Expect::Persist(
-                state
-                    .exclusions
-                    .iter()
-                    .map(|x| {
-                        assert_eq!(x.kind, ExclusionKind::Until, "only timed exclusions here");
-                        (
-                            x.id.clone(),
-                            x.until.expect("a timed exclusion has its end"),
-                        )
-                    })
-                    .collect(),
-            )
+            for id in ids {
+                file.remove(id);
+            }
+            for x in &state.exclusions {
+                assert_eq!(x.kind, ExclusionKind::Until, "only timed exclusions here");
+                assert!(ids.contains(&x.id), "a persisted entry is one of its ids");
+                file.insert(
+                    x.id.clone(),
+                    x.until.expect("a timed exclusion has its end"),
+                );
+            }
+            Expect::Persist(file.iter().map(|(id, t)| (id.clone(), *t)).collect())
         }
         Output::Event { .. } => return None,
         other => panic!("unexpected output {other:?}"),
@@ -950,6 +953,7 @@ impl StateMachineTest for Sut {
         Sut {
             policy,
             open: BTreeSet::new(),
+            file: BTreeMap::new(),
         }
     }
 
@@ -984,7 +988,10 @@ impl StateMachineTest for Sut {
             );
         }
         let outputs: Vec<Output> = std::iter::from_fn(|| sut.policy.poll_output()).collect();
-        let decisions: Vec<Expect> = outputs.iter().filter_map(decision).collect();
+        let decisions: Vec<Expect> = outputs
+            .iter()
+            .filter_map(|o| decision(o, &mut sut.file))
+            .collect();
         for d in &decisions {
             match d {
                 Expect::Granted { request, .. }
@@ -1008,17 +1015,15 @@ impl StateMachineTest for Sut {
         // A grant never goes beyond capacity, to an excluded, avoided or wrong-role
         // executor, or past its pin; the model chooses the executor and the snapshot
         // comparison below checks the counts.
-        if let Some(Output::Persist { state, .. }) = outputs
+        // The file the persists wrote is the lasting state, after every input.
+        let lasting: BTreeMap<String, u64> = sut
+            .policy
+            .persisted_state()
+            .exclusions
             .iter()
-            .rev()
-            .find(|o| matches!(o, Output::Persist { .. }))
-        {
-            assert_eq!(
-                &sut.policy.persisted_state(),
-                state,
-                "persist carries the state"
-            );
-        }
+            .map(|x| (x.id.clone(), x.until.expect("only timed exclusions here")))
+            .collect();
+        assert_eq!(sut.file, lasting, "the persists wrote the lasting state");
         sut
     }
 

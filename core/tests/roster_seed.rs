@@ -931,17 +931,6 @@ fn five() -> Value {
     ])
 }
 
-fn last_persisted(sim: &Sim) -> (Vec<String>, PersistedState) {
-    sim.log
-        .iter()
-        .rev()
-        .find_map(|o| match o {
-            rota_core::Output::Persist { ids, state } => Some((ids.clone(), state.clone())),
-            _ => None,
-        })
-        .expect("a persist output")
-}
-
 #[test]
 fn persisted_state_round_trips_through_restore() {
     let mut sim = Sim::new(five());
@@ -952,8 +941,18 @@ fn persisted_state_round_trips_through_restore() {
     sim.input(
         json!({ "type": "exclude", "executor": "e", "reason": "upgrade", "until": T0 + HOUR }),
     );
-    let (ids, state) = last_persisted(&sim);
-    assert_eq!(ids, ["a", "b", "c", "d", "e"]);
+    // Each persist names the one executor whose lasting entry changed; the
+    // authentication exclusion (for the run) is never written.
+    let persisted: Vec<Vec<String>> = sim
+        .log
+        .iter()
+        .filter_map(|o| match o {
+            rota_core::Output::Persist { ids, .. } => Some(ids.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(persisted, [["a"], ["b"], ["c"], ["e"]]);
+    let state = sim.file();
     assert_eq!(state.version, 1);
     let kinds: Vec<(&str, ExclusionKind, Option<u64>)> = state
         .exclusions
@@ -970,7 +969,7 @@ fn persisted_state_round_trips_through_restore() {
         ],
         "run exclusions are never written"
     );
-    assert_eq!(sim.policy.persisted_state(), state);
+    assert_eq!(sim.lasting(), state);
 
     // The seed's file format, as JSON.
     let text = serde_json::to_value(&state).unwrap();
@@ -983,7 +982,7 @@ fn persisted_state_round_trips_through_restore() {
     let mut fresh = Sim::new(five());
     fresh.at(T0 + MIN);
     let outs = fresh.input(json!({ "type": "restore", "state": text }));
-    assert_eq!(fresh.policy.persisted_state(), state);
+    assert_eq!(fresh.lasting(), state);
     for id in ["a", "b", "c", "e"] {
         let (before, after) = (sim.exclusion(id).unwrap(), fresh.exclusion(id).unwrap());
         assert_eq!(
@@ -1041,13 +1040,35 @@ fn restored_exclusions_expire_with_a_back_event_and_a_persist() {
 }
 
 #[test]
-fn a_persist_names_every_id_the_run_declared() {
-    let mut sim = Sim::new(doc(vec![coder("a", json!({})), coder("b", json!({}))]));
-    sim.input(json!({ "type": "reload", "document": doc(vec![coder("b", json!({})), coder("c", json!({}))]) }));
-    let (ids, state) = {
-        let outs = sim.report("c", "usageLimit", "limit");
-        outs.persists()[0].clone()
-    };
-    assert_eq!(ids, ["a", "b", "c"]);
+fn a_persist_carries_only_the_entries_that_changed() {
+    let mut sim = Sim::new(five());
+    let outs = sim.report("b", "usageLimit", "limit");
+    let (ids, state) = outs.persists()[0].clone();
+    assert_eq!(ids, ["b"]);
     assert_eq!(state.exclusions.len(), 1);
+    let outs = sim.input(json!({ "type": "exclude", "executor": "c", "reason": "ops" }));
+    let (ids, state) = outs.persists()[0].clone();
+    assert_eq!(ids, ["c"], "b's entry is unchanged, so not rewritten");
+    assert_eq!(state.exclusions[0].id, "c");
+    let outs = sim.input(json!({ "type": "resume", "executor": "b" }));
+    let (ids, state) = outs.persists()[0].clone();
+    assert_eq!(ids, ["b"]);
+    assert!(state.exclusions.is_empty(), "b's entry is cleared");
+    assert_eq!(sim.file(), sim.lasting());
+    assert_eq!(sim.file().exclusions.len(), 1);
+}
+
+#[test]
+fn a_reload_that_removes_an_excluded_executor_clears_its_entry() {
+    let mut sim = Sim::new(doc(vec![coder("a", json!({})), coder("b", json!({}))]));
+    sim.input(json!({ "type": "exclude", "executor": "a", "reason": "ops" }));
+    let outs = sim.input(json!({ "type": "reload", "document": doc(vec![coder("b", json!({})), coder("c", json!({}))]) }));
+    let (ids, state) = outs.persists()[0].clone();
+    assert_eq!(ids, ["a"]);
+    assert!(state.exclusions.is_empty());
+    let outs = sim.report("c", "usageLimit", "limit");
+    let (ids, state) = outs.persists()[0].clone();
+    assert_eq!(ids, ["c"]);
+    assert_eq!(state.exclusions.len(), 1);
+    assert_eq!(sim.file(), sim.lasting());
 }

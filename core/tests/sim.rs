@@ -877,7 +877,9 @@ impl Host {
                             "seed {seed}: run persisted"
                         );
                     }
-                    self.last_persist = state;
+                    // The file: entries of `ids` replaced, the others kept.
+                    let ids: Vec<String> = ids.into_iter().map(str::to_string).collect();
+                    self.last_persist.apply(&ids, &state.exclusions);
                 }
                 "event" => {}
                 other => panic!("seed {seed}: unknown output {other}"),
@@ -915,7 +917,7 @@ impl Host {
         assert_eq!(
             sorted(self.policy.persisted_state()),
             sorted(self.last_persist.clone()),
-            "seed {seed}: the last persist decision is not the persisted state"
+            "seed {seed}: the file the persists wrote is not the persisted state"
         );
         // Every grant or machine creation: the executor was not excluded then (an
         // exclusion that came later in the same step announced itself after it).

@@ -41,6 +41,9 @@ pub struct NativeHost {
     problems: Vec<String>,
     /// Whether to make the extra checks (off for plain replays, where they are slow).
     checks: bool,
+    /// This roster's entries of the state file, as the persists so far wrote them
+    /// (each replaces the entries of its `ids`); a restore resets it.
+    file: PersistedState,
 }
 
 impl Default for NativeHost {
@@ -56,6 +59,10 @@ impl NativeHost {
             policy: None,
             problems: Vec::new(),
             checks: true,
+            file: PersistedState {
+                version: 1,
+                exclusions: Vec::new(),
+            },
         }
     }
 
@@ -72,10 +79,22 @@ impl NativeHost {
     }
 
     /// DESIGN.md: "the state after a restore from a persist decision equals the
-    /// persisted part of the state before".
-    fn check_restore(policy: &Policy, state: &Value) -> Result<(), String> {
-        let persisted: PersistedState =
-            serde_json::from_value(state.clone()).map_err(|e| format!("persist state: {e}"))?;
+    /// persisted part of the state before": here, from the file the persists so far
+    /// wrote (a persist carries only the entries that changed).
+    fn check_restore(policy: &Policy, file: &PersistedState) -> Result<(), String> {
+        let by_id = |mut state: PersistedState| {
+            state.exclusions.sort_by(|a, b| a.id.cmp(&b.id));
+            state
+        };
+        let persisted = by_id(file.clone());
+        let before = by_id(policy.persisted_state());
+        if before != persisted {
+            return Err(format!(
+                "the file the persists wrote is {}, the lasting state {}",
+                serde_json::to_string(&persisted).unwrap_or_default(),
+                serde_json::to_string(&before).unwrap_or_default()
+            ));
+        }
         let mut fresh = Policy::new(policy.document(), policy.options().clone())
             .map_err(|e| format!("the running document does not build a policy: {e}"))?;
         fresh
@@ -85,7 +104,7 @@ impl NativeHost {
             })
             .map_err(|e| format!("restore of a persist decision failed: {e}"))?;
         while fresh.poll_output().is_some() {}
-        let restored = fresh.persisted_state();
+        let restored = by_id(fresh.persisted_state());
         if restored != persisted {
             return Err(format!(
                 "a restore of the persist decision {} gives {}",
@@ -117,6 +136,7 @@ impl Host for NativeHost {
         match built {
             Ok(policy) => {
                 self.policy = Some(policy);
+                self.file.exclusions.clear();
                 Ok(())
             }
             Err(error) => {
@@ -145,10 +165,27 @@ impl Host for NativeHost {
                 ));
             }
         }
+        let kind = serde_json::from_str::<Value>(input)
+            .ok()
+            .map(|v| v["type"].clone());
+        if kind == Some(json!("restore")) && parsed.get("outputs").is_some() {
+            // What was read is what the file holds (of this roster's executors).
+            self.file = policy.persisted_state();
+        }
         if let Some(outputs) = parsed.get("outputs").and_then(Value::as_array) {
             for output in outputs {
                 if output["type"] == "persist" {
-                    if let Err(problem) = NativeHost::check_restore(policy, &output["state"]) {
+                    let applied = serde_json::from_value::<Vec<String>>(output["ids"].clone())
+                        .and_then(|ids| {
+                            let state: PersistedState =
+                                serde_json::from_value(output["state"].clone())?;
+                            self.file.apply(&ids, &state.exclusions);
+                            Ok(())
+                        });
+                    let checked = applied
+                        .map_err(|e| format!("a persist output: {e}"))
+                        .and_then(|()| NativeHost::check_restore(policy, &self.file));
+                    if let Err(problem) = checked {
                         self.problems.push(problem);
                     }
                 }

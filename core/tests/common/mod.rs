@@ -302,6 +302,28 @@ pub struct Sim {
 }
 
 impl Sim {
+    /// The state file the persists so far wrote, in id order.
+    pub fn file(&self) -> PersistedState {
+        let mut file = PersistedState {
+            version: 1,
+            exclusions: Vec::new(),
+        };
+        for output in &self.log {
+            if let Output::Persist { ids, state } = output {
+                file.apply(ids, &state.exclusions);
+            }
+        }
+        file.exclusions.sort_by(|a, b| a.id.cmp(&b.id));
+        file
+    }
+
+    /// The lasting state, in id order (to compare with [`Sim::file`]).
+    pub fn lasting(&self) -> PersistedState {
+        let mut state = self.policy.persisted_state();
+        state.exclusions.sort_by(|a, b| a.id.cmp(&b.id));
+        state
+    }
+
     pub fn new(document: Value) -> Sim {
         Sim::with_options(document, json!(null))
     }
