@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use rota_core::{ExclusionKind, Level, PersistedState};
+use rota_core::{ExclusionKind, Level};
 use serde_json::{json, Value};
 
 fn coder(id: &str, extra: Value) -> Value {
