@@ -128,8 +128,8 @@ pub use duration::{format_duration, parse_duration};
 pub use error::Error;
 pub use policy::Policy;
 pub use protocol::{
-    Exclusion, ExclusionKind, ExplainRequest, Failure, FailureKind, Input, LeaseRequest, Level,
-    Options, Output, PersistedState,
+    Exclusion, ExclusionKind, ExplainRequest, Failure, FailureKind, Fields, Input, LeaseRequest,
+    Level, Options, Output, PersistedState,
 };
 pub use status::{Explanation, Plan, Snapshot};
 pub use time::iso as iso_time;

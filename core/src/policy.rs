@@ -1727,9 +1727,9 @@ impl Policy {
     /// a weaker exclusion never replaces a stronger one but may take over after it.
     fn exclude(&mut self, e: usize, new: Excl) {
         let old = self.execs[e].rt.exclusion.clone();
-        let merged = match old.clone() {
-            None => new.clone(),
-            Some(old) => merge_exclusions(old, new.clone()),
+        let merged = match &old {
+            None => new,
+            Some(old) => merge_exclusions(old.clone(), new),
         };
         if Some(&merged) == old.as_ref() {
             let id = self.execs[e].spec.id.clone();
@@ -2464,7 +2464,12 @@ impl Policy {
             match current {
                 Some(entry) => {
                     exclusions.push(entry.clone());
-                    self.last_persisted.insert(id.clone(), entry);
+                    match self.last_persisted.get_mut(&id) {
+                        Some(last) => *last = entry,
+                        None => {
+                            self.last_persisted.insert(id.clone(), entry);
+                        }
+                    }
                 }
                 None => {
                     self.last_persisted.remove(&id);
@@ -2494,18 +2499,18 @@ impl Policy {
 
     // ---- Events ---------------------------------------------------------------------
 
-    fn event(&mut self, level: Level, name: &str, message: String, fields: Vec<(&str, Value)>) {
-        // Inserted one by one: cheaper than collecting a handful of fields (which
-        // sorts through a buffer); a repeated key keeps its last value either way.
-        let mut map = BTreeMap::new();
-        for (k, v) in fields {
-            map.insert(k.to_string(), v);
-        }
+    fn event(
+        &mut self,
+        level: Level,
+        name: &str,
+        message: String,
+        fields: Vec<(&'static str, Value)>,
+    ) {
         self.outputs.push_back(Output::Event {
             level,
             name: name.to_string(),
             message,
-            fields: map,
+            fields: fields.into_iter().collect(),
         });
     }
 

@@ -3,6 +3,7 @@
 //! Every input carries `now` (epoch milliseconds). Effects the core wants done are
 //! outputs (probe, create machine, persist ...); their results come back as inputs.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -381,8 +382,81 @@ pub enum Output {
         /// A stable name for the kind of event: `granted`, `excluded`, `back` ...
         name: String,
         message: String,
-        fields: BTreeMap<String, Value>,
+        fields: Fields,
     },
+}
+
+/// An event's fields: a small map written as a JSON object in key order. The core's
+/// keys are static names, so an event costs no allocation per key.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Fields(Vec<(Cow<'static, str>, Value)>);
+
+impl Fields {
+    /// Sets `key` (a repeated key keeps its last value).
+    pub fn insert(&mut self, key: impl Into<Cow<'static, str>>, value: Value) {
+        let key = key.into();
+        match self
+            .0
+            .binary_search_by(|(k, _)| k.as_ref().cmp(key.as_ref()))
+        {
+            Ok(i) => self.0[i].1 = value,
+            Err(i) => self.0.insert(i, (key, value)),
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0
+            .binary_search_by(|(k, _)| k.as_ref().cmp(key))
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+
+    /// The fields in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.0.iter().map(|(k, v)| (k.as_ref(), v))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<K: Into<Cow<'static, str>>> FromIterator<(K, Value)> for Fields {
+    fn from_iter<I: IntoIterator<Item = (K, Value)>>(iter: I) -> Fields {
+        let mut fields = Fields(Vec::new());
+        for (k, v) in iter {
+            fields.insert(k, v);
+        }
+        fields
+    }
+}
+
+/// `fields["key"]`, `null` when absent (as `serde_json::Value` indexing does).
+impl std::ops::Index<&str> for Fields {
+    type Output = Value;
+    fn index(&self, key: &str) -> &Value {
+        static NULL: Value = Value::Null;
+        self.get(key).unwrap_or(&NULL)
+    }
+}
+
+impl Serialize for Fields {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for Fields {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Fields, D::Error> {
+        let map = BTreeMap::<String, Value>::deserialize(deserializer)?;
+        Ok(Fields(
+            map.into_iter().map(|(k, v)| (Cow::Owned(k), v)).collect(),
+        ))
+    }
 }
 
 /// Why a request (waiting or hypothetical) cannot use an executor now.

@@ -69,7 +69,7 @@ pub struct Event {
     pub level: rota_core::Level,
     pub name: String,
     pub message: String,
-    pub fields: std::collections::BTreeMap<String, Value>,
+    pub fields: rota_core::Fields,
 }
 
 /// The outputs of one or more inputs, in order.
