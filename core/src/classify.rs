@@ -20,11 +20,13 @@ pub fn is_model_unavailable_message(message: &str) -> bool {
     if message.is_ascii() {
         // The common case, without allocating (the signals are lowercase ASCII).
         let bytes = message.as_bytes();
-        return MODEL_UNAVAILABLE_SIGNALS.iter().any(|signal| {
+        let has = |signal: &str| {
             bytes
                 .windows(signal.len())
                 .any(|w| w.eq_ignore_ascii_case(signal.as_bytes()))
-        });
+        };
+        // Every signal says "model" or "access": most messages are out after two scans.
+        return (has("model") || has("access")) && MODEL_UNAVAILABLE_SIGNALS.iter().any(|s| has(s));
     }
     // Unicode lowercasing can turn a non-ASCII character into an ASCII one (the
     // Kelvin sign into `k`), as the seed's `toLowerCase` does.
@@ -45,6 +47,17 @@ pub fn excerpt(message: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_signal_says_model_or_access() {
+        // The ASCII fast path relies on it.
+        for signal in MODEL_UNAVAILABLE_SIGNALS {
+            assert!(
+                signal.contains("model") || signal.contains("access"),
+                "{signal}"
+            );
+        }
+    }
 
     #[test]
     fn every_signal_of_the_seed_in_any_case() {

@@ -32,7 +32,7 @@ use crate::status::{
     LeaseStatus, PauseStatus, PendingReloadStatus, Plan, PlannedGrant, PreflightRecord,
     QueuedRequest, Resize, Snapshot,
 };
-use crate::time::iso;
+use crate::time::{iso, Iso};
 
 /// Lease order: ranked before unranked, then rank, then event time, then arrival.
 type OrderKey = (u8, i64, u64, u64);
@@ -1517,7 +1517,7 @@ impl Policy {
         if !x.has_role(r) {
             format!("{id} does not take {}", self.role_name(r))
         } else if let Some(excl) = &x.rt.exclusion {
-            format!("{id} {}", describe(excl))
+            format!("{id} {}", Described(excl))
         } else if x.caps[r] == 0 {
             format!("{id} takes no {} slot (its cap is 0)", self.role_name(r))
         } else if x.draining {
@@ -1565,7 +1565,7 @@ impl Policy {
             );
         }
         match &x.rt.exclusion {
-            Some(excl) => format!("{} {}", x.spec.id, describe(excl)),
+            Some(excl) => format!("{} {}", x.spec.id, Described(excl)),
             None => match &x.rt.pause {
                 Some(p) if p.blocked => format!(
                     "{} paused creating machines until {}",
@@ -1738,7 +1738,7 @@ impl Policy {
                 "exclusionKept",
                 format!(
                     "{id} stays out of the round {} (a weaker or earlier-ending exclusion does not shorten it)",
-                    describe(&merged)
+                    Described(&merged)
                 ),
                 vec![("executor", json!(id))],
             );
@@ -1755,7 +1755,7 @@ impl Policy {
                 "exclusionQueued",
                 format!(
                     "{id} stays out of the round {}; then until {} ({})",
-                    describe(old),
+                    Described(old),
                     iso(then),
                     merged.then.as_ref().map_or("", |(_, r)| r.as_str())
                 ),
@@ -1775,7 +1775,7 @@ impl Policy {
         self.event(
             Level::Warn,
             "excluded",
-            format!("{id} out of the round {}", describe(&merged)),
+            format!("{id} out of the round {}", Described(&merged)),
             fields,
         );
         self.set_exclusion(e, Some(merged));
@@ -1864,7 +1864,7 @@ impl Policy {
                 let message = format!(
                     "{id}'s {} exclusion ended; it stays out of the round {}",
                     kind_name(excl.kind),
-                    describe(&next)
+                    Described(&next)
                 );
                 self.set_exclusion(e, Some(next));
                 self.event(
@@ -2430,52 +2430,66 @@ impl Policy {
         if self.persist_touched.is_empty() && !self.persist_all {
             return;
         }
-        let mut candidates: Vec<String> = if std::mem::take(&mut self.persist_all) {
+        let mut ids = Vec::new();
+        let mut exclusions = Vec::new();
+        if std::mem::take(&mut self.persist_all) {
             self.persist_touched.clear();
             let current = self.persisted_exclusions().into_iter().map(|x| x.id);
-            let mut ids: Vec<String> = self.last_persisted.keys().cloned().chain(current).collect();
-            ids.sort_unstable();
-            ids
+            let mut candidates: Vec<String> =
+                self.last_persisted.keys().cloned().chain(current).collect();
+            candidates.sort_unstable();
+            candidates.dedup();
+            for id in candidates {
+                let current = self
+                    .exec_index
+                    .get(&id)
+                    .and_then(|&e| self.persisted_entry(e));
+                if current.as_ref() == self.last_persisted.get(&id) {
+                    continue;
+                }
+                match current {
+                    Some(entry) => {
+                        exclusions.push(entry.clone());
+                        self.last_persisted.insert(id.clone(), entry);
+                    }
+                    None => {
+                        self.last_persisted.remove(&id);
+                    }
+                }
+                ids.push(id);
+            }
         } else {
+            // Indexes are stable within an input (a reload or a departure sets
+            // `persist_all`); in id order, as the full comparison gives.
             let mut touched = std::mem::take(&mut self.persist_touched);
-            touched.sort_unstable();
+            touched.sort_unstable_by(|&a, &b| self.execs[a].spec.id.cmp(&self.execs[b].spec.id));
             touched.dedup();
-            let ids = touched
-                .iter()
-                .filter_map(|&e| self.execs.get(e).map(|x| x.spec.id.clone()))
-                .collect();
+            for &e in &touched {
+                let current = self.persisted_entry(e);
+                let id = &self.execs[e].spec.id;
+                let last = self.last_persisted.get_mut(id);
+                match (current, last) {
+                    (None, None) => continue,
+                    (Some(now), Some(last)) => {
+                        if *last == now {
+                            continue;
+                        }
+                        *last = now.clone();
+                        exclusions.push(now);
+                    }
+                    (Some(now), None) => {
+                        self.last_persisted.insert(id.clone(), now.clone());
+                        exclusions.push(now);
+                    }
+                    (None, Some(_)) => {
+                        self.last_persisted.remove(id);
+                    }
+                }
+                ids.push(id.clone());
+            }
             // Keep the allocation for the next input.
             touched.clear();
             self.persist_touched = touched;
-            ids
-        };
-        candidates.sort_unstable();
-        candidates.dedup();
-        let mut ids = Vec::new();
-        let mut exclusions = Vec::new();
-        for id in candidates {
-            let current = self
-                .exec_index
-                .get(&id)
-                .and_then(|&e| self.persisted_entry(e));
-            if current.as_ref() == self.last_persisted.get(&id) {
-                continue;
-            }
-            match current {
-                Some(entry) => {
-                    exclusions.push(entry.clone());
-                    match self.last_persisted.get_mut(&id) {
-                        Some(last) => *last = entry,
-                        None => {
-                            self.last_persisted.insert(id.clone(), entry);
-                        }
-                    }
-                }
-                None => {
-                    self.last_persisted.remove(&id);
-                }
-            }
-            ids.push(id);
         }
         if ids.is_empty() {
             return;
@@ -2723,7 +2737,7 @@ impl Policy {
                     reasons.push("removed by a reload; draining".to_string());
                 }
                 if let Some(excl) = &x.rt.exclusion {
-                    reasons.push(format!("out of the round {}", describe(excl)));
+                    reasons.push(format!("out of the round {}", Described(excl)));
                 }
                 if pin.is_none() && x.spec.provision {
                     if let Some(p) = x.rt.pause.as_ref().filter(|p| p.blocked) {
@@ -3191,21 +3205,28 @@ fn kind_name(kind: ExclusionKind) -> &'static str {
 
 /// The seed's `describeExclusion`.
 fn describe(excl: &Excl) -> String {
-    match excl.kind {
-        ExclusionKind::Until => format!(
-            "until {}: {}",
-            excl.until.map_or_else(|| "?".to_string(), iso),
-            excl.reason
-        ),
-        ExclusionKind::Health => format!("until its health check answers: {}", excl.reason),
-        ExclusionKind::Run => format!("for this run: {}", excl.reason),
-        ExclusionKind::Manual => format!(
-            "paused{}: {}",
-            excl.until
-                .map(|t| format!(" until {}", iso(t)))
-                .unwrap_or_default(),
-            excl.reason
-        ),
+    Described(excl).to_string()
+}
+
+/// How an exclusion reads in messages ("until <instant>: <reason>" ...), written
+/// straight into the message being built.
+struct Described<'a>(&'a Excl);
+
+impl std::fmt::Display for Described<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let excl = self.0;
+        match excl.kind {
+            ExclusionKind::Until => match excl.until {
+                Some(t) => write!(f, "until {}: {}", Iso(t), excl.reason),
+                None => write!(f, "until ?: {}", excl.reason),
+            },
+            ExclusionKind::Health => write!(f, "until its health check answers: {}", excl.reason),
+            ExclusionKind::Run => write!(f, "for this run: {}", excl.reason),
+            ExclusionKind::Manual => match excl.until {
+                Some(t) => write!(f, "paused until {}: {}", Iso(t), excl.reason),
+                None => write!(f, "paused: {}", excl.reason),
+            },
+        }
     }
 }
 

@@ -3,16 +3,48 @@
 
 /// `2026-11-29T10:33:58.000Z` for an epoch-ms instant.
 pub fn iso(ms: u64) -> String {
-    let days = (ms / 86_400_000) as i64;
-    let in_day = ms % 86_400_000;
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        in_day / 3_600_000,
-        in_day / 60_000 % 60,
-        in_day / 1_000 % 60,
-        in_day % 1_000
-    )
+    Iso(ms).to_string()
+}
+
+/// An epoch-ms instant that displays as ISO 8601 UTC: writes straight into the
+/// message being built (events format one per exclusion).
+#[derive(Debug, Clone, Copy)]
+pub struct Iso(pub u64);
+
+impl std::fmt::Display for Iso {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = self.0;
+        let days = (ms / 86_400_000) as i64;
+        let in_day = ms % 86_400_000;
+        let (year, month, day) = civil_from_days(days);
+        if !(0..=9999).contains(&year) {
+            return write!(
+                f,
+                "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+                in_day / 3_600_000,
+                in_day / 60_000 % 60,
+                in_day / 1_000 % 60,
+                in_day % 1_000
+            );
+        }
+        // YYYY-MM-DDTHH:MM:SS.mmmZ, digit by digit.
+        let mut out = *b"0000-00-00T00:00:00.000Z";
+        let mut put = |at: usize, width: usize, mut value: u64| {
+            for i in (at..at + width).rev() {
+                out[i] = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
+        };
+        put(0, 4, year as u64);
+        put(5, 2, u64::from(month));
+        put(8, 2, u64::from(day));
+        put(11, 2, in_day / 3_600_000);
+        put(14, 2, in_day / 60_000 % 60);
+        put(17, 2, in_day / 1_000 % 60);
+        put(20, 3, in_day % 1_000);
+        // Only ASCII digits and separators were written.
+        f.write_str(std::str::from_utf8(&out).map_err(|_| std::fmt::Error)?)
+    }
 }
 
 /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian).
@@ -38,5 +70,7 @@ mod tests {
         assert_eq!(iso(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso(1_795_000_000_123), "2026-11-18T11:06:40.123Z");
         assert_eq!(iso(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(iso(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
+        assert_eq!(iso(253_402_300_800_000), "10000-01-01T00:00:00.000Z");
     }
 }
