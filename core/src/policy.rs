@@ -343,15 +343,14 @@ impl Requests {
     /// Stores a request whose id is not stored yet; its slot.
     fn insert(&mut self, req: Req) -> u32 {
         let id = req.id.clone();
-        let s = match self.free.pop() {
-            Some(s) => {
-                if let Some(place) = self
-                    .chunks
-                    .get_mut(s as usize / CHUNK)
-                    .and_then(|c| c.get_mut(s as usize % CHUNK))
-                {
-                    *place = Some(req);
-                }
+        let free = self.free.pop().and_then(|s| {
+            let i = s as usize;
+            let place = self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)?;
+            Some((s, place))
+        });
+        let s = match free {
+            Some((s, place)) => {
+                *place = Some(req);
                 s
             }
             None => {
@@ -372,7 +371,13 @@ impl Requests {
         let i = s as usize;
         let req = self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)?.take()?;
         self.by_id.remove(&req.id);
-        self.free.push(s);
+        if self.by_id.is_empty() {
+            // The queue drained: give back what a burst of waiters grew.
+            self.chunks = Vec::new();
+            self.free = Vec::new();
+        } else {
+            self.free.push(s);
+        }
         Some(req)
     }
 
@@ -1549,6 +1554,28 @@ impl Policy {
         }
     }
 
+    /// A request's role among the document's roles (none if a reload dropped it).
+    fn req_role(&self, req: &Req) -> Option<usize> {
+        self.role_at.get(req.role as usize).copied().flatten()
+    }
+
+    fn req_role_name(&self, req: &Req) -> &str {
+        self.role_names
+            .get(req.role as usize)
+            .map_or("?", String::as_str)
+    }
+
+    /// The interned index of a role name, added if new.
+    fn intern_role(&mut self, name: &str) -> u32 {
+        match self.role_names.iter().position(|n| n == name) {
+            Some(i) => i as u32,
+            None => {
+                self.role_names.push(name.to_string());
+                (self.role_names.len() - 1) as u32
+            }
+        }
+    }
+
     /// Recomputes every derived index from the executors, leases and requests
     /// (after creation, a reload, a drained executor leaving, an import).
     fn rebuild(&mut self) {
@@ -2688,28 +2715,6 @@ impl Policy {
 
     fn role_name(&self, r: usize) -> &str {
         self.document.roles.get(r).map_or("?", String::as_str)
-    }
-
-    /// A request's role among the document's roles (none if a reload dropped it).
-    fn req_role(&self, req: &Req) -> Option<usize> {
-        self.role_at.get(req.role as usize).copied().flatten()
-    }
-
-    fn req_role_name(&self, req: &Req) -> &str {
-        self.role_names
-            .get(req.role as usize)
-            .map_or("?", String::as_str)
-    }
-
-    /// The interned index of a role name, added if new.
-    fn intern_role(&mut self, name: &str) -> u32 {
-        match self.role_names.iter().position(|n| n == name) {
-            Some(i) => i as u32,
-            None => {
-                self.role_names.push(name.to_string());
-                (self.role_names.len() - 1) as u32
-            }
-        }
     }
 
     // ---- Queries (change nothing) ---------------------------------------------------
