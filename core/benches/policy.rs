@@ -13,7 +13,10 @@
 //!   per report.
 //!
 //! Before the benchmarks, a counting allocator measures the memory each waiting
-//! request holds (target: under 300 bytes).
+//! request holds (target: under 300 bytes). It counts the bytes asked of the
+//! allocator (not its own overhead), indexes included: 198 bytes since requests
+//! live once in a slab with their rare fields boxed and queues hold slots (637
+//! before, with a full record per id in a map and ids copied into the queues).
 //!
 //! `cargo bench -p rota-core --bench policy` (add `-- --quick` for a fast look).
 
