@@ -215,6 +215,8 @@ struct Req {
     try_only: bool,
     /// `key.2` is the request's `eventTime` (else its arrival time).
     has_event_time: bool,
+    /// Many callers name themselves, so the label stays out of the box.
+    label: Option<Box<str>>,
     extra: Option<Box<ReqExtra>>,
     /// Set while a slot is held on an executor for its machine.
     creating: Option<Box<Creating>>,
@@ -224,9 +226,8 @@ struct Req {
 #[derive(Debug, Clone, Default)]
 struct ReqExtra {
     avoid: Vec<String>,
-    prefer: Option<String>,
-    pin: Option<String>,
-    label: Option<String>,
+    prefer: Option<Box<str>>,
+    pin: Option<Box<str>>,
     deadline: Option<u64>,
 }
 
@@ -236,23 +237,25 @@ struct Creating {
     passed: u32,
 }
 
-static NO_LABEL: Option<String> = None;
-
 impl Req {
     fn avoid(&self) -> &[String] {
         self.extra.as_ref().map_or(&[], |x| &x.avoid)
     }
 
-    fn prefer(&self) -> Option<&String> {
-        self.extra.as_ref().and_then(|x| x.prefer.as_ref())
+    fn avoids(&self, executor: &str) -> bool {
+        self.avoid().iter().any(|a| a == executor)
     }
 
-    fn pin(&self) -> Option<&String> {
-        self.extra.as_ref().and_then(|x| x.pin.as_ref())
+    fn prefer(&self) -> Option<&str> {
+        self.extra.as_ref().and_then(|x| x.prefer.as_deref())
     }
 
-    fn label(&self) -> &Option<String> {
-        self.extra.as_ref().map_or(&NO_LABEL, |x| &x.label)
+    fn pin(&self) -> Option<&str> {
+        self.extra.as_ref().and_then(|x| x.pin.as_deref())
+    }
+
+    fn label(&self) -> Option<&str> {
+        self.label.as_deref()
     }
 
     fn deadline(&self) -> Option<u64> {
@@ -277,20 +280,14 @@ fn req_extra(
     avoid: Vec<String>,
     prefer: Option<String>,
     pin: Option<String>,
-    label: Option<String>,
     deadline: Option<u64>,
 ) -> Option<Box<ReqExtra>> {
-    let empty = avoid.is_empty()
-        && prefer.is_none()
-        && pin.is_none()
-        && label.is_none()
-        && deadline.is_none();
+    let empty = avoid.is_empty() && prefer.is_none() && pin.is_none() && deadline.is_none();
     (!empty).then(|| {
         Box::new(ReqExtra {
             avoid,
-            prefer,
-            pin,
-            label,
+            prefer: prefer.map(String::into_boxed_str),
+            pin: pin.map(String::into_boxed_str),
             deadline,
         })
     })
@@ -866,13 +863,8 @@ impl Policy {
             announced: false,
             try_only,
             has_event_time: request.event_time.is_some(),
-            extra: req_extra(
-                request.avoid,
-                request.prefer,
-                request.pin,
-                request.label,
-                request.deadline,
-            ),
+            label: request.label.map(String::into_boxed_str),
+            extra: req_extra(request.avoid, request.prefer, request.pin, request.deadline),
             creating: None,
         };
         // A free slot now: granted at once, without a trip through `requests`.
@@ -936,7 +928,7 @@ impl Policy {
                 .exec_index
                 .get(pin)
                 .copied()
-                .filter(|&e| self.pin_ready(e, r) && !req.avoid().contains(pin)),
+                .filter(|&e| self.pin_ready(e, r) && !req.avoids(pin)),
             None => self.pick(req, r),
         }
     }
@@ -952,10 +944,7 @@ impl Policy {
         let avoid = req.avoid();
         if let Some(prefer) = req.prefer() {
             if let Some(&e) = self.exec_index.get(prefer) {
-                if self.execs[e].has_role(r)
-                    && self.execs[e].ready_for(r)
-                    && !avoid.contains(prefer)
-                {
+                if self.execs[e].has_role(r) && self.execs[e].ready_for(r) && !req.avoids(prefer) {
                     return Some(e);
                 }
             }
@@ -977,9 +966,9 @@ impl Policy {
         let key = req.key;
         let announce = !req.announced;
         req.announced = true;
-        let pin = req.pin().cloned();
+        let pin = req.pin().map(str::to_string);
         let deadline = req.deadline();
-        let label = req.label().clone();
+        let label = req.label().map(str::to_string);
         let avoid = req.avoid().to_vec();
         self.role_queues[r].insert(key, s);
         if let Some(pin) = &pin {
@@ -1110,7 +1099,7 @@ impl Policy {
                 executor: exec_id.clone(),
                 passed,
             }));
-            let label = req.label().clone();
+            let label = req.label.clone();
             let id = req.id.to_string();
             let (deadline, key) = (req.deadline(), req.key);
             let s = self.requests.insert(req);
@@ -1128,7 +1117,7 @@ impl Policy {
                 "creatingMachine",
                 format!(
                     "{exec_id} takes {role}{} in lease order; creating its machine",
-                    for_label(&label)
+                    for_label(label.as_deref())
                 ),
                 vec![
                     ("request", json!(id)),
@@ -1146,7 +1135,7 @@ impl Policy {
         let lease = self.next_lease;
         self.next_lease += 1;
         let role = self.req_role_name(&req).to_string();
-        let label = req.extra.and_then(|x| x.label);
+        let label = req.label.map(String::from);
         let id = String::from(req.id);
         // The hot path of every grant: the message is built without `format!`.
         let mut message = String::with_capacity(
@@ -1491,7 +1480,7 @@ impl Policy {
                         let Some(req) = self.requests.at(s) else {
                             continue;
                         };
-                        if req.pin().is_some() || req.avoid().contains(&x.spec.id) {
+                        if req.pin().is_some() || req.avoids(&x.spec.id) {
                             continue;
                         }
                         best = Some((*key, s, None));
@@ -1510,7 +1499,7 @@ impl Policy {
                     let Some(r) = self.req_role(req) else {
                         continue;
                     };
-                    if x.has_role(r) && x.free_for(r) && !req.avoid().contains(&x.spec.id) {
+                    if x.has_role(r) && x.free_for(r) && !req.avoids(&x.spec.id) {
                         best = Some((*key, s, Some(e)));
                         break;
                     }
@@ -1665,7 +1654,7 @@ impl Policy {
             }
             if let Some(pin) = req.pin() {
                 self.pin_queues
-                    .entry(pin.clone())
+                    .entry(pin.to_string())
                     .or_default()
                     .insert(req.key, s);
             }
@@ -1687,7 +1676,7 @@ impl Policy {
     // ---- Exhaustion ---------------------------------------------------------------
 
     fn can_serve_request(&self, req: &Req, r: usize) -> bool {
-        self.can_serve(r, req.avoid(), req.pin().map(String::as_str))
+        self.can_serve(r, req.avoid(), req.pin())
     }
 
     fn can_serve(&self, r: usize, avoid: &[String], pin: Option<&str>) -> bool {
@@ -1737,7 +1726,7 @@ impl Policy {
             )];
         };
         if let Some(pin) = req.pin() {
-            if req.avoid().contains(pin) {
+            if req.avoids(pin) {
                 return vec![format!("{pin} is both the pin and avoided")];
             }
             return match self.exec_index.get(pin) {
@@ -1747,7 +1736,7 @@ impl Policy {
         }
         let reasons: Vec<String> = self.role_members[r]
             .iter()
-            .filter(|&&e| !req.avoid().contains(&self.execs[e].spec.id))
+            .filter(|&&e| !req.avoids(&self.execs[e].spec.id))
             .map(|&e| self.unavailable_reason(e, r))
             .collect();
         if reasons.is_empty() {
@@ -2199,7 +2188,7 @@ impl Policy {
             self.role_queues[r].values().take(16).any(|&s| {
                 self.requests
                     .at(s)
-                    .is_some_and(|q| q.pin().is_none() && !q.avoid().contains(&x.spec.id))
+                    .is_some_and(|q| q.pin().is_none() && !q.avoids(&x.spec.id))
             })
         }) || self.pin_queues.contains_key(&x.spec.id)
     }
@@ -2838,10 +2827,10 @@ impl Policy {
                         role: roles[r].clone(),
                         rank: q.rank(),
                         event_time: q.event_time(),
-                        label: q.label().clone(),
-                        pin: q.pin().cloned(),
+                        label: q.label().map(str::to_string),
+                        pin: q.pin().map(str::to_string),
                         avoid: q.avoid().to_vec(),
-                        prefer: q.prefer().cloned(),
+                        prefer: q.prefer().map(str::to_string),
                         deadline: q.deadline(),
                         ahead: ahead as u32,
                         waiting_since: q.since,
@@ -2887,8 +2876,8 @@ impl Policy {
                 (
                     self.req_role_name(q).to_string(),
                     q.avoid().to_vec(),
-                    q.prefer().cloned(),
-                    q.pin().cloned(),
+                    q.prefer().map(str::to_string),
+                    q.pin().map(str::to_string),
                 )
             }
             None => (
@@ -2958,7 +2947,8 @@ impl Policy {
             announced: true,
             try_only: false,
             has_event_time: false,
-            extra: req_extra(avoid.clone(), prefer, pin.clone(), None, None),
+            label: None,
+            extra: req_extra(avoid.clone(), prefer, pin.clone(), None),
             creating: None,
         };
         let pick = match &pin {
@@ -3176,7 +3166,8 @@ impl Policy {
                 announced: q.announced,
                 try_only: q.try_only,
                 has_event_time: q.event_time.is_some(),
-                extra: req_extra(q.avoid, q.prefer, q.pin, q.label, q.deadline),
+                label: q.label.map(String::into_boxed_str),
+                extra: req_extra(q.avoid, q.prefer, q.pin, q.deadline),
                 creating: match q.state {
                     ReqState::Waiting => None,
                     ReqState::Creating { executor, passed } => {
@@ -3217,11 +3208,11 @@ impl Policy {
             id: q.id.to_string(),
             role: self.req_role_name(q).to_string(),
             avoid: q.avoid().to_vec(),
-            prefer: q.prefer().cloned(),
-            pin: q.pin().cloned(),
+            prefer: q.prefer().map(str::to_string),
+            pin: q.pin().map(str::to_string),
             rank: q.rank(),
             event_time: q.event_time(),
-            label: q.label().clone(),
+            label: q.label().map(str::to_string),
             deadline: q.deadline(),
             key: q.key,
             since: q.since,
@@ -3330,7 +3321,7 @@ impl Policy {
                     Some(pin) => self
                         .exec_index
                         .get(pin)
-                        .is_some_and(|&e| self.pin_ready(e, r) && !q.avoid().contains(pin)),
+                        .is_some_and(|&e| self.pin_ready(e, r) && !q.avoids(pin)),
                     None => self.pick(q, r).is_some(),
                 };
                 assert!(
@@ -3453,11 +3444,8 @@ fn describe(excl: &Excl) -> String {
     }
 }
 
-fn for_label(label: &Option<String>) -> String {
-    label
-        .as_ref()
-        .map(|l| format!(" for {l}"))
-        .unwrap_or_default()
+fn for_label(label: Option<&str>) -> String {
+    label.map(|l| format!(" for {l}")).unwrap_or_default()
 }
 
 /// "1 running lease", "2 running leases".
