@@ -3299,6 +3299,42 @@ impl Policy {
             self.requests.len(),
             "invariant: every stored request is known by its id"
         );
+        // Timers and pin queues name stored requests by slot: no stale slot (it
+        // could name a later request that reused it).
+        for &(t, key, s) in &self.deadlines {
+            assert!(
+                self.requests
+                    .at(s)
+                    .is_some_and(|q| q.deadline() == Some(t) && q.key == key),
+                "invariant: the deadline at {t} names its request"
+            );
+        }
+        let with_deadline = self.requests.values().filter(|q| q.deadline().is_some());
+        assert_eq!(
+            self.deadlines.len(),
+            with_deadline.count(),
+            "invariant: every request with a deadline has its timer, once"
+        );
+        for (pin, queue) in &self.pin_queues {
+            for (key, &s) in queue {
+                assert!(
+                    self.requests
+                        .at(s)
+                        .is_some_and(|q| q.waiting() && q.key == *key && q.pin() == Some(pin)),
+                    "invariant: the queue pinned to {pin} names its requests"
+                );
+            }
+        }
+        let pinned: usize = self.pin_queues.values().map(BTreeMap::len).sum();
+        let waiting_pinned = self
+            .requests
+            .values()
+            .filter(|q| q.waiting() && q.pin().is_some());
+        assert_eq!(
+            pinned,
+            waiting_pinned.count(),
+            "invariant: every waiting pinned request is in its pin's queue"
+        );
         // The queue: every waiting request is queued once, under its role.
         let queued: usize = self.role_queues.iter().map(BTreeMap::len).sum();
         let waiting = self.requests.values().filter(|q| q.waiting()).count();
