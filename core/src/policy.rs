@@ -198,9 +198,207 @@ enum ReqState {
     },
 }
 
+/// A request that has no lease yet: waiting, or holding a slot while its machine is
+/// created. Every waiting request holds one, so it is kept small (issue 3: under
+/// 300 bytes per waiting request, indexes included): rank and event time are read
+/// back from its key, the role is interned, and what few requests carry lives
+/// behind one optional box.
+#[derive(Debug, Clone)]
+struct Req {
+    id: Box<str>,
+    key: OrderKey,
+    since: u64,
+    /// Index into `Policy::role_names` (the role may leave the document on reload).
+    role: u32,
+    announced: bool,
+    /// A `tryLease`: it never waits, even after a failed machine creation.
+    try_only: bool,
+    /// `key.2` is the request's `eventTime` (else its arrival time).
+    has_event_time: bool,
+    /// Many callers name themselves, so the label stays out of the box.
+    label: Option<Box<str>>,
+    extra: Option<Box<ReqExtra>>,
+    /// Set while a slot is held on an executor for its machine.
+    creating: Option<Box<Creating>>,
+}
+
+/// The fields of a request that most requests leave empty.
+#[derive(Debug, Clone, Default)]
+struct ReqExtra {
+    avoid: Vec<String>,
+    prefer: Option<Box<str>>,
+    pin: Option<Box<str>>,
+    deadline: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+struct Creating {
+    executor: String,
+    passed: u32,
+}
+
+impl Req {
+    fn avoid(&self) -> &[String] {
+        self.extra.as_ref().map_or(&[], |x| &x.avoid)
+    }
+
+    fn avoids(&self, executor: &str) -> bool {
+        self.avoid().iter().any(|a| a == executor)
+    }
+
+    fn prefer(&self) -> Option<&str> {
+        self.extra.as_ref().and_then(|x| x.prefer.as_deref())
+    }
+
+    fn pin(&self) -> Option<&str> {
+        self.extra.as_ref().and_then(|x| x.pin.as_deref())
+    }
+
+    fn label(&self) -> Option<&str> {
+        self.label.as_deref()
+    }
+
+    fn deadline(&self) -> Option<u64> {
+        self.extra.as_ref().and_then(|x| x.deadline)
+    }
+
+    fn rank(&self) -> Option<i64> {
+        (self.key.0 == 0).then_some(self.key.1)
+    }
+
+    fn event_time(&self) -> Option<u64> {
+        self.has_event_time.then_some(self.key.2)
+    }
+
+    fn waiting(&self) -> bool {
+        self.creating.is_none()
+    }
+}
+
+/// Boxes the rarely used fields, or nothing when all are empty.
+fn req_extra(
+    avoid: Vec<String>,
+    prefer: Option<String>,
+    pin: Option<String>,
+    deadline: Option<u64>,
+) -> Option<Box<ReqExtra>> {
+    let empty = avoid.is_empty() && prefer.is_none() && pin.is_none() && deadline.is_none();
+    (!empty).then(|| {
+        Box::new(ReqExtra {
+            avoid,
+            prefer: prefer.map(String::into_boxed_str),
+            pin: pin.map(String::into_boxed_str),
+            deadline,
+        })
+    })
+}
+
+/// The requests without a lease, each stored once in a slab; queues and timers
+/// refer to them by slot. The slab grows in chunks of `CHUNK` so that it never
+/// holds much more than it uses (a doubling `Vec` would hold up to twice).
+#[derive(Debug, Clone, Default)]
+struct Requests {
+    chunks: Vec<Vec<Option<Req>>>,
+    free: Vec<u32>,
+    by_id: BTreeMap<Box<str>, u32>,
+}
+
+const CHUNK: usize = 256;
+
+impl Requests {
+    fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    fn slot(&self, id: &str) -> Option<u32> {
+        self.by_id.get(id).copied()
+    }
+
+    fn contains_key(&self, id: &str) -> bool {
+        self.by_id.contains_key(id)
+    }
+
+    fn at(&self, s: u32) -> Option<&Req> {
+        let s = s as usize;
+        self.chunks.get(s / CHUNK)?.get(s % CHUNK)?.as_ref()
+    }
+
+    fn at_mut(&mut self, s: u32) -> Option<&mut Req> {
+        let s = s as usize;
+        self.chunks.get_mut(s / CHUNK)?.get_mut(s % CHUNK)?.as_mut()
+    }
+
+    fn get(&self, id: &str) -> Option<&Req> {
+        self.at(self.slot(id)?)
+    }
+
+    fn get_mut(&mut self, id: &str) -> Option<&mut Req> {
+        let s = self.slot(id)?;
+        self.at_mut(s)
+    }
+
+    /// Stores a request whose id is not stored yet; its slot.
+    fn insert(&mut self, req: Req) -> u32 {
+        let id = req.id.clone();
+        let free = self.free.pop().and_then(|s| {
+            let i = s as usize;
+            let place = self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)?;
+            Some((s, place))
+        });
+        let s = match free {
+            Some((s, place)) => {
+                *place = Some(req);
+                s
+            }
+            None => {
+                if self.chunks.last().is_none_or(|c| c.len() == CHUNK) {
+                    self.chunks.push(Vec::new());
+                }
+                let n = self.chunks.len() - 1;
+                let chunk = &mut self.chunks[n];
+                chunk.push(Some(req));
+                (n * CHUNK + chunk.len() - 1) as u32
+            }
+        };
+        self.by_id.insert(id, s);
+        s
+    }
+
+    fn remove_at(&mut self, s: u32) -> Option<Req> {
+        let i = s as usize;
+        let req = self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)?.take()?;
+        self.by_id.remove(&req.id);
+        if self.by_id.is_empty() {
+            // The queue drained: give back what a burst of waiters grew.
+            self.chunks = Vec::new();
+            self.free = Vec::new();
+        } else {
+            self.free.push(s);
+        }
+        Some(req)
+    }
+
+    fn remove(&mut self, id: &str) -> Option<Req> {
+        let s = self.slot(id)?;
+        self.remove_at(s)
+    }
+
+    /// In id order (as the map they replaced iterated).
+    fn values(&self) -> impl Iterator<Item = &Req> {
+        self.by_id.values().filter_map(|&s| self.at(s))
+    }
+
+    /// Occupied slots (for the invariants).
+    fn occupied(&self) -> usize {
+        self.chunks.iter().flatten().filter(|q| q.is_some()).count()
+    }
+}
+
+/// A request as `export_state` writes it (the shape other hosts and saved states
+/// depend on; the internal `Req` is laid out for memory).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Req {
+struct ExportedRequest {
     id: String,
     role: String,
     avoid: Vec<String>,
@@ -254,7 +452,10 @@ pub struct Policy {
     document: Document,
     now: u64,
     execs: Vec<Exec>,
-    requests: BTreeMap<String, Req>,
+    requests: Requests,
+    /// Every role name a document of this run declared (append-only): a request
+    /// keeps its role as an index here.
+    role_names: Vec<String>,
     leases: BTreeMap<u64, Lease>,
     /// Requests cancelled while their machine was created: the machine is deleted
     /// when it arrives.
@@ -279,9 +480,14 @@ pub struct Policy {
     ready: Vec<BTreeSet<(Prio, u64, usize)>>,
     role_members: Vec<Vec<usize>>,
     servable: Vec<u32>,
-    role_queues: Vec<BTreeMap<OrderKey, String>>,
-    pin_queues: BTreeMap<String, BTreeMap<OrderKey, String>>,
-    deadlines: BTreeSet<(u64, OrderKey, String)>,
+    /// Per interned role: its index among the document's roles, if it is there.
+    role_at: Vec<Option<usize>>,
+    /// Per document role: its index in `role_names`.
+    role_ids: Vec<u32>,
+    /// Queues and timers hold request slots (`requests`), not ids.
+    role_queues: Vec<BTreeMap<OrderKey, u32>>,
+    pin_queues: BTreeMap<String, BTreeMap<OrderKey, u32>>,
+    deadlines: BTreeSet<(u64, OrderKey, u32)>,
     exclusion_ends: BTreeSet<(u64, usize)>,
     pause_ends: BTreeSet<(u64, usize)>,
     health: BTreeSet<usize>,
@@ -321,7 +527,8 @@ impl Policy {
             document,
             now: 0,
             execs,
-            requests: BTreeMap::new(),
+            requests: Requests::default(),
+            role_names: Vec::new(),
             leases: BTreeMap::new(),
             abandoned: BTreeMap::new(),
             next_lease: 1,
@@ -338,6 +545,8 @@ impl Policy {
             ready: Vec::new(),
             role_members: Vec::new(),
             servable: Vec::new(),
+            role_at: Vec::new(),
+            role_ids: Vec::new(),
             role_queues: Vec::new(),
             pin_queues: BTreeMap::new(),
             deadlines: BTreeSet::new(),
@@ -505,10 +714,7 @@ impl Policy {
                 self.known_exec(executor)?;
             }
             Input::MachineCreated { id, .. } | Input::MachineFailed { id, .. } => {
-                let creating = self
-                    .requests
-                    .get(id)
-                    .is_some_and(|r| matches!(r.state, ReqState::Creating { .. }));
+                let creating = self.requests.get(id).is_some_and(|r| !r.waiting());
                 if !creating && !self.abandoned.contains_key(id) {
                     return Err(Error::UnknownRequest { id: id.clone() });
                 }
@@ -583,12 +789,14 @@ impl Policy {
                 self.end_pause(e);
             }
             self.grant_pass();
-            while let Some((t, _, id)) = self.deadlines.first().cloned() {
+            while let Some(&(t, _, s)) = self.deadlines.first() {
                 if t > at {
                     break;
                 }
                 self.deadlines.pop_first();
-                self.end_request(&id, Ending::TimedOut);
+                if let Some(id) = self.requests.at(s).map(|q| q.id.to_string()) {
+                    self.end_request(&id, Ending::TimedOut);
+                }
             }
         }
     }
@@ -664,20 +872,16 @@ impl Policy {
         );
         self.next_arrival += 1;
         let req = Req {
-            id: request.id,
-            role: request.role,
-            avoid: request.avoid,
-            prefer: request.prefer,
-            pin: request.pin,
-            rank: request.rank,
-            event_time: request.event_time,
-            label: request.label,
-            deadline: request.deadline,
+            id: request.id.into_boxed_str(),
             key,
             since: self.now,
+            role: self.role_ids.get(r).copied().unwrap_or(0),
             announced: false,
             try_only,
-            state: ReqState::Waiting,
+            has_event_time: request.event_time.is_some(),
+            label: request.label.map(String::into_boxed_str),
+            extra: req_extra(request.avoid, request.prefer, request.pin, request.deadline),
+            creating: None,
         };
         // A free slot now: granted at once, without a trip through `requests`.
         if let Some(e) = self.choose(&req, r) {
@@ -685,8 +889,8 @@ impl Policy {
             self.take_slot_with(req, e, r, passed);
             return;
         }
-        let id = req.id.clone();
-        self.requests.insert(id.clone(), req);
+        let id = req.id.to_string();
+        self.requests.insert(req);
         match self.try_place(&id, r, !try_only) {
             Admission::Granted | Admission::Ended => {}
             Admission::Queued if try_only => self.unavailable(&id, r),
@@ -726,7 +930,7 @@ impl Policy {
             self.end_request(id, Ending::Exhausted);
             return Admission::Ended;
         }
-        if req.deadline.is_some_and(|d| d <= self.now) {
+        if req.deadline().is_some_and(|d| d <= self.now) {
             self.end_request(id, Ending::TimedOut);
             return Admission::Ended;
         }
@@ -735,12 +939,12 @@ impl Policy {
 
     /// The executor that serves `req` now, if any: its pin, or the pick.
     fn choose(&self, req: &Req, r: usize) -> Option<usize> {
-        match &req.pin {
+        match req.pin() {
             Some(pin) => self
                 .exec_index
                 .get(pin)
                 .copied()
-                .filter(|&e| self.pin_ready(e, r) && !req.avoid.contains(pin)),
+                .filter(|&e| self.pin_ready(e, r) && !req.avoids(pin)),
             None => self.pick(req, r),
         }
     }
@@ -753,12 +957,10 @@ impl Policy {
     /// Among the free executors for a request: `prefer` first; else the lowest
     /// priority for the role; ties to the one leased least recently.
     fn pick(&self, req: &Req, r: usize) -> Option<usize> {
-        if let Some(prefer) = &req.prefer {
+        let avoid = req.avoid();
+        if let Some(prefer) = req.prefer() {
             if let Some(&e) = self.exec_index.get(prefer) {
-                if self.execs[e].has_role(r)
-                    && self.execs[e].ready_for(r)
-                    && !req.avoid.contains(prefer)
-                {
+                if self.execs[e].has_role(r) && self.execs[e].ready_for(r) && !req.avoids(prefer) {
                     return Some(e);
                 }
             }
@@ -766,30 +968,33 @@ impl Policy {
         self.ready[r]
             .iter()
             .map(|&(_, _, e)| e)
-            .find(|&e| req.avoid.is_empty() || !req.avoid.contains(&self.execs[e].spec.id))
+            .find(|&e| avoid.is_empty() || !avoid.contains(&self.execs[e].spec.id))
     }
 
     fn enqueue(&mut self, id: &str, r: usize) {
-        let Some(req) = self.requests.get_mut(id) else {
+        let Some(s) = self.requests.slot(id) else {
             return;
         };
-        req.state = ReqState::Waiting;
+        let Some(req) = self.requests.at_mut(s) else {
+            return;
+        };
+        req.creating = None;
         let key = req.key;
         let announce = !req.announced;
         req.announced = true;
-        let pin = req.pin.clone();
-        let deadline = req.deadline;
-        let label = req.label.clone();
-        let avoid = req.avoid.clone();
-        self.role_queues[r].insert(key, id.to_string());
+        let pin = req.pin().map(str::to_string);
+        let deadline = req.deadline();
+        let label = req.label().map(str::to_string);
+        let avoid = req.avoid().to_vec();
+        self.role_queues[r].insert(key, s);
         if let Some(pin) = &pin {
             self.pin_queues
                 .entry(pin.clone())
                 .or_default()
-                .insert(key, id.to_string());
+                .insert(key, s);
         }
         if let Some(deadline) = deadline {
-            self.deadlines.insert((deadline, key, id.to_string()));
+            self.deadlines.insert((deadline, key, s));
         }
         if announce {
             let ahead = self.count_before(r, &key);
@@ -849,14 +1054,21 @@ impl Policy {
     }
 
     fn dequeue(&mut self, id: &str) {
-        let Some(req) = self.requests.get(id) else {
+        if let Some(s) = self.requests.slot(id) {
+            self.dequeue_at(s);
+        }
+    }
+
+    /// Takes the request in slot `s` out of its queues and timers.
+    fn dequeue_at(&mut self, s: u32) {
+        let Some(req) = self.requests.at(s) else {
             return;
         };
         let key = req.key;
-        if let Some(r) = self.document.roles.iter().position(|x| *x == req.role) {
+        if let Some(r) = self.role_at.get(req.role as usize).copied().flatten() {
             self.role_queues[r].remove(&key);
         }
-        if let Some(pin) = &req.pin {
+        if let Some(pin) = req.pin() {
             if let Some(queue) = self.pin_queues.get_mut(pin) {
                 queue.remove(&key);
                 if queue.is_empty() {
@@ -864,15 +1076,21 @@ impl Policy {
                 }
             }
         }
-        if let Some(deadline) = req.deadline {
-            self.deadlines.remove(&(deadline, key, id.to_string()));
+        if let Some(deadline) = req.deadline() {
+            self.deadlines.remove(&(deadline, key, s));
         }
     }
 
     /// Takes a slot on `e` for request `id`: a lease, or a machine creation first.
     fn take_slot(&mut self, id: &str, e: usize, r: usize, passed: u32) {
-        self.dequeue(id);
-        let Some(req) = self.requests.remove(id) else {
+        if let Some(s) = self.requests.slot(id) {
+            self.take_slot_at(s, e, r, passed);
+        }
+    }
+
+    fn take_slot_at(&mut self, s: u32, e: usize, r: usize, passed: u32) {
+        self.dequeue_at(s);
+        let Some(req) = self.requests.remove_at(s) else {
             return;
         };
         self.take_slot_with(req, e, r, passed);
@@ -892,18 +1110,19 @@ impl Policy {
         let provision = x.spec.provision;
         let exec_id = x.spec.id.clone();
         self.ready_up(e);
-        if provision && req.pin.is_none() {
-            req.state = ReqState::Creating {
+        if provision && req.pin().is_none() {
+            req.creating = Some(Box::new(Creating {
                 executor: exec_id.clone(),
                 passed,
-            };
+            }));
             let label = req.label.clone();
-            let id = req.id.clone();
-            if let Some(deadline) = req.deadline {
+            let id = req.id.to_string();
+            let (deadline, key) = (req.deadline(), req.key);
+            let s = self.requests.insert(req);
+            if let Some(deadline) = deadline {
                 // The deadline still applies while the machine is created.
-                self.deadlines.insert((deadline, req.key, id.clone()));
+                self.deadlines.insert((deadline, key, s));
             }
-            self.requests.insert(id.clone(), req);
             self.outputs.push_back(Output::CreateMachine {
                 request: id.to_string(),
                 executor: exec_id.clone(),
@@ -914,7 +1133,7 @@ impl Policy {
                 "creatingMachine",
                 format!(
                     "{exec_id} takes {role}{} in lease order; creating its machine",
-                    for_label(&label)
+                    for_label(label.as_deref())
                 ),
                 vec![
                     ("request", json!(id)),
@@ -931,14 +1150,17 @@ impl Policy {
     fn open_lease(&mut self, req: Req, exec_id: String, hold: Option<Value>, passed: u32) {
         let lease = self.next_lease;
         self.next_lease += 1;
+        let role = self.req_role_name(&req).to_string();
+        let label = req.label.map(String::from);
+        let id = String::from(req.id);
         // The hot path of every grant: the message is built without `format!`.
         let mut message = String::with_capacity(
-            exec_id.len() + req.role.len() + req.label.as_ref().map_or(0, |l| l.len() + 5) + 27,
+            exec_id.len() + role.len() + label.as_ref().map_or(0, |l| l.len() + 5) + 27,
         );
         message.push_str(&exec_id);
         message.push_str(" takes ");
-        message.push_str(&req.role);
-        if let Some(label) = &req.label {
+        message.push_str(&role);
+        if let Some(label) = &label {
             message.push_str(" for ");
             message.push_str(label);
         }
@@ -946,10 +1168,10 @@ impl Policy {
             message.push_str(" with a new machine");
         }
         self.outputs.push_back(Output::Granted {
-            request: req.id.clone(),
+            request: id.clone(),
             lease,
             executor: exec_id.clone(),
-            role: req.role.clone(),
+            role: role.clone(),
             hold: hold.clone(),
             passed,
             occupied: false,
@@ -959,21 +1181,21 @@ impl Policy {
             "granted",
             message,
             vec![
-                ("request", Value::String(req.id.clone())),
+                ("request", Value::String(id.clone())),
                 ("lease", Value::from(lease)),
                 ("executor", Value::String(exec_id.clone())),
-                ("role", Value::String(req.role.clone())),
+                ("role", Value::String(role.clone())),
                 ("passed", Value::from(passed)),
             ],
         );
-        self.lease_by_request.insert(req.id.clone(), lease);
+        self.lease_by_request.insert(id.clone(), lease);
         self.leases.insert(
             lease,
             Lease {
-                request: req.id,
+                request: id,
                 executor: exec_id,
-                role: Some(req.role),
-                label: req.label,
+                role: Some(role),
+                label,
                 hold,
                 since: self.now,
                 occupied: false,
@@ -989,15 +1211,16 @@ impl Policy {
         let Some(req) = self.requests.remove(id) else {
             return;
         };
-        if let ReqState::Creating { executor, .. } = &req.state {
+        if let Some(creating) = &req.creating {
+            let executor = &creating.executor;
             self.abandoned.insert(id.to_string(), executor.clone());
             if let Some(&e) = self.exec_index.get(executor) {
-                let r = self.document.roles.iter().position(|x| *x == req.role);
+                let r = self.req_role(&req);
                 self.free_slot(e, r);
                 self.leave_if_drained(e);
             }
         }
-        let role = req.role.clone();
+        let role = self.req_role_name(&req).to_string();
         match ending {
             Ending::Cancelled => {
                 self.outputs.push_back(Output::Cancelled {
@@ -1008,7 +1231,7 @@ impl Policy {
                     "cancelled",
                     format!(
                         "the request for {role}{} stopped waiting",
-                        for_label(&req.label)
+                        for_label(req.label())
                     ),
                     vec![("request", json!(id))],
                 );
@@ -1022,7 +1245,7 @@ impl Policy {
                     "timedOut",
                     format!(
                         "no executor took {role}{} before its deadline",
-                        for_label(&req.label)
+                        for_label(req.label())
                     ),
                     vec![("request", json!(id))],
                 );
@@ -1034,7 +1257,7 @@ impl Policy {
                     "exhausted",
                     format!(
                         "no executor can ever take {role}{}: {}",
-                        for_label(&req.label),
+                        for_label(req.label()),
                         reasons.join("; ")
                     ),
                     vec![("request", json!(id)), ("role", json!(role))],
@@ -1215,10 +1438,10 @@ impl Policy {
             let Some(req) = self.requests.get(&id) else {
                 continue;
             };
-            if req.state != ReqState::Waiting {
+            if !req.waiting() {
                 continue;
             }
-            let Ok(r) = self.role_index(&req.role.clone()) else {
+            let Some(r) = self.req_role(req) else {
                 // Its machine failed after a reload removed its role: nothing can
                 // ever serve it now.
                 self.end_request(&id, Ending::Exhausted);
@@ -1232,11 +1455,11 @@ impl Policy {
                 Admission::Granted | Admission::Ended => {}
             }
         }
-        while let Some((id, pinned_to)) = self.next_candidate() {
-            let Some(req) = self.requests.get(&id) else {
+        while let Some((s, pinned_to)) = self.next_candidate() {
+            let Some(req) = self.requests.at(s) else {
                 break;
             };
-            let Ok(r) = self.role_index(&req.role.clone()) else {
+            let Some(r) = self.req_role(req) else {
                 break;
             };
             let choice = match pinned_to {
@@ -1247,15 +1470,15 @@ impl Policy {
                 break; // cannot happen: the candidate was found on a ready executor
             };
             let passed = self.count_before(r, &req.key);
-            self.take_slot(&id, e, r, passed);
+            self.take_slot_at(s, e, r, passed);
         }
         self.dirty.clear();
     }
 
     /// The earliest waiting request, in lease order, that one of the dirty
     /// executors can serve now.
-    fn next_candidate(&self) -> Option<(String, Option<usize>)> {
-        let mut best: Option<(OrderKey, &String, Option<usize>)> = None;
+    fn next_candidate(&self) -> Option<(u32, Option<usize>)> {
+        let mut best: Option<(OrderKey, u32, Option<usize>)> = None;
         for &e in &self.dirty {
             let x = &self.execs[e];
             if x.draining || x.rt.exclusion.is_some() || x.busy >= x.spec.slots {
@@ -1266,40 +1489,40 @@ impl Policy {
                     if !x.free_for(r) {
                         continue;
                     }
-                    for (key, id) in &self.role_queues[r] {
+                    for (key, &s) in &self.role_queues[r] {
                         if best.as_ref().is_some_and(|(b, _, _)| b <= key) {
                             break;
                         }
-                        let Some(req) = self.requests.get(id) else {
+                        let Some(req) = self.requests.at(s) else {
                             continue;
                         };
-                        if req.pin.is_some() || req.avoid.contains(&x.spec.id) {
+                        if req.pin().is_some() || req.avoids(&x.spec.id) {
                             continue;
                         }
-                        best = Some((*key, id, None));
+                        best = Some((*key, s, None));
                         break;
                     }
                 }
             }
             if let Some(queue) = self.pin_queues.get(&x.spec.id) {
-                for (key, id) in queue {
+                for (key, &s) in queue {
                     if best.as_ref().is_some_and(|(b, _, _)| b <= key) {
                         break;
                     }
-                    let Some(req) = self.requests.get(id) else {
+                    let Some(req) = self.requests.at(s) else {
                         continue;
                     };
-                    let Some(r) = self.document.roles.iter().position(|x| *x == req.role) else {
+                    let Some(r) = self.req_role(req) else {
                         continue;
                     };
-                    if x.has_role(r) && x.free_for(r) && !req.avoid.contains(&x.spec.id) {
-                        best = Some((*key, id, Some(e)));
+                    if x.has_role(r) && x.free_for(r) && !req.avoids(&x.spec.id) {
+                        best = Some((*key, s, Some(e)));
                         break;
                     }
                 }
             }
         }
-        best.map(|(_, id, e)| (id.clone(), e))
+        best.map(|(_, s, e)| (s, e))
     }
 
     // ---- The ready index ----------------------------------------------------------
@@ -1336,10 +1559,37 @@ impl Policy {
         }
     }
 
+    /// A request's role among the document's roles (none if a reload dropped it).
+    fn req_role(&self, req: &Req) -> Option<usize> {
+        self.role_at.get(req.role as usize).copied().flatten()
+    }
+
+    fn req_role_name(&self, req: &Req) -> &str {
+        self.role_names
+            .get(req.role as usize)
+            .map_or("?", String::as_str)
+    }
+
+    /// The interned index of a role name, added if new.
+    fn intern_role(&mut self, name: &str) -> u32 {
+        match self.role_names.iter().position(|n| n == name) {
+            Some(i) => i as u32,
+            None => {
+                self.role_names.push(name.to_string());
+                (self.role_names.len() - 1) as u32
+            }
+        }
+    }
+
     /// Recomputes every derived index from the executors, leases and requests
     /// (after creation, a reload, a drained executor leaving, an import).
     fn rebuild(&mut self) {
         let roles = self.document.roles.clone();
+        self.role_ids = roles.iter().map(|r| self.intern_role(r)).collect();
+        self.role_at = vec![None; self.role_names.len()];
+        for (r, &i) in self.role_ids.iter().enumerate() {
+            self.role_at[i as usize] = Some(r);
+        }
         self.exec_index = self
             .execs
             .iter()
@@ -1367,11 +1617,11 @@ impl Policy {
             }
         }
         for req in self.requests.values() {
-            if let ReqState::Creating { executor, .. } = &req.state {
-                if let Some(&e) = self.exec_index.get(executor) {
+            if let Some(creating) = &req.creating {
+                if let Some(&e) = self.exec_index.get(&creating.executor) {
                     let x = &mut self.execs[e];
                     x.busy += 1;
-                    if let Some(r) = roles.iter().position(|x| *x == req.role) {
+                    if let Some(r) = self.role_at.get(req.role as usize).copied().flatten() {
                         x.busy_by_role[r] += 1;
                     }
                 }
@@ -1408,21 +1658,24 @@ impl Policy {
         self.role_queues = vec![BTreeMap::new(); roles.len()];
         self.pin_queues.clear();
         self.deadlines.clear();
-        for req in self.requests.values() {
-            if let Some(deadline) = req.deadline {
-                self.deadlines.insert((deadline, req.key, req.id.clone()));
+        for &s in self.requests.by_id.values() {
+            let Some(req) = self.requests.at(s) else {
+                continue;
+            };
+            if let Some(deadline) = req.deadline() {
+                self.deadlines.insert((deadline, req.key, s));
             }
-            if req.state != ReqState::Waiting {
+            if !req.waiting() {
                 continue;
             }
-            if let Some(r) = roles.iter().position(|x| *x == req.role) {
-                self.role_queues[r].insert(req.key, req.id.clone());
+            if let Some(r) = self.role_at.get(req.role as usize).copied().flatten() {
+                self.role_queues[r].insert(req.key, s);
             }
-            if let Some(pin) = &req.pin {
+            if let Some(pin) = req.pin() {
                 self.pin_queues
-                    .entry(pin.clone())
+                    .entry(pin.to_string())
                     .or_default()
-                    .insert(req.key, req.id.clone());
+                    .insert(req.key, s);
             }
         }
         self.lease_by_request = self
@@ -1444,7 +1697,7 @@ impl Policy {
     // ---- Exhaustion ---------------------------------------------------------------
 
     fn can_serve_request(&self, req: &Req, r: usize) -> bool {
-        self.can_serve(r, &req.avoid, req.pin.as_deref())
+        self.can_serve(r, req.avoid(), req.pin())
     }
 
     fn can_serve(&self, r: usize, avoid: &[String], pin: Option<&str>) -> bool {
@@ -1473,10 +1726,10 @@ impl Policy {
     fn recheck_exhaustion(&mut self, roles: &[usize]) {
         let mut ended = Vec::new();
         for &r in roles {
-            for id in self.role_queues[r].values() {
-                if let Some(req) = self.requests.get(id) {
+            for &s in self.role_queues[r].values() {
+                if let Some(req) = self.requests.at(s) {
                     if !self.can_serve_request(req, r) {
-                        ended.push(req.id.clone());
+                        ended.push(req.id.to_string());
                     }
                 }
             }
@@ -1487,11 +1740,14 @@ impl Policy {
     }
 
     fn exhausted_reasons(&self, req: &Req) -> Vec<String> {
-        let Some(r) = self.document.roles.iter().position(|x| *x == req.role) else {
-            return vec![format!("the roster no longer has the role {}", req.role)];
+        let Some(r) = self.req_role(req) else {
+            return vec![format!(
+                "the roster no longer has the role {}",
+                self.req_role_name(req)
+            )];
         };
-        if let Some(pin) = &req.pin {
-            if req.avoid.contains(pin) {
+        if let Some(pin) = req.pin() {
+            if req.avoids(pin) {
                 return vec![format!("{pin} is both the pin and avoided")];
             }
             return match self.exec_index.get(pin) {
@@ -1501,7 +1757,7 @@ impl Policy {
         }
         let reasons: Vec<String> = self.role_members[r]
             .iter()
-            .filter(|&&e| !req.avoid.contains(&self.execs[e].spec.id))
+            .filter(|&&e| !req.avoids(&self.execs[e].spec.id))
             .map(|&e| self.unavailable_reason(e, r))
             .collect();
         if reasons.is_empty() {
@@ -1833,7 +2089,12 @@ impl Policy {
                 let pinned: Vec<String> = self
                     .pin_queues
                     .get(&id)
-                    .map(|q| q.values().cloned().collect())
+                    .map(|q| {
+                        q.values()
+                            .filter_map(|&s| self.requests.at(s))
+                            .map(|q| q.id.to_string())
+                            .collect()
+                    })
                     .unwrap_or_default();
                 for id in pinned {
                     self.end_request(&id, Ending::Exhausted);
@@ -1979,10 +2240,10 @@ impl Policy {
     fn demand(&self, e: usize) -> bool {
         let x = &self.execs[e];
         x.role_idx.iter().any(|&r| {
-            self.role_queues[r].values().take(16).any(|id| {
+            self.role_queues[r].values().take(16).any(|&s| {
                 self.requests
-                    .get(id)
-                    .is_some_and(|q| q.pin.is_none() && !q.avoid.contains(&x.spec.id))
+                    .at(s)
+                    .is_some_and(|q| q.pin().is_none() && !q.avoids(&x.spec.id))
             })
         }) || self.pin_queues.contains_key(&x.spec.id)
     }
@@ -2071,12 +2332,17 @@ impl Policy {
             );
             return;
         }
-        self.dequeue(id);
-        let Some(req) = self.requests.remove(id) else {
+        // Only a request whose machine is being created: it is in no queue.
+        let Some(Creating { executor, passed }) = self
+            .requests
+            .get(id)
+            .and_then(|q| q.creating.as_deref())
+            .cloned()
+        else {
             return;
         };
-        let ReqState::Creating { executor, passed } = req.state.clone() else {
-            self.requests.insert(id.to_string(), req);
+        self.dequeue(id);
+        let Some(req) = self.requests.remove(id) else {
             return;
         };
         if let Some(&e) = self.exec_index.get(&executor) {
@@ -2099,13 +2365,13 @@ impl Policy {
                 let Some(req) = self.requests.get_mut(id) else {
                     return;
                 };
-                let ReqState::Creating { executor, .. } = req.state.clone() else {
+                let Some(creating) = req.creating.take() else {
                     return;
                 };
+                let executor = creating.executor;
                 // Back in its place in the queue: its key is unchanged.
-                req.state = ReqState::Waiting;
-                let role = req.role.clone();
-                let r = self.document.roles.iter().position(|x| *x == role);
+                let role = req.role;
+                let r = self.role_at.get(role as usize).copied().flatten();
                 if let Some(&e) = self.exec_index.get(&executor) {
                     self.free_slot(e, r);
                     self.leave_if_drained(e);
@@ -2368,8 +2634,8 @@ impl Policy {
         let orphaned: Vec<String> = self
             .requests
             .values()
-            .filter(|q| q.state == ReqState::Waiting && !roles.contains(&q.role))
-            .map(|q| q.id.clone())
+            .filter(|q| q.waiting() && self.req_role(q).is_none())
+            .map(|q| q.id.to_string())
             .collect();
         for id in orphaned {
             self.end_request(&id, Ending::Exhausted);
@@ -2642,22 +2908,22 @@ impl Policy {
             .collect();
         let mut queue: Vec<(OrderKey, QueuedRequest)> = Vec::new();
         for (r, entries) in self.role_queues.iter().enumerate() {
-            for (ahead, id) in entries.values().enumerate() {
-                let Some(q) = self.requests.get(id) else {
+            for (ahead, &s) in entries.values().enumerate() {
+                let Some(q) = self.requests.at(s) else {
                     continue;
                 };
                 queue.push((
                     q.key,
                     QueuedRequest {
-                        request: q.id.clone(),
+                        request: q.id.to_string(),
                         role: roles[r].clone(),
-                        rank: q.rank,
-                        event_time: q.event_time,
-                        label: q.label.clone(),
-                        pin: q.pin.clone(),
-                        avoid: q.avoid.clone(),
-                        prefer: q.prefer.clone(),
-                        deadline: q.deadline,
+                        rank: q.rank(),
+                        event_time: q.event_time(),
+                        label: q.label().map(str::to_string),
+                        pin: q.pin().map(str::to_string),
+                        avoid: q.avoid().to_vec(),
+                        prefer: q.prefer().map(str::to_string),
+                        deadline: q.deadline(),
                         ahead: ahead as u32,
                         waiting_since: q.since,
                     },
@@ -2668,14 +2934,13 @@ impl Policy {
         let creating = self
             .requests
             .values()
-            .filter_map(|q| match &q.state {
-                ReqState::Creating { executor, .. } => Some(CreatingRequest {
-                    request: q.id.clone(),
-                    executor: executor.clone(),
-                    role: q.role.clone(),
+            .filter_map(|q| {
+                q.creating.as_ref().map(|c| CreatingRequest {
+                    request: q.id.to_string(),
+                    executor: c.executor.clone(),
+                    role: self.req_role_name(q).to_string(),
                     since: q.since,
-                }),
-                ReqState::Waiting => None,
+                })
             })
             .collect();
         Snapshot {
@@ -2701,10 +2966,10 @@ impl Policy {
                     .get(id)
                     .ok_or_else(|| Error::UnknownRequest { id: id.clone() })?;
                 (
-                    q.role.clone(),
-                    q.avoid.clone(),
-                    q.prefer.clone(),
-                    q.pin.clone(),
+                    self.req_role_name(q).to_string(),
+                    q.avoid().to_vec(),
+                    q.prefer().map(str::to_string),
+                    q.pin().map(str::to_string),
                 )
             }
             None => (
@@ -2767,20 +3032,16 @@ impl Policy {
             })
             .collect::<Vec<_>>();
         let hypothetical = Req {
-            id: String::new(),
-            role: role.clone(),
-            avoid: avoid.clone(),
-            prefer,
-            pin: pin.clone(),
-            rank: None,
-            event_time: None,
-            label: None,
-            deadline: None,
+            id: Box::from(""),
             key: (0, 0, 0, 0),
             since: self.now,
+            role: self.role_ids.get(r).copied().unwrap_or(0),
             announced: true,
             try_only: false,
-            state: ReqState::Waiting,
+            has_event_time: false,
+            label: None,
+            extra: req_extra(avoid.clone(), prefer, pin.clone(), None),
+            creating: None,
         };
         let pick = match &pin {
             Some(p) => self
@@ -2902,7 +3163,11 @@ impl Policy {
                 .map(|x| (x.spec.id.clone(), x.rt.clone()))
                 .collect(),
             now: self.now,
-            requests: self.requests.values().cloned().collect(),
+            requests: self
+                .requests
+                .values()
+                .map(|q| self.export_request(q))
+                .collect(),
             leases: self.leases.clone(),
             abandoned: self.abandoned.clone(),
             next_lease: self.next_lease,
@@ -2976,11 +3241,36 @@ impl Policy {
             }
         }
         policy.now = exported.now;
-        policy.requests = exported
-            .requests
-            .into_iter()
-            .map(|q| (q.id.clone(), q))
-            .collect();
+        for q in exported.requests {
+            // Rank and event time are read back from the key: they must agree.
+            let rank = (q.key.0 == 0).then_some(q.key.1);
+            if q.rank != rank || q.event_time.is_some_and(|t| t != q.key.2) {
+                return Err(bad(format!(
+                    "request '{}': its rank or event time differs from its key",
+                    q.id
+                )));
+            }
+            let req = Req {
+                role: policy.intern_role(&q.role),
+                id: q.id.into_boxed_str(),
+                key: q.key,
+                since: q.since,
+                announced: q.announced,
+                try_only: q.try_only,
+                has_event_time: q.event_time.is_some(),
+                label: q.label.map(String::into_boxed_str),
+                extra: req_extra(q.avoid, q.prefer, q.pin, q.deadline),
+                creating: match q.state {
+                    ReqState::Waiting => None,
+                    ReqState::Creating { executor, passed } => {
+                        Some(Box::new(Creating { executor, passed }))
+                    }
+                },
+            };
+            // A repeated id: the last one stands (as a map built from the list).
+            policy.requests.remove(&req.id);
+            policy.requests.insert(req);
+        }
         policy.leases = exported.leases;
         policy.abandoned = exported.abandoned;
         policy.next_lease = exported.next_lease;
@@ -3006,6 +3296,32 @@ impl Policy {
         policy.rebuild();
         policy.check_invariants();
         Ok(policy)
+    }
+
+    /// A request in the shape `export_state` writes.
+    fn export_request(&self, q: &Req) -> ExportedRequest {
+        ExportedRequest {
+            id: q.id.to_string(),
+            role: self.req_role_name(q).to_string(),
+            avoid: q.avoid().to_vec(),
+            prefer: q.prefer().map(str::to_string),
+            pin: q.pin().map(str::to_string),
+            rank: q.rank(),
+            event_time: q.event_time(),
+            label: q.label().map(str::to_string),
+            deadline: q.deadline(),
+            key: q.key,
+            since: q.since,
+            announced: q.announced,
+            try_only: q.try_only,
+            state: match &q.creating {
+                None => ReqState::Waiting,
+                Some(c) => ReqState::Creating {
+                    executor: c.executor.clone(),
+                    passed: c.passed,
+                },
+            },
+        }
     }
 
     // ---- Invariants -----------------------------------------------------------------
@@ -3049,10 +3365,10 @@ impl Policy {
             }
         }
         for q in self.requests.values() {
-            if let ReqState::Creating { executor, .. } = &q.state {
-                let e = self.exec_index[executor];
+            if let Some(creating) = &q.creating {
+                let e = self.exec_index[&creating.executor];
                 busy[e] += 1;
-                if let Some(r) = roles.iter().position(|y| *y == q.role) {
+                if let Some(r) = roles.iter().position(|y| y == self.req_role_name(q)) {
                     by_role[e][r] += 1;
                 }
             }
@@ -3081,26 +3397,79 @@ impl Policy {
                 );
             }
         }
-        // The queue: every waiting request is queued once, under its role.
-        let queued: usize = self.role_queues.iter().map(BTreeMap::len).sum();
-        let waiting = self
+        // The request store: each id names the slot that holds it, and nothing else
+        // is stored.
+        for (id, &s) in &self.requests.by_id {
+            let q = self
+                .requests
+                .at(s)
+                .unwrap_or_else(|| panic!("invariant: request {id} names an empty slot"));
+            assert_eq!(&q.id, id, "invariant: request {id} is stored under its id");
+        }
+        assert_eq!(
+            self.requests.occupied(),
+            self.requests.len(),
+            "invariant: every stored request is known by its id"
+        );
+        // Timers and pin queues name stored requests by slot: no stale slot (it
+        // could name a later request that reused it).
+        for &(t, key, s) in &self.deadlines {
+            assert!(
+                self.requests
+                    .at(s)
+                    .is_some_and(|q| q.deadline() == Some(t) && q.key == key),
+                "invariant: the deadline at {t} names its request"
+            );
+        }
+        let with_deadline = self.requests.values().filter(|q| q.deadline().is_some());
+        assert_eq!(
+            self.deadlines.len(),
+            with_deadline.count(),
+            "invariant: every request with a deadline has its timer, once"
+        );
+        for (pin, queue) in &self.pin_queues {
+            for (key, &s) in queue {
+                assert!(
+                    self.requests
+                        .at(s)
+                        .is_some_and(|q| q.waiting() && q.key == *key && q.pin() == Some(pin)),
+                    "invariant: the queue pinned to {pin} names its requests"
+                );
+            }
+        }
+        let pinned: usize = self.pin_queues.values().map(BTreeMap::len).sum();
+        let waiting_pinned = self
             .requests
             .values()
-            .filter(|q| q.state == ReqState::Waiting)
-            .count();
+            .filter(|q| q.waiting() && q.pin().is_some());
+        assert_eq!(
+            pinned,
+            waiting_pinned.count(),
+            "invariant: every waiting pinned request is in its pin's queue"
+        );
+        // The queue: every waiting request is queued once, under its role.
+        let queued: usize = self.role_queues.iter().map(BTreeMap::len).sum();
+        let waiting = self.requests.values().filter(|q| q.waiting()).count();
         assert_eq!(
             queued, waiting,
             "invariant: queued requests equal waiting requests"
         );
         // No waiting request that a free slot can serve (the grant pass is complete).
         for (r, queue) in self.role_queues.iter().enumerate() {
-            for id in queue.values() {
-                let q = &self.requests[id];
-                let servable_now = match &q.pin {
+            for (key, &s) in queue {
+                let q = self.requests.at(s).unwrap_or_else(|| {
+                    panic!("invariant: queue of {} names an empty slot", roles[r])
+                });
+                let id = &q.id;
+                assert!(
+                    q.waiting() && q.key == *key && self.req_role(q) == Some(r),
+                    "invariant: {id} is queued under its role and key"
+                );
+                let servable_now = match q.pin() {
                     Some(pin) => self
                         .exec_index
                         .get(pin)
-                        .is_some_and(|&e| self.pin_ready(e, r) && !q.avoid.contains(pin)),
+                        .is_some_and(|&e| self.pin_ready(e, r) && !q.avoids(pin)),
                     None => self.pick(q, r).is_some(),
                 };
                 assert!(
@@ -3130,7 +3499,7 @@ struct Exported {
     draining: Vec<Value>,
     runtime: BTreeMap<String, Runtime>,
     now: u64,
-    requests: Vec<Req>,
+    requests: Vec<ExportedRequest>,
     leases: BTreeMap<u64, Lease>,
     abandoned: BTreeMap<String, String>,
     next_lease: u64,
@@ -3230,11 +3599,8 @@ impl std::fmt::Display for Described<'_> {
     }
 }
 
-fn for_label(label: &Option<String>) -> String {
-    label
-        .as_ref()
-        .map(|l| format!(" for {l}"))
-        .unwrap_or_default()
+fn for_label(label: Option<&str>) -> String {
+    label.map(|l| format!(" for {l}")).unwrap_or_default()
 }
 
 /// "1 running lease", "2 running leases".
