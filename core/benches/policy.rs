@@ -23,7 +23,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, BatchSize, BenchmarkId, Criterion, Throughput};
@@ -35,27 +35,33 @@ use serde_json::{json, Value};
 struct Counting;
 
 static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
+/// On only while the memory is measured: a locked add on every allocation would
+/// weigh on the timed benchmarks (a report allocates a few dozen times).
+static COUNTING: AtomicBool = AtomicBool::new(false);
+
+fn count(delta: isize) {
+    if COUNTING.load(Ordering::Relaxed) {
+        LIVE_BYTES.fetch_add(delta, Ordering::Relaxed);
+    }
+}
 
 // SAFETY: every call is forwarded unchanged to the system allocator; the counter
 // only observes sizes.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE_BYTES.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        count(layout.size() as isize);
         // SAFETY: same layout contract as our caller's.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE_BYTES.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        count(-(layout.size() as isize));
         // SAFETY: `ptr` came from `alloc` above with this layout.
         unsafe { System.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE_BYTES.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
+        count(new_size as isize - layout.size() as isize);
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -213,6 +219,7 @@ fn queue_10000(c: &mut Criterion) {
 /// `label`: each request names its caller (as the roster seed's callers do).
 fn memory_per_waiting_request(label: Option<&str>) -> f64 {
     let mut q = queue(0);
+    COUNTING.store(true, Ordering::Relaxed);
     let before = LIVE_BYTES.load(Ordering::Relaxed);
     let n = 10_000u64;
     for i in 0..n {
@@ -223,6 +230,7 @@ fn memory_per_waiting_request(label: Option<&str>) -> f64 {
         handle(&mut q.policy, input);
     }
     let after = LIVE_BYTES.load(Ordering::Relaxed);
+    COUNTING.store(false, Ordering::Relaxed);
     black_box(&q.policy);
     (after - before) as f64 / n as f64
 }

@@ -17,16 +17,18 @@ pub const MODEL_UNAVAILABLE_SIGNALS: [&str; 7] = [
 
 /// Whether a failure message says the model is unavailable (case-insensitive).
 pub fn is_model_unavailable_message(message: &str) -> bool {
-    if message.is_ascii() {
-        // The common case, without allocating (the signals are lowercase ASCII).
-        let bytes = message.as_bytes();
-        let has = |signal: &str| {
-            bytes
-                .windows(signal.len())
-                .any(|w| w.eq_ignore_ascii_case(signal.as_bytes()))
+    if message.is_ascii() && message.len() <= 512 {
+        // The common case, lowercased on the stack (the signals are lowercase ASCII).
+        let mut buffer = [0u8; 512];
+        let lower = &mut buffer[..message.len()];
+        lower.copy_from_slice(message.as_bytes());
+        lower.make_ascii_lowercase();
+        let Ok(lower) = std::str::from_utf8(lower) else {
+            return false;
         };
         // Every signal says "model" or "access": most messages are out after two scans.
-        return (has("model") || has("access")) && MODEL_UNAVAILABLE_SIGNALS.iter().any(|s| has(s));
+        return (lower.contains("model") || lower.contains("access"))
+            && MODEL_UNAVAILABLE_SIGNALS.iter().any(|s| lower.contains(s));
     }
     // Unicode lowercasing can turn a non-ASCII character into an ASCII one (the
     // Kelvin sign into `k`), as the seed's `toLowerCase` does.
@@ -74,6 +76,10 @@ mod tests {
         assert!(is_model_unavailable_message("Modèle: MODEL NOT FOUND"));
         assert!(is_model_unavailable_message("UN\u{212A}NOWN MODEL"));
         assert!(!is_model_unavailable_message("modèle indisponible"));
+        // Beyond the stack buffer: the general path.
+        let long = format!("{} Model Not Found", "x".repeat(600));
+        assert!(is_model_unavailable_message(&long));
+        assert!(!is_model_unavailable_message(&"x".repeat(600)));
     }
 
     #[test]
