@@ -470,7 +470,9 @@ pub struct Policy {
     persist_touched: Vec<usize>,
     /// Compare every entry at the next flush (a reload moved or removed executors).
     persist_all: bool,
-    /// Every executor id any document of this run declared (the state file's ids).
+    /// Every executor id any document of this run declared. Persists no longer need
+    /// it (`last_persisted` names what the file holds); kept so that exports keep
+    /// their shape for modules that read it.
     known_ids: BTreeSet<String>,
     pending_reload: Option<PendingReload>,
     preflights: BTreeMap<String, PreflightRecord>,
