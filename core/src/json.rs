@@ -8,11 +8,13 @@
 //! byte (fields in declaration order, `type` first); [`step`] gives the same content
 //! as a `serde_json::Value`.
 
-use serde::{Deserialize, Serialize};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::error::Error;
 use crate::policy::Policy;
+use crate::protocol::wire::{input_for_kind, Kind, INPUT_TYPES};
 use crate::protocol::{Input, Options};
 
 /// Parses an input from JSON, naming what is wrong and where.
@@ -20,9 +22,36 @@ pub fn parse_input(value: &Value) -> Result<Input, Error> {
     let kind = value
         .get("type")
         .and_then(Value::as_str)
-        .ok_or_else(|| Error::input("an input is a JSON object with a string `type`"))?
-        .to_string();
-    Input::deserialize(value).map_err(|e| Error::input(format!("{kind}: {e}")))
+        .ok_or_else(|| Error::input("an input is a JSON object with a string `type`"))?;
+    let Some(tag) = Kind::from_name(kind) else {
+        let e = <serde_json::Error as serde::de::Error>::unknown_variant(kind, INPUT_TYPES);
+        return Err(Error::input(format!("{kind}: {e}")));
+    };
+    // Read from the value's text (keys in the value's order), so that one reader, the
+    // text one, serves every type: the messages are those of reading the value itself.
+    let text = value.to_string();
+    let mut reader = serde_json::Deserializer::from_str(&text);
+    input_for_kind(tag, &mut reader).map_err(|e| Error::input(format!("{kind}: {}", message(&e))))
+}
+
+/// A `T` from a JSON value, through its text: the same result and message as
+/// `serde_json::from_value`, without a second set of deserializers (one per source)
+/// for every type in the WebAssembly modules.
+pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
+    serde_json::from_str(&value.to_string()).map_err(|e| message(&e))
+}
+
+/// A serde_json error's message without the position in a text only we wrote.
+fn message(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    if e.line() == 0 {
+        return text;
+    }
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&position) {
+        Some(message) => message.to_string(),
+        None => text,
+    }
 }
 
 /// Parses options from JSON (`null` or absent fields take the defaults).
@@ -30,7 +59,7 @@ pub fn parse_options(value: &Value) -> Result<Options, Error> {
     if value.is_null() {
         return Ok(Options::default());
     }
-    serde_json::from_value(value.clone()).map_err(|e| Error::input(format!("options: {e}")))
+    from_value(value).map_err(|e| Error::input(format!("options: {e}")))
 }
 
 /// Feeds one input and drains every output: the result of one host call.

@@ -2832,8 +2832,7 @@ impl Policy {
     /// Rebuilds a policy from `export_state` (of this or an earlier version).
     pub fn import_state(state: &Value) -> Result<Policy, Error> {
         let bad = |message: String| Error::InvalidState { message };
-        let exported: Exported =
-            serde_json::from_value(state.clone()).map_err(|e| bad(format!("{e}")))?;
+        let exported: Exported = crate::json::from_value(state).map_err(bad)?;
         if exported.version != EXPORT_VERSION {
             return Err(bad(format!(
                 "export version {} is not {EXPORT_VERSION}",

@@ -98,6 +98,7 @@ pub enum FailureKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Failure {
+    #[serde(deserialize_with = "wire::by_value")]
     pub kind: FailureKind,
     #[serde(default)]
     pub message: String,
@@ -130,6 +131,7 @@ pub enum ExclusionKind {
 pub struct Exclusion {
     pub id: String,
     pub reason: String,
+    #[serde(deserialize_with = "wire::by_value")]
     pub kind: ExclusionKind,
     /// Epoch ms: the end for `until` and `manual`; for `health`, the next probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,7 +156,10 @@ fn state_version() -> u32 {
 
 /// One input to the policy. Each carries `now`. Unknown fields are refused, so a
 /// misspelt option is an error, not a silent default.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Deserialized by hand (`wire.rs`): the same inputs, values and error messages as
+/// serde's internally tagged derive, without buffering the object first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Input {
     /// Ask for a lease; wait in the queue when none is free.
@@ -191,7 +196,7 @@ pub enum Input {
     Exclude {
         now: u64,
         executor: String,
-        #[serde(default = "manual_kind")]
+        /// `manual` when absent.
         kind: ExclusionKind,
         #[serde(default)]
         reason: String,
@@ -237,10 +242,6 @@ pub enum Input {
     /// Time passes.
     #[serde(rename_all = "camelCase")]
     Tick { now: u64 },
-}
-
-fn manual_kind() -> ExclusionKind {
-    ExclusionKind::Manual
 }
 
 impl Input {
@@ -295,7 +296,9 @@ pub enum Level {
 }
 
 /// One output of the policy: a decision, an effect to carry out, or an event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Deserialized by hand (`wire.rs`), through one flat record of every field.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum Output {
     /// A request got its lease.
@@ -386,3 +389,6 @@ pub struct ExplainRequest {
     #[serde(default)]
     pub request: Option<String>,
 }
+
+#[path = "wire.rs"]
+pub(crate) mod wire;
