@@ -2422,6 +2422,9 @@ impl Policy {
     // ---- Events ---------------------------------------------------------------------
 
     fn event(&mut self, level: Level, name: &str, message: String, fields: Vec<(&str, Value)>) {
+        if level < self.options.min_event_level {
+            return;
+        }
         // Inserted one by one: cheaper than collecting a handful of fields (which
         // sorts through a buffer); a repeated key keeps its last value either way.
         let mut map = BTreeMap::new();
@@ -2826,7 +2829,11 @@ impl Policy {
             preflights: self.preflights.clone(),
             outputs: self.outputs.iter().cloned().collect(),
         };
-        serde_json::to_value(exported).unwrap_or(Value::Null)
+        // Through the text: one writer for every type in the WebAssembly modules.
+        serde_json::to_string(&exported)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or(Value::Null)
     }
 
     /// Rebuilds a policy from `export_state` (of this or an earlier version).

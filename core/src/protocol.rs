@@ -31,6 +31,12 @@ pub struct Options {
     pub preflight_reloads: bool,
     /// The executor kinds the host can run; `None` accepts any.
     pub kinds: Option<Vec<String>>,
+    /// The least severe `event` output emitted: `debug` (every event, the default),
+    /// `info` or `warn`. Only events are left out: every decision and effect is an
+    /// output whatever the level. Not written while it is the default (so an exported
+    /// state reads as before).
+    #[serde(skip_serializing_if = "Level::is_debug")]
+    pub min_event_level: Level,
 }
 
 impl Default for Options {
@@ -45,6 +51,7 @@ impl Default for Options {
             provision_max_pause_ms: 10 * 60_000,
             preflight_reloads: false,
             kinds: None,
+            min_event_level: Level::Debug,
         }
     }
 }
@@ -286,13 +293,20 @@ impl Input {
     }
 }
 
-/// Event severity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Event severity, least severe first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Level {
     Debug,
     Info,
     Warn,
+}
+
+impl Level {
+    /// The default of [`Options::min_event_level`].
+    pub fn is_debug(&self) -> bool {
+        *self == Level::Debug
+    }
 }
 
 /// One output of the policy: a decision, an effect to carry out, or an event.

@@ -6,12 +6,12 @@
 //! (fields holding `undefined` are absent, a `Date` is its ISO string) and parsed by
 //! serde_json, so a JS caller and a wasmtime caller that send the same JSON get the
 //! same outputs. `handleJson` is the shared step itself (`rota_core::json::step_str`):
-//! the core's output text, byte for byte, for conformance vectors. `handle`, the hot
-//! path, reads the core's `Input` straight from the text and hands the drained
-//! outputs' canonical text to the JS engine's `JSON.parse`. Every other result comes
-//! back the same way: serde_json's text, parsed by `JSON.parse` into plain JS values.
-//! One reader (serde_json from text) and one writer (serde_json to text) serve every
-//! type, which keeps the module small.
+//! the core's output text, byte for byte, for conformance vectors. The package's
+//! `Policy#handle` (objects in and out) is that call wrapped in `JSON.stringify` and
+//! `JSON.parse` on the JS side (`npm/src/api.js`): no call back into JS from here.
+//! Every other result comes back the same way: serde_json's text, parsed by
+//! `JSON.parse` into plain JS values. One reader (serde_json from text) and one writer
+//! (serde_json to text) serve every type, which keeps the module small.
 //!
 //! Errors are thrown as JS `Error`s (name `RotaError`) with the core's stable `code`,
 //! a message saying what and where, and `violations` for `INVALID_DOCUMENT`. A
@@ -19,8 +19,8 @@
 //! layer converts before it calls).
 
 use js_sys::{Array, Reflect, JSON};
-use rota_core::json::{drained_str, from_value, parse_input, parse_options, step_str};
-use rota_core::{Error, ExplainRequest, Input, Policy as CorePolicy};
+use rota_core::json::{from_value, parse_options, step_str, to_text};
+use rota_core::{Error, ExplainRequest, Policy as CorePolicy};
 use serde::Serialize;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
@@ -90,7 +90,7 @@ fn parse_text(text: &str) -> JsValue {
 
 /// A JSON value as a plain JS value.
 fn to_js_value(value: &Value) -> JsValue {
-    parse_text(&value.to_string())
+    parse_text(&to_text(value))
 }
 
 fn to_js<T: Serialize>(value: &T) -> JsResult<JsValue> {
@@ -100,7 +100,8 @@ fn to_js<T: Serialize>(value: &T) -> JsResult<JsValue> {
 }
 
 /// The rota policy: a deterministic, sans-IO state machine. Feed one input with
-/// `handle`; it returns every output the input caused and the next wake-up time.
+/// `handleJson` (or the package's `handle`, objects in and out); it returns every
+/// output the input caused and the next wake-up time.
 #[wasm_bindgen(js_name = Policy)]
 pub struct JsPolicy {
     inner: CorePolicy,
@@ -120,33 +121,6 @@ impl JsPolicy {
         build()
             .map(|inner| JsPolicy { inner })
             .map_err(|e| to_js_error(&e))
-    }
-
-    /// Feeds one input and drains: `{ outputs: Output[], wakeAt: number | null }`.
-    /// Throws on a rejected input; the state is then unchanged.
-    ///
-    /// The fast path of the JS hosts: the input's `JSON.stringify` text is read
-    /// straight into the core's `Input`, and the outputs' canonical text (that of
-    /// `handleJson`) is parsed by the JS engine's own `JSON.parse`. A rejected input
-    /// goes through the shared boundary (`rota_core::json`) so its error is word for
-    /// word what every host says.
-    pub fn handle(&mut self, input: JsValue) -> JsResult<JsValue> {
-        let text = stringify(&input, "the input").map_err(|e| to_js_error(&e))?;
-        let input = match serde_json::from_str::<Input>(&text) {
-            Ok(input) => input,
-            Err(_) => {
-                let canonical = serde_json::from_str::<Value>(&text)
-                    .map_err(|e| invalid_input(format!("the input: {e}")))
-                    .and_then(|value| parse_input(&value));
-                match canonical {
-                    // Both readers agree on what is valid; this is a fallback only.
-                    Ok(input) => input,
-                    Err(error) => return Err(to_js_error(&error)),
-                }
-            }
-        };
-        self.inner.handle(input).map_err(|e| to_js_error(&e))?;
-        JSON::parse(&drained_str(&mut self.inner))
     }
 
     /// Feeds one input given as JSON text and returns the core's answer as JSON text,
@@ -305,7 +279,13 @@ pub fn format_duration(ms: f64) -> String {
 /// The options a policy takes, with their defaults.
 #[wasm_bindgen(js_name = defaultOptions)]
 pub fn default_options() -> JsResult<JsValue> {
-    to_js(&rota_core::Options::default())
+    let text = serde_json::to_string(&rota_core::Options::default())
+        .map_err(|e| to_js_error(&invalid_input(format!("options not writable: {e}"))))?;
+    let mut options: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    // Left out of the options' JSON at its default (an exported state reads as before),
+    // but an option like the others.
+    options["minEventLevel"] = Value::from("debug");
+    Ok(to_js_value(&options))
 }
 
 /// The seed's five roles: a document's role list when it declares none.
