@@ -118,8 +118,48 @@ impl Kind {
         }
     }
 
+    /// Whether `key` is one of its fields (or the tag): [`Kind::fields`] as a match,
+    /// for the hot path (the tests check that the two agree).
     fn has(self, key: Key) -> bool {
-        key == Key::Type || self.fields().contains(&key.name())
+        use Kind as K;
+        match key {
+            Key::Type | Key::Now => true,
+            Key::Id => matches!(
+                self,
+                K::Lease
+                    | K::TryLease
+                    | K::Cancel
+                    | K::Occupy
+                    | K::MachineCreated
+                    | K::MachineFailed
+            ),
+            Key::Role => matches!(self, K::Lease | K::TryLease | K::Occupy),
+            Key::Avoid
+            | Key::Prefer
+            | Key::Pin
+            | Key::Rank
+            | Key::EventTime
+            | Key::Label
+            | Key::Deadline => matches!(self, K::Lease | K::TryLease),
+            Key::Lease => self == K::Release,
+            Key::Executor => matches!(
+                self,
+                K::Occupy
+                    | K::Report
+                    | K::Exclude
+                    | K::Resume
+                    | K::ProbeResult
+                    | K::PreflightResult
+            ),
+            Key::Hold => matches!(self, K::Occupy | K::MachineCreated),
+            Key::Failure => self == K::Report,
+            Key::Kind | Key::Reason | Key::Until => self == K::Exclude,
+            Key::Up => self == K::ProbeResult,
+            Key::Message => self == K::MachineFailed,
+            Key::Document => self == K::Reload,
+            Key::Ok | Key::Error => self == K::PreflightResult,
+            Key::State => self == K::Restore,
+        }
     }
 }
 
@@ -602,5 +642,34 @@ impl RawOutput {
 impl<'de> Deserialize<'de> for Output {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Output, D::Error> {
         RawOutput::deserialize(deserializer)?.into_output()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn has_agrees_with_the_field_lists() {
+        for name in INPUT_TYPES {
+            let kind = Kind::from_name(name).expect("a kind");
+            for &(key_name, key) in &KEYS {
+                let listed = key == Key::Type || kind.fields().contains(&key_name);
+                assert_eq!(kind.has(key), listed, "{name}.{key_name}");
+            }
+            for field in kind.fields() {
+                assert!(
+                    KEYS.iter().any(|(n, _)| n == field),
+                    "{name}.{field} is a key"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_keys_table_is_in_key_order() {
+        for (i, &(_, key)) in KEYS.iter().enumerate() {
+            assert_eq!(key as usize, i);
+        }
     }
 }
