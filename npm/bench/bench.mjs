@@ -8,9 +8,9 @@
 // for the web build's .wasm.
 //
 // Last figures (Node 20, a shared 2-core machine, best round; issue 4): raw
-// Policy.handle 9.7 µs per cycle at 4 and 1,024 executors with the defaults, 7.0 and
-// 7.7 µs with minEventLevel 'warn'; handleJson 8.0 / 8.4 µs; the module 590,921 bytes,
-// 203,495 gzipped. Both targets are still missed (before issue 4's work: 11.7 / 12.8 µs
+// Policy.handle 9.1 / 9.9 µs per cycle at 4 / 1,024 executors with the defaults, 6.9 /
+// 7.7 µs with minEventLevel 'warn'; handleJson 7.6 / 8.5 µs; the module 591,093 bytes,
+// 203,548 gzipped. Both targets are still missed (before issue 4's work: 11.7 / 12.8 µs
 // and 754,511 / 232,638 bytes).
 
 import { readFileSync } from 'node:fs'
