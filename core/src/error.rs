@@ -56,7 +56,11 @@ impl Error {
     pub fn to_json(&self) -> Value {
         let mut value = json!({ "code": self.code(), "message": self.to_string() });
         if let Error::InvalidDocument { violations } = self {
-            value["violations"] = serde_json::to_value(violations).unwrap_or(Value::Null);
+            // Through the text: one writer for every type in the WebAssembly modules.
+            value["violations"] = serde_json::to_string(violations)
+                .ok()
+                .and_then(|text| serde_json::from_str(&text).ok())
+                .unwrap_or(Value::Null);
         }
         value
     }

@@ -8,21 +8,56 @@
 //! byte (fields in declaration order, `type` first); [`step`] gives the same content
 //! as a `serde_json::Value`.
 
-use serde::{Deserialize, Serialize};
+use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use crate::error::Error;
 use crate::policy::Policy;
-use crate::protocol::{Input, Options};
+use crate::protocol::wire::{input_for_kind, Kind, INPUT_TYPES};
+use crate::protocol::{Input, Level, Options, Output};
 
 /// Parses an input from JSON, naming what is wrong and where.
 pub fn parse_input(value: &Value) -> Result<Input, Error> {
     let kind = value
         .get("type")
         .and_then(Value::as_str)
-        .ok_or_else(|| Error::input("an input is a JSON object with a string `type`"))?
-        .to_string();
-    Input::deserialize(value).map_err(|e| Error::input(format!("{kind}: {e}")))
+        .ok_or_else(|| Error::input("an input is a JSON object with a string `type`"))?;
+    let Some(tag) = Kind::from_name(kind) else {
+        let e = <serde_json::Error as serde::de::Error>::unknown_variant(kind, INPUT_TYPES);
+        return Err(Error::input(format!("{kind}: {e}")));
+    };
+    // Read from the value's text (keys in the value's order), so that one reader, the
+    // text one, serves every type: the messages are those of reading the value itself.
+    let text = to_text(value);
+    let mut reader = serde_json::Deserializer::from_str(&text);
+    input_for_kind(tag, &mut reader).map_err(|e| Error::input(format!("{kind}: {}", message(&e))))
+}
+
+/// A `T` from a JSON value, through its text: the same result and message as
+/// `serde_json::from_value`, without a second set of deserializers (one per source)
+/// for every type in the WebAssembly modules.
+pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
+    serde_json::from_str(&to_text(value)).map_err(|e| message(&e))
+}
+
+/// A JSON value's compact text (what its `Display` writes, through the one writer
+/// every other type uses).
+pub fn to_text(value: &Value) -> String {
+    // Writing a Value cannot fail: its map keys are strings.
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// A serde_json error's message without the position in a text only we wrote.
+fn message(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    if e.line() == 0 {
+        return text;
+    }
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&position) {
+        Some(message) => message.to_string(),
+        None => text,
+    }
 }
 
 /// Parses options from JSON (`null` or absent fields take the defaults).
@@ -30,7 +65,7 @@ pub fn parse_options(value: &Value) -> Result<Options, Error> {
     if value.is_null() {
         return Ok(Options::default());
     }
-    serde_json::from_value(value.clone()).map_err(|e| Error::input(format!("options: {e}")))
+    from_value(value).map_err(|e| Error::input(format!("options: {e}")))
 }
 
 /// Feeds one input and drains every output: the result of one host call.
@@ -52,27 +87,216 @@ pub fn step_str(policy: &mut Policy, input: &str) -> String {
     });
     match parsed.and_then(|input| policy.handle(input)) {
         Ok(()) => drained_str(policy),
-        Err(error) => json!({ "error": error.to_json() }).to_string(),
+        Err(error) => to_text(&json!({ "error": error.to_json() })),
     }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Drained {
-    outputs: Vec<crate::protocol::Output>,
-    wake_at: Option<u64>,
 }
 
 /// `{"outputs":[...],"wakeAt":...}` with every pending output, as canonical text.
 pub fn drained_str(policy: &mut Policy) -> String {
-    let drained = Drained {
-        outputs: std::iter::from_fn(|| policy.poll_output()).collect(),
-        wake_at: policy.poll_timeout(),
-    };
-    serde_json::to_string(&drained).unwrap_or_else(|e| {
-        json!({ "error": Error::input(format!("an output could not be written: {e}")).to_json() })
-            .to_string()
-    })
+    let outputs: Vec<Output> = std::iter::from_fn(|| policy.poll_output()).collect();
+    answer_text(&outputs, policy.poll_timeout())
+}
+
+/// The canonical answer text for these outputs and wake-up: what serde_json writes for
+/// `{"outputs": outputs, "wakeAt": wake_at}` with the derived `Serialize` of
+/// [`Output`] (type first, then the fields in declaration order), byte for byte. It is
+/// written by hand because it is the hot path of every host: a few literal pieces per
+/// output instead of one call per key, colon and comma.
+pub fn answer_text(outputs: &[Output], wake_at: Option<u64>) -> String {
+    let mut out = Vec::with_capacity(64 + 160 * outputs.len());
+    out.extend_from_slice(b"{\"outputs\":[");
+    for (i, output) in outputs.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_output(&mut out, output);
+    }
+    out.extend_from_slice(b"],\"wakeAt\":");
+    match wake_at {
+        Some(t) => write_u64(&mut out, t),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.push(b'}');
+    // Only whole UTF-8 strings and ASCII went in.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+fn write_output(out: &mut Vec<u8>, output: &Output) {
+    match output {
+        Output::Granted {
+            request,
+            lease,
+            executor,
+            role,
+            hold,
+            passed,
+            occupied,
+        } => {
+            out.extend_from_slice(b"{\"type\":\"granted\",\"request\":");
+            write_str(out, request);
+            out.extend_from_slice(b",\"lease\":");
+            write_u64(out, *lease);
+            out.extend_from_slice(b",\"executor\":");
+            write_str(out, executor);
+            out.extend_from_slice(b",\"role\":");
+            write_str(out, role);
+            if let Some(hold) = hold {
+                out.extend_from_slice(b",\"hold\":");
+                write_value(out, hold);
+            }
+            out.extend_from_slice(b",\"passed\":");
+            write_u64(out, u64::from(*passed));
+            if *occupied {
+                out.extend_from_slice(b",\"occupied\":true");
+            }
+        }
+        Output::Exhausted {
+            request,
+            role,
+            reasons,
+        } => {
+            out.extend_from_slice(b"{\"type\":\"exhausted\",\"request\":");
+            write_str(out, request);
+            out.extend_from_slice(b",\"role\":");
+            write_str(out, role);
+            out.extend_from_slice(b",\"reasons\":");
+            write_strs(out, reasons);
+        }
+        Output::TimedOut { request } => {
+            out.extend_from_slice(b"{\"type\":\"timedOut\",\"request\":");
+            write_str(out, request);
+        }
+        Output::Unavailable { request } => {
+            out.extend_from_slice(b"{\"type\":\"unavailable\",\"request\":");
+            write_str(out, request);
+        }
+        Output::Cancelled { request } => {
+            out.extend_from_slice(b"{\"type\":\"cancelled\",\"request\":");
+            write_str(out, request);
+        }
+        Output::Waiting {
+            request,
+            role,
+            report,
+            ahead,
+        } => {
+            out.extend_from_slice(b"{\"type\":\"waiting\",\"request\":");
+            write_str(out, request);
+            out.extend_from_slice(b",\"role\":");
+            write_str(out, role);
+            out.extend_from_slice(b",\"report\":");
+            write_str(out, report);
+            out.extend_from_slice(b",\"ahead\":");
+            write_u64(out, u64::from(*ahead));
+        }
+        Output::Probe { executor, url } => {
+            out.extend_from_slice(b"{\"type\":\"probe\",\"executor\":");
+            write_str(out, executor);
+            out.extend_from_slice(b",\"url\":");
+            write_str(out, url);
+        }
+        Output::CreateMachine { request, executor } => {
+            out.extend_from_slice(b"{\"type\":\"createMachine\",\"request\":");
+            write_str(out, request);
+            out.extend_from_slice(b",\"executor\":");
+            write_str(out, executor);
+        }
+        Output::DeleteMachine { executor, hold } => {
+            out.extend_from_slice(b"{\"type\":\"deleteMachine\",\"executor\":");
+            write_str(out, executor);
+            out.extend_from_slice(b",\"hold\":");
+            write_value(out, hold);
+        }
+        Output::Preflight { executor } => {
+            out.extend_from_slice(b"{\"type\":\"preflight\",\"executor\":");
+            write_str(out, executor);
+        }
+        Output::Persist { .. } => {
+            // Rare (once per input at most): the derived writer itself.
+            if serde_json::to_writer(&mut *out, output).is_err() {
+                out.extend_from_slice(b"null");
+            }
+            return;
+        }
+        Output::Event {
+            level,
+            name,
+            message,
+            fields,
+        } => {
+            out.extend_from_slice(match level {
+                Level::Debug => b"{\"type\":\"event\",\"level\":\"debug\",\"name\":",
+                Level::Info => b"{\"type\":\"event\",\"level\":\"info\",\"name\":",
+                Level::Warn => b"{\"type\":\"event\",\"level\":\"warn\",\"name\":",
+            });
+            write_str(out, name);
+            out.extend_from_slice(b",\"message\":");
+            write_str(out, message);
+            out.extend_from_slice(b",\"fields\":{");
+            for (i, (key, value)) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(out, key);
+                out.push(b':');
+                write_value(out, value);
+            }
+            out.push(b'}');
+        }
+    }
+    out.push(b'}');
+}
+
+/// A JSON string as serde_json writes it: plain bytes as they are; a string with a
+/// quote, a backslash or a control character goes through serde_json's escaping.
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else if serde_json::to_writer(&mut *out, s).is_err() {
+        out.extend_from_slice(b"null");
+    }
+}
+
+fn write_strs(out: &mut Vec<u8>, list: &[String]) {
+    out.push(b'[');
+    for (i, s) in list.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, s);
+    }
+    out.push(b']');
+}
+
+fn write_value(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::String(s) => write_str(out, s),
+        Value::Number(n) if n.is_u64() => write_u64(out, n.as_u64().unwrap_or_default()),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Null => out.extend_from_slice(b"null"),
+        other => {
+            if serde_json::to_writer(&mut *out, other).is_err() {
+                out.extend_from_slice(b"null");
+            }
+        }
+    }
+}
+
+fn write_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 /// `{"outputs":[...],"wakeAt":...}` with every pending output.

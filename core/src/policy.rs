@@ -2788,6 +2788,9 @@ impl Policy {
         message: String,
         fields: Vec<(&'static str, Value)>,
     ) {
+        if level < self.options.min_event_level {
+            return;
+        }
         self.outputs.push_back(Output::Event {
             level,
             name: name.to_string(),
@@ -3185,14 +3188,17 @@ impl Policy {
             preflights: self.preflights.clone(),
             outputs: self.outputs.iter().cloned().collect(),
         };
-        serde_json::to_value(exported).unwrap_or(Value::Null)
+        // Through the text: one writer for every type in the WebAssembly modules.
+        serde_json::to_string(&exported)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or(Value::Null)
     }
 
     /// Rebuilds a policy from `export_state` (of this or an earlier version).
     pub fn import_state(state: &Value) -> Result<Policy, Error> {
         let bad = |message: String| Error::InvalidState { message };
-        let exported: Exported =
-            serde_json::from_value(state.clone()).map_err(|e| bad(format!("{e}")))?;
+        let exported: Exported = crate::json::from_value(state).map_err(bad)?;
         if exported.version != EXPORT_VERSION {
             return Err(bad(format!(
                 "export version {} is not {EXPORT_VERSION}",

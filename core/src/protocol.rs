@@ -32,6 +32,12 @@ pub struct Options {
     pub preflight_reloads: bool,
     /// The executor kinds the host can run; `None` accepts any.
     pub kinds: Option<Vec<String>>,
+    /// The least severe `event` output emitted: `debug` (every event, the default),
+    /// `info` or `warn`. Only events are left out: every decision and effect is an
+    /// output whatever the level. Not written while it is the default (so an exported
+    /// state reads as before).
+    #[serde(skip_serializing_if = "Level::is_debug")]
+    pub min_event_level: Level,
 }
 
 impl Default for Options {
@@ -46,6 +52,7 @@ impl Default for Options {
             provision_max_pause_ms: 10 * 60_000,
             preflight_reloads: false,
             kinds: None,
+            min_event_level: Level::Debug,
         }
     }
 }
@@ -99,6 +106,7 @@ pub enum FailureKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Failure {
+    #[serde(deserialize_with = "wire::by_value")]
     pub kind: FailureKind,
     #[serde(default)]
     pub message: String,
@@ -131,6 +139,7 @@ pub enum ExclusionKind {
 pub struct Exclusion {
     pub id: String,
     pub reason: String,
+    #[serde(deserialize_with = "wire::by_value")]
     pub kind: ExclusionKind,
     /// Epoch ms: the end for `until` and `manual`; for `health`, the next probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -169,7 +178,10 @@ impl PersistedState {
 
 /// One input to the policy. Each carries `now`. Unknown fields are refused, so a
 /// misspelt option is an error, not a silent default.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Deserialized by hand (`wire.rs`): the same inputs, values and error messages as
+/// serde's internally tagged derive, without buffering the object first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Input {
     /// Ask for a lease; wait in the queue when none is free.
@@ -206,7 +218,7 @@ pub enum Input {
     Exclude {
         now: u64,
         executor: String,
-        #[serde(default = "manual_kind")]
+        /// `manual` when absent.
         kind: ExclusionKind,
         #[serde(default)]
         reason: String,
@@ -254,10 +266,6 @@ pub enum Input {
     Tick { now: u64 },
 }
 
-fn manual_kind() -> ExclusionKind {
-    ExclusionKind::Manual
-}
-
 impl Input {
     pub fn now(&self) -> u64 {
         match self {
@@ -300,8 +308,8 @@ impl Input {
     }
 }
 
-/// Event severity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Event severity, least severe first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Level {
     Debug,
@@ -309,8 +317,17 @@ pub enum Level {
     Warn,
 }
 
+impl Level {
+    /// The default of [`Options::min_event_level`].
+    pub fn is_debug(&self) -> bool {
+        *self == Level::Debug
+    }
+}
+
 /// One output of the policy: a decision, an effect to carry out, or an event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Deserialized by hand (`wire.rs`), through one flat record of every field.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum Output {
     /// A request got its lease.
@@ -474,3 +491,6 @@ pub struct ExplainRequest {
     #[serde(default)]
     pub request: Option<String>,
 }
+
+#[path = "wire.rs"]
+pub(crate) mod wire;

@@ -6,10 +6,43 @@ import { Lease, combineUpdates, defineRoster } from './driver.js'
 import { ERROR_CODES, RotaError } from './errors.js'
 
 /**
+ * `Policy#handle`: one input as a plain object, its outputs as plain objects. The
+ * module's `handleJson` does the step (the canonical text every host answers); the JS
+ * engine's own JSON.stringify and JSON.parse do the rest, with no call from the module
+ * back into JS. Throws the core's error (a `RotaError` with its `code`) for a rejected
+ * input, which changes nothing.
+ *
+ * @this {{ handleJson(text: string): string }}
+ */
+function handle(input) {
+  let text
+  if (input === undefined) {
+    text = 'null'
+  } else {
+    try {
+      text = JSON.stringify(input)
+    } catch (error) {
+      throw new RotaError('INVALID_INPUT', `invalid input: the input cannot be written as JSON (${error?.message ?? ''})`)
+    }
+    // JSON.stringify gives undefined for a function or a symbol.
+    if (text === undefined) throw new RotaError('INVALID_INPUT', 'invalid input: the input is not a JSON value')
+  }
+  const answer = JSON.parse(this.handleJson(text))
+  const { error } = answer
+  if (error !== undefined) {
+    throw new RotaError(error.code, error.message, error.violations === undefined ? {} : { violations: error.violations })
+  }
+  return answer
+}
+
+/**
  * Wraps the wasm-bindgen module: the raw `Policy` class and the document utilities,
  * plus the `Roster` driver for `platform`.
  */
 export function buildApi(wasm, platform) {
+  if (!Object.hasOwn(wasm.Policy.prototype, 'handle')) {
+    Object.defineProperty(wasm.Policy.prototype, 'handle', { value: handle, writable: true, configurable: true })
+  }
   const Roster = defineRoster(wasm, platform)
   return {
     Roster,

@@ -172,3 +172,57 @@ test('undefined fields are absent, as JSON.stringify writes them', () => {
   const step = policy.handle({ type: 'lease', now: START, id: 'r1', role: 'coder', avoid: undefined, rank: undefined })
   assert.equal(step.outputs[0].type, 'granted')
 })
+
+test('handle throws the core error for a rejected input, word for word as handleJson says it', () => {
+  const policy = new Policy(roster, { canProbe: false })
+  for (const input of [
+    { type: 'lease', now: START, id: 'r1', role: 'welder' },
+    { type: 'lease', now: START, id: 'r1', role: 'coder', colour: 'red' },
+    { type: 'release', now: START },
+    { now: START },
+    null,
+    undefined,
+  ]) {
+    const error = thrown(() => policy.handle(input))
+    const expected = JSON.parse(policy.handleJson(JSON.stringify(input) ?? 'null')).error
+    assert.ok(error instanceof RotaError && error instanceof Error)
+    assert.equal(error.name, 'RotaError')
+    assert.equal(error.code, expected.code)
+    assert.equal(error.message, expected.message)
+  }
+  const bigint = thrown(() => policy.handle({ type: 'tick', now: 10n }))
+  assert.equal(bigint.code, 'INVALID_INPUT')
+  assert.match(bigint.message, /cannot be written as JSON/)
+  const fn = thrown(() => policy.handle(() => {}))
+  assert.equal(fn.code, 'INVALID_INPUT')
+  assert.match(fn.message, /not a JSON value/)
+  // A rejected input changed nothing.
+  assert.equal(policy.handle({ type: 'lease', now: START, id: 'r1', role: 'coder' }).outputs[0].lease, 1)
+})
+
+test('minEventLevel leaves out the events below it, and nothing else', () => {
+  assert.equal(defaultOptions().minEventLevel, 'debug')
+  const trace = [
+    { type: 'lease', now: START, id: 'r1', role: 'coder' },
+    { type: 'tryLease', now: START, id: 'r2', role: 'reviewer' },
+    { type: 'report', now: START + 1, executor: 'a', failure: { kind: 'outage', message: 'refused' } },
+    { type: 'release', now: START + 2, lease: 1 },
+  ]
+  const run = (options) => {
+    const policy = new Policy(roster, options)
+    return trace.map((input) => policy.handle(input))
+  }
+  const all = run({ canProbe: false })
+  const rank = { debug: 0, info: 1, warn: 2 }
+  for (const min of ['debug', 'info', 'warn']) {
+    const expected = all.map(({ outputs, wakeAt }) => ({
+      outputs: outputs.filter((o) => o.type !== 'event' || rank[o.level] >= rank[min]),
+      wakeAt,
+    }))
+    assert.deepEqual(run({ canProbe: false, minEventLevel: min }), expected)
+  }
+  const quiet = new Policy(roster, { canProbe: false, minEventLevel: 'warn' })
+  assert.deepEqual(quiet.handle(trace[0]).outputs.map((o) => o.type), ['granted'])
+  assert.equal(JSON.stringify(quiet.exportState().options.minEventLevel), '"warn"')
+  assert.equal(thrown(() => new Policy(roster, { minEventLevel: 'loud' })).code, 'INVALID_INPUT')
+})

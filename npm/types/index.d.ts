@@ -90,6 +90,12 @@ export interface PolicyOptions {
   preflightReloads?: boolean
   /** The executor kinds the host can run (null: any). */
   kinds?: string[] | null
+  /**
+   * The least severe `event` output emitted (`'debug'`: every event). `'warn'` leaves
+   * out the info events of every grant and release, for hot loops that do not log them;
+   * decisions and effects are outputs whatever the level.
+   */
+  minEventLevel?: Level
 }
 
 // ---- inputs ----------------------------------------------------------------------------

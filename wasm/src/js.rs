@@ -6,11 +6,12 @@
 //! (fields holding `undefined` are absent, a `Date` is its ISO string) and parsed by
 //! serde_json, so a JS caller and a wasmtime caller that send the same JSON get the
 //! same outputs. `handleJson` is the shared step itself (`rota_core::json::step_str`):
-//! the core's output text, byte for byte, for conformance vectors. `handle`, the hot
-//! path, reads and writes the core's types directly and hands the text to the JS
-//! engine's `JSON.parse` (the same values, about twice as fast as going through
-//! `serde_json::Value`). Query results come back as plain JS objects built by
-//! serde-wasm-bindgen's json-compatible serializer.
+//! the core's output text, byte for byte, for conformance vectors. The package's
+//! `Policy#handle` (objects in and out) is that call wrapped in `JSON.stringify` and
+//! `JSON.parse` on the JS side (`npm/src/api.js`): no call back into JS from here.
+//! Every other result comes back the same way: serde_json's text, parsed by
+//! `JSON.parse` into plain JS values. One reader (serde_json from text) and one writer
+//! (serde_json to text) serve every type, which keeps the module small.
 //!
 //! Errors are thrown as JS `Error`s (name `RotaError`) with the core's stable `code`,
 //! a message saying what and where, and `violations` for `INVALID_DOCUMENT`. A
@@ -18,8 +19,8 @@
 //! layer converts before it calls).
 
 use js_sys::{Array, Reflect, JSON};
-use rota_core::json::{parse_input, parse_options, step_str};
-use rota_core::{Error, ExplainRequest, Input, Output, Policy as CorePolicy};
+use rota_core::json::{from_value, parse_options, step_str, to_text};
+use rota_core::{Error, ExplainRequest, Policy as CorePolicy};
 use serde::Serialize;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
@@ -75,42 +76,32 @@ fn read_string(value: &JsValue, what: &str) -> Result<String, Error> {
 
 /// A list of strings; `undefined`/`null` is the empty list.
 fn read_strings(value: &JsValue, what: &str) -> Result<Vec<String>, Error> {
-    match read(value, what)? {
-        Value::Null => Ok(Vec::new()),
-        other => serde_json::from_value(other)
-            .map_err(|_| invalid_input(format!("{what} must be a list of strings"))),
-    }
+    let text = stringify(value, what)?;
+    serde_json::from_str::<Option<Vec<String>>>(&text)
+        .map(Option::unwrap_or_default)
+        .map_err(|_| invalid_input(format!("{what} must be a list of strings")))
 }
 
-fn serializer() -> serde_wasm_bindgen::Serializer {
-    serde_wasm_bindgen::Serializer::json_compatible()
+/// JSON text as a plain JS value (objects, arrays, numbers, strings, null).
+fn parse_text(text: &str) -> JsValue {
+    // The text is serde_json's own: JSON.parse cannot refuse it.
+    JSON::parse(text).unwrap_or(JsValue::NULL)
 }
 
-/// A JSON value as a plain JS value (objects, arrays, numbers, strings, null).
+/// A JSON value as a plain JS value.
 fn to_js_value(value: &Value) -> JsValue {
-    // Serializing a serde_json::Value cannot fail with the json-compatible serializer
-    // except for a number beyond 2^53, which the core never produces.
-    value.serialize(&serializer()).unwrap_or(JsValue::NULL)
+    parse_text(&to_text(value))
 }
 
 fn to_js<T: Serialize>(value: &T) -> JsResult<JsValue> {
-    value.serialize(&serializer()).map_err(|e| {
-        to_js_error(&invalid_input(format!(
-            "result not representable in JS: {e}"
-        )))
-    })
-}
-
-/// What `handle` returns: the drained outputs and the next wake-up.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Step {
-    outputs: Vec<Output>,
-    wake_at: Option<u64>,
+    serde_json::to_string(value)
+        .map(|text| parse_text(&text))
+        .map_err(|e| to_js_error(&invalid_input(format!("result not writable as JSON: {e}"))))
 }
 
 /// The rota policy: a deterministic, sans-IO state machine. Feed one input with
-/// `handle`; it returns every output the input caused and the next wake-up time.
+/// `handleJson` (or the package's `handle`, objects in and out); it returns every
+/// output the input caused and the next wake-up time.
 #[wasm_bindgen(js_name = Policy)]
 pub struct JsPolicy {
     inner: CorePolicy,
@@ -130,41 +121,6 @@ impl JsPolicy {
         build()
             .map(|inner| JsPolicy { inner })
             .map_err(|e| to_js_error(&e))
-    }
-
-    /// Feeds one input and drains: `{ outputs: Output[], wakeAt: number | null }`.
-    /// Throws on a rejected input; the state is then unchanged.
-    ///
-    /// The fast path of the JS hosts: the input is read straight into the core's
-    /// `Input` and the outputs are written straight from the core's `Output`s, then
-    /// parsed by the JS engine's own `JSON.parse`. The values are those of
-    /// `handleJson` (the tests compare them on traces); only the key order inside an
-    /// object may differ. A rejected input goes through the shared boundary
-    /// (`rota_core::json`) so its error is word for word what every host says.
-    pub fn handle(&mut self, input: JsValue) -> JsResult<JsValue> {
-        let text = stringify(&input, "the input").map_err(|e| to_js_error(&e))?;
-        let input = match serde_json::from_str::<Input>(&text) {
-            Ok(input) => input,
-            Err(_) => {
-                let canonical = serde_json::from_str::<Value>(&text)
-                    .map_err(|e| invalid_input(format!("the input: {e}")))
-                    .and_then(|value| parse_input(&value));
-                match canonical {
-                    // Both readers agree on what is valid; this is a fallback only.
-                    Ok(input) => input,
-                    Err(error) => return Err(to_js_error(&error)),
-                }
-            }
-        };
-        self.inner.handle(input).map_err(|e| to_js_error(&e))?;
-        let step = Step {
-            outputs: std::iter::from_fn(|| self.inner.poll_output()).collect(),
-            wake_at: self.inner.poll_timeout(),
-        };
-        let text = serde_json::to_string(&step).map_err(|e| {
-            to_js_error(&invalid_input(format!("outputs not writable as JSON: {e}")))
-        })?;
-        JSON::parse(&text)
     }
 
     /// Feeds one input given as JSON text and returns the core's answer as JSON text,
@@ -221,8 +177,8 @@ impl JsPolicy {
     pub fn explain(&self, request: JsValue) -> JsResult<JsValue> {
         let run = || -> Result<_, Error> {
             let value = read(&request, "the explain request")?;
-            let request: ExplainRequest = serde_json::from_value(value)
-                .map_err(|e| invalid_input(format!("explain: {e}")))?;
+            let request: ExplainRequest =
+                from_value(&value).map_err(|e| invalid_input(format!("explain: {e}")))?;
             self.inner.explain(&request)
         };
         to_js(&run().map_err(|e| to_js_error(&e))?)
@@ -267,7 +223,7 @@ pub fn validate(document: JsValue, kinds: JsValue) -> JsResult<JsValue> {
         let kinds = match read(&kinds, "kinds")? {
             Value::Null => None,
             other => Some(
-                serde_json::from_value::<Vec<String>>(other)
+                from_value::<Vec<String>>(&other)
                     .map_err(|_| invalid_input("kinds must be a list of strings".into()))?,
             ),
         };
@@ -323,7 +279,13 @@ pub fn format_duration(ms: f64) -> String {
 /// The options a policy takes, with their defaults.
 #[wasm_bindgen(js_name = defaultOptions)]
 pub fn default_options() -> JsResult<JsValue> {
-    to_js(&rota_core::Options::default())
+    let text = serde_json::to_string(&rota_core::Options::default())
+        .map_err(|e| to_js_error(&invalid_input(format!("options not writable: {e}"))))?;
+    let mut options: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    // Left out of the options' JSON at its default (an exported state reads as before),
+    // but an option like the others.
+    options["minEventLevel"] = Value::from("debug");
+    Ok(to_js_value(&options))
 }
 
 /// The seed's five roles: a document's role list when it declares none.
