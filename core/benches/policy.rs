@@ -19,6 +19,15 @@
 //! in a slab with their rare fields boxed and the queues hold slots; 637 before,
 //! with a full record per id in a map and ids copied into the queues.
 //!
+//! One run on the 2-core development machine (2026-11-29, little else running):
+//!
+//! | case | figure | target |
+//! |---|---|---|
+//! | lease+release, 4 / 64 / 1,024 / 10,000 executors | 603 / 716 / 762 / 836 ns | ≥ 1 M/s at 1,024 (1.31 M/s); ≤ 2× the cost at 4 at 10,000 (1.39×) |
+//! | release that grants the next, 10,000 waiting | 945 ns | < 5 µs |
+//! | failure storm, per report | 645 ns (9.5 µs when every persist rewrote the whole state) | < 1 µs |
+//! | memory per waiting request | 214 B | < 300 B |
+//!
 //! `cargo bench -p rota-core --bench policy` (add `-- --quick` for a fast look).
 
 use std::alloc::{GlobalAlloc, Layout, System};
