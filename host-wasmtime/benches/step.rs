@@ -21,6 +21,16 @@ use serde_json::{json, Value};
 
 const STEPS: usize = 2_000;
 
+/// The module under test: `$ROTA_BENCH_MODULE`, else the bundled one.
+fn module_bytes() -> Vec<u8> {
+    match std::env::var_os("ROTA_BENCH_MODULE") {
+        Some(path) => std::fs::read(path).expect("the module"),
+        None => rota_host::BUNDLED_POLICY
+            .expect("the policy module: run `make wasm`")
+            .to_vec(),
+    }
+}
+
 struct Fixture {
     engine: HostEngine,
     module: rota_host::PolicyModule,
@@ -39,7 +49,7 @@ fn fixture() -> Fixture {
     .expect("engine");
     let started = Instant::now();
     let module = engine
-        .load_bundled()
+        .load_bytes(&module_bytes(), "bench")
         .expect("the policy module: run `make wasm`");
     eprintln!(
         "compiling the policy module (cold, Cranelift): {:.0} ms",
@@ -150,12 +160,9 @@ fn per_input(c: &mut Criterion) {
             ..EngineConfig::default()
         })
         .expect("engine");
-        let module = match std::env::var_os("ROTA_BENCH_MODULE") {
-            Some(path) => engine
-                .load_file(std::path::Path::new(&path))
-                .expect("the module"),
-            None => engine.load_bundled().expect("the module"),
-        };
+        let module = engine
+            .load_bytes(&module_bytes(), "bench")
+            .expect("the module");
         group.bench_function(name, |b| {
             b.iter_batched(
                 || {
@@ -201,10 +208,7 @@ fn per_input(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("module");
     group.sample_size(20);
-    let bytes = match std::env::var_os("ROTA_BENCH_MODULE") {
-        Some(path) => std::fs::read(path).expect("the module"),
-        None => rota_host::BUNDLED_POLICY.expect("bundled").to_vec(),
-    };
+    let bytes = module_bytes();
     group.bench_function("load from the precompiled cache", |b| {
         b.iter(|| {
             let module = f.engine.load_bytes(&bytes, "bundled").expect("load");
