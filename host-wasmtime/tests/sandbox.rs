@@ -208,6 +208,7 @@ fn a_swap_to_the_same_policy_keeps_every_lease() {
 }
 
 #[test]
+#[allow(clippy::disallowed_methods)] // file times of a cache
 fn loading_prunes_the_module_cache_but_never_the_entry_in_use() {
     let dir = tempfile::tempdir().expect("tempdir");
     let engine = HostEngine::new(rota_host::EngineConfig {
