@@ -49,11 +49,11 @@ install_if_changed() {
 build_abi() {
   # Seen by cargo_wasm (dynamic scope): the speed profile, and no size-optimized std.
   local PROFILE=wasm-speed flag
-  local -a flags=()
+  local -a abi_flags=()
   for flag in "${WASM_CARGO_FLAGS[@]}"; do
-    [ "$flag" = "-Zbuild-std-features=optimize_for_size" ] || flags+=("$flag")
+    [ "$flag" = "-Zbuild-std-features=optimize_for_size" ] || abi_flags+=("$flag")
   done
-  local -a WASM_CARGO_FLAGS=("${flags[@]}")
+  local -a WASM_CARGO_FLAGS=("${abi_flags[@]}")
   cargo_wasm abi --no-default-features --features abi
   local out="$ROOT/target/wasm-abi/$TARGET/$PROFILE/rota_wasm.wasm"
   [ -f "$out" ] || die "cargo produced no $out"
