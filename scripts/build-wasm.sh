@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the two WebAssembly artefacts of crate rota-wasm (wasm/):
 #
-#   abi  --no-default-features --features abi, profile `wasm`
+#   abi  --no-default-features --features abi, profile `wasm-speed` (opt-level 3, and
+#        the std built for speed too: a wasmtime host steps it on every input)
 #        -> host-wasmtime/policy/rota_policy.wasm   (plain ABI, zero imports)
 #   js   --features js, profile `wasm` unstripped, then wasm-bindgen
 #        -> npm/pkg/web   (--target web; the package's Node entry loads it too,
@@ -46,6 +47,13 @@ install_if_changed() {
 }
 
 build_abi() {
+  # Seen by cargo_wasm (dynamic scope): the speed profile, and no size-optimized std.
+  local PROFILE=wasm-speed flag
+  local -a abi_flags=()
+  for flag in "${WASM_CARGO_FLAGS[@]}"; do
+    [ "$flag" = "-Zbuild-std-features=optimize_for_size" ] || abi_flags+=("$flag")
+  done
+  local -a WASM_CARGO_FLAGS=("${abi_flags[@]}")
   cargo_wasm abi --no-default-features --features abi
   local out="$ROOT/target/wasm-abi/$TARGET/$PROFILE/rota_wasm.wasm"
   [ -f "$out" ] || die "cargo produced no $out"

@@ -28,6 +28,13 @@ pub const BUNDLED_POLICY: Option<&[u8]> = Some(include_bytes!(env!("ROTA_POLICY_
 #[cfg(not(rota_policy_bundled))]
 pub const BUNDLED_POLICY: Option<&[u8]> = None;
 
+/// The default number of other precompiled modules a cache keeps
+/// ([`EngineConfig::cache_keep`]).
+pub const CACHE_KEEP: usize = 8;
+
+/// A temporary file of an interrupted cache write is deleted after this long.
+const CACHE_TEMP_MAX_AGE: Duration = Duration::from_secs(3600);
+
 /// Where precompiled modules are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CacheDir {
@@ -67,6 +74,10 @@ pub struct EngineConfig {
     /// The most linear memory a guest instance may have.
     pub memory_limit_bytes: usize,
     pub cache: CacheDir,
+    /// How many precompiled modules the cache keeps besides the one being loaded:
+    /// the most recently used ones (other module versions, other engine settings,
+    /// other wasmtime versions). Older entries are deleted at every load.
+    pub cache_keep: usize,
 }
 
 impl Default for EngineConfig {
@@ -77,6 +88,7 @@ impl Default for EngineConfig {
             fuel: None,
             memory_limit_bytes: 256 << 20,
             cache: CacheDir::Auto,
+            cache_keep: CACHE_KEEP,
         }
     }
 }
@@ -255,7 +267,12 @@ impl HostEngine {
                 // user's own cache directory. wasmtime checks its header and version
                 // and refuses a mismatched or truncated artefact.
                 match unsafe { Module::deserialize_file(engine, path) } {
-                    Ok(module) => return Ok((module, true)),
+                    Ok(module) => {
+                        // Its time of last use: what pruning keeps the newest of.
+                        touch(path);
+                        self.prune(path);
+                        return Ok((module, true));
+                    }
                     Err(e) => tracing::warn!(
                         target: "rota::host",
                         path = %path.display(),
@@ -268,17 +285,38 @@ impl HostEngine {
         let module = Module::new(engine, bytes).map_err(|e| e.to_string())?;
         if let Some(path) = &path {
             match module.serialize() {
-                Ok(artefact) => {
-                    if let Err(e) = crate::state_file::write_atomic(path, &artefact) {
-                        tracing::warn!(target: "rota::host", error = %e, "cannot cache the precompiled module");
+                Ok(artefact) => match crate::state_file::write_atomic(path, &artefact) {
+                    Ok(()) => self.prune(path),
+                    Err(e) => {
+                        tracing::warn!(target: "rota::host", error = %e, "cannot cache the precompiled module")
                     }
-                }
+                },
                 Err(e) => {
                     tracing::warn!(target: "rota::host", error = %e, "cannot serialize the module")
                 }
             }
         }
         Ok((module, false))
+    }
+
+    /// Prunes the cache around the entry in use (best effort: a failure is logged).
+    fn prune(&self, in_use: &Path) {
+        let Some(dir) = in_use.parent() else { return };
+        match prune_cache(dir, in_use, self.inner.config.cache_keep) {
+            Ok(0) => {}
+            Ok(removed) => tracing::debug!(
+                target: "rota::host",
+                dir = %dir.display(),
+                removed,
+                "pruned the module cache"
+            ),
+            Err(e) => tracing::warn!(
+                target: "rota::host",
+                dir = %dir.display(),
+                error = %e,
+                "cannot prune the module cache"
+            ),
+        }
     }
 
     pub(crate) fn new_store(&self) -> Result<Store<GuestState>> {
@@ -306,6 +344,75 @@ impl HostEngine {
         }
         Ok(())
     }
+}
+
+/// Whether `name` is a cache entry's: `<32 hex>-<16 hex>.cwasm` (module hash, engine
+/// compatibility hash). Nothing else in the folder is ever deleted.
+fn is_cache_entry(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".cwasm") else {
+        return false;
+    };
+    let hex = |s: &str, len: usize| s.len() == len && s.bytes().all(|b| b.is_ascii_hexdigit());
+    matches!(stem.split_once('-'), Some((module, compat)) if hex(module, 32) && hex(compat, 16))
+}
+
+/// Whether `name` is a temporary file of a cache write (`.<entry>.tmp-<pid>-<n>`).
+fn is_cache_temp(name: &str) -> bool {
+    name.strip_prefix('.')
+        .and_then(|rest| rest.split_once(".tmp-"))
+        .is_some_and(|(entry, _)| is_cache_entry(entry))
+}
+
+/// Marks a cache entry as used now (best effort).
+#[allow(clippy::disallowed_methods)] // the host does IO: file times of its cache
+fn touch(path: &Path) {
+    if let Ok(file) = std::fs::File::options().append(true).open(path) {
+        let _ = file.set_modified(std::time::SystemTime::now());
+    }
+}
+
+/// Deletes the cache entries of `dir` beyond the `keep` most recently used ones
+/// besides `in_use` (which is never deleted), and temporary files of interrupted
+/// writes older than an hour. Entries of other module versions, engine settings and
+/// wasmtime versions are never loaded again once superseded, so they age out. Returns
+/// how many files it deleted.
+#[allow(clippy::disallowed_methods)] // the host does IO: file times of its cache
+pub(crate) fn prune_cache(dir: &Path, in_use: &Path, keep: usize) -> std::io::Result<usize> {
+    let now = std::time::SystemTime::now();
+    let mut entries = Vec::new();
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if path == in_use || !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let modified = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .unwrap_or(std::time::UNIX_EPOCH);
+        if is_cache_entry(name) {
+            entries.push((modified, path));
+        } else if is_cache_temp(name)
+            && now.duration_since(modified).unwrap_or_default() > CACHE_TEMP_MAX_AGE
+            && std::fs::remove_file(&path).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    // Newest first; the name breaks ties, so the order never depends on the folder's.
+    entries.sort_by(|a, b| b.cmp(a));
+    for (_, path) in entries.into_iter().skip(keep) {
+        match std::fs::remove_file(&path) {
+            Ok(()) => removed += 1,
+            // Another process pruned it first.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(removed)
 }
 
 fn spawn_ticker(engine: Engine, tick: Duration, stop: Arc<AtomicBool>) -> Result<()> {
@@ -420,5 +527,81 @@ impl PolicyModule {
                 message: e.to_string(),
             })?;
         Guest::new(self.clone(), store, instance)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // file times of a cache
+mod tests {
+    use super::*;
+    use std::time::SystemTime;
+
+    fn entry(module: char, compat: char) -> String {
+        format!(
+            "{}-{}.cwasm",
+            module.to_string().repeat(32),
+            compat.to_string().repeat(16)
+        )
+    }
+
+    /// Writes `name` in `dir`, last used `age_s` seconds ago.
+    fn file(dir: &Path, name: &str, age_s: u64) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, b"x").expect("write");
+        let file = std::fs::File::options()
+            .append(true)
+            .open(&path)
+            .expect("open");
+        file.set_modified(SystemTime::now() - Duration::from_secs(age_s))
+            .expect("set mtime");
+        path
+    }
+
+    #[test]
+    fn cache_entry_names() {
+        assert!(is_cache_entry(&entry('a', '0')));
+        assert!(!is_cache_entry("a-0.cwasm"));
+        assert!(!is_cache_entry(&entry('g', '0')));
+        assert!(!is_cache_entry(&entry('a', '0').replace(".cwasm", ".wasm")));
+        assert!(is_cache_temp(&format!(".{}.tmp-12-0", entry('a', '0'))));
+        assert!(!is_cache_temp(".state.json.tmp-12-0"));
+    }
+
+    #[test]
+    fn pruning_keeps_the_entry_in_use_and_the_newest_others() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = dir.path();
+        // The entry in use is the oldest of all: it stays anyway.
+        let in_use = file(dir, &entry('a', '1'), 1000);
+        // Other modules and other engines (compatibility hashes), newest first.
+        let others: Vec<PathBuf> = ['b', 'c', 'd', 'e', 'f']
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                file(
+                    dir,
+                    &entry(*m, if i % 2 == 0 { '1' } else { '2' }),
+                    10 * i as u64,
+                )
+            })
+            .collect();
+        let fresh_temp = file(dir, &format!(".{}.tmp-1-0", entry('b', '1')), 10);
+        let old_temp = file(dir, &format!(".{}.tmp-1-1", entry('b', '1')), 7200);
+        let unrelated = file(dir, "notes.txt", 100_000);
+        let old_unrelated = file(dir, "0123.cwasm", 100_000);
+
+        let removed = prune_cache(dir, &in_use, 3).expect("prune");
+        assert_eq!(removed, 3, "two old entries and an old temp file");
+        assert!(in_use.exists());
+        for (i, path) in others.iter().enumerate() {
+            assert_eq!(path.exists(), i < 3, "{} (newest {})", path.display(), i);
+        }
+        assert!(fresh_temp.exists() && !old_temp.exists());
+        assert!(unrelated.exists() && old_unrelated.exists());
+
+        // Pruning again changes nothing; keeping none leaves only the one in use.
+        assert_eq!(prune_cache(dir, &in_use, 3).expect("prune"), 0);
+        assert_eq!(prune_cache(dir, &in_use, 0).expect("prune"), 3);
+        assert!(in_use.exists());
     }
 }

@@ -231,6 +231,12 @@ impl Guest {
         self.read(packed)
     }
 
+    /// `rota_export`, with the result as the guest's bytes.
+    pub(crate) fn export_text(&mut self, handle: u32) -> Result<Vec<u8>, CallError> {
+        let packed = self.call(|f| &f.export, handle)?;
+        Ok(self.read_bytes(packed)?.to_vec())
+    }
+
     /// `rota_validate`: `{"ok": [violations]}` or `{"error"}`.
     pub(crate) fn validate(&mut self, document: &[u8], options: &[u8]) -> Result<Value, CallError> {
         let (dp, dl) = self.write(0, document)?;

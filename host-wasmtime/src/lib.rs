@@ -48,6 +48,7 @@ pub use clock::Clock;
 pub use engine::{CacheDir, EngineConfig, HostEngine, PolicyModule, BUNDLED_POLICY};
 pub use error::{GuestFailure, HostError, Result};
 pub use event::Event;
+pub use probe::ProbeTls;
 pub use roster::{
     BoxFuture, Lease, LeaseOptions, NoProvisioner, Provisioner, Roster, RosterBuilder,
 };

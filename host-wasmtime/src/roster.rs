@@ -30,7 +30,7 @@ use crate::clock::Clock;
 use crate::engine::{HostEngine, PolicyModule};
 use crate::error::{HostError, Result};
 use crate::event::Event;
-use crate::probe::{probe, ProbeOutcome};
+use crate::probe::{probe, probe_with, ProbeOutcome, ProbeTls};
 use crate::runtime::{PolicyRuntime, Step};
 use crate::source::RosterSource;
 use crate::state_file::StateFile;
@@ -124,6 +124,8 @@ struct Inner {
     writer: Option<mpsc::UnboundedSender<WriterMsg>>,
     provisioner: Arc<dyn Provisioner>,
     probe_timeout: Duration,
+    /// Whom `https://` probes trust; `None`: the Mozilla roots.
+    probe_tls: Option<ProbeTls>,
     source: Option<RosterSource>,
     engine: HostEngine,
     runtime: tokio::runtime::Handle,
@@ -300,8 +302,12 @@ impl Inner {
     fn spawn_probe(self: &Arc<Inner>, executor: String, url: String) {
         let weak = Arc::downgrade(self);
         let timeout = self.probe_timeout;
+        let tls = self.probe_tls.clone();
         self.runtime.spawn(async move {
-            let outcome = probe(&url, timeout).await;
+            let outcome = match &tls {
+                Some(tls) => probe_with(&url, timeout, tls).await,
+                None => probe(&url, timeout).await,
+            };
             let Some(inner) = weak.upgrade() else { return };
             let mut core = lock(&inner.core);
             core.probing.remove(&executor);
@@ -484,6 +490,7 @@ pub struct RosterBuilder {
     engine: Option<HostEngine>,
     provisioner: Arc<dyn Provisioner>,
     probe_timeout: Duration,
+    probe_tls: Option<ProbeTls>,
     clock: Option<Clock>,
     checkpoint_every: Option<usize>,
 }
@@ -552,6 +559,13 @@ impl RosterBuilder {
         self
     }
 
+    /// Whom `https://` health probes trust (default: the Mozilla roots), e.g.
+    /// `ProbeTls::with_roots_pem` for a private CA or a self-signed engine.
+    pub fn probe_tls(mut self, tls: ProbeTls) -> Self {
+        self.probe_tls = Some(tls);
+        self
+    }
+
     pub fn clock(mut self, clock: Clock) -> Self {
         self.clock = Some(clock);
         self
@@ -614,6 +628,7 @@ impl RosterBuilder {
             writer: writer_tx,
             provisioner: self.provisioner,
             probe_timeout: self.probe_timeout,
+            probe_tls: self.probe_tls,
             source,
             engine,
             runtime: runtime.clone(),
@@ -705,6 +720,7 @@ impl Roster {
             engine: None,
             provisioner: Arc::new(NoProvisioner),
             probe_timeout: Duration::from_secs(5),
+            probe_tls: None,
             clock: None,
             checkpoint_every: None,
         }

@@ -52,9 +52,10 @@ pub struct PolicyRuntime {
     live: Option<(Guest, u32)>,
     /// The exported state (JSON text) the journal starts from.
     checkpoint: Vec<u8>,
-    /// Inputs accepted since the checkpoint.
-    journal: Vec<Vec<u8>>,
-    journal_bytes: usize,
+    /// Inputs accepted since the checkpoint, back to back in one buffer...
+    journal: Vec<u8>,
+    /// ...and where each one ends in it.
+    journal_ends: Vec<usize>,
     checkpoint_every: usize,
     recoveries: u64,
     events: Vec<Event>,
@@ -64,7 +65,7 @@ impl std::fmt::Debug for PolicyRuntime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PolicyRuntime")
             .field("module", &self.module)
-            .field("journal", &self.journal.len())
+            .field("journal", &self.journal_ends.len())
             .field("recoveries", &self.recoveries)
             .finish_non_exhaustive()
     }
@@ -127,17 +128,15 @@ impl PolicyRuntime {
 
     fn started(module: PolicyModule, mut guest: Guest, handle: u32) -> Result<PolicyRuntime> {
         let checkpoint = guest
-            .export(handle)
+            .export_text(handle)
             .map_err(|e| e.into_host("rota_export"))
-            .and_then(ok_of)?
-            .to_string()
-            .into_bytes();
+            .and_then(|text| state_text(&text))?;
         Ok(PolicyRuntime {
             module,
             live: Some((guest, handle)),
             checkpoint,
             journal: Vec::new(),
-            journal_bytes: 0,
+            journal_ends: Vec::new(),
             checkpoint_every: CHECKPOINT_EVERY,
             recoveries: 0,
             events: Vec::new(),
@@ -186,11 +185,14 @@ impl PolicyRuntime {
                 .import(&self.checkpoint)
                 .map_err(|e| e.into_host("rota_import"))?,
         )?;
-        for (index, input) in self.journal.iter().enumerate() {
+        let mut start = 0;
+        for (index, &end) in self.journal_ends.iter().enumerate() {
+            let input = self.journal.get(start..end).unwrap_or_default();
+            start = end;
             let result = guest
-                .handle(handle, input)
+                .handle_text(handle, input)
                 .map_err(|e| e.into_host("rota_handle (replay)"))?;
-            if result.get("error").is_some() {
+            if is_error_text(&result) {
                 return Err(HostError::Unrecoverable(format!(
                     "replaying input {index} of the journal was rejected: {result}"
                 )));
@@ -215,7 +217,7 @@ impl PolicyRuntime {
         );
         match self.restore() {
             Ok(()) => {
-                let replayed = self.journal.len();
+                let replayed = self.journal_ends.len();
                 self.event(
                     Event::host(
                         Level::Info,
@@ -272,7 +274,7 @@ impl PolicyRuntime {
         };
         match result {
             Ok(text) => {
-                if !text.starts_with("{\"error\"") {
+                if !is_error_text(&text) {
                     self.journaled(input.as_bytes());
                 }
                 Ok(text)
@@ -283,13 +285,18 @@ impl PolicyRuntime {
 
     /// Records an accepted input; takes a checkpoint when one is due.
     fn journaled(&mut self, input: &[u8]) {
-        self.journal.push(input.to_vec());
-        self.journal_bytes += input.len();
-        if self.journal.len() >= self.checkpoint_every
-            || self.journal_bytes >= JOURNAL_TO_CHECKPOINT_RATIO * self.checkpoint.len()
+        self.journal.extend_from_slice(input);
+        self.journal_ends.push(self.journal.len());
+        if self.journal_ends.len() >= self.checkpoint_every
+            || self.journal.len() >= JOURNAL_TO_CHECKPOINT_RATIO * self.checkpoint.len()
         {
             self.checkpoint();
         }
+    }
+
+    fn clear_journal(&mut self) {
+        self.journal.clear();
+        self.journal_ends.clear();
     }
 
     /// Drops the live instance and rebuilds it from the last good state (checkpoint +
@@ -302,18 +309,30 @@ impl PolicyRuntime {
 
     /// Inputs accepted since the last checkpoint.
     pub fn journal_len(&self) -> usize {
-        self.journal.len()
+        self.journal_ends.len()
     }
 
-    /// Takes a checkpoint now: the journal empties.
+    /// Takes a checkpoint now: the journal empties. The state stays the guest's text
+    /// (it only ever goes back into a guest), so the host neither parses nor writes it.
     pub fn checkpoint(&mut self) {
-        match self.export_state() {
+        match self.export_text() {
             Ok(state) => {
-                self.checkpoint = state.to_string().into_bytes();
-                self.journal.clear();
-                self.journal_bytes = 0;
+                self.checkpoint = state;
+                self.clear_journal();
             }
             Err(error) => tracing::warn!(target: "rota::host", %error, "checkpoint failed"),
+        }
+    }
+
+    /// The exported state as the guest wrote it.
+    fn export_text(&mut self) -> Result<Vec<u8>> {
+        let result = {
+            let (guest, handle) = self.live()?;
+            guest.export_text(handle)
+        };
+        match result {
+            Ok(text) => state_text(&text),
+            Err(error) => Err(self.fail("rota_export", error)),
         }
     }
 
@@ -429,8 +448,7 @@ impl PolicyRuntime {
         self.module = module;
         self.live = Some((guest, handle));
         self.checkpoint = state.to_string().into_bytes();
-        self.journal.clear();
-        self.journal_bytes = 0;
+        self.clear_journal();
         self.event(
             Event::host(
                 Level::Info,
@@ -447,6 +465,26 @@ impl PolicyRuntime {
         );
         Ok(())
     }
+}
+
+/// Whether a step's result text is the core's rejection (`{"error": ...}`): the
+/// canonical text starts with that key, as `rota_core::json::step_str` writes it.
+fn is_error_text(text: &str) -> bool {
+    text.starts_with("{\"error\"")
+}
+
+/// The state in `rota_export`'s result text `{"ok":STATE}`, as text. Anything else
+/// (an error, or a shape this host does not expect) goes through the JSON parser.
+fn state_text(result: &[u8]) -> Result<Vec<u8>> {
+    if let Some(state) = result
+        .strip_prefix(b"{\"ok\":")
+        .and_then(|rest| rest.strip_suffix(b"}"))
+    {
+        return Ok(state.to_vec());
+    }
+    let value: Value = serde_json::from_slice(result)
+        .map_err(|e| HostError::Abi(format!("rota_export: the result is not JSON: {e}")))?;
+    Ok(ok_of(value)?.to_string().into_bytes())
 }
 
 fn short(hash: &str) -> &str {

@@ -247,10 +247,88 @@ async fn health_probes_over_loopback_bring_an_executor_back() {
     );
 }
 
+/// A loopback HTTPS `/health` that is always up, with a self-signed certificate for
+/// 127.0.0.1: its URL and the certificate as PEM.
+async fn https_health_server() -> (String, String) {
+    use tokio_rustls::rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+    use tokio_rustls::rustls::ServerConfig;
+
+    let cert =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).expect("a certificate");
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der()));
+    let provider = std::sync::Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert.der().clone()], key)
+        .expect("server config");
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    tokio::spawn(async move {
+        for _ in 0..10_000 {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let mut buf = [0u8; 1024];
+                let _ = tls.read(&mut buf).await;
+                let _ = tls
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                    )
+                    .await;
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    (format!("https://{address}/health"), cert.cert.pem())
+}
+
 #[tokio::test]
-async fn an_https_health_url_counts_as_down_with_an_event() {
+async fn https_health_probes_trust_the_roots_they_are_given() {
+    let (url, pem) = https_health_server().await;
     let document = json!({ "executors": [
-        { "id": "remote", "harness": "x", "roles": ["coder"], "health": "https://127.0.0.1:9/health" },
+        { "id": "tls", "harness": "x", "roles": ["coder"], "health": url },
+    ] });
+    let options = Options {
+        health_probe_interval_ms: 40,
+        idle_probe_interval_ms: 40,
+        ..Options::default()
+    };
+    let roster = Roster::builder()
+        .document(document)
+        .options(options)
+        .module(policy())
+        .probe_timeout(Duration::from_secs(5))
+        .probe_tls(rota_host::ProbeTls::with_roots_pem(pem.as_bytes()).expect("the test root"))
+        .build()
+        .await
+        .expect("roster");
+    let mut events = roster.subscribe();
+    let io = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+    let exclusion = roster
+        .report_io("tls", &io)
+        .expect("report")
+        .expect("excluded");
+    assert_eq!(exclusion.kind, ExclusionKind::Health);
+    wait_for(&mut events, "back", Duration::from_secs(20)).await;
+    assert_eq!(roster.available("coder").expect("available"), 1);
+}
+
+#[tokio::test]
+async fn an_unprobeable_health_url_counts_as_down_with_an_event() {
+    // The core takes any http(s) URL with a host; this port is out of range for a probe.
+    let document = json!({ "executors": [
+        { "id": "remote", "harness": "x", "roles": ["coder"], "health": "https://127.0.0.1:99999/health" },
     ] });
     let options = Options {
         health_probe_interval_ms: 20,
@@ -277,7 +355,7 @@ async fn an_https_health_url_counts_as_down_with_an_event() {
         )
         .expect("report");
     let event = wait_for(&mut events, "probeUnsupported", Duration::from_secs(20)).await;
-    assert!(event.message.contains("https"), "{}", event.message);
+    assert!(event.message.contains("bad port"), "{}", event.message);
 }
 
 #[tokio::test]

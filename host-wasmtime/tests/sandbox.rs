@@ -206,3 +206,70 @@ fn a_swap_to_the_same_policy_keeps_every_lease() {
     let names: Vec<String> = runtime.take_events().into_iter().map(|e| e.name).collect();
     assert_eq!(names, ["policySwapped"]);
 }
+
+#[test]
+#[allow(clippy::disallowed_methods)] // file times of a cache
+fn loading_prunes_the_module_cache_but_never_the_entry_in_use() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = HostEngine::new(rota_host::EngineConfig {
+        cache: rota_host::CacheDir::Dir(dir.path().to_path_buf()),
+        cache_keep: 1,
+        ..rota_host::EngineConfig::default()
+    })
+    .expect("engine");
+    let entries = || {
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .expect("read the cache")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    // A stale entry (another wasmtime's, say) and a file that is not the cache's.
+    let stale = dir
+        .path()
+        .join(format!("{}-{}.cwasm", "0".repeat(32), "f".repeat(16)));
+    std::fs::write(&stale, b"old").expect("write");
+    let file = std::fs::File::options()
+        .append(true)
+        .open(&stale)
+        .expect("open");
+    file.set_modified(std::time::SystemTime::now() - Duration::from_secs(86_400))
+        .expect("set mtime");
+    std::fs::write(dir.path().join("README"), b"mine").expect("write");
+
+    let (v0, v1, v2) = (1 << 16, (1 << 16) | 1, (1 << 16) | 2);
+    let first = engine
+        .load_bytes(&broken_guest(v0, true), "v0")
+        .expect("loads");
+    assert!(!first.from_cache());
+    // Kept: the entry just written and the newest other one (the stale file).
+    assert_eq!(entries().len(), 3, "{:?}", entries());
+    std::thread::sleep(Duration::from_millis(20));
+    engine
+        .load_bytes(&broken_guest(v1, true), "v1")
+        .expect("loads");
+    assert!(!stale.exists(), "the oldest entry goes: {:?}", entries());
+    std::thread::sleep(Duration::from_millis(20));
+    // A cache hit marks its entry as used: v0 is the newest other entry now.
+    assert!(engine
+        .load_bytes(&broken_guest(v0, true), "v0")
+        .expect("loads")
+        .from_cache());
+    std::thread::sleep(Duration::from_millis(20));
+    let v2_module = engine
+        .load_bytes(&broken_guest(v2, true), "v2")
+        .expect("loads");
+    let names = entries();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert!(names.contains(&"README".to_string()));
+    let hash = |h: &str| h[..32].to_string();
+    assert!(
+        names.iter().any(|n| n.starts_with(&hash(first.hash()))),
+        "{names:?}"
+    );
+    assert!(
+        names.iter().any(|n| n.starts_with(&hash(v2_module.hash()))),
+        "{names:?}"
+    );
+}
