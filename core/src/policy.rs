@@ -2652,18 +2652,8 @@ impl Policy {
     /// The lasting exclusions of the declared executors. A draining executor's is
     /// left out: it leaves this run, and a restart would not know it.
     fn persisted_exclusions(&self) -> Vec<Exclusion> {
-        self.execs
-            .iter()
-            .filter(|x| !x.draining)
-            .filter_map(|x| {
-                let excl = x.rt.exclusion.as_ref()?;
-                (excl.kind != ExclusionKind::Run).then(|| Exclusion {
-                    id: x.spec.id.clone(),
-                    reason: excl.reason.clone(),
-                    kind: excl.kind,
-                    until: excl.end(),
-                })
-            })
+        (0..self.execs.len())
+            .filter_map(|e| self.persisted_entry(e))
             .collect()
     }
 
