@@ -12,10 +12,10 @@
 //! variant and the load).
 //!
 //! One quiet run on the 2-core development machine (the module built by
-//! `scripts/build-wasm.sh abi`, profile `wasm-speed`): native 1.91 µs per input;
-//! wasmtime with the epoch deadline, journal and checkpoints 4.60 µs (2.4×); without
-//! any deadline 3.89 µs; with fuel 5.00 µs. A no-op tick: 0.21 µs vs 0.72 µs. Load from
-//! the precompiled cache 0.69 ms, instantiate + create 0.19 ms. Under load from other
+//! `scripts/build-wasm.sh abi`, profile `wasm-speed`): native 1.53 µs per input;
+//! wasmtime with the epoch deadline, journal and checkpoints 4.00 µs (2.6×); without
+//! any deadline 3.36 µs; with fuel 4.37 µs. A no-op tick: 0.19 µs vs 0.66 µs. Load from
+//! the precompiled cache 0.59 ms, instantiate + create 0.19 ms. Under load from other
 //! builds every figure doubles or worse, and not alike on both sides.
 
 use std::time::{Duration, Instant};
