@@ -481,6 +481,9 @@ pub struct Policy {
     exec_index: BTreeMap<String, usize>,
     ready: Vec<BTreeSet<(Prio, u64, usize)>>,
     role_members: Vec<Vec<usize>>,
+    /// For each role, the roles whose requests compete with it for an executor (some
+    /// executor in the round takes both; a role always competes with itself).
+    role_overlap: Vec<Vec<usize>>,
     servable: Vec<u32>,
     /// Per interned role: its index among the document's roles, if it is there.
     role_at: Vec<Option<usize>>,
@@ -546,6 +549,7 @@ impl Policy {
             exec_index: BTreeMap::new(),
             ready: Vec::new(),
             role_members: Vec::new(),
+            role_overlap: Vec::new(),
             servable: Vec::new(),
             role_at: Vec::new(),
             role_ids: Vec::new(),
@@ -887,7 +891,7 @@ impl Policy {
         };
         // A free slot now: granted at once, without a trip through `requests`.
         if let Some(e) = self.choose(&req, r) {
-            let passed = self.count_before(r, &req.key);
+            let passed = self.passed_by(e, &req.key);
             self.take_slot_with(req, e, r, passed);
             return;
         }
@@ -921,7 +925,7 @@ impl Policy {
             return Admission::Ended;
         };
         if let Some(e) = self.choose(req, r) {
-            let passed = self.count_before(r, &req.key);
+            let passed = self.passed_by(e, &req.key);
             self.take_slot(id, e, r, passed);
             return Admission::Granted;
         }
@@ -999,7 +1003,7 @@ impl Policy {
             self.deadlines.insert((deadline, key, s));
         }
         if announce {
-            let ahead = self.count_before(r, &key);
+            let ahead = self.ahead_of(r, &key);
             let report = self.waiting_report(r, &avoid, pin.as_deref());
             let role = self.role_name(r).to_string();
             self.outputs.push_back(Output::Waiting {
@@ -1037,6 +1041,26 @@ impl Policy {
     ///
     /// Walks both sides of `key` in step and stops at the shorter one, so the head
     /// of the queue (a grant) and its tail (a new waiter) cost O(1), not O(waiters).
+    /// Waiting requests ahead of `key` in lease order that compete with role `r` for
+    /// an executor (requests of every role some executor takes along with `r`).
+    fn ahead_of(&self, r: usize, key: &OrderKey) -> u32 {
+        match self.role_overlap.get(r) {
+            Some(roles) => roles.iter().map(|&o| self.count_before(o, key)).sum(),
+            None => self.count_before(r, key),
+        }
+    }
+
+    /// Waiting requests ahead of `key` in lease order that executor `e` could have
+    /// served: what a grant on `e` passed.
+    fn passed_by(&self, e: usize, key: &OrderKey) -> u32 {
+        let x = &self.execs[e];
+        x.role_idx
+            .iter()
+            .filter(|&&r| x.caps[r] > 0)
+            .map(|&r| self.count_before(r, key))
+            .sum()
+    }
+
     fn count_before(&self, r: usize, key: &OrderKey) -> u32 {
         use std::ops::Bound::{Excluded, Unbounded};
         let queue = &self.role_queues[r];
@@ -1471,7 +1495,7 @@ impl Policy {
             let Some(e) = choice else {
                 break; // cannot happen: the candidate was found on a ready executor
             };
-            let passed = self.count_before(r, &req.key);
+            let passed = self.passed_by(e, &req.key);
             self.take_slot_at(s, e, r, passed);
         }
         self.dirty.clear();
@@ -1657,6 +1681,25 @@ impl Policy {
                 self.pause_ends.insert((p.until, e));
             }
         }
+        let mut overlap = vec![vec![false; roles.len()]; roles.len()];
+        for x in self.execs.iter().filter(|x| !x.draining) {
+            let takes: Vec<usize> = x
+                .role_idx
+                .iter()
+                .copied()
+                .filter(|&r| x.caps[r] > 0)
+                .collect();
+            for &a in &takes {
+                for &b in &takes {
+                    overlap[a][b] = true;
+                }
+            }
+        }
+        self.role_overlap = overlap
+            .iter()
+            .enumerate()
+            .map(|(r, row)| (0..row.len()).filter(|&o| o == r || row[o]).collect())
+            .collect();
         self.role_queues = vec![BTreeMap::new(); roles.len()];
         self.pin_queues.clear();
         self.deadlines.clear();
@@ -2901,14 +2944,15 @@ impl Policy {
                     .count() as u32,
             })
             .collect();
-        let mut queue: Vec<(OrderKey, QueuedRequest)> = Vec::new();
+        let mut queue: Vec<(OrderKey, usize, QueuedRequest)> = Vec::new();
         for (r, entries) in self.role_queues.iter().enumerate() {
-            for (ahead, &s) in entries.values().enumerate() {
+            for &s in entries.values() {
                 let Some(q) = self.requests.at(s) else {
                     continue;
                 };
                 queue.push((
                     q.key,
+                    r,
                     QueuedRequest {
                         request: q.id.to_string(),
                         role: roles[r].clone(),
@@ -2919,13 +2963,23 @@ impl Policy {
                         avoid: q.avoid().to_vec(),
                         prefer: q.prefer().map(str::to_string),
                         deadline: q.deadline(),
-                        ahead: ahead as u32,
+                        ahead: 0,
                         waiting_since: q.since,
                     },
                 ));
             }
         }
         queue.sort_by_key(|a| a.0);
+        // In lease order, with a running count per role: ahead of each request are the
+        // earlier ones of the roles that compete with its own.
+        let mut seen = vec![0u32; roles.len()];
+        for (_, r, q) in &mut queue {
+            q.ahead = self
+                .role_overlap
+                .get(*r)
+                .map_or(seen[*r], |roles| roles.iter().map(|&o| seen[o]).sum());
+            seen[*r] += 1;
+        }
         let creating = self
             .requests
             .values()
@@ -2942,7 +2996,7 @@ impl Policy {
             now: self.now,
             roles: roles.clone(),
             executors,
-            queue: queue.into_iter().map(|(_, q)| q).collect(),
+            queue: queue.into_iter().map(|(_, _, q)| q).collect(),
             creating,
             pending_reload: self.pending_reload.as_ref().map(|p| PendingReloadStatus {
                 since: p.since,

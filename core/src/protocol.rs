@@ -339,7 +339,8 @@ pub enum Output {
         role: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         hold: Option<Value>,
-        /// Earlier waiting requests for the same role that it passed.
+        /// Earlier waiting requests (lease order) that this executor could serve, by
+        /// role, and that still wait: the requests this grant passed.
         passed: u32,
         /// True for an `occupy`.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -369,7 +370,8 @@ pub enum Output {
         role: String,
         /// The seed's report: "a busy; b until ...".
         report: String,
-        /// Earlier waiting requests that compete for the same executors.
+        /// Earlier waiting requests (lease order) of the roles that compete with this
+        /// one for an executor (some executor takes both).
         ahead: u32,
     },
     /// Probe this health URL; answer with `probeResult`.

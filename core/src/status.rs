@@ -123,7 +123,8 @@ pub struct QueuedRequest {
     pub prefer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<u64>,
-    /// Earlier waiting requests for the same role (the ones it waits behind).
+    /// Earlier waiting requests (lease order) of the roles that compete with this
+    /// one for an executor (some executor takes both).
     pub ahead: u32,
     pub waiting_since: u64,
 }

@@ -191,10 +191,28 @@ impl Model {
         self.waiting.values().any(|q| q.id == id) || self.leases.values().any(|l| l.request == id)
     }
 
-    fn count_before(&self, r: usize, key: &Key) -> u32 {
+    /// Waiting requests before `key` whose role competes with `r`: some executor
+    /// takes both (DESIGN.md: "how many ahead of it compete for the same executors").
+    fn ahead_of(&self, r: usize, key: &Key) -> u32 {
+        let competes = |o: usize| {
+            o == r
+                || self
+                    .execs
+                    .iter()
+                    .any(|x| x.has[r] && x.has[o] && x.caps[r] > 0 && x.caps[o] > 0)
+        };
         self.waiting
             .iter()
-            .filter(|(k, q)| q.role == r && *k < key)
+            .filter(|(k, q)| competes(q.role) && *k < key)
+            .count() as u32
+    }
+
+    /// Waiting requests before `key` that executor `e` could have served.
+    fn passed_by(&self, e: usize, key: &Key) -> u32 {
+        let x = &self.execs[e];
+        self.waiting
+            .iter()
+            .filter(|(k, q)| x.has[q.role] && x.caps[q.role] > 0 && *k < key)
             .count() as u32
     }
 
@@ -234,7 +252,7 @@ impl Model {
     }
 
     fn grant(&mut self, q: Req, key: Key, e: usize) {
-        let passed = self.count_before(q.role, &key);
+        let passed = self.passed_by(e, &key);
         self.lease_clock += 1;
         let x = &mut self.execs[e];
         x.last_leased = self.lease_clock;
@@ -468,7 +486,7 @@ impl Model {
             self.expected.push(Expect::Waiting {
                 request: q.id.clone(),
                 role: ROLES[q.role].to_string(),
-                ahead: self.count_before(q.role, &key),
+                ahead: self.ahead_of(q.role, &key),
             });
             self.waiting.insert(key, q);
         }
@@ -1076,12 +1094,7 @@ impl StateMachineTest for Sut {
                 .find(|(_, m)| m.id == q.request)
                 .map(|(k, _)| *k)
                 .expect("queued in the model");
-            assert_eq!(
-                q.ahead,
-                model.count_before(r, &key),
-                "ahead of {}",
-                q.request
-            );
+            assert_eq!(q.ahead, model.ahead_of(r, &key), "ahead of {}", q.request);
         }
         let open: BTreeSet<String> = model.waiting.values().map(|q| q.id.clone()).collect();
         assert_eq!(

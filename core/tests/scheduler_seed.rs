@@ -101,6 +101,67 @@ fn waiting_outputs_count_the_requests_ahead() {
     assert_eq!(queue[3].waiting_since, T0);
 }
 
+#[test]
+fn ahead_and_passed_count_requests_of_other_roles_that_compete_for_the_same_executors() {
+    // a codes and reviews, b only reviews, c only plans: a coder competes with the
+    // reviewers (both want a), never with the planners.
+    let mut sim = Sim::new(doc(vec![
+        ex("a", &["coder", "reviewer"], json!({ "slots": 1 })),
+        ex("b", &["reviewer"], json!({})),
+        ex("c", &["planner"], json!({})),
+    ]));
+    let (_, on_a) = sim.granted("c0", "coder");
+    sim.granted("v0", "reviewer"); // b
+    sim.granted("p0", "planner"); // c
+    assert_eq!(sim.lease("v1", "reviewer").waiting()[0].3, 0);
+    assert_eq!(
+        sim.lease("p1", "planner").waiting()[0].3,
+        0,
+        "no planner waits"
+    );
+    assert_eq!(
+        sim.lease("c1", "coder").waiting()[0].3,
+        1,
+        "the reviewer before it also wants a; the planner does not"
+    );
+    let view: Vec<(String, u32)> = sim
+        .snapshot()
+        .queue
+        .iter()
+        .map(|q| (q.request.clone(), q.ahead))
+        .collect();
+    assert_eq!(view, [(s("v1"), 0), (s("p1"), 0), (s("c1"), 1)]);
+    // a frees: the reviewer, first in lease order, takes it and passes nobody.
+    let grant = sim.release(on_a).grant();
+    assert_eq!((grant.request.as_str(), grant.passed), ("v1", 0));
+    // v1 released: a goes to the coder, which passed nobody still waiting for a.
+    let grant = sim.release(grant.lease).grant();
+    assert_eq!((grant.request.as_str(), grant.passed), ("c1", 0));
+}
+
+#[test]
+fn a_grant_counts_the_earlier_requests_of_every_role_its_executor_takes() {
+    // x (a reviewer that avoids a) waits; a coder behind it gets a: it passed x.
+    let mut sim = Sim::new(doc(vec![
+        ex("a", &["coder", "reviewer"], json!({ "slots": 1 })),
+        ex("b", &["reviewer"], json!({ "slots": 1 })),
+    ]));
+    let (_, on_a) = sim.granted("r0", "coder");
+    sim.granted("r1", "reviewer"); // b
+    sim.lease_with("x", "reviewer", json!({ "avoid": ["a"] }))
+        .no_grant();
+    assert_eq!(sim.lease("y", "coder").waiting()[0].3, 1);
+    let grant = sim.release(on_a).grant();
+    assert_eq!(
+        (
+            grant.request.as_str(),
+            grant.executor.as_str(),
+            grant.passed
+        ),
+        ("y", "a", 1)
+    );
+}
+
 // ---- No head-of-line blocking -------------------------------------------------------------
 
 #[test]

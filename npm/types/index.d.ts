@@ -180,7 +180,7 @@ export interface GrantedOutput {
   executor: string
   role: Role
   hold?: unknown
-  /** Earlier waiting requests for the role that it passed. */
+  /** Earlier waiting requests (lease order) of the roles this executor takes, which it passed. */
   passed: number
   /** True for an `occupy`. */
   occupied?: true
@@ -278,7 +278,7 @@ export interface QueuedRequest {
   avoid?: string[]
   prefer?: string
   deadline?: number
-  /** Earlier waiting requests for the same role. */
+  /** Earlier waiting requests (lease order) of the roles that compete with this one for an executor. */
   ahead: number
   waitingSince: number
 }
