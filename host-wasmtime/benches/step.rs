@@ -100,6 +100,32 @@ fn fixture() -> Fixture {
     }
 }
 
+/// Replays the inputs through a runtime that keeps a journal but no checkpoints.
+fn journal_only(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    module: &rota_host::PolicyModule,
+    f: &Fixture,
+) {
+    group.bench_function(name, |b| {
+        b.iter_batched(
+            || {
+                let mut runtime =
+                    PolicyRuntime::new(module.clone(), &f.document, &json!({})).expect("runtime");
+                runtime.set_checkpoint_every(usize::MAX);
+                runtime
+            },
+            |mut runtime| {
+                for input in &f.inputs {
+                    std::hint::black_box(runtime.step_text(input).expect("step"));
+                }
+                runtime
+            },
+            BatchSize::PerIteration,
+        )
+    });
+}
+
 fn per_input(c: &mut Criterion) {
     let f = fixture();
     let mut group = c.benchmark_group("per input");
@@ -130,23 +156,7 @@ fn per_input(c: &mut Criterion) {
             BatchSize::PerIteration,
         )
     });
-    group.bench_function("wasmtime (journal only)", |b| {
-        b.iter_batched(
-            || {
-                let mut runtime =
-                    PolicyRuntime::new(f.module.clone(), &f.document, &json!({})).expect("runtime");
-                runtime.set_checkpoint_every(usize::MAX);
-                runtime
-            },
-            |mut runtime| {
-                for input in &f.inputs {
-                    std::hint::black_box(runtime.step_text(input).expect("step"));
-                }
-                runtime
-            },
-            BatchSize::PerIteration,
-        )
-    });
+    journal_only(&mut group, "wasmtime (journal only)", &f.module, &f);
     // The sandbox's share: the same module without epoch interruption, and with a fuel
     // budget instead (deterministic, what the tests use).
     for (name, deadline, fuel) in [
@@ -171,23 +181,7 @@ fn per_input(c: &mut Criterion) {
         let module = engine
             .load_bytes(&module_bytes(), "bench")
             .expect("the module");
-        group.bench_function(name, |b| {
-            b.iter_batched(
-                || {
-                    let mut runtime = PolicyRuntime::new(module.clone(), &f.document, &json!({}))
-                        .expect("runtime");
-                    runtime.set_checkpoint_every(usize::MAX);
-                    runtime
-                },
-                |mut runtime| {
-                    for input in &f.inputs {
-                        std::hint::black_box(runtime.step_text(input).expect("step"));
-                    }
-                    runtime
-                },
-                BatchSize::PerIteration,
-            )
-        });
+        journal_only(&mut group, name, &module, &f);
     }
     group.finish();
 
