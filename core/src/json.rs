@@ -65,7 +65,7 @@ pub fn parse_options(value: &Value) -> Result<Options, Error> {
     if value.is_null() {
         return Ok(Options::default());
     }
-    from_value(value).map_err(|e| Error::input(format!("options: {e}")))
+    Options::from_json(value).map_err(|e| Error::input(format!("options: {e}")))
 }
 
 /// Feeds one input and drains every output: the result of one host call.

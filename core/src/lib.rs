@@ -120,6 +120,7 @@ pub mod error;
 pub mod json;
 pub mod policy;
 pub mod protocol;
+mod read;
 pub mod status;
 mod time;
 

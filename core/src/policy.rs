@@ -16,7 +16,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::classify::{excerpt, is_model_unavailable_message};
@@ -27,6 +27,7 @@ use crate::protocol::{
     Exclusion, ExclusionKind, ExplainRequest, Failure, FailureKind, Input, LeaseRequest, Level,
     Options, Output, PersistedState, STATE_VERSION,
 };
+use crate::read::{self, at, list_in, map_in, object, Read};
 use crate::status::{
     CreatingRequest, ExclusionStatus, ExecutorExplanation, ExecutorStatus, Explanation,
     LeaseStatus, PauseStatus, PendingReloadStatus, Plan, PlannedGrant, PreflightRecord,
@@ -54,7 +55,7 @@ impl Ord for Prio {
 }
 
 /// An exclusion in force, with the timed one that takes over when it ends.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Excl {
     kind: ExclusionKind,
@@ -75,7 +76,7 @@ impl Excl {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Pause {
     failures: u32,
@@ -85,7 +86,7 @@ struct Pause {
 }
 
 /// What an executor carries from input to input (and across a live swap).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Runtime {
     last_leased: u64,
@@ -187,7 +188,7 @@ impl Exec {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 enum ReqState {
     Waiting,
@@ -396,7 +397,7 @@ impl Requests {
 
 /// A request as `export_state` writes it (the shape other hosts and saved states
 /// depend on; the internal `Req` is laid out for memory).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ExportedRequest {
     id: String,
@@ -417,7 +418,7 @@ struct ExportedRequest {
     state: ReqState,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Lease {
     request: String,
@@ -3242,13 +3243,7 @@ impl Policy {
     /// Rebuilds a policy from `export_state` (of this or an earlier version).
     pub fn import_state(state: &Value) -> Result<Policy, Error> {
         let bad = |message: String| Error::InvalidState { message };
-        let exported: Exported = crate::json::from_value(state).map_err(bad)?;
-        if exported.version != EXPORT_VERSION {
-            return Err(bad(format!(
-                "export version {} is not {EXPORT_VERSION}",
-                exported.version
-            )));
-        }
+        let exported = Exported::from_json(state).map_err(bad)?;
         let mut policy = Policy::new(&exported.document, exported.options.clone())
             .map_err(|e| bad(format!("its document: {e}")))?;
         if !exported.draining.is_empty() {
@@ -3542,7 +3537,7 @@ enum Ending {
 
 const EXPORT_VERSION: u32 = 1;
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Exported {
     version: u32,
@@ -3564,12 +3559,204 @@ struct Exported {
     outputs: Vec<Output>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ExportedReload {
     document: Value,
     awaiting: BTreeSet<String>,
     since: u64,
+}
+
+// ---- Reading an export ------------------------------------------------------------
+//
+// By hand from the `Value` (`read.rs`): an export is read once per live swap, and a
+// derived deserializer per type would cost more WebAssembly than the rest of the
+// import. Errors name the place: "requests[2].state: ...".
+
+/// A JSON array of exactly `N` items.
+fn tuple<const N: usize>(value: &Value) -> Read<&[Value; N]> {
+    let items = read::array(value)?;
+    items.as_slice().try_into().map_err(|_| {
+        format!(
+            "invalid length {}, expected a tuple of size {N}",
+            items.len()
+        )
+    })
+}
+
+impl Excl {
+    fn from_json(value: &Value) -> Read<Excl> {
+        let o = object(value, "struct Excl")?;
+        Ok(Excl {
+            kind: o.req("kind", ExclusionKind::from_json)?,
+            reason: o.req("reason", read::string)?,
+            until: o.opt("until", read::u64)?,
+            since: o.req("since", read::u64)?,
+            then: o.opt("then", |v| {
+                let [end, reason] = tuple(v)?;
+                Ok((read::u64(end)?, read::string(reason)?))
+            })?,
+        })
+    }
+}
+
+impl Pause {
+    fn from_json(value: &Value) -> Read<Pause> {
+        let o = object(value, "struct Pause")?;
+        Ok(Pause {
+            failures: o.req("failures", read::u32)?,
+            until: o.req("until", read::u64)?,
+            message: o.req("message", read::string)?,
+            blocked: o.req("blocked", read::bool)?,
+        })
+    }
+}
+
+impl Runtime {
+    fn from_json(value: &Value) -> Read<Runtime> {
+        let o = object(value, "struct Runtime")?;
+        Ok(Runtime {
+            last_leased: o.req("lastLeased", read::u64)?,
+            exclusion: at("exclusion", o.opt("exclusion", Excl::from_json))?,
+            rate_limits: o.req("rateLimits", |v| read::list(v, read::u64))?.into(),
+            pause: at("pause", o.opt("pause", Pause::from_json))?,
+            probe_in_flight: o.req("probeInFlight", read::bool)?,
+            last_probe_at: o.opt("lastProbeAt", read::u64)?,
+        })
+    }
+}
+
+impl ReqState {
+    fn from_json(value: &Value) -> Read<ReqState> {
+        const NAMES: &[&str] = &["waiting", "creating"];
+        if let Some((name, fields)) = value.as_object().and_then(|o| o.iter().next()) {
+            if name == "creating" && value.as_object().is_some_and(|o| o.len() == 1) {
+                let o = object(fields, "struct variant ReqState::Creating")?;
+                return Ok(ReqState::Creating {
+                    executor: o.req("executor", read::string)?,
+                    passed: o.req("passed", read::u32)?,
+                });
+            }
+        }
+        match read::variant(value, NAMES)? {
+            0 => Ok(ReqState::Waiting),
+            _ => Err(read::invalid_type(
+                value,
+                "struct variant ReqState::Creating",
+            )),
+        }
+    }
+}
+
+impl ExportedRequest {
+    fn from_json(value: &Value) -> Read<ExportedRequest> {
+        let o = object(value, "struct ExportedRequest")?;
+        let key = at(
+            "key",
+            o.need("key")
+                .and_then(tuple::<4>)
+                .and_then(|[ranked, rank, time, arrival]| {
+                    let ranked = read::u64(ranked)?;
+                    Ok((
+                        u8::try_from(ranked).map_err(|_| format!("{ranked} is not 0 or 1"))?,
+                        read::i64(rank)?,
+                        read::u64(time)?,
+                        read::u64(arrival)?,
+                    ))
+                }),
+        )?;
+        Ok(ExportedRequest {
+            id: o.req("id", read::string)?,
+            role: o.req("role", read::string)?,
+            avoid: o.req("avoid", read::strings)?,
+            prefer: o.opt("prefer", read::string)?,
+            pin: o.opt("pin", read::string)?,
+            rank: o.opt("rank", read::i64)?,
+            event_time: o.opt("eventTime", read::u64)?,
+            label: o.opt("label", read::string)?,
+            deadline: o.opt("deadline", read::u64)?,
+            key,
+            since: o.req("since", read::u64)?,
+            announced: o.req("announced", read::bool)?,
+            try_only: o.or("tryOnly", read::bool, false)?,
+            state: at("state", o.req("state", ReqState::from_json))?,
+        })
+    }
+}
+
+impl Lease {
+    fn from_json(value: &Value) -> Read<Lease> {
+        let o = object(value, "struct Lease")?;
+        Ok(Lease {
+            request: o.req("request", read::string)?,
+            executor: o.req("executor", read::string)?,
+            role: o.opt("role", read::string)?,
+            label: o.opt("label", read::string)?,
+            hold: o.opt("hold", read::value)?,
+            since: o.req("since", read::u64)?,
+            occupied: o.req("occupied", read::bool)?,
+            counted: o.req("counted", read::bool)?,
+        })
+    }
+}
+
+impl ExportedReload {
+    fn from_json(value: &Value) -> Read<ExportedReload> {
+        let o = object(value, "struct ExportedReload")?;
+        Ok(ExportedReload {
+            document: o.req("document", read::value)?,
+            awaiting: o.req("awaiting", read::strings)?.into_iter().collect(),
+            since: o.req("since", read::u64)?,
+        })
+    }
+}
+
+impl Exported {
+    fn from_json(value: &Value) -> Read<Exported> {
+        let o = object(value, "struct Exported")?;
+        let version = o.req("version", read::u32)?;
+        if version != EXPORT_VERSION {
+            return Err(format!("export version {version} is not {EXPORT_VERSION}"));
+        }
+        let leases = map_in(o, "leases", Lease::from_json)?
+            .into_iter()
+            .map(|(k, lease)| match k.parse::<u64>() {
+                Ok(id) => Ok((id, lease)),
+                Err(_) => Err(format!("leases: `{k}` is not a lease number")),
+            })
+            .collect::<Read<_>>()?;
+        Ok(Exported {
+            version,
+            options: at("options", o.req("options", Options::from_json))?,
+            document: o.req("document", read::value)?,
+            draining: at(
+                "draining",
+                o.req("draining", |v| read::list(v, read::value)),
+            )?,
+            runtime: map_in(o, "runtime", Runtime::from_json)?
+                .into_iter()
+                .collect(),
+            now: at("now", o.req("now", read::u64))?,
+            requests: list_in(o, "requests", ExportedRequest::from_json)?,
+            leases,
+            abandoned: map_in(o, "abandoned", read::string)?.into_iter().collect(),
+            next_lease: at("nextLease", o.req("nextLease", read::u64))?,
+            next_arrival: at("nextArrival", o.req("nextArrival", read::u64))?,
+            lease_clock: at("leaseClock", o.req("leaseClock", read::u64))?,
+            last_persisted: list_in(o, "lastPersisted", Exclusion::from_json)?,
+            known_ids: at("knownIds", o.req("knownIds", read::strings))?
+                .into_iter()
+                .collect(),
+            pending_reload: at(
+                "pendingReload",
+                o.opt("pendingReload", ExportedReload::from_json),
+            )?,
+            preflights: map_in(o, "preflights", PreflightRecord::from_json)?
+                .into_iter()
+                .collect(),
+            outputs: list_in(o, "outputs", Output::from_json)?,
+        })
+    }
 }
 
 /// The strength rules, for an executor already out with `old`.

@@ -4,14 +4,15 @@
 //! outputs (probe, create machine, persist ...); their results come back as inputs.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::read::{self, object, variant, Read};
+
 /// Options a host gives with the document. Defaults are the seeds'.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Options {
     /// Whether the host can probe health URLs. When it cannot, an outage on an
     /// executor with a health URL waits out the outage cooldown (the seed's fallback).
@@ -91,7 +92,7 @@ pub struct LeaseRequest {
 
 /// How a failure is classified before it reaches the core. Hosts map what their
 /// callers really get (HTTP statuses, IO errors, messages) to one of these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum FailureKind {
     UsageLimit,
@@ -103,10 +104,9 @@ pub enum FailureKind {
 }
 
 /// A failed call on an executor, as reported by the host.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Failure {
-    #[serde(deserialize_with = "wire::by_value")]
     pub kind: FailureKind,
     #[serde(default)]
     pub message: String,
@@ -120,7 +120,7 @@ pub struct Failure {
 }
 
 /// The kinds of exclusion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ExclusionKind {
     /// Until an instant.
@@ -134,12 +134,11 @@ pub enum ExclusionKind {
 }
 
 /// An exclusion as the seed's state file holds it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Exclusion {
     pub id: String,
     pub reason: String,
-    #[serde(deserialize_with = "wire::by_value")]
     pub kind: ExclusionKind,
     /// Epoch ms: the end for `until` and `manual`; for `health`, the next probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -147,20 +146,14 @@ pub struct Exclusion {
 }
 
 /// The seed's state file: `{ "version": 1, "exclusions": [...] }`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PersistedState {
-    #[serde(default = "state_version")]
     pub version: u32,
-    #[serde(default)]
     pub exclusions: Vec<Exclusion>,
 }
 
 pub const STATE_VERSION: u32 = 1;
-
-fn state_version() -> u32 {
-    STATE_VERSION
-}
 
 impl PersistedState {
     /// Applies a `persist` output as a state file does: the entries of `ids` are
@@ -309,7 +302,7 @@ impl Input {
 }
 
 /// Event severity, least severe first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Level {
     Debug,
@@ -469,17 +462,21 @@ impl Serialize for Fields {
     }
 }
 
-impl<'de> Deserialize<'de> for Fields {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Fields, D::Error> {
-        let map = BTreeMap::<String, Value>::deserialize(deserializer)?;
+impl Fields {
+    /// An event's fields from a JSON object.
+    pub(crate) fn from_json(value: &Value) -> Read<Fields> {
+        let map = object(value, "a map")?.0;
+        // The object's keys are already in order.
         Ok(Fields(
-            map.into_iter().map(|(k, v)| (Cow::Owned(k), v)).collect(),
+            map.iter()
+                .map(|(k, v)| (Cow::Owned(k.clone()), v.clone()))
+                .collect(),
         ))
     }
 }
 
 /// Why a request (waiting or hypothetical) cannot use an executor now.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExplainRequest {
     pub role: String,
@@ -492,6 +489,192 @@ pub struct ExplainRequest {
     /// A waiting request's id: explain that one (its role, avoid and pin).
     #[serde(default)]
     pub request: Option<String>,
+}
+
+// ---- Readers ----------------------------------------------------------------------
+//
+// The types above that hosts send are read by hand from a `serde_json::Value`
+// (`read.rs`: small shared helpers instead of a derived deserializer per type); their
+// `Deserialize` goes through the `Value`, so every source reads them the same way.
+
+/// `Deserialize` through a `serde_json::Value` and the type's `from_json`.
+macro_rules! deserialize_from_json {
+    ($($t:ty),*) => {$(
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let value = Value::deserialize(deserializer)?;
+                <$t>::from_json(&value).map_err(serde::de::Error::custom)
+            }
+        }
+    )*};
+}
+pub(crate) use deserialize_from_json;
+
+deserialize_from_json!(
+    Options,
+    FailureKind,
+    Failure,
+    ExclusionKind,
+    Exclusion,
+    PersistedState,
+    Level,
+    ExplainRequest,
+    Fields
+);
+
+const OPTIONS_FIELDS: &[&str] = &[
+    "canProbe",
+    "healthProbeIntervalMs",
+    "idleProbeIntervalMs",
+    "rateLimitWindowMs",
+    "rateLimitsToExclude",
+    "provisionFirstPauseMs",
+    "provisionMaxPauseMs",
+    "preflightReloads",
+    "kinds",
+    "minEventLevel",
+];
+
+impl Options {
+    /// Options from JSON: absent fields take the defaults, unknown ones are refused.
+    pub fn from_json(value: &Value) -> Read<Options> {
+        let o = object(value, "struct Options")?.only(OPTIONS_FIELDS)?;
+        let d = Options::default();
+        Ok(Options {
+            can_probe: o.or("canProbe", read::bool, d.can_probe)?,
+            health_probe_interval_ms: o.or(
+                "healthProbeIntervalMs",
+                read::u64,
+                d.health_probe_interval_ms,
+            )?,
+            idle_probe_interval_ms: o.or(
+                "idleProbeIntervalMs",
+                read::u64,
+                d.idle_probe_interval_ms,
+            )?,
+            rate_limit_window_ms: o.or("rateLimitWindowMs", read::u64, d.rate_limit_window_ms)?,
+            rate_limits_to_exclude: o.or(
+                "rateLimitsToExclude",
+                read::u32,
+                d.rate_limits_to_exclude,
+            )?,
+            provision_first_pause_ms: o.or(
+                "provisionFirstPauseMs",
+                read::u64,
+                d.provision_first_pause_ms,
+            )?,
+            provision_max_pause_ms: o.or(
+                "provisionMaxPauseMs",
+                read::u64,
+                d.provision_max_pause_ms,
+            )?,
+            preflight_reloads: o.or("preflightReloads", read::bool, d.preflight_reloads)?,
+            kinds: o.opt("kinds", read::strings)?,
+            min_event_level: o.or("minEventLevel", Level::from_json, d.min_event_level)?,
+        })
+    }
+}
+
+impl FailureKind {
+    const NAMES: &'static [&'static str] = &[
+        "usageLimit",
+        "rateLimit",
+        "authentication",
+        "outage",
+        "modelUnavailable",
+        "other",
+    ];
+    const ALL: [FailureKind; 6] = [
+        FailureKind::UsageLimit,
+        FailureKind::RateLimit,
+        FailureKind::Authentication,
+        FailureKind::Outage,
+        FailureKind::ModelUnavailable,
+        FailureKind::Other,
+    ];
+
+    pub fn from_json(value: &Value) -> Read<FailureKind> {
+        variant(value, Self::NAMES).map(|i| Self::ALL[i])
+    }
+}
+
+impl Failure {
+    pub fn from_json(value: &Value) -> Read<Failure> {
+        let o = object(value, "struct Failure")?.only(&[
+            "kind",
+            "message",
+            "resetAt",
+            "retryAfterMs",
+        ])?;
+        Ok(Failure {
+            kind: o.req("kind", FailureKind::from_json)?,
+            message: o.or("message", read::string, String::new())?,
+            reset_at: o.opt("resetAt", read::u64)?,
+            retry_after_ms: o.opt("retryAfterMs", read::u64)?,
+        })
+    }
+}
+
+impl ExclusionKind {
+    const NAMES: &'static [&'static str] = &["until", "health", "run", "manual"];
+    const ALL: [ExclusionKind; 4] = [
+        ExclusionKind::Until,
+        ExclusionKind::Health,
+        ExclusionKind::Run,
+        ExclusionKind::Manual,
+    ];
+
+    pub fn from_json(value: &Value) -> Read<ExclusionKind> {
+        variant(value, Self::NAMES).map(|i| Self::ALL[i])
+    }
+}
+
+impl Exclusion {
+    pub fn from_json(value: &Value) -> Read<Exclusion> {
+        let o = object(value, "struct Exclusion")?;
+        Ok(Exclusion {
+            id: o.req("id", read::string)?,
+            reason: o.req("reason", read::string)?,
+            kind: o.req("kind", ExclusionKind::from_json)?,
+            until: o.opt("until", read::u64)?,
+        })
+    }
+}
+
+impl PersistedState {
+    pub fn from_json(value: &Value) -> Read<PersistedState> {
+        let o = object(value, "struct PersistedState")?;
+        Ok(PersistedState {
+            version: o.or("version", read::u32, STATE_VERSION)?,
+            exclusions: o.or(
+                "exclusions",
+                |v| read::list(v, Exclusion::from_json),
+                Vec::new(),
+            )?,
+        })
+    }
+}
+
+impl Level {
+    const NAMES: &'static [&'static str] = &["debug", "info", "warn"];
+    const ALL: [Level; 3] = [Level::Debug, Level::Info, Level::Warn];
+
+    pub fn from_json(value: &Value) -> Read<Level> {
+        variant(value, Self::NAMES).map(|i| Self::ALL[i])
+    }
+}
+
+impl ExplainRequest {
+    pub fn from_json(value: &Value) -> Read<ExplainRequest> {
+        let o = object(value, "struct ExplainRequest")?;
+        Ok(ExplainRequest {
+            role: o.req("role", read::string)?,
+            avoid: o.or("avoid", read::strings, Vec::new())?,
+            prefer: o.opt("prefer", read::string)?,
+            pin: o.opt("pin", read::string)?,
+            request: o.opt("request", read::string)?,
+        })
+    }
 }
 
 #[path = "wire.rs"]

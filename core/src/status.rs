@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::document::Violation;
 use crate::protocol::ExclusionKind;
+use crate::read::{self, object, Read};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -138,7 +139,7 @@ pub struct CreatingRequest {
     pub since: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PreflightRecord {
     pub at: u64,
@@ -146,6 +147,19 @@ pub struct PreflightRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
+
+impl PreflightRecord {
+    pub(crate) fn from_json(value: &Value) -> Read<PreflightRecord> {
+        let o = object(value, "struct PreflightRecord")?;
+        Ok(PreflightRecord {
+            at: o.req("at", read::u64)?,
+            ok: o.req("ok", read::bool)?,
+            error: o.opt("error", read::string)?,
+        })
+    }
+}
+
+crate::protocol::deserialize_from_json!(PreflightRecord);
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

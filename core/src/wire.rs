@@ -15,7 +15,6 @@
 //! `Deserialize`, the fast path), a field that comes before `type` is checked once the
 //! tag is known.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{
@@ -24,7 +23,8 @@ use serde::de::{
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{ExclusionKind, Failure, Input, LeaseRequest, Level, Output, PersistedState};
+use super::{ExclusionKind, Failure, Fields, Input, LeaseRequest, Level, Output, PersistedState};
+use crate::read::{self, object, Read};
 
 /// The `type` tags of the inputs, in declaration order (serde's `unknown variant` list).
 pub(crate) const INPUT_TYPES: &[&str] = &[
@@ -367,7 +367,7 @@ impl<'de> Visitor<'de> for InputVisitor {
                 Key::Executor => raw.executor = Some(map.next_value()?),
                 Key::Hold => raw.hold = Some(map.next_value()?),
                 Key::Failure => raw.failure = Some(map.next_value()?),
-                Key::Kind => raw.kind = Some(map.next_value::<ByValue<ExclusionKind>>()?.0),
+                Key::Kind => raw.kind = Some(map.next_value()?),
                 Key::Reason => raw.reason = Some(map.next_value()?),
                 Key::Until => raw.until = map.next_value()?,
                 Key::Up => raw.up = Some(map.next_value()?),
@@ -506,60 +506,7 @@ pub(crate) fn input_for_kind<'de, D: Deserializer<'de>>(
     Seed(kind).deserialize(deserializer)
 }
 
-/// A unit-variant enum read through a `serde_json::Value`, so that a value of the
-/// wrong type is named as serde's derive names it from any source ("invalid type:
-/// integer `5`, expected string or map") rather than as serde_json's reader does
-/// ("expected value").
-pub(crate) struct ByValue<T>(pub(crate) T);
-
-impl<'de, T: de::DeserializeOwned> Deserialize<'de> for ByValue<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<ByValue<T>, D::Error> {
-        let value = Value::deserialize(deserializer)?;
-        T::deserialize(value).map(ByValue).map_err(D::Error::custom)
-    }
-}
-
-/// `#[serde(deserialize_with)]` for an enum field read [`ByValue`].
-pub(crate) fn by_value<'de, D: Deserializer<'de>, T: de::DeserializeOwned>(
-    deserializer: D,
-) -> Result<T, D::Error> {
-    ByValue::deserialize(deserializer).map(|v| v.0)
-}
-
 // ---- Output ----------------------------------------------------------------------
-
-/// Every field of every output (outputs come back only in an exported state).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawOutput {
-    #[serde(rename = "type")]
-    kind: String,
-    request: Option<String>,
-    lease: Option<u64>,
-    executor: Option<String>,
-    role: Option<String>,
-    /// Present (even `null`) or absent.
-    #[serde(default, deserialize_with = "present")]
-    hold: Option<Value>,
-    passed: Option<u32>,
-    #[serde(default)]
-    occupied: bool,
-    reasons: Option<Vec<String>>,
-    report: Option<String>,
-    ahead: Option<u32>,
-    url: Option<String>,
-    ids: Option<Vec<String>>,
-    state: Option<PersistedState>,
-    #[serde(default, deserialize_with = "by_value")]
-    level: Option<Level>,
-    name: Option<String>,
-    message: Option<String>,
-    fields: Option<BTreeMap<String, Value>>,
-}
-
-fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(deserializer).map(Some)
-}
 
 const OUTPUT_TYPES: &[&str] = &[
     "granted",
@@ -576,74 +523,75 @@ const OUTPUT_TYPES: &[&str] = &[
     "event",
 ];
 
-impl RawOutput {
-    fn into_output<E: de::Error>(self) -> Result<Output, E> {
-        let r = self;
-        Ok(match r.kind.as_str() {
+impl Output {
+    /// An output from JSON (outputs come back only in an exported state).
+    pub fn from_json(value: &Value) -> Read<Output> {
+        let r = object(value, "a map")?;
+        let kind = r.req("type", read::string)?;
+        let string = read::string;
+        Ok(match kind.as_str() {
             "granted" => Output::Granted {
-                request: need(r.request, "request")?,
-                lease: need(r.lease, "lease")?,
-                executor: need(r.executor, "executor")?,
-                role: need(r.role, "role")?,
-                hold: r.hold.filter(|hold| !hold.is_null()),
-                passed: need(r.passed, "passed")?,
-                occupied: r.occupied,
+                request: r.req("request", string)?,
+                lease: r.req("lease", read::u64)?,
+                executor: r.req("executor", string)?,
+                role: r.req("role", string)?,
+                hold: r.opt("hold", read::value)?,
+                passed: r.req("passed", read::u32)?,
+                occupied: r.or("occupied", read::bool, false)?,
             },
             "exhausted" => Output::Exhausted {
-                request: need(r.request, "request")?,
-                role: need(r.role, "role")?,
-                reasons: need(r.reasons, "reasons")?,
+                request: r.req("request", string)?,
+                role: r.req("role", string)?,
+                reasons: r.req("reasons", read::strings)?,
             },
             "timedOut" => Output::TimedOut {
-                request: need(r.request, "request")?,
+                request: r.req("request", string)?,
             },
             "unavailable" => Output::Unavailable {
-                request: need(r.request, "request")?,
+                request: r.req("request", string)?,
             },
             "cancelled" => Output::Cancelled {
-                request: need(r.request, "request")?,
+                request: r.req("request", string)?,
             },
             "waiting" => Output::Waiting {
-                request: need(r.request, "request")?,
-                role: need(r.role, "role")?,
-                report: need(r.report, "report")?,
-                ahead: need(r.ahead, "ahead")?,
+                request: r.req("request", string)?,
+                role: r.req("role", string)?,
+                report: r.req("report", string)?,
+                ahead: r.req("ahead", read::u32)?,
             },
             "probe" => Output::Probe {
-                executor: need(r.executor, "executor")?,
-                url: need(r.url, "url")?,
+                executor: r.req("executor", string)?,
+                url: r.req("url", string)?,
             },
             "createMachine" => Output::CreateMachine {
-                request: need(r.request, "request")?,
-                executor: need(r.executor, "executor")?,
+                request: r.req("request", string)?,
+                executor: r.req("executor", string)?,
             },
             "deleteMachine" => Output::DeleteMachine {
-                executor: need(r.executor, "executor")?,
-                hold: need(r.hold, "hold")?,
+                executor: r.req("executor", string)?,
+                hold: r.req("hold", read::value)?,
             },
             "preflight" => Output::Preflight {
-                executor: need(r.executor, "executor")?,
+                executor: r.req("executor", string)?,
             },
             "persist" => Output::Persist {
-                ids: need(r.ids, "ids")?,
-                state: need(r.state, "state")?,
+                ids: r.req("ids", read::strings)?,
+                state: r.req("state", PersistedState::from_json)?,
             },
             "event" => Output::Event {
-                level: need(r.level, "level")?,
-                name: need(r.name, "name")?,
-                message: need(r.message, "message")?,
-                fields: need(r.fields, "fields")?.into_iter().collect(),
+                level: r.req("level", Level::from_json)?,
+                name: r.req("name", string)?,
+                message: r.req("message", string)?,
+                fields: r.req("fields", Fields::from_json)?,
             },
-            other => return Err(E::unknown_variant(other, OUTPUT_TYPES)),
+            other => {
+                return Err(serde_json::Error::unknown_variant(other, OUTPUT_TYPES).to_string())
+            }
         })
     }
 }
 
-impl<'de> Deserialize<'de> for Output {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Output, D::Error> {
-        RawOutput::deserialize(deserializer)?.into_output()
-    }
-}
+super::deserialize_from_json!(Output);
 
 #[cfg(test)]
 mod tests {

@@ -177,8 +177,8 @@ impl JsPolicy {
     pub fn explain(&self, request: JsValue) -> JsResult<JsValue> {
         let run = || -> Result<_, Error> {
             let value = read(&request, "the explain request")?;
-            let request: ExplainRequest =
-                from_value(&value).map_err(|e| invalid_input(format!("explain: {e}")))?;
+            let request = ExplainRequest::from_json(&value)
+                .map_err(|e| invalid_input(format!("explain: {e}")))?;
             self.inner.explain(&request)
         };
         to_js(&run().map_err(|e| to_js_error(&e))?)
