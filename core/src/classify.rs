@@ -30,9 +30,19 @@ pub fn is_model_unavailable_message(message: &str) -> bool {
         return (lower.contains("model") || lower.contains("access"))
             && MODEL_UNAVAILABLE_SIGNALS.iter().any(|s| lower.contains(s));
     }
-    // Unicode lowercasing can turn a non-ASCII character into an ASCII one (the
-    // Kelvin sign into `k`), as the seed's `toLowerCase` does.
-    let normalized = message.to_lowercase();
+    // Unicode lowercasing can turn a non-ASCII character into an ASCII one, as the
+    // seed's `toLowerCase` does: the Kelvin sign into `k`, and `İ` into `i` and a
+    // combining dot. Every other non-ASCII character lowercases to non-ASCII ones,
+    // which no (ASCII) signal can match, so they are kept as they are: the same
+    // matches as `to_lowercase`, without the Unicode case tables in the module.
+    let mut normalized = String::with_capacity(message.len());
+    for c in message.chars() {
+        match c {
+            '\u{212A}' => normalized.push('k'),
+            '\u{130}' => normalized.push_str("i\u{307}"),
+            c => normalized.push(c.to_ascii_lowercase()),
+        }
+    }
     MODEL_UNAVAILABLE_SIGNALS
         .iter()
         .any(|signal| normalized.contains(signal))
@@ -49,6 +59,29 @@ pub fn excerpt(message: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_narrow_lowercasing_agrees_with_unicode_lowercasing() {
+        // Every character whose lowercase has an ASCII character is ASCII, the Kelvin
+        // sign or `İ` (what the hand-written lowercasing relies on).
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            if !c.is_ascii() && c.to_lowercase().any(|l| l.is_ascii()) {
+                assert!(c == '\u{212A}' || c == '\u{130}', "{c:?}");
+            }
+        }
+        for message in [
+            "MODEL NOT FOUND \u{212A}",
+            "\u{130}nvalid model é",
+            "Unknown \u{212A}model",
+        ] {
+            let lower = message.to_lowercase();
+            assert_eq!(
+                is_model_unavailable_message(message),
+                MODEL_UNAVAILABLE_SIGNALS.iter().any(|s| lower.contains(s)),
+                "{message}"
+            );
+        }
+    }
 
     #[test]
     fn every_signal_says_model_or_access() {

@@ -2574,16 +2574,23 @@ impl Policy {
 
     fn apply_reload(&mut self, document: Document) {
         let roles = document.roles.clone();
-        let mut old: BTreeMap<String, Exec> = std::mem::take(&mut self.execs)
+        // The running executors, taken out by index as the new document names them
+        // (`exec_index` still indexes them).
+        let mut old: Vec<Option<Exec>> = std::mem::take(&mut self.execs)
             .into_iter()
-            .map(|x| (x.spec.id.clone(), x))
+            .map(Some)
             .collect();
         let running = |x: &Exec| x.busy;
         let mut execs = Vec::new();
         let mut events = Vec::new();
         for spec in &document.executors {
             self.known_ids.insert(spec.id.clone());
-            match old.remove(&spec.id) {
+            let prev = self
+                .exec_index
+                .get(&spec.id)
+                .and_then(|&e| old.get_mut(e))
+                .and_then(Option::take);
+            match prev {
                 Some(prev) => {
                     if prev.draining {
                         events.push((
@@ -2629,7 +2636,11 @@ impl Policy {
                 }
             }
         }
-        for (id, mut prev) in old {
+        // The executors the new document leaves out, in id order.
+        let mut left: Vec<Exec> = old.into_iter().flatten().collect();
+        left.sort_unstable_by(|a, b| a.spec.id.cmp(&b.spec.id));
+        for mut prev in left {
+            let id = prev.spec.id.clone();
             if prev.rt.exclusion.take().is_some() {
                 self.persist_all = true;
             }
@@ -2875,20 +2886,26 @@ impl Policy {
 
     pub fn snapshot(&self) -> Snapshot {
         let roles = &self.document.roles;
-        let mut leases_of: BTreeMap<&str, Vec<LeaseStatus>> = BTreeMap::new();
+        // Each executor's leases, in lease order (by executor index; leases on an
+        // executor the roster does not have are listed nowhere).
+        let mut leases_of: Vec<Vec<LeaseStatus>> = vec![Vec::new(); self.execs.len()];
         for (id, lease) in &self.leases {
-            leases_of
-                .entry(lease.executor.as_str())
-                .or_default()
-                .push(LeaseStatus {
-                    lease: *id,
-                    request: lease.request.clone(),
-                    role: lease.role.clone(),
-                    label: lease.label.clone(),
-                    hold: lease.hold.clone(),
-                    since: lease.since,
-                    occupied: lease.occupied,
-                });
+            let Some(list) = self
+                .exec_index
+                .get(&lease.executor)
+                .and_then(|&e| leases_of.get_mut(e))
+            else {
+                continue;
+            };
+            list.push(LeaseStatus {
+                lease: *id,
+                request: lease.request.clone(),
+                role: lease.role.clone(),
+                label: lease.label.clone(),
+                hold: lease.hold.clone(),
+                since: lease.since,
+                occupied: lease.occupied,
+            });
         }
         let executors = self
             .execs
@@ -2934,7 +2951,7 @@ impl Policy {
                 }),
                 draining: x.draining,
                 provision: x.spec.provision,
-                leases: leases_of.remove(x.spec.id.as_str()).unwrap_or_default(),
+                leases: std::mem::take(&mut leases_of[e]),
                 preflight: self.preflights.get(&x.spec.id).cloned(),
                 probe_in_flight: x.rt.probe_in_flight,
                 recent_rate_limits: x
@@ -3207,11 +3224,15 @@ impl Policy {
                 .filter(|x| x.draining)
                 .map(|x| Value::Object(x.spec.raw.clone()))
                 .collect(),
-            runtime: self
-                .execs
-                .iter()
-                .map(|x| (x.spec.id.clone(), x.rt.clone()))
-                .collect(),
+            runtime: {
+                let mut runtime: Vec<(String, Runtime)> = self
+                    .execs
+                    .iter()
+                    .map(|x| (x.spec.id.clone(), x.rt.clone()))
+                    .collect();
+                runtime.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                runtime
+            },
             now: self.now,
             requests: self
                 .requests
@@ -3283,8 +3304,11 @@ impl Policy {
             }
         }
         for x in &mut policy.execs {
-            if let Some(rt) = exported.runtime.get(&x.spec.id) {
-                x.rt = rt.clone();
+            if let Ok(i) = exported
+                .runtime
+                .binary_search_by(|(id, _)| id.as_str().cmp(&x.spec.id))
+            {
+                x.rt = exported.runtime[i].1.clone();
             }
         }
         policy.now = exported.now;
@@ -3544,7 +3568,9 @@ struct Exported {
     options: Options,
     document: Value,
     draining: Vec<Value>,
-    runtime: BTreeMap<String, Runtime>,
+    /// By executor id, in id order (written as an object).
+    #[serde(serialize_with = "as_map")]
+    runtime: Vec<(String, Runtime)>,
     now: u64,
     requests: Vec<ExportedRequest>,
     leases: BTreeMap<u64, Lease>,
@@ -3757,6 +3783,14 @@ impl Exported {
             outputs: list_in(o, "outputs", Output::from_json)?,
         })
     }
+}
+
+/// Pairs in key order, written as a JSON object.
+fn as_map<S: serde::Serializer, V: Serialize>(
+    pairs: &[(String, V)],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(pairs.iter().map(|(k, v)| (k, v)))
 }
 
 /// The strength rules, for an executor already out with `old`.
