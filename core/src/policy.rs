@@ -297,11 +297,31 @@ fn req_extra(
 /// The requests without a lease, each stored once in a slab; queues and timers
 /// refer to them by slot. The slab grows in chunks of `CHUNK` so that it never
 /// holds much more than it uses (a doubling `Vec` would hold up to twice).
+/// Names to numbers: request ids to slots, request ids to leases, executor ids to
+/// indexes. One map type for the three (each distinct map type is another copy of
+/// the B-tree code in the WebAssembly module).
+type ByName = BTreeMap<Box<str>, u64>;
+
+/// Executor ids to their index in `Policy::execs`.
+#[derive(Debug, Clone, Default)]
+struct ExecIndex(ByName);
+
+impl ExecIndex {
+    fn get(&self, id: &str) -> Option<usize> {
+        self.0.get(id).map(|&e| e as usize)
+    }
+
+    fn contains_key(&self, id: &str) -> bool {
+        self.0.contains_key(id)
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 struct Requests {
     chunks: Vec<Vec<Option<Req>>>,
     free: Vec<u32>,
-    by_id: BTreeMap<Box<str>, u32>,
+    /// Slots by id.
+    by_id: ByName,
 }
 
 const CHUNK: usize = 256;
@@ -312,7 +332,7 @@ impl Requests {
     }
 
     fn slot(&self, id: &str) -> Option<u32> {
-        self.by_id.get(id).copied()
+        self.by_id.get(id).map(|&s| s as u32)
     }
 
     fn contains_key(&self, id: &str) -> bool {
@@ -361,7 +381,7 @@ impl Requests {
                 (n * CHUNK + chunk.len() - 1) as u32
             }
         };
-        self.by_id.insert(id, s);
+        self.by_id.insert(id, u64::from(s));
         s
     }
 
@@ -386,7 +406,7 @@ impl Requests {
 
     /// In id order (as the map they replaced iterated).
     fn values(&self) -> impl Iterator<Item = &Req> {
-        self.by_id.values().filter_map(|&s| self.at(s))
+        self.by_id.values().filter_map(|&s| self.at(s as u32))
     }
 
     /// Occupied slots (for the invariants).
@@ -479,7 +499,7 @@ pub struct Policy {
     preflights: BTreeMap<String, PreflightRecord>,
     outputs: VecDeque<Output>,
     // Derived indexes:
-    exec_index: BTreeMap<String, usize>,
+    exec_index: ExecIndex,
     ready: Vec<BTreeSet<(Prio, u64, usize)>>,
     role_members: Vec<Vec<usize>>,
     /// For each role, the roles whose requests compete with it for an executor (some
@@ -496,12 +516,14 @@ pub struct Policy {
     deadlines: BTreeSet<(u64, OrderKey, u32)>,
     exclusion_ends: BTreeSet<(u64, usize)>,
     pause_ends: BTreeSet<(u64, usize)>,
-    health: BTreeSet<usize>,
+    /// Per executor: out with a health exclusion (a list, not a set: one map type
+    /// fewer in the WebAssembly module).
+    health: Vec<bool>,
     /// Health-excluded executors with no probe in flight, keyed by the earliest time
     /// their next probe can be due (exact before the first probe; after one, the last
     /// probe plus the shorter interval): the probe scan visits only those due.
     probe_waits: BTreeSet<(u64, usize)>,
-    lease_by_request: BTreeMap<String, u64>,
+    lease_by_request: ByName,
     /// Executors that may have gained a usable slot during this input.
     /// (A list, cleared without freeing: a repeat is harmless.)
     dirty: Vec<usize>,
@@ -547,7 +569,7 @@ impl Policy {
             pending_reload: None,
             preflights: BTreeMap::new(),
             outputs: VecDeque::new(),
-            exec_index: BTreeMap::new(),
+            exec_index: ExecIndex::default(),
             ready: Vec::new(),
             role_members: Vec::new(),
             role_overlap: Vec::new(),
@@ -559,9 +581,9 @@ impl Policy {
             deadlines: BTreeSet::new(),
             exclusion_ends: BTreeSet::new(),
             pause_ends: BTreeSet::new(),
-            health: BTreeSet::new(),
+            health: Vec::new(),
             probe_waits: BTreeSet::new(),
-            lease_by_request: BTreeMap::new(),
+            lease_by_request: ByName::new(),
             dirty: Vec::new(),
             retry: Vec::new(),
         };
@@ -648,7 +670,6 @@ impl Policy {
     fn known_exec(&self, id: &str) -> Result<usize, Error> {
         self.exec_index
             .get(id)
-            .copied()
             .ok_or_else(|| Error::UnknownExecutor { id: id.to_string() })
     }
 
@@ -837,7 +858,7 @@ impl Policy {
                 until,
                 ..
             } => {
-                if let Some(&e) = self.exec_index.get(&executor) {
+                if let Some(e) = self.exec_index.get(&executor) {
                     let reason = if reason.is_empty() {
                         "excluded by an operator".to_string()
                     } else {
@@ -950,7 +971,6 @@ impl Policy {
             Some(pin) => self
                 .exec_index
                 .get(pin)
-                .copied()
                 .filter(|&e| self.pin_ready(e, r) && !req.avoids(pin)),
             None => self.pick(req, r),
         }
@@ -966,7 +986,7 @@ impl Policy {
     fn pick(&self, req: &Req, r: usize) -> Option<usize> {
         let avoid = req.avoid();
         if let Some(prefer) = req.prefer() {
-            if let Some(&e) = self.exec_index.get(prefer) {
+            if let Some(e) = self.exec_index.get(prefer) {
                 if self.execs[e].has_role(r) && self.execs[e].ready_for(r) && !req.avoids(prefer) {
                     return Some(e);
                 }
@@ -1215,7 +1235,7 @@ impl Policy {
                 ("passed", Value::from(passed)),
             ],
         );
-        self.lease_by_request.insert(id.clone(), lease);
+        self.lease_by_request.insert(id.as_str().into(), lease);
         self.leases.insert(
             lease,
             Lease {
@@ -1241,7 +1261,7 @@ impl Policy {
         if let Some(creating) = &req.creating {
             let executor = &creating.executor;
             self.abandoned.insert(id.to_string(), executor.clone());
-            if let Some(&e) = self.exec_index.get(executor) {
+            if let Some(e) = self.exec_index.get(executor) {
                 let r = self.req_role(&req);
                 self.free_slot(e, r);
                 self.leave_if_drained(e);
@@ -1334,7 +1354,7 @@ impl Policy {
         let Some(lease) = self.leases.remove(&lease_id) else {
             return; // released before: releasing is idempotent
         };
-        self.lease_by_request.remove(&lease.request);
+        self.lease_by_request.remove(lease.request.as_str());
         if let Some(hold) = &lease.hold {
             self.outputs.push_back(Output::DeleteMachine {
                 executor: lease.executor.clone(),
@@ -1344,7 +1364,7 @@ impl Policy {
         if !lease.counted {
             return;
         }
-        let Some(&e) = self.exec_index.get(&lease.executor) else {
+        let Some(e) = self.exec_index.get(&lease.executor) else {
             return;
         };
         let r = lease
@@ -1382,7 +1402,7 @@ impl Policy {
         let r = role.as_ref().and_then(|role| self.role_index(role).ok());
         let lease = self.next_lease;
         self.next_lease += 1;
-        let counted = match self.exec_index.get(&executor).copied() {
+        let counted = match self.exec_index.get(&executor) {
             Some(e) => {
                 self.unready(e);
                 let x = &mut self.execs[e];
@@ -1438,7 +1458,7 @@ impl Policy {
             passed: 0,
             occupied: true,
         });
-        self.lease_by_request.insert(id.clone(), lease);
+        self.lease_by_request.insert(id.as_str().into(), lease);
         self.leases.insert(
             lease,
             Lease {
@@ -1617,12 +1637,13 @@ impl Policy {
         for (r, &i) in self.role_ids.iter().enumerate() {
             self.role_at[i as usize] = Some(r);
         }
-        self.exec_index = self
-            .execs
-            .iter()
-            .enumerate()
-            .map(|(i, x)| (x.spec.id.clone(), i))
-            .collect();
+        self.exec_index = ExecIndex(
+            self.execs
+                .iter()
+                .enumerate()
+                .map(|(i, x)| (x.spec.id.as_str().into(), i as u64))
+                .collect(),
+        );
         for x in &mut self.execs {
             x.derive(&roles);
         }
@@ -1630,7 +1651,7 @@ impl Policy {
             if !lease.counted {
                 continue;
             }
-            if let Some(&e) = self.exec_index.get(&lease.executor) {
+            if let Some(e) = self.exec_index.get(&lease.executor) {
                 let x = &mut self.execs[e];
                 x.busy += 1;
                 if let Some(r) = lease
@@ -1645,7 +1666,7 @@ impl Policy {
         }
         for req in self.requests.values() {
             if let Some(creating) = &req.creating {
-                if let Some(&e) = self.exec_index.get(&creating.executor) {
+                if let Some(e) = self.exec_index.get(&creating.executor) {
                     let x = &mut self.execs[e];
                     x.busy += 1;
                     if let Some(r) = self.role_at.get(req.role as usize).copied().flatten() {
@@ -1659,7 +1680,7 @@ impl Policy {
         self.servable = vec![0; roles.len()];
         self.exclusion_ends.clear();
         self.pause_ends.clear();
-        self.health.clear();
+        self.health = vec![false; self.execs.len()];
         self.probe_waits.clear();
         for e in 0..self.execs.len() {
             self.ready_up(e);
@@ -1674,7 +1695,7 @@ impl Policy {
                 self.exclusion_ends.insert((end, e));
             }
             if x.rt.exclusion.as_ref().map(|x| x.kind) == Some(ExclusionKind::Health) {
-                self.health.insert(e);
+                self.health[e] = true;
             }
             self.probe_wait(e);
             let x = &self.execs[e];
@@ -1704,7 +1725,7 @@ impl Policy {
         self.role_queues = vec![BTreeMap::new(); roles.len()];
         self.pin_queues.clear();
         self.deadlines.clear();
-        for &s in self.requests.by_id.values() {
+        for s in self.requests.by_id.values().map(|&s| s as u32) {
             let Some(req) = self.requests.at(s) else {
                 continue;
             };
@@ -1727,7 +1748,7 @@ impl Policy {
         self.lease_by_request = self
             .leases
             .iter()
-            .map(|(id, lease)| (lease.request.clone(), *id))
+            .map(|(id, lease)| (lease.request.as_str().into(), *id))
             .collect();
     }
 
@@ -1753,7 +1774,7 @@ impl Policy {
             }
             return match self.exec_index.get(pin) {
                 None => true, // undeclared: it waits until a reload declares it
-                Some(&e) => self.execs[e].draining || self.execs[e].servable(r),
+                Some(e) => self.execs[e].draining || self.execs[e].servable(r),
             };
         }
         let avoided = avoid
@@ -1761,7 +1782,7 @@ impl Policy {
             .filter(|id| {
                 self.exec_index
                     .get(id.as_str())
-                    .is_some_and(|&e| self.execs[e].servable(r))
+                    .is_some_and(|e| self.execs[e].servable(r))
             })
             .collect::<BTreeSet<_>>()
             .len() as u32;
@@ -1797,7 +1818,7 @@ impl Policy {
                 return vec![format!("{pin} is both the pin and avoided")];
             }
             return match self.exec_index.get(pin) {
-                Some(&e) => vec![self.unavailable_reason(e, r)],
+                Some(e) => vec![self.unavailable_reason(e, r)],
                 None => vec![format!("{pin} is not in the roster")],
             };
         }
@@ -1835,7 +1856,7 @@ impl Policy {
         if let Some(pin) = pin {
             return match self.exec_index.get(pin) {
                 None => format!("{pin} not in the roster"),
-                Some(&e) => self.executor_state(e, r),
+                Some(e) => self.executor_state(e, r),
             };
         }
         let members: Vec<usize> = self.role_members[r]
@@ -1882,7 +1903,7 @@ impl Policy {
     // ---- Exclusions -----------------------------------------------------------------
 
     fn report(&mut self, executor: &str, failure: &Failure) {
-        let Some(&e) = self.exec_index.get(executor) else {
+        let Some(e) = self.exec_index.get(executor) else {
             return;
         };
         let now = self.now;
@@ -2091,7 +2112,7 @@ impl Policy {
         if let Some(end) = old.as_ref().and_then(Excl::end) {
             self.exclusion_ends.remove(&(end, e));
         }
-        self.health.remove(&e);
+        self.set_health(e, false);
         let was_run = old.as_ref().is_some_and(|x| x.kind == ExclusionKind::Run);
         let is_run = excl.as_ref().is_some_and(|x| x.kind == ExclusionKind::Run);
         if let Some(end) = excl.as_ref().and_then(Excl::end) {
@@ -2101,7 +2122,7 @@ impl Policy {
             .as_ref()
             .is_some_and(|x| x.kind == ExclusionKind::Health)
         {
-            self.health.insert(e);
+            self.set_health(e, true);
             let was_health = old
                 .as_ref()
                 .is_some_and(|x| x.kind == ExclusionKind::Health);
@@ -2194,7 +2215,7 @@ impl Policy {
     }
 
     fn resume(&mut self, executor: &str) {
-        let Some(&e) = self.exec_index.get(executor) else {
+        let Some(e) = self.exec_index.get(executor) else {
             return;
         };
         if self.execs[e].rt.exclusion.is_none() {
@@ -2212,7 +2233,7 @@ impl Policy {
     fn restore(&mut self, state: PersistedState) {
         let now = self.now;
         for x in state.exclusions {
-            let Some(&e) = self.exec_index.get(&x.id) else {
+            let Some(e) = self.exec_index.get(&x.id) else {
                 continue; // another roster's entry, or an executor since removed
             };
             let expired = match x.kind {
@@ -2238,7 +2259,7 @@ impl Policy {
     /// `e`'s key in `probe_waits`, if it waits for a probe.
     fn probe_floor(&self, e: usize) -> Option<(u64, usize)> {
         let x = &self.execs[e];
-        if !self.health.contains(&e) || x.rt.probe_in_flight {
+        if !self.health.get(e).copied().unwrap_or(false) || x.rt.probe_in_flight {
             return None;
         }
         let floor = match x.rt.last_probe_at {
@@ -2254,6 +2275,13 @@ impl Policy {
     }
 
     /// Call before changing what `probe_floor` reads; `probe_wait` after.
+    fn set_health(&mut self, e: usize, on: bool) {
+        if self.health.len() <= e {
+            self.health.resize(e + 1, false);
+        }
+        self.health[e] = on;
+    }
+
     fn probe_unwait(&mut self, e: usize) {
         if let Some(key) = self.probe_floor(e) {
             self.probe_waits.remove(&key);
@@ -2328,7 +2356,7 @@ impl Policy {
     }
 
     fn probe_result(&mut self, executor: &str, up: bool) {
-        let Some(&e) = self.exec_index.get(executor) else {
+        let Some(e) = self.exec_index.get(executor) else {
             return;
         };
         let health = self.execs[e]
@@ -2391,7 +2419,7 @@ impl Policy {
         let Some(req) = self.requests.remove(id) else {
             return;
         };
-        if let Some(&e) = self.exec_index.get(&executor) {
+        if let Some(e) = self.exec_index.get(&executor) {
             if self.execs[e].rt.pause.is_some() {
                 self.unready(e);
                 if let Some(p) = self.execs[e].rt.pause.take() {
@@ -2418,7 +2446,7 @@ impl Policy {
                 // Back in its place in the queue: its key is unchanged.
                 let role = req.role;
                 let r = self.role_at.get(role as usize).copied().flatten();
-                if let Some(&e) = self.exec_index.get(&executor) {
+                if let Some(e) = self.exec_index.get(&executor) {
                     self.free_slot(e, r);
                     self.leave_if_drained(e);
                 }
@@ -2427,7 +2455,7 @@ impl Policy {
                 executor
             }
         };
-        let Some(&e) = self.exec_index.get(&executor) else {
+        let Some(e) = self.exec_index.get(&executor) else {
             return;
         };
         self.unready(e);
@@ -2530,7 +2558,7 @@ impl Policy {
             .executors
             .iter()
             .filter(|spec| match self.exec_index.get(&spec.id) {
-                Some(&e) => self.execs[e].draining || spec.slots > self.execs[e].spec.slots,
+                Some(e) => self.execs[e].draining || spec.slots > self.execs[e].spec.slots,
                 None => true,
             })
             .map(|spec| spec.id.clone())
@@ -2588,7 +2616,7 @@ impl Policy {
             let prev = self
                 .exec_index
                 .get(&spec.id)
-                .and_then(|&e| old.get_mut(e))
+                .and_then(|e| old.get_mut(e))
                 .and_then(Option::take);
             match prev {
                 Some(prev) => {
@@ -2756,7 +2784,7 @@ impl Policy {
                 let current = self
                     .exec_index
                     .get(&id)
-                    .and_then(|&e| self.persisted_entry(e));
+                    .and_then(|e| self.persisted_entry(e));
                 if current.as_ref() == self.last_persisted.get(&id) {
                     continue;
                 }
@@ -2893,7 +2921,7 @@ impl Policy {
             let Some(list) = self
                 .exec_index
                 .get(&lease.executor)
-                .and_then(|&e| leases_of.get_mut(e))
+                .and_then(|e| leases_of.get_mut(e))
             else {
                 continue;
             };
@@ -3114,7 +3142,6 @@ impl Policy {
             Some(p) => self
                 .exec_index
                 .get(p)
-                .copied()
                 .filter(|&e| self.pin_ready(e, r) && !avoid.contains(p)),
             None => self.pick(&hypothetical, r),
         }
@@ -3160,7 +3187,7 @@ impl Policy {
         for spec in &parsed.executors {
             match self.exec_index.get(&spec.id) {
                 None => plan.added.push(spec.id.clone()),
-                Some(&e) => {
+                Some(e) => {
                     let x = &self.execs[e];
                     if x.draining {
                         plan.added.push(spec.id.clone());
@@ -3421,7 +3448,7 @@ impl Policy {
         let mut busy = vec![0u32; self.execs.len()];
         let mut by_role = vec![vec![0u32; roles.len()]; self.execs.len()];
         for lease in self.leases.values().filter(|l| l.counted) {
-            let e = *self.exec_index.get(&lease.executor).unwrap_or_else(|| {
+            let e = self.exec_index.get(&lease.executor).unwrap_or_else(|| {
                 panic!("invariant: lease on unknown executor {}", lease.executor)
             });
             busy[e] += 1;
@@ -3437,7 +3464,10 @@ impl Policy {
         }
         for q in self.requests.values() {
             if let Some(creating) = &q.creating {
-                let e = self.exec_index[&creating.executor];
+                let e = self
+                    .exec_index
+                    .get(&creating.executor)
+                    .unwrap_or_else(|| panic!("invariant: {} is not indexed", creating.executor));
                 busy[e] += 1;
                 if let Some(r) = roles.iter().position(|y| y == self.req_role_name(q)) {
                     by_role[e][r] += 1;
@@ -3473,7 +3503,7 @@ impl Policy {
         for (id, &s) in &self.requests.by_id {
             let q = self
                 .requests
-                .at(s)
+                .at(s as u32)
                 .unwrap_or_else(|| panic!("invariant: request {id} names an empty slot"));
             assert_eq!(&q.id, id, "invariant: request {id} is stored under its id");
         }
@@ -3540,7 +3570,7 @@ impl Policy {
                     Some(pin) => self
                         .exec_index
                         .get(pin)
-                        .is_some_and(|&e| self.pin_ready(e, r) && !q.avoids(pin)),
+                        .is_some_and(|e| self.pin_ready(e, r) && !q.avoids(pin)),
                     None => self.pick(q, r).is_some(),
                 };
                 assert!(
