@@ -537,41 +537,28 @@ const OPTIONS_FIELDS: &[&str] = &[
 
 impl Options {
     /// Options from JSON: absent fields take the defaults, unknown ones are refused.
+    /// Fields are read in the object's key order, so the first problem named is the
+    /// one serde's derive named.
     pub fn from_json(value: &Value) -> Read<Options> {
-        let o = object(value, "struct Options")?.only(OPTIONS_FIELDS)?;
-        let d = Options::default();
-        Ok(Options {
-            can_probe: o.or("canProbe", read::bool, d.can_probe)?,
-            health_probe_interval_ms: o.or(
-                "healthProbeIntervalMs",
-                read::u64,
-                d.health_probe_interval_ms,
-            )?,
-            idle_probe_interval_ms: o.or(
-                "idleProbeIntervalMs",
-                read::u64,
-                d.idle_probe_interval_ms,
-            )?,
-            rate_limit_window_ms: o.or("rateLimitWindowMs", read::u64, d.rate_limit_window_ms)?,
-            rate_limits_to_exclude: o.or(
-                "rateLimitsToExclude",
-                read::u32,
-                d.rate_limits_to_exclude,
-            )?,
-            provision_first_pause_ms: o.or(
-                "provisionFirstPauseMs",
-                read::u64,
-                d.provision_first_pause_ms,
-            )?,
-            provision_max_pause_ms: o.or(
-                "provisionMaxPauseMs",
-                read::u64,
-                d.provision_max_pause_ms,
-            )?,
-            preflight_reloads: o.or("preflightReloads", read::bool, d.preflight_reloads)?,
-            kinds: o.opt("kinds", read::strings)?,
-            min_event_level: o.or("minEventLevel", Level::from_json, d.min_event_level)?,
-        })
+        let o = object(value, "struct Options")?;
+        let mut options = Options::default();
+        for (key, v) in o.0 {
+            match key.as_str() {
+                "canProbe" => options.can_probe = read::bool(v)?,
+                "healthProbeIntervalMs" => options.health_probe_interval_ms = read::u64(v)?,
+                "idleProbeIntervalMs" => options.idle_probe_interval_ms = read::u64(v)?,
+                "rateLimitWindowMs" => options.rate_limit_window_ms = read::u64(v)?,
+                "rateLimitsToExclude" => options.rate_limits_to_exclude = read::u32(v)?,
+                "provisionFirstPauseMs" => options.provision_first_pause_ms = read::u64(v)?,
+                "provisionMaxPauseMs" => options.provision_max_pause_ms = read::u64(v)?,
+                "preflightReloads" => options.preflight_reloads = read::bool(v)?,
+                "kinds" if v.is_null() => options.kinds = None,
+                "kinds" => options.kinds = Some(read::strings(v)?),
+                "minEventLevel" => options.min_event_level = Level::from_json(v)?,
+                _ => return Err(read::unknown_field(key, OPTIONS_FIELDS)),
+            }
+        }
+        Ok(options)
     }
 }
 
@@ -600,12 +587,18 @@ impl FailureKind {
 
 impl Failure {
     pub fn from_json(value: &Value) -> Read<Failure> {
-        let o = object(value, "struct Failure")?.only(&[
-            "kind",
-            "message",
-            "resetAt",
-            "retryAfterMs",
-        ])?;
+        const FIELDS: &[&str] = &["kind", "message", "resetAt", "retryAfterMs"];
+        let o = object(value, "struct Failure")?;
+        // In key order, as serde's derive read them: the first problem is named.
+        for (key, v) in o.0 {
+            match key.as_str() {
+                "kind" => FailureKind::from_json(v).map(drop)?,
+                "message" => read::string(v).map(drop)?,
+                "resetAt" | "retryAfterMs" if v.is_null() => {}
+                "resetAt" | "retryAfterMs" => read::u64(v).map(drop)?,
+                _ => return Err(read::unknown_field(key, FIELDS)),
+            }
+        }
         Ok(Failure {
             kind: o.req("kind", FailureKind::from_json)?,
             message: o.or("message", read::string, String::new())?,

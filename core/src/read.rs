@@ -148,6 +148,11 @@ pub(crate) fn variant(value: &Value, names: &'static [&'static str]) -> Read<usi
     }
 }
 
+/// "unknown field `x`, expected one of `a`, `b`".
+pub(crate) fn unknown_field(name: &str, fields: &'static [&'static str]) -> String {
+    serde_json::Error::unknown_field(name, fields).to_string()
+}
+
 /// A JSON object read field by field.
 #[derive(Clone, Copy)]
 pub(crate) struct Obj<'a>(pub(crate) &'a Map<String, Value>);
@@ -161,14 +166,6 @@ pub(crate) fn object<'a>(value: &'a Value, what: &str) -> Read<Obj<'a>> {
 }
 
 impl<'a> Obj<'a> {
-    /// Refuses a field not in `fields` (serde's `deny_unknown_fields`).
-    pub(crate) fn only(self, fields: &'static [&'static str]) -> Read<Self> {
-        match self.0.keys().find(|k| !fields.contains(&k.as_str())) {
-            Some(k) => Err(serde_json::Error::unknown_field(k, fields).to_string()),
-            None => Ok(self),
-        }
-    }
-
     /// A field that must be there.
     pub(crate) fn need(&self, name: &'static str) -> Read<&'a Value> {
         self.0
