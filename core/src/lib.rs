@@ -121,6 +121,7 @@ pub mod json;
 pub mod policy;
 pub mod protocol;
 mod read;
+mod sorted;
 pub mod status;
 mod time;
 

@@ -28,6 +28,7 @@ use crate::protocol::{
     Options, Output, PersistedState, STATE_VERSION,
 };
 use crate::read::{self, at, list_in, map_in, object, Read};
+use crate::sorted::{self, StrMap, StrSet};
 use crate::status::{
     CreatingRequest, ExclusionStatus, ExecutorExplanation, ExecutorStatus, Explanation,
     LeaseStatus, PauseStatus, PendingReloadStatus, Plan, PlannedGrant, PreflightRecord,
@@ -455,7 +456,7 @@ struct Lease {
 #[derive(Debug, Clone)]
 struct PendingReload {
     document: Document,
-    awaiting: BTreeSet<String>,
+    awaiting: StrSet,
     since: u64,
 }
 
@@ -480,7 +481,7 @@ pub struct Policy {
     leases: BTreeMap<u64, Lease>,
     /// Requests cancelled while their machine was created: the machine is deleted
     /// when it arrives.
-    abandoned: BTreeMap<String, String>,
+    abandoned: StrMap<String>,
     next_lease: u64,
     next_arrival: u64,
     lease_clock: u64,
@@ -494,9 +495,9 @@ pub struct Policy {
     /// Every executor id any document of this run declared. Persists no longer need
     /// it (`last_persisted` names what the file holds); kept so that exports keep
     /// their shape for modules that read it.
-    known_ids: BTreeSet<String>,
+    known_ids: StrSet,
     pending_reload: Option<PendingReload>,
-    preflights: BTreeMap<String, PreflightRecord>,
+    preflights: StrMap<PreflightRecord>,
     outputs: VecDeque<Output>,
     // Derived indexes:
     exec_index: ExecIndex,
@@ -512,7 +513,7 @@ pub struct Policy {
     role_ids: Vec<u32>,
     /// Queues and timers hold request slots (`requests`), not ids.
     role_queues: Vec<BTreeMap<OrderKey, u32>>,
-    pin_queues: BTreeMap<String, BTreeMap<OrderKey, u32>>,
+    pin_queues: StrMap<BTreeMap<OrderKey, u32>>,
     deadlines: BTreeSet<(u64, OrderKey, u32)>,
     exclusion_ends: BTreeSet<(u64, usize)>,
     pause_ends: BTreeSet<(u64, usize)>,
@@ -549,7 +550,7 @@ impl Policy {
             .iter()
             .map(|spec| Exec::new(spec.clone(), Runtime::default(), &roles))
             .collect();
-        let known_ids = document.executors.iter().map(|e| e.id.clone()).collect();
+        let known_ids = sorted::set_from(document.executors.iter().map(|e| e.id.clone()));
         let mut policy = Policy {
             options,
             document,
@@ -558,7 +559,7 @@ impl Policy {
             requests: Requests::default(),
             role_names: Vec::new(),
             leases: BTreeMap::new(),
-            abandoned: BTreeMap::new(),
+            abandoned: Vec::new(),
             next_lease: 1,
             next_arrival: 0,
             lease_clock: 0,
@@ -567,7 +568,7 @@ impl Policy {
             persist_all: false,
             known_ids,
             pending_reload: None,
-            preflights: BTreeMap::new(),
+            preflights: Vec::new(),
             outputs: VecDeque::new(),
             exec_index: ExecIndex::default(),
             ready: Vec::new(),
@@ -577,7 +578,7 @@ impl Policy {
             role_at: Vec::new(),
             role_ids: Vec::new(),
             role_queues: Vec::new(),
-            pin_queues: BTreeMap::new(),
+            pin_queues: Vec::new(),
             deadlines: BTreeSet::new(),
             exclusion_ends: BTreeSet::new(),
             pause_ends: BTreeSet::new(),
@@ -679,7 +680,7 @@ impl Policy {
         }
         if self.requests.contains_key(id)
             || self.lease_by_request.contains_key(id)
-            || self.abandoned.contains_key(id)
+            || sorted::contains_key(&self.abandoned, id)
         {
             return Err(Error::DuplicateRequest { id: id.to_string() });
         }
@@ -743,7 +744,7 @@ impl Policy {
             }
             Input::MachineCreated { id, .. } | Input::MachineFailed { id, .. } => {
                 let creating = self.requests.get(id).is_some_and(|r| !r.waiting());
-                if !creating && !self.abandoned.contains_key(id) {
+                if !creating && !sorted::contains_key(&self.abandoned, id) {
                     return Err(Error::UnknownRequest { id: id.clone() });
                 }
             }
@@ -1015,10 +1016,7 @@ impl Policy {
         let avoid = req.avoid().to_vec();
         self.role_queues[r].insert(key, s);
         if let Some(pin) = &pin {
-            self.pin_queues
-                .entry(pin.clone())
-                .or_default()
-                .insert(key, s);
+            sorted::entry(&mut self.pin_queues, pin).insert(key, s);
         }
         if let Some(deadline) = deadline {
             self.deadlines.insert((deadline, key, s));
@@ -1116,10 +1114,10 @@ impl Policy {
             self.role_queues[r].remove(&key);
         }
         if let Some(pin) = req.pin() {
-            if let Some(queue) = self.pin_queues.get_mut(pin) {
+            if let Some(queue) = sorted::get_mut(&mut self.pin_queues, pin) {
                 queue.remove(&key);
                 if queue.is_empty() {
-                    self.pin_queues.remove(pin);
+                    sorted::remove(&mut self.pin_queues, pin);
                 }
             }
         }
@@ -1260,7 +1258,7 @@ impl Policy {
         };
         if let Some(creating) = &req.creating {
             let executor = &creating.executor;
-            self.abandoned.insert(id.to_string(), executor.clone());
+            sorted::insert(&mut self.abandoned, id.to_string(), executor.clone());
             if let Some(e) = self.exec_index.get(executor) {
                 let r = self.req_role(&req);
                 self.free_slot(e, r);
@@ -1551,7 +1549,7 @@ impl Policy {
                     }
                 }
             }
-            if let Some(queue) = self.pin_queues.get(&x.spec.id) {
+            if let Some(queue) = sorted::get(&self.pin_queues, &x.spec.id) {
                 for (key, &s) in queue {
                     if best.as_ref().is_some_and(|(b, _, _)| b <= key) {
                         break;
@@ -1739,10 +1737,7 @@ impl Policy {
                 self.role_queues[r].insert(req.key, s);
             }
             if let Some(pin) = req.pin() {
-                self.pin_queues
-                    .entry(pin.to_string())
-                    .or_default()
-                    .insert(req.key, s);
+                sorted::entry(&mut self.pin_queues, pin).insert(req.key, s);
             }
         }
         self.lease_by_request = self
@@ -1777,15 +1772,18 @@ impl Policy {
                 Some(e) => self.execs[e].draining || self.execs[e].servable(r),
             };
         }
+        // Each id once (an avoid list may repeat one).
         let avoided = avoid
             .iter()
-            .filter(|id| {
-                self.exec_index
-                    .get(id.as_str())
-                    .is_some_and(|e| self.execs[e].servable(r))
+            .enumerate()
+            .filter(|&(i, id)| {
+                !avoid[..i].contains(id)
+                    && self
+                        .exec_index
+                        .get(id.as_str())
+                        .is_some_and(|e| self.execs[e].servable(r))
             })
-            .collect::<BTreeSet<_>>()
-            .len() as u32;
+            .count() as u32;
         self.servable[r] > avoided
     }
 
@@ -2153,9 +2151,7 @@ impl Policy {
             if is_run {
                 self.recheck_exhaustion(&roles);
                 let id = self.execs[e].spec.id.clone();
-                let pinned: Vec<String> = self
-                    .pin_queues
-                    .get(&id)
+                let pinned: Vec<String> = sorted::get(&self.pin_queues, &id)
                     .map(|q| {
                         q.values()
                             .filter_map(|&s| self.requests.at(s))
@@ -2319,7 +2315,7 @@ impl Policy {
                     .at(s)
                     .is_some_and(|q| q.pin().is_none() && !q.avoids(&x.spec.id))
             })
-        }) || self.pin_queues.contains_key(&x.spec.id)
+        }) || sorted::contains_key(&self.pin_queues, &x.spec.id)
     }
 
     fn schedule_probes(&mut self) {
@@ -2391,7 +2387,7 @@ impl Policy {
     // ---- Provisioning ---------------------------------------------------------------
 
     fn machine_created(&mut self, id: &str, hold: Value) {
-        if let Some(executor) = self.abandoned.remove(id) {
+        if let Some(executor) = sorted::remove(&mut self.abandoned, id) {
             self.outputs.push_back(Output::DeleteMachine {
                 executor: executor.clone(),
                 hold,
@@ -2433,7 +2429,7 @@ impl Policy {
     }
 
     fn machine_failed(&mut self, id: &str, message: &str) {
-        let executor = match self.abandoned.remove(id) {
+        let executor = match sorted::remove(&mut self.abandoned, id) {
             Some(executor) => executor,
             None => {
                 let Some(req) = self.requests.get_mut(id) else {
@@ -2538,7 +2534,7 @@ impl Policy {
                 "preflighting",
                 format!(
                     "preflighting {} before the reload applies",
-                    needs.iter().cloned().collect::<Vec<_>>().join(", ")
+                    needs.join(", ")
                 ),
                 vec![("executors", json!(needs))],
             );
@@ -2553,20 +2549,22 @@ impl Policy {
     }
 
     /// Executors a reload adds or grows.
-    fn needs_preflight(&self, document: &Document) -> BTreeSet<String> {
-        document
-            .executors
-            .iter()
-            .filter(|spec| match self.exec_index.get(&spec.id) {
-                Some(e) => self.execs[e].draining || spec.slots > self.execs[e].spec.slots,
-                None => true,
-            })
-            .map(|spec| spec.id.clone())
-            .collect()
+    fn needs_preflight(&self, document: &Document) -> StrSet {
+        sorted::set_from(
+            document
+                .executors
+                .iter()
+                .filter(|spec| match self.exec_index.get(&spec.id) {
+                    Some(e) => self.execs[e].draining || spec.slots > self.execs[e].spec.slots,
+                    None => true,
+                })
+                .map(|spec| spec.id.clone()),
+        )
     }
 
     fn preflight_result(&mut self, executor: String, ok: bool, error: Option<String>) {
-        self.preflights.insert(
+        sorted::insert(
+            &mut self.preflights,
             executor.clone(),
             PreflightRecord {
                 at: self.now,
@@ -2577,7 +2575,7 @@ impl Policy {
         let Some(pending) = self.pending_reload.as_mut() else {
             return;
         };
-        if !pending.awaiting.remove(&executor) {
+        if !sorted::set_remove(&mut pending.awaiting, &executor) {
             return;
         }
         if !ok {
@@ -2612,7 +2610,7 @@ impl Policy {
         let mut execs = Vec::new();
         let mut events = Vec::new();
         for spec in &document.executors {
-            self.known_ids.insert(spec.id.clone());
+            sorted::set_insert(&mut self.known_ids, spec.id.clone());
             let prev = self
                 .exec_index
                 .get(&spec.id)
@@ -2980,7 +2978,7 @@ impl Policy {
                 draining: x.draining,
                 provision: x.spec.provision,
                 leases: std::mem::take(&mut leases_of[e]),
-                preflight: self.preflights.get(&x.spec.id).cloned(),
+                preflight: sorted::get(&self.preflights, &x.spec.id).cloned(),
                 probe_in_flight: x.rt.probe_in_flight,
                 recent_rate_limits: x
                     .rt
@@ -3046,7 +3044,7 @@ impl Policy {
             creating,
             pending_reload: self.pending_reload.as_ref().map(|p| PendingReloadStatus {
                 since: p.since,
-                awaiting: p.awaiting.iter().cloned().collect(),
+                awaiting: p.awaiting.clone(),
             }),
             wake_at: self.poll_timeout(),
         }
@@ -3538,7 +3536,7 @@ impl Policy {
                 );
             }
         }
-        let pinned: usize = self.pin_queues.values().map(BTreeMap::len).sum();
+        let pinned: usize = self.pin_queues.iter().map(|(_, q)| q.len()).sum();
         let waiting_pinned = self
             .requests
             .values()
@@ -3604,14 +3602,16 @@ struct Exported {
     now: u64,
     requests: Vec<ExportedRequest>,
     leases: BTreeMap<u64, Lease>,
-    abandoned: BTreeMap<String, String>,
+    #[serde(serialize_with = "as_map")]
+    abandoned: StrMap<String>,
     next_lease: u64,
     next_arrival: u64,
     lease_clock: u64,
     last_persisted: Vec<Exclusion>,
-    known_ids: BTreeSet<String>,
+    known_ids: StrSet,
     pending_reload: Option<ExportedReload>,
-    preflights: BTreeMap<String, PreflightRecord>,
+    #[serde(serialize_with = "as_map")]
+    preflights: StrMap<PreflightRecord>,
     outputs: Vec<Output>,
 }
 
@@ -3619,7 +3619,7 @@ struct Exported {
 #[serde(rename_all = "camelCase")]
 struct ExportedReload {
     document: Value,
-    awaiting: BTreeSet<String>,
+    awaiting: StrSet,
     since: u64,
 }
 
@@ -3761,7 +3761,7 @@ impl ExportedReload {
         let o = object(value, "struct ExportedReload")?;
         Ok(ExportedReload {
             document: o.req("document", read::value)?,
-            awaiting: o.req("awaiting", read::strings)?.into_iter().collect(),
+            awaiting: sorted::set_from(o.req("awaiting", read::strings)?),
             since: o.req("since", read::u64)?,
         })
     }
@@ -3795,21 +3795,17 @@ impl Exported {
             now: at("now", o.req("now", read::u64))?,
             requests: list_in(o, "requests", ExportedRequest::from_json)?,
             leases,
-            abandoned: map_in(o, "abandoned", read::string)?.into_iter().collect(),
+            abandoned: sorted::map_from(map_in(o, "abandoned", read::string)?),
             next_lease: at("nextLease", o.req("nextLease", read::u64))?,
             next_arrival: at("nextArrival", o.req("nextArrival", read::u64))?,
             lease_clock: at("leaseClock", o.req("leaseClock", read::u64))?,
             last_persisted: list_in(o, "lastPersisted", Exclusion::from_json)?,
-            known_ids: at("knownIds", o.req("knownIds", read::strings))?
-                .into_iter()
-                .collect(),
+            known_ids: sorted::set_from(at("knownIds", o.req("knownIds", read::strings))?),
             pending_reload: at(
                 "pendingReload",
                 o.opt("pendingReload", ExportedReload::from_json),
             )?,
-            preflights: map_in(o, "preflights", PreflightRecord::from_json)?
-                .into_iter()
-                .collect(),
+            preflights: sorted::map_from(map_in(o, "preflights", PreflightRecord::from_json)?),
             outputs: list_in(o, "outputs", Output::from_json)?,
         })
     }
