@@ -37,7 +37,48 @@ use crate::status::{
 use crate::time::{iso, Iso};
 
 /// Lease order: ranked before unranked, then rank, then event time, then arrival.
-type OrderKey = (u8, i64, u64, u64);
+/// The parts as requests are exported and imported; kept encoded as a `Key`.
+type KeyParts = (u8, i64, u64, u64);
+
+/// The one key shape of every ordered index (issue 4: each distinct `BTreeMap`/
+/// `BTreeSet` type is another copy of the B-tree code in the WebAssembly module, so
+/// the queues, the ready sets and the timers all use `Index`).
+///
+/// Every key is a tuple of at most four parts encoded word by word, each part by a
+/// map that is strictly increasing (and so one-to-one) from the part's own order
+/// into `u64`'s: `u64` as itself, `u8` and `usize` widened, `i64` with its sign bit
+/// flipped, a priority `f64` by the bits `f64::total_cmp` compares (`Prio::code`);
+/// unused words are 0. Arrays compare word by word like tuples part by part, so two
+/// keys compare exactly as the tuples they encode (equal only when the tuples are):
+/// every iteration order, `first`, and range is the one the tuple sets had.
+type Key = [u64; 4];
+
+/// Ordered keys, each with a request slot (queues) or 0 (sets).
+type Index = BTreeMap<Key, u32>;
+
+/// A request's lease order (`KeyParts`) as a `Key`.
+type OrderKey = Key;
+
+const SIGN: u64 = 1 << 63;
+
+fn order_key((unranked, rank, time, arrival): KeyParts) -> OrderKey {
+    [u64::from(unranked), rank as u64 ^ SIGN, time, arrival]
+}
+
+fn key_parts(key: &OrderKey) -> KeyParts {
+    // `order_key` wrote the first word from a `u8`.
+    (key[0] as u8, (key[1] ^ SIGN) as i64, key[2], key[3])
+}
+
+/// A timer entry: `(time, executor)`.
+fn timer_key(t: u64, e: usize) -> Key {
+    [t, e as u64, 0, 0]
+}
+
+/// A ready-set entry: `(priority, stamp, executor)`.
+fn ready_key(prio: Prio, stamp: u64, e: usize) -> Key {
+    [prio.code(), stamp, e as u64, 0]
+}
 
 /// A priority with a total order, so it can key an ordered set.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -52,6 +93,17 @@ impl PartialOrd for Prio {
 impl Ord for Prio {
     fn cmp(&self, other: &Self) -> Ordering {
         self.0.total_cmp(&other.0)
+    }
+}
+
+impl Prio {
+    /// A `u64` in the order of `f64::total_cmp`: the same bit flips it makes (all
+    /// but the sign bit of a negative, so a more negative value compares lower as
+    /// an `i64`), then the sign bit flipped to carry `i64` order into `u64`'s.
+    fn code(self) -> u64 {
+        let bits = self.0.to_bits();
+        let flipped = bits ^ ((((bits as i64) >> 63) as u64) >> 1);
+        flipped ^ SIGN
     }
 }
 
@@ -265,11 +317,11 @@ impl Req {
     }
 
     fn rank(&self) -> Option<i64> {
-        (self.key.0 == 0).then_some(self.key.1)
+        (self.key[0] == 0).then_some(key_parts(&self.key).1)
     }
 
     fn event_time(&self) -> Option<u64> {
-        self.has_event_time.then_some(self.key.2)
+        self.has_event_time.then_some(self.key[2])
     }
 
     fn waiting(&self) -> bool {
@@ -430,7 +482,7 @@ struct ExportedRequest {
     event_time: Option<u64>,
     label: Option<String>,
     deadline: Option<u64>,
-    key: OrderKey,
+    key: KeyParts,
     since: u64,
     announced: bool,
     /// A `tryLease`: it never waits, even after a failed machine creation.
@@ -501,7 +553,7 @@ pub struct Policy {
     outputs: VecDeque<Output>,
     // Derived indexes:
     exec_index: ExecIndex,
-    ready: Vec<BTreeSet<(Prio, u64, usize)>>,
+    ready: Vec<Index>,
     role_members: Vec<Vec<usize>>,
     /// For each role, the roles whose requests compete with it for an executor (some
     /// executor in the round takes both; a role always competes with itself).
@@ -512,18 +564,18 @@ pub struct Policy {
     /// Per document role: its index in `role_names`.
     role_ids: Vec<u32>,
     /// Queues and timers hold request slots (`requests`), not ids.
-    role_queues: Vec<BTreeMap<OrderKey, u32>>,
-    pin_queues: StrMap<BTreeMap<OrderKey, u32>>,
+    role_queues: Vec<Index>,
+    pin_queues: StrMap<Index>,
     deadlines: BTreeSet<(u64, OrderKey, u32)>,
-    exclusion_ends: BTreeSet<(u64, usize)>,
-    pause_ends: BTreeSet<(u64, usize)>,
+    exclusion_ends: Index,
+    pause_ends: Index,
     /// Per executor: out with a health exclusion (a list, not a set: one map type
     /// fewer in the WebAssembly module).
     health: Vec<bool>,
     /// Health-excluded executors with no probe in flight, keyed by the earliest time
     /// their next probe can be due (exact before the first probe; after one, the last
     /// probe plus the shorter interval): the probe scan visits only those due.
-    probe_waits: BTreeSet<(u64, usize)>,
+    probe_waits: Index,
     lease_by_request: ByName,
     /// Executors that may have gained a usable slot during this input.
     /// (A list, cleared without freeing: a repeat is harmless.)
@@ -580,10 +632,10 @@ impl Policy {
             role_queues: Vec::new(),
             pin_queues: Vec::new(),
             deadlines: BTreeSet::new(),
-            exclusion_ends: BTreeSet::new(),
-            pause_ends: BTreeSet::new(),
+            exclusion_ends: Index::new(),
+            pause_ends: Index::new(),
             health: Vec::new(),
-            probe_waits: BTreeSet::new(),
+            probe_waits: Index::new(),
             lease_by_request: ByName::new(),
             dirty: Vec::new(),
             retry: Vec::new(),
@@ -623,13 +675,14 @@ impl Policy {
                 next = Some(next.map_or(t, |n| n.min(t)));
             }
         };
-        consider(self.exclusion_ends.first().map(|(t, _)| *t));
-        consider(self.pause_ends.first().map(|(t, _)| *t));
+        consider(self.exclusion_ends.first_key_value().map(|(k, _)| k[0]));
+        consider(self.pause_ends.first_key_value().map(|(k, _)| k[0]));
         consider(self.deadlines.first().map(|(t, _, _)| *t));
         if self.options.can_probe {
             // In floor order: once a floor passes the best due time, none is earlier.
             let mut best: Option<u64> = None;
-            for &(floor, e) in &self.probe_waits {
+            for &[floor, e, ..] in self.probe_waits.keys() {
+                let e = e as usize;
                 if best.is_some_and(|b| floor >= b) {
                     break;
                 }
@@ -793,8 +846,8 @@ impl Policy {
     fn advance_time(&mut self) {
         loop {
             let next = [
-                self.exclusion_ends.first().map(|(t, _)| *t),
-                self.pause_ends.first().map(|(t, _)| *t),
+                self.exclusion_ends.first_key_value().map(|(k, _)| k[0]),
+                self.pause_ends.first_key_value().map(|(k, _)| k[0]),
                 self.deadlines.first().map(|(t, _, _)| *t),
             ]
             .into_iter()
@@ -803,18 +856,20 @@ impl Policy {
             let Some(at) = next.filter(|t| *t <= self.now) else {
                 break;
             };
-            while let Some(&(t, e)) = self.exclusion_ends.first() {
+            while let Some((&[t, e, ..], _)) = self.exclusion_ends.first_key_value() {
                 if t > at {
                     break;
                 }
                 self.exclusion_ends.pop_first();
+                let e = e as usize;
                 self.end_exclusion(e, at, false);
             }
-            while let Some(&(t, e)) = self.pause_ends.first() {
+            while let Some((&[t, e, ..], _)) = self.pause_ends.first_key_value() {
                 if t > at {
                     break;
                 }
                 self.pause_ends.pop_first();
+                let e = e as usize;
                 self.end_pause(e);
             }
             self.grant_pass();
@@ -893,12 +948,12 @@ impl Policy {
         let Ok(r) = self.role_index(&request.role) else {
             return;
         };
-        let key: OrderKey = (
+        let key = order_key((
             u8::from(request.rank.is_none()),
             request.rank.unwrap_or(0),
             request.event_time.unwrap_or(self.now),
             self.next_arrival,
-        );
+        ));
         self.next_arrival += 1;
         let req = Req {
             id: request.id.into_boxed_str(),
@@ -994,8 +1049,8 @@ impl Policy {
             }
         }
         self.ready[r]
-            .iter()
-            .map(|&(_, _, e)| e)
+            .keys()
+            .map(|k| k[2] as usize)
             .find(|&e| avoid.is_empty() || !avoid.contains(&self.execs[e].spec.id))
     }
 
@@ -1578,7 +1633,7 @@ impl Policy {
         for i in 0..self.execs[e].role_idx.len() {
             let r = self.execs[e].role_idx[i];
             if self.execs[e].in_ready[r] {
-                self.ready[r].remove(&(self.execs[e].prios[r], stamp, e));
+                self.ready[r].remove(&ready_key(self.execs[e].prios[r], stamp, e));
                 self.execs[e].in_ready[r] = false;
             }
         }
@@ -1595,10 +1650,10 @@ impl Policy {
             let x = &self.execs[e];
             let (want, has, prio) = (x.ready_for(r), x.in_ready[r], x.prios[r]);
             if has && (!want || old != stamp) {
-                self.ready[r].remove(&(prio, old, e));
+                self.ready[r].remove(&ready_key(prio, old, e));
             }
             if want && (!has || old != stamp) {
-                self.ready[r].insert((prio, stamp, e));
+                self.ready[r].insert(ready_key(prio, stamp, e), 0);
             }
             self.execs[e].in_ready[r] = want;
         }
@@ -1673,7 +1728,7 @@ impl Policy {
                 }
             }
         }
-        self.ready = vec![BTreeSet::new(); roles.len()];
+        self.ready = vec![Index::new(); roles.len()];
         self.role_members = vec![Vec::new(); roles.len()];
         self.servable = vec![0; roles.len()];
         self.exclusion_ends.clear();
@@ -1690,7 +1745,7 @@ impl Policy {
                 }
             }
             if let Some(end) = x.rt.exclusion.as_ref().and_then(Excl::end) {
-                self.exclusion_ends.insert((end, e));
+                self.exclusion_ends.insert(timer_key(end, e), 0);
             }
             if x.rt.exclusion.as_ref().map(|x| x.kind) == Some(ExclusionKind::Health) {
                 self.health[e] = true;
@@ -1698,7 +1753,7 @@ impl Policy {
             self.probe_wait(e);
             let x = &self.execs[e];
             if let Some(p) = x.rt.pause.as_ref().filter(|p| p.blocked) {
-                self.pause_ends.insert((p.until, e));
+                self.pause_ends.insert(timer_key(p.until, e), 0);
             }
         }
         let mut overlap = vec![vec![false; roles.len()]; roles.len()];
@@ -1720,7 +1775,7 @@ impl Policy {
             .enumerate()
             .map(|(r, row)| (0..row.len()).filter(|&o| o == r || row[o]).collect())
             .collect();
-        self.role_queues = vec![BTreeMap::new(); roles.len()];
+        self.role_queues = vec![Index::new(); roles.len()];
         self.pin_queues.clear();
         self.deadlines.clear();
         for s in self.requests.by_id.values().map(|&s| s as u32) {
@@ -2108,13 +2163,13 @@ impl Policy {
         self.probe_unwait(e);
         let old = self.execs[e].rt.exclusion.take();
         if let Some(end) = old.as_ref().and_then(Excl::end) {
-            self.exclusion_ends.remove(&(end, e));
+            self.exclusion_ends.remove(&timer_key(end, e));
         }
         self.set_health(e, false);
         let was_run = old.as_ref().is_some_and(|x| x.kind == ExclusionKind::Run);
         let is_run = excl.as_ref().is_some_and(|x| x.kind == ExclusionKind::Run);
         if let Some(end) = excl.as_ref().and_then(Excl::end) {
-            self.exclusion_ends.insert((end, e));
+            self.exclusion_ends.insert(timer_key(end, e), 0);
         }
         if excl
             .as_ref()
@@ -2253,7 +2308,7 @@ impl Policy {
     // ---- Health probes --------------------------------------------------------------
 
     /// `e`'s key in `probe_waits`, if it waits for a probe.
-    fn probe_floor(&self, e: usize) -> Option<(u64, usize)> {
+    fn probe_floor(&self, e: usize) -> Option<Key> {
         let x = &self.execs[e];
         if !self.health.get(e).copied().unwrap_or(false) || x.rt.probe_in_flight {
             return None;
@@ -2267,7 +2322,7 @@ impl Policy {
                     .min(self.options.idle_probe_interval_ms)
             }
         };
-        Some((floor, e))
+        Some(timer_key(floor, e))
     }
 
     /// Call before changing what `probe_floor` reads; `probe_wait` after.
@@ -2286,7 +2341,7 @@ impl Policy {
 
     fn probe_wait(&mut self, e: usize) {
         if let Some(key) = self.probe_floor(e) {
-            self.probe_waits.insert(key);
+            self.probe_waits.insert(key, 0);
         }
     }
 
@@ -2321,9 +2376,9 @@ impl Policy {
     fn schedule_probes(&mut self) {
         let due: Vec<usize> = self
             .probe_waits
-            .iter()
-            .take_while(|&&(floor, _)| floor <= self.now)
-            .map(|&(_, e)| e)
+            .keys()
+            .take_while(|k| k[0] <= self.now)
+            .map(|k| k[1] as usize)
             .filter(|&e| self.probe_due(e) <= self.now)
             .collect();
         for e in due {
@@ -2419,7 +2474,7 @@ impl Policy {
             if self.execs[e].rt.pause.is_some() {
                 self.unready(e);
                 if let Some(p) = self.execs[e].rt.pause.take() {
-                    self.pause_ends.remove(&(p.until, e));
+                    self.pause_ends.remove(&timer_key(p.until, e));
                 }
                 self.ready_up(e);
                 self.dirty.push(e);
@@ -2463,7 +2518,7 @@ impl Policy {
             .saturating_mul(doubling)
             .min(self.options.provision_max_pause_ms);
         if let Some(p) = self.execs[e].rt.pause.take() {
-            self.pause_ends.remove(&(p.until, e));
+            self.pause_ends.remove(&timer_key(p.until, e));
         }
         let until = self.now + delay;
         self.execs[e].rt.pause = Some(Pause {
@@ -2472,7 +2527,7 @@ impl Policy {
             message: message.to_string(),
             blocked: true,
         });
-        self.pause_ends.insert((until, e));
+        self.pause_ends.insert(timer_key(until, e), 0);
         self.ready_up(e);
         self.event(
             Level::Warn,
@@ -3126,7 +3181,7 @@ impl Policy {
             .collect::<Vec<_>>();
         let hypothetical = Req {
             id: Box::from(""),
-            key: (0, 0, 0, 0),
+            key: order_key((0, 0, 0, 0)),
             since: self.now,
             role: self.role_ids.get(r).copied().unwrap_or(0),
             announced: true,
@@ -3349,7 +3404,7 @@ impl Policy {
             let req = Req {
                 role: policy.intern_role(&q.role),
                 id: q.id.into_boxed_str(),
-                key: q.key,
+                key: order_key(q.key),
                 since: q.since,
                 announced: q.announced,
                 try_only: q.try_only,
@@ -3406,7 +3461,7 @@ impl Policy {
             event_time: q.event_time(),
             label: q.label().map(str::to_string),
             deadline: q.deadline(),
-            key: q.key,
+            key: key_parts(&q.key),
             since: q.since,
             announced: q.announced,
             try_only: q.try_only,
@@ -3428,8 +3483,8 @@ impl Policy {
         let roles = &self.document.roles;
         // Probes: the wait index holds exactly the health-excluded executors with no
         // probe in flight, under their current keys.
-        let waits: BTreeSet<(u64, usize)> = (0..self.execs.len())
-            .filter_map(|e| self.probe_floor(e))
+        let waits: Index = (0..self.execs.len())
+            .filter_map(|e| Some((self.probe_floor(e)?, 0)))
             .collect();
         assert_eq!(self.probe_waits, waits, "invariant: the probe wait index");
         // Persists: what they said is the lasting state (no change went unwritten).
@@ -3481,7 +3536,7 @@ impl Policy {
                     roles[r], x.spec.id
                 );
                 let want = x.ready_for(r);
-                let has = self.ready[r].contains(&(x.prios[r], x.ready_stamp, e));
+                let has = self.ready[r].contains_key(&ready_key(x.prios[r], x.ready_stamp, e));
                 assert_eq!(
                     want, has,
                     "invariant: ready index of {} for {}",
@@ -3547,7 +3602,7 @@ impl Policy {
             "invariant: every waiting pinned request is in its pin's queue"
         );
         // The queue: every waiting request is queued once, under its role.
-        let queued: usize = self.role_queues.iter().map(BTreeMap::len).sum();
+        let queued: usize = self.role_queues.iter().map(Index::len).sum();
         let waiting = self.requests.values().filter(|q| q.waiting()).count();
         assert_eq!(
             queued, waiting,
@@ -3917,4 +3972,56 @@ fn join_violations(violations: &[crate::document::Violation]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+
+    /// The encodings keep the tuples' order exactly (see `Key`).
+    #[test]
+    fn keys_compare_as_the_tuples_they_encode() {
+        let floats = [
+            f64::NEG_INFINITY,
+            -1e300,
+            -1.5,
+            -0.0,
+            0.0,
+            f64::MIN_POSITIVE,
+            0.5,
+            1.0,
+            1e300,
+            f64::INFINITY,
+            f64::NAN,
+            -f64::NAN,
+        ];
+        for &a in &floats {
+            for &b in &floats {
+                assert_eq!(
+                    Prio(a).code().cmp(&Prio(b).code()),
+                    Prio(a).cmp(&Prio(b)),
+                    "{a} vs {b}"
+                );
+            }
+        }
+        let parts: Vec<KeyParts> = [0u8, 1, 255]
+            .iter()
+            .flat_map(|&u| {
+                [i64::MIN, -1, 0, 1, i64::MAX]
+                    .into_iter()
+                    .flat_map(move |r| [0, 7, u64::MAX].map(|t| (u, r, t, t / 2)))
+            })
+            .collect();
+        for a in &parts {
+            assert_eq!(key_parts(&order_key(*a)), *a);
+            for b in &parts {
+                assert_eq!(
+                    order_key(*a).cmp(&order_key(*b)),
+                    a.cmp(b),
+                    "{a:?} vs {b:?}"
+                );
+            }
+        }
+        assert!(timer_key(5, 9) < timer_key(6, 0) && timer_key(6, 0) < timer_key(6, 1));
+    }
 }
