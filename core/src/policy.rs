@@ -505,6 +505,85 @@ struct Lease {
     counted: bool,
 }
 
+/// The open leases by id, in id order: a `Vec` sorted by id, where a released
+/// lease leaves a hole until holes outnumber leases (issue 4: a `BTreeMap<u64,
+/// Lease>` was another copy of the B-tree code in the WebAssembly module). Lease
+/// ids are handed out in increasing order, so a new lease is pushed at the end; a
+/// lookup is a binary search; holes are swept out in one pass, amortized O(1) per
+/// release. Iteration order is id order, as the map's was.
+#[derive(Debug, Clone, Default)]
+struct Leases {
+    /// Sorted by id, ids unique; `None` is a released lease's hole.
+    slots: Vec<(u64, Option<Lease>)>,
+    /// The `Some` entries.
+    live: usize,
+}
+
+impl Leases {
+    /// From pairs in any order; of a repeated id the last stands (as collecting
+    /// into a map does).
+    fn from_pairs(mut pairs: Vec<(u64, Lease)>) -> Leases {
+        // Stable: equal ids keep their order, and the last of each run is kept.
+        pairs.sort_by_key(|&(id, _)| id);
+        let mut leases = Leases::default();
+        for (id, lease) in pairs {
+            leases.insert(id, lease);
+        }
+        leases
+    }
+
+    fn find(&self, id: u64) -> Result<usize, usize> {
+        self.slots.binary_search_by_key(&id, |&(k, _)| k)
+    }
+
+    fn insert(&mut self, id: u64, lease: Lease) {
+        if self.slots.last().is_none_or(|&(last, _)| last < id) {
+            self.slots.push((id, Some(lease)));
+            self.live += 1;
+            return;
+        }
+        match self.find(id) {
+            Ok(i) => {
+                if self.slots[i].1.replace(lease).is_none() {
+                    self.live += 1;
+                }
+            }
+            Err(i) => {
+                self.slots.insert(i, (id, Some(lease)));
+                self.live += 1;
+            }
+        }
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Lease> {
+        let i = self.find(id).ok()?;
+        let lease = self.slots[i].1.take()?;
+        self.live -= 1;
+        if self.live == 0 {
+            self.slots = Vec::new();
+        } else if self.slots.len() >= 2 * self.live + 16 {
+            self.slots.retain(|(_, l)| l.is_some());
+        }
+        Some(lease)
+    }
+
+    /// In id order.
+    fn iter(&self) -> impl Iterator<Item = (u64, &Lease)> {
+        self.slots
+            .iter()
+            .filter_map(|(id, l)| l.as_ref().map(|l| (*id, l)))
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Lease> {
+        self.iter().map(|(_, l)| l)
+    }
+
+    /// In id order, for the export.
+    fn to_pairs(&self) -> Vec<(u64, Lease)> {
+        self.iter().map(|(id, l)| (id, l.clone())).collect()
+    }
+}
+
 #[derive(Debug, Clone)]
 struct PendingReload {
     document: Document,
@@ -530,7 +609,7 @@ pub struct Policy {
     /// Every role name a document of this run declared (append-only): a request
     /// keeps its role as an index here.
     role_names: Vec<String>,
-    leases: BTreeMap<u64, Lease>,
+    leases: Leases,
     /// Requests cancelled while their machine was created: the machine is deleted
     /// when it arrives.
     abandoned: StrMap<String>,
@@ -610,7 +689,7 @@ impl Policy {
             execs,
             requests: Requests::default(),
             role_names: Vec::new(),
-            leases: BTreeMap::new(),
+            leases: Leases::default(),
             abandoned: Vec::new(),
             next_lease: 1,
             next_arrival: 0,
@@ -1404,7 +1483,7 @@ impl Policy {
     }
 
     fn release(&mut self, lease_id: u64) {
-        let Some(lease) = self.leases.remove(&lease_id) else {
+        let Some(lease) = self.leases.remove(lease_id) else {
             return; // released before: releasing is idempotent
         };
         self.lease_by_request.remove(lease.request.as_str());
@@ -1798,7 +1877,7 @@ impl Policy {
         self.lease_by_request = self
             .leases
             .iter()
-            .map(|(id, lease)| (lease.request.as_str().into(), *id))
+            .map(|(id, lease)| (lease.request.as_str().into(), id))
             .collect();
     }
 
@@ -2970,7 +3049,7 @@ impl Policy {
         // Each executor's leases, in lease order (by executor index; leases on an
         // executor the roster does not have are listed nowhere).
         let mut leases_of: Vec<Vec<LeaseStatus>> = vec![Vec::new(); self.execs.len()];
-        for (id, lease) in &self.leases {
+        for (id, lease) in self.leases.iter() {
             let Some(list) = self
                 .exec_index
                 .get(&lease.executor)
@@ -2979,7 +3058,7 @@ impl Policy {
                 continue;
             };
             list.push(LeaseStatus {
-                lease: *id,
+                lease: id,
                 request: lease.request.clone(),
                 role: lease.role.clone(),
                 label: lease.label.clone(),
@@ -3319,7 +3398,7 @@ impl Policy {
                 .values()
                 .map(|q| self.export_request(q))
                 .collect(),
-            leases: self.leases.clone(),
+            leases: self.leases.to_pairs(),
             abandoned: self.abandoned.clone(),
             next_lease: self.next_lease,
             next_arrival: self.next_arrival,
@@ -3422,7 +3501,7 @@ impl Policy {
             policy.requests.remove(&req.id);
             policy.requests.insert(req);
         }
-        policy.leases = exported.leases;
+        policy.leases = Leases::from_pairs(exported.leases);
         policy.abandoned = exported.abandoned;
         policy.next_lease = exported.next_lease;
         policy.next_arrival = exported.next_arrival;
@@ -3500,6 +3579,11 @@ impl Policy {
         // Slots: busy counts equal what holds them.
         let mut busy = vec![0u32; self.execs.len()];
         let mut by_role = vec![vec![0u32; roles.len()]; self.execs.len()];
+        assert!(
+            self.leases.slots.windows(2).all(|w| w[0].0 < w[1].0)
+                && self.leases.live == self.leases.values().count(),
+            "invariant: leases in id order, their count kept"
+        );
         for lease in self.leases.values().filter(|l| l.counted) {
             let e = self.exec_index.get(&lease.executor).unwrap_or_else(|| {
                 panic!("invariant: lease on unknown executor {}", lease.executor)
@@ -3656,7 +3740,9 @@ struct Exported {
     runtime: Vec<(String, Runtime)>,
     now: u64,
     requests: Vec<ExportedRequest>,
-    leases: BTreeMap<u64, Lease>,
+    /// By lease id, in id order (written as an object).
+    #[serde(serialize_with = "as_map")]
+    leases: Vec<(u64, Lease)>,
     #[serde(serialize_with = "as_map")]
     abandoned: StrMap<String>,
     next_lease: u64,
@@ -3835,7 +3921,7 @@ impl Exported {
                 Ok(id) => Ok((id, lease)),
                 Err(_) => Err(format!("leases: `{k}` is not a lease number")),
             })
-            .collect::<Read<_>>()?;
+            .collect::<Read<Vec<_>>>()?;
         Ok(Exported {
             version,
             options: at("options", o.req("options", Options::from_json))?,
@@ -3867,8 +3953,8 @@ impl Exported {
 }
 
 /// Pairs in key order, written as a JSON object.
-fn as_map<S: serde::Serializer, V: Serialize>(
-    pairs: &[(String, V)],
+fn as_map<S: serde::Serializer, K: Serialize, V: Serialize>(
+    pairs: &[(K, V)],
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
     serializer.collect_map(pairs.iter().map(|(k, v)| (k, v)))
