@@ -617,8 +617,11 @@ pub struct Policy {
     next_arrival: u64,
     lease_clock: u64,
     /// What the state file holds for this roster's ids, as far as our persists
-    /// said: a persist carries only the entries that differ from it.
-    last_persisted: BTreeMap<String, Exclusion>,
+    /// said: a persist carries only the entries that differ from it. Per executor,
+    /// index-aligned with `execs` (issue 4: not a `BTreeMap<String, Exclusion>`);
+    /// a reload or a departure moves indexes but also sets `persist_all`, whose
+    /// full comparison reads the entries by the ids they carry and aligns them again.
+    last_persisted: Vec<Option<Exclusion>>,
     /// Executors whose lasting exclusion may have changed during this input.
     persist_touched: Vec<usize>,
     /// Compare every entry at the next flush (a reload moved or removed executors).
@@ -694,7 +697,7 @@ impl Policy {
             next_lease: 1,
             next_arrival: 0,
             lease_clock: 0,
-            last_persisted: BTreeMap::new(),
+            last_persisted: Vec::new(),
             persist_touched: Vec::new(),
             persist_all: false,
             known_ids,
@@ -720,6 +723,7 @@ impl Policy {
             retry: Vec::new(),
         };
         policy.rebuild();
+        policy.last_persisted = vec![None; policy.execs.len()];
         Ok(policy)
     }
 
@@ -2379,7 +2383,7 @@ impl Policy {
             self.exclude(e, excl);
         }
         // What was just read is what the file holds: no write for a restore.
-        self.last_persisted = self.persisted_map();
+        self.last_persisted = self.persisted_aligned();
         self.persist_touched.clear();
         self.persist_all = false;
     }
@@ -2887,10 +2891,10 @@ impl Policy {
         })
     }
 
-    fn persisted_map(&self) -> BTreeMap<String, Exclusion> {
-        self.persisted_exclusions()
-            .into_iter()
-            .map(|x| (x.id.clone(), x))
+    /// Every executor's lasting entry, by index.
+    fn persisted_aligned(&self) -> Vec<Option<Exclusion>> {
+        (0..self.execs.len())
+            .map(|e| self.persisted_entry(e))
             .collect()
     }
 
@@ -2907,9 +2911,20 @@ impl Policy {
         let mut exclusions = Vec::new();
         if std::mem::take(&mut self.persist_all) {
             self.persist_touched.clear();
+            // Executor indexes may have moved since the entries were aligned: read
+            // them by the ids they carry (one entry per executor: ids unique).
+            let mut last: StrMap<Exclusion> = std::mem::take(&mut self.last_persisted)
+                .into_iter()
+                .flatten()
+                .map(|x| (x.id.clone(), x))
+                .collect();
+            last.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             let current = self.persisted_exclusions().into_iter().map(|x| x.id);
-            let mut candidates: Vec<String> =
-                self.last_persisted.keys().cloned().chain(current).collect();
+            let mut candidates: Vec<String> = last
+                .iter()
+                .map(|(id, _)| id.clone())
+                .chain(current)
+                .collect();
             candidates.sort_unstable();
             candidates.dedup();
             for id in candidates {
@@ -2917,48 +2932,36 @@ impl Policy {
                     .exec_index
                     .get(&id)
                     .and_then(|e| self.persisted_entry(e));
-                if current.as_ref() == self.last_persisted.get(&id) {
+                if current.as_ref() == sorted::get(&last, &id) {
                     continue;
                 }
-                match current {
-                    Some(entry) => {
-                        exclusions.push(entry.clone());
-                        self.last_persisted.insert(id.clone(), entry);
-                    }
-                    None => {
-                        self.last_persisted.remove(&id);
-                    }
+                if let Some(entry) = current {
+                    exclusions.push(entry);
                 }
                 ids.push(id);
             }
+            // Every entry is now what the file holds.
+            self.last_persisted = self.persisted_aligned();
         } else {
             // Indexes are stable within an input (a reload or a departure sets
             // `persist_all`); in id order, as the full comparison gives.
             let mut touched = std::mem::take(&mut self.persist_touched);
             touched.sort_unstable_by(|&a, &b| self.execs[a].spec.id.cmp(&self.execs[b].spec.id));
             touched.dedup();
+            if self.last_persisted.len() < self.execs.len() {
+                self.last_persisted.resize(self.execs.len(), None);
+            }
             for &e in &touched {
                 let current = self.persisted_entry(e);
-                let id = &self.execs[e].spec.id;
-                let last = self.last_persisted.get_mut(id);
-                match (current, last) {
-                    (None, None) => continue,
-                    (Some(now), Some(last)) => {
-                        if *last == now {
-                            continue;
-                        }
-                        *last = now.clone();
-                        exclusions.push(now);
-                    }
-                    (Some(now), None) => {
-                        self.last_persisted.insert(id.clone(), now.clone());
-                        exclusions.push(now);
-                    }
-                    (None, Some(_)) => {
-                        self.last_persisted.remove(id);
-                    }
+                let last = &mut self.last_persisted[e];
+                if current == *last {
+                    continue;
                 }
-                ids.push(id.clone());
+                if let Some(now) = &current {
+                    exclusions.push(now.clone());
+                }
+                *last = current;
+                ids.push(self.execs[e].spec.id.clone());
             }
             // Keep the allocation for the next input.
             touched.clear();
@@ -3403,7 +3406,12 @@ impl Policy {
             next_lease: self.next_lease,
             next_arrival: self.next_arrival,
             lease_clock: self.lease_clock,
-            last_persisted: self.last_persisted.values().cloned().collect(),
+            last_persisted: {
+                let mut entries: Vec<Exclusion> =
+                    self.last_persisted.iter().flatten().cloned().collect();
+                entries.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+                entries
+            },
             known_ids: self.known_ids.clone(),
             pending_reload: self.pending_reload.as_ref().map(|p| ExportedReload {
                 document: p.document.raw.clone(),
@@ -3506,11 +3514,6 @@ impl Policy {
         policy.next_lease = exported.next_lease;
         policy.next_arrival = exported.next_arrival;
         policy.lease_clock = exported.lease_clock;
-        policy.last_persisted = exported
-            .last_persisted
-            .into_iter()
-            .map(|x| (x.id.clone(), x))
-            .collect();
         policy.known_ids = exported.known_ids;
         policy.preflights = exported.preflights;
         policy.outputs = exported.outputs.into();
@@ -3524,6 +3527,16 @@ impl Policy {
             });
         }
         policy.rebuild();
+        // By executor index; an entry for an id the roster lacks stays beyond them
+        // (the invariants refuse it, as they refused it in a map by id).
+        let mut last_persisted = vec![None; policy.execs.len()];
+        for x in exported.last_persisted {
+            match policy.exec_index.get(&x.id) {
+                Some(e) => last_persisted[e] = Some(x),
+                None => last_persisted.push(Some(x)),
+            }
+        }
+        policy.last_persisted = last_persisted;
         policy.check_invariants();
         Ok(policy)
     }
@@ -3573,7 +3586,7 @@ impl Policy {
         );
         assert_eq!(
             self.last_persisted,
-            self.persisted_map(),
+            self.persisted_aligned(),
             "invariant: the persisted entries equal the lasting exclusions"
         );
         // Slots: busy counts equal what holds them.
