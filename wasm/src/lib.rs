@@ -6,11 +6,17 @@
 #[cfg(feature = "abi")]
 pub mod abi;
 #[cfg(feature = "js")]
+mod binary;
+#[cfg(feature = "js")]
 pub mod js;
 
 /// The js build's allocator: talc, made for single-threaded WebAssembly, in place of
 /// the std's dlmalloc (slow in the size-optimized std this build uses: its helpers are
 /// not even inlined, and every input allocates a few small strings).
-#[cfg(all(feature = "js", target_arch = "wasm32", not(target_feature = "atomics")))]
+#[cfg(all(
+    feature = "js",
+    target_arch = "wasm32",
+    not(target_feature = "atomics")
+))]
 #[global_allocator]
 static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
