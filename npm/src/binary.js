@@ -43,6 +43,8 @@ const LEASE_KEYS = BASE | K_ID | K_ROLE | K_AVOID | K_PREFER | K_PIN | K_RANK | 
 const ALLOWED = [0, LEASE_KEYS, LEASE_KEYS, BASE | K_LEASE, BASE, BASE | K_ID, BASE | K_EXECUTOR | K_FAILURE, BASE | K_EXECUTOR, BASE | K_EXECUTOR | K_UP]
 
 const LEVELS = ['debug', 'info', 'warn']
+/** As many as binary.rs's `SLOTS`, all empty (as there). */
+const newSlots = () => new Array(40).fill('')
 const OBJECT_PROTO = Object.prototype
 const wellFormed = typeof String.prototype.isWellFormed === 'function' ? (s) => s.isWellFormed() : () => false
 
@@ -72,7 +74,7 @@ export function binaryStep(wasm, RotaError) {
 
   /** The memory views again after the memory grew (the old buffer is detached). */
   const views = () => {
-    if (u8.byteLength === 0 || u8.buffer !== memory.buffer) {
+    if (u8.byteLength === 0) {
       u8 = new Uint8Array(memory.buffer)
       view = new DataView(memory.buffer)
     }
@@ -208,7 +210,7 @@ export function binaryStep(wasm, RotaError) {
     let io = ios.get(policy)
     if (io === undefined || io.size < bytes) {
       const ptr = policy.__ioBuffer(Math.max(bytes, 256))
-      io = { ptr, size: Math.max(bytes, 256) }
+      io = { ptr, size: Math.max(bytes, 256), slots: io === undefined ? newSlots() : io.slots }
       ios.set(policy, io)
     }
     views()
@@ -256,13 +258,43 @@ export function binaryStep(wasm, RotaError) {
   // ---- answer ---------------------------------------------------------------------
 
   let p = 0
+  /** The policy's string slots (`Strings` in binary.rs). */
+  let slots = null
+  /** An ASCII string of `n` bytes at `at`: short ones in one call, long ones decoded. */
+  const ascii = (at, n) => {
+    switch (n) {
+      case 0: return ''
+      case 1: return String.fromCharCode(u8[at])
+      case 2: return String.fromCharCode(u8[at], u8[at + 1])
+      case 3: return String.fromCharCode(u8[at], u8[at + 1], u8[at + 2])
+      case 4: return String.fromCharCode(u8[at], u8[at + 1], u8[at + 2], u8[at + 3])
+      case 5: return String.fromCharCode(u8[at], u8[at + 1], u8[at + 2], u8[at + 3], u8[at + 4])
+      case 6: return String.fromCharCode(u8[at], u8[at + 1], u8[at + 2], u8[at + 3], u8[at + 4], u8[at + 5])
+      case 7: return String.fromCharCode(u8[at], u8[at + 1], u8[at + 2], u8[at + 3], u8[at + 4], u8[at + 5], u8[at + 6])
+      case 8: return String.fromCharCode(u8[at], u8[at + 1], u8[at + 2], u8[at + 3], u8[at + 4], u8[at + 5], u8[at + 6], u8[at + 7])
+    }
+    if (n > 24) return decoder.decode(u8.subarray(at, at + n))
+    let s = ''
+    for (let i = at; i < at + n; i += 1) s += String.fromCharCode(u8[i])
+    return s
+  }
   const str = () => {
     const t = u8[p]
     if (t < 0x80) {
-      let s = ''
-      const end = p + 1 + t
-      for (let i = p + 1; i < end; i += 1) s += String.fromCharCode(u8[i])
-      p = end
+      const s = ascii(p + 1, t)
+      p += 1 + t
+      return s
+    }
+    if (t === 0x81) {
+      const s = slots[u8[p + 1]]
+      p += 2
+      return s
+    }
+    if (t === 0x82) {
+      const slot = u8[p + 1]
+      p += 2
+      const s = str()
+      slots[slot] = s
       return s
     }
     const length = view.getUint32(p + 1, true)
@@ -365,8 +397,19 @@ export function binaryStep(wasm, RotaError) {
       const count = view.getUint32(ptr + 12, true)
       const wakeAt = u8[ptr + 9] === 1 ? view.getFloat64(ptr + 16, true) : null
       p = ptr + HEADER
+      slots = io.slots
       const outputs = []
-      for (let i = 0; i < count; i += 1) outputs.push(output())
+      let read = 0
+      try {
+        for (; read < count; read += 1) outputs.push(output())
+      } finally {
+        // Not read to the end (short of running out of memory, it cannot happen): the
+        // slots may differ from the module's; both start again empty.
+        if (read !== count) {
+          io.slots = newSlots()
+          policy.__ioReset()
+        }
+      }
       return { outputs, wakeAt }
     }
     if (status === 1) {

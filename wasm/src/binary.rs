@@ -40,7 +40,9 @@
 //! or the error's JSON text as a string (status 1).
 //!
 //! A string is a byte `t`: below 0x80, an ASCII string of `t` bytes follows; 0x80, a
-//! u32 byte length and UTF-8 bytes follow. A number the core holds as u64 or i64 is
+//! u32 byte length and UTF-8 bytes follow; 0x81, a slot byte: the string in that
+//! slot ([`Strings`]); 0x82, a slot byte and a string (of the first two forms), which
+//! takes that slot. A number the core holds as u64 or i64 is
 //! written as the nearest f64 (what `JSON.parse` gives for its decimal text).
 //!
 //! Outputs, each a kind byte and its fields in the JSON's order:
@@ -250,63 +252,148 @@ impl Reader<'_> {
     }
 }
 
-/// Writes an answer into `out` (emptied first): the header, then the records.
+/// The strings an answer sends by reference: those that tend to repeat from one
+/// answer to the next at the same place (an event's name, message and field keys, a
+/// grant's executor and role ...). Each such place has a slot holding the last string
+/// sent there; the JS side mirrors the slots (it fills one from every `0x82` record
+/// and reads it for every `0x81`). A slot is compared, never hashed: a miss costs a
+/// copy into the slot's own buffer. JS reads every answer whole, in order; when it
+/// could not, it calls `__ioReset`, which empties the slots on both sides.
+#[derive(Default)]
+pub(crate) struct Strings {
+    slots: Vec<String>,
+}
+
+/// The places with a slot.
+const SLOT_GRANTED_EXECUTOR: usize = 0;
+const SLOT_GRANTED_ROLE: usize = 1;
+const SLOT_WAITING_ROLE: usize = 2;
+const SLOT_EVENT_NAME: usize = 3;
+const SLOT_EVENT_MESSAGE: usize = 4;
+/// An event's field keys, by position (the first [`FIELD_SLOTS`]).
+const SLOT_FIELD_KEY: usize = 8;
+/// An event's string field values, by position.
+const SLOT_FIELD_VALUE: usize = SLOT_FIELD_KEY + FIELD_SLOTS;
+const FIELD_SLOTS: usize = 16;
+const SLOTS: usize = SLOT_FIELD_VALUE + FIELD_SLOTS;
+/// Longer strings are always sent whole.
+const SLOT_LONGEST: usize = 160;
+
+impl Strings {
+    pub(crate) fn clear(&mut self) {
+        self.slots.iter_mut().for_each(String::clear);
+    }
+}
+
+/// Writes an answer over `out` from offset 0: the header, then the records. The
+/// buffer keeps its length (its whole allocation, zeroed when it grew), so that JS may
+/// write the next input anywhere in it; it doubles when an answer needs more.
 pub(crate) struct Writer<'a> {
     out: &'a mut Vec<u8>,
+    at: usize,
+    strings: &'a mut Strings,
 }
 
 impl<'a> Writer<'a> {
-    pub(crate) fn new(out: &'a mut Vec<u8>, status: u8) -> Writer<'a> {
-        out.clear();
-        out.resize(HEADER, 0);
-        out[8] = status;
-        Writer { out }
+    pub(crate) fn new(out: &'a mut Vec<u8>, strings: &'a mut Strings, status: u8) -> Writer<'a> {
+        let mut writer = Writer {
+            out,
+            at: 0,
+            strings,
+        };
+        writer.put(&[0; HEADER]);
+        if let Some(byte) = writer.out.get_mut(8) {
+            *byte = status;
+        }
+        writer
     }
 
     /// Fills in the header's length, size, output count and wake-up time.
     pub(crate) fn finish(self, count: u32, wake_at: Option<u64>) {
-        let out = self.out;
-        let len = out.len();
-        // The size JS may write the next input into: the whole allocation, zeroed
-        // past the answer (no reallocation: `resize` within the capacity).
-        out.resize(out.capacity(), 0);
-        let size = out.len();
-        out[0..4].copy_from_slice(&(len as u32).to_le_bytes());
-        out[4..8].copy_from_slice(&(size as u32).to_le_bytes());
-        if let Some(t) = wake_at {
-            out[9] = 1;
-            out[16..24].copy_from_slice(&(t as f64).to_le_bytes());
+        let len = self.at as u32;
+        let size = self.out.len() as u32;
+        let (flag, time) = match wake_at {
+            Some(t) => (1, t as f64),
+            None => (0, 0.0),
+        };
+        if let Some(header) = self.out.get_mut(..HEADER) {
+            header[0..4].copy_from_slice(&len.to_le_bytes());
+            header[4..8].copy_from_slice(&size.to_le_bytes());
+            header[9] = flag;
+            header[12..16].copy_from_slice(&count.to_le_bytes());
+            header[16..24].copy_from_slice(&time.to_le_bytes());
         }
-        out[12..16].copy_from_slice(&count.to_le_bytes());
+    }
+
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        let end = self.at + bytes.len();
+        if end > self.out.len() {
+            self.grow(end);
+        }
+        if let Some(to) = self.out.get_mut(self.at..end) {
+            to.copy_from_slice(bytes);
+        }
+        self.at = end;
+    }
+
+    #[cold]
+    fn grow(&mut self, end: usize) {
+        let size = end.max(2 * self.out.len()).max(256);
+        self.out.resize(size, 0);
+        // The whole allocation: what JS may use for the next input.
+        let capacity = self.out.capacity();
+        self.out.resize(capacity, 0);
     }
 
     fn byte(&mut self, b: u8) {
-        self.out.push(b);
+        self.put(&[b]);
     }
 
     fn u32(&mut self, n: u32) {
-        self.out.extend_from_slice(&n.to_le_bytes());
+        self.put(&n.to_le_bytes());
     }
 
     fn f64(&mut self, n: f64) {
-        self.out.extend_from_slice(&n.to_le_bytes());
+        self.put(&n.to_le_bytes());
     }
 
     pub(crate) fn str(&mut self, s: &str) {
         if s.len() < 0x80 && s.is_ascii() {
-            self.out.push(s.len() as u8);
+            self.byte(s.len() as u8);
         } else {
-            self.out.push(0x80);
+            self.byte(0x80);
             self.u32(s.len() as u32);
         }
-        self.out.extend_from_slice(s.as_bytes());
+        self.put(s.as_bytes());
+    }
+
+    /// A string at a place with a slot: by reference when it is the slot's.
+    fn shared(&mut self, slot: usize, s: &str) {
+        if s.len() > SLOT_LONGEST {
+            return self.str(s);
+        }
+        if self.strings.slots.len() < SLOTS {
+            self.strings.slots.resize(SLOTS, String::new());
+        }
+        let Some(last) = self.strings.slots.get_mut(slot) else {
+            return self.str(s);
+        };
+        if last.as_str() == s {
+            self.put(&[0x81, slot as u8]);
+        } else {
+            last.clear();
+            last.push_str(s);
+            self.put(&[0x82, slot as u8]);
+            self.str(s);
+        }
     }
 
     fn json(&mut self, value: &Value) {
         self.str(&to_text(value));
     }
 
-    fn value(&mut self, value: &Value) {
+    fn value(&mut self, slot: usize, value: &Value) {
         match value {
             Value::Null => self.byte(0),
             Value::Bool(false) => self.byte(1),
@@ -331,7 +418,11 @@ impl<'a> Writer<'a> {
             },
             Value::String(s) => {
                 self.byte(4);
-                self.str(s);
+                if slot < SLOT_FIELD_VALUE + FIELD_SLOTS {
+                    self.shared(slot, s);
+                } else {
+                    self.str(s);
+                }
             }
             _ => {
                 self.byte(5);
@@ -354,8 +445,8 @@ impl<'a> Writer<'a> {
                 self.byte(1);
                 self.str(request);
                 self.f64(*lease as f64);
-                self.str(executor);
-                self.str(role);
+                self.shared(SLOT_GRANTED_EXECUTOR, executor);
+                self.shared(SLOT_GRANTED_ROLE, role);
                 self.u32(*passed);
                 self.byte(u8::from(*occupied) | (u8::from(hold.is_some()) << 1));
                 if let Some(hold) = hold {
@@ -370,7 +461,7 @@ impl<'a> Writer<'a> {
             } => {
                 self.byte(2);
                 self.str(request);
-                self.str(role);
+                self.shared(SLOT_WAITING_ROLE, role);
                 self.str(report);
                 self.u32(*ahead);
             }
@@ -386,12 +477,16 @@ impl<'a> Writer<'a> {
                     Level::Info => 1,
                     Level::Warn => 2,
                 });
-                self.str(name);
-                self.str(message);
+                self.shared(SLOT_EVENT_NAME, name);
+                self.shared(SLOT_EVENT_MESSAGE, message);
                 self.u32(fields.len() as u32);
-                for (key, value) in fields.iter() {
-                    self.str(key);
-                    self.value(value);
+                for (i, (key, value)) in fields.iter().enumerate() {
+                    if i < FIELD_SLOTS {
+                        self.shared(SLOT_FIELD_KEY + i, key);
+                    } else {
+                        self.str(key);
+                    }
+                    self.value(SLOT_FIELD_VALUE + i, value);
                 }
             }
             Output::Cancelled { request } => {

@@ -109,6 +109,8 @@ pub struct JsPolicy {
     inner: CorePolicy,
     /// The buffer of the binary step (`binary.rs`): the input JS wrote, then the answer.
     io: Vec<u8>,
+    /// The strings the binary step's answers send by reference.
+    strings: binary::Strings,
 }
 
 impl JsPolicy {
@@ -116,6 +118,7 @@ impl JsPolicy {
         JsPolicy {
             inner,
             io: Vec::new(),
+            strings: binary::Strings::default(),
         }
     }
 }
@@ -160,14 +163,17 @@ impl JsPolicy {
     pub fn step(&mut self, len: u32) -> u32 {
         let input = self.io.get(..len as usize).and_then(binary::read_input);
         match input.map(|input| self.inner.handle(input)) {
-            None => Writer::new(&mut self.io, binary::STATUS_REFUSED).finish(0, None),
+            None => {
+                Writer::new(&mut self.io, &mut self.strings, binary::STATUS_REFUSED).finish(0, None)
+            }
             Some(Err(error)) => {
-                let mut writer = Writer::new(&mut self.io, binary::STATUS_ERROR);
+                let mut writer = Writer::new(&mut self.io, &mut self.strings, binary::STATUS_ERROR);
                 writer.str(&to_text(&error.to_json()));
                 writer.finish(0, None);
             }
             Some(Ok(())) => {
-                let mut writer = Writer::new(&mut self.io, binary::STATUS_OUTPUTS);
+                let mut writer =
+                    Writer::new(&mut self.io, &mut self.strings, binary::STATUS_OUTPUTS);
                 let mut count = 0;
                 while let Some(output) = self.inner.poll_output() {
                     writer.output(&output);
@@ -177,6 +183,13 @@ impl JsPolicy {
             }
         }
         self.io.as_ptr() as usize as u32
+    }
+
+    /// Forgets the strings the binary step's answers share with JS (JS lost its
+    /// copies: it could not read an answer to the end).
+    #[wasm_bindgen(js_name = __ioReset)]
+    pub fn io_reset(&mut self) {
+        self.strings.clear();
     }
 
     /// The last input's time (epoch ms).

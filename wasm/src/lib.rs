@@ -10,13 +10,20 @@ mod binary;
 #[cfg(feature = "js")]
 pub mod js;
 
-/// The js build's allocator: talc, made for single-threaded WebAssembly, in place of
-/// the std's dlmalloc (slow in the size-optimized std this build uses: its helpers are
-/// not even inlined, and every input allocates a few small strings).
+#[cfg(all(
+    feature = "js",
+    target_arch = "wasm32",
+    not(target_feature = "atomics")
+))]
+mod alloc;
+
+/// The js build's allocator: free lists of small blocks in front of talc, made for
+/// single-threaded WebAssembly, in place of the std's dlmalloc (slow in the
+/// size-optimized std this build uses; every input allocates a few small blocks).
 #[cfg(all(
     feature = "js",
     target_arch = "wasm32",
     not(target_feature = "atomics")
 ))]
 #[global_allocator]
-static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+static ALLOCATOR: alloc::Allocator = alloc::Allocator::new();
