@@ -48,6 +48,16 @@ const newSlots = () => new Array(40).fill('')
 const OBJECT_PROTO = Object.prototype
 const wellFormed = typeof String.prototype.isWellFormed === 'function' ? (s) => s.isWellFormed() : () => false
 
+// `for...in` over a plain object lists its own enumerable string keys in
+// `Object.keys` order (without allocating the array), and its prototype's enumerable
+// keys after them: none, unless `Object.prototype` has enumerable properties, which
+// this checks first (such an input takes the JSON step).
+const EMPTY = {}
+const polluted = () => {
+  for (const _ in EMPTY) return true
+  return false
+}
+
 const isPlain = (value) => {
   if (typeof value !== 'object' || value === null) return false
   const proto = Object.getPrototypeOf(value)
@@ -107,10 +117,10 @@ export function binaryStep(wasm, RotaError) {
 
   /** Encodes `input` into the policy's buffer: its length, or -1 for the JSON path. */
   function encode(policy, input) {
-    if (!isPlain(input)) return -1
+    if (!isPlain(input) || polluted()) return -1
     let type, now, id, role, avoid, prefer, pin, rank, eventTime, label, deadline, lease, executor, failure, up
     let seen = 0
-    for (const key of Object.keys(input)) {
+    for (const key in input) {
       const value = input[key]
       if (value === undefined) continue
       switch (key) {
@@ -173,7 +183,7 @@ export function binaryStep(wasm, RotaError) {
       case 6: {
         if (!isString(executor) || !isPlain(failure)) return -1
         let fkind, message, resetAt, retryAfterMs
-        for (const key of Object.keys(failure)) {
+        for (const key in failure) {
           const value = failure[key]
           if (value === undefined) continue
           switch (key) {

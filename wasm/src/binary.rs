@@ -301,9 +301,12 @@ impl<'a> Writer<'a> {
             at: 0,
             strings,
         };
-        writer.put(&[0; HEADER]);
+        writer.fixed([0; HEADER]);
         if let Some(byte) = writer.out.get_mut(8) {
             *byte = status;
+        }
+        if writer.strings.slots.len() < SLOTS {
+            writer.strings.slots.resize(SLOTS, String::new());
         }
         writer
     }
@@ -325,7 +328,24 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// A few bytes: one store (an array assignment, where `copy_from_slice` would call
+    /// a generic copy in this size-optimized build).
     #[inline]
+    fn fixed<const N: usize>(&mut self, bytes: [u8; N]) {
+        let end = self.at + N;
+        if end > self.out.len() {
+            self.grow(end);
+        }
+        if let Some(to) = self
+            .out
+            .get_mut(self.at..end)
+            .and_then(|to| <&mut [u8; N]>::try_from(to).ok())
+        {
+            *to = bytes;
+        }
+        self.at = end;
+    }
+
     fn put(&mut self, bytes: &[u8]) {
         let end = self.at + bytes.len();
         if end > self.out.len() {
@@ -347,15 +367,15 @@ impl<'a> Writer<'a> {
     }
 
     fn byte(&mut self, b: u8) {
-        self.put(&[b]);
+        self.fixed([b]);
     }
 
     fn u32(&mut self, n: u32) {
-        self.put(&n.to_le_bytes());
+        self.fixed(n.to_le_bytes());
     }
 
     fn f64(&mut self, n: f64) {
-        self.put(&n.to_le_bytes());
+        self.fixed(n.to_le_bytes());
     }
 
     pub(crate) fn str(&mut self, s: &str) {
@@ -373,18 +393,15 @@ impl<'a> Writer<'a> {
         if s.len() > SLOT_LONGEST {
             return self.str(s);
         }
-        if self.strings.slots.len() < SLOTS {
-            self.strings.slots.resize(SLOTS, String::new());
-        }
         let Some(last) = self.strings.slots.get_mut(slot) else {
             return self.str(s);
         };
         if last.as_str() == s {
-            self.put(&[0x81, slot as u8]);
+            self.fixed([0x81, slot as u8]);
         } else {
             last.clear();
             last.push_str(s);
-            self.put(&[0x82, slot as u8]);
+            self.fixed([0x82, slot as u8]);
             self.str(s);
         }
     }
