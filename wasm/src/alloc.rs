@@ -15,7 +15,7 @@ use std::cell::UnsafeCell;
 use std::ptr::null_mut;
 
 /// The largest block served from the free lists.
-const LARGEST: usize = 128;
+const LARGEST: usize = 512;
 const CLASSES: usize = LARGEST / 8;
 
 pub struct Allocator {

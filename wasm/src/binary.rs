@@ -264,10 +264,11 @@ pub(crate) struct Strings {
     slots: Vec<String>,
 }
 
-/// The places with a slot.
-const SLOT_GRANTED_EXECUTOR: usize = 0;
-const SLOT_GRANTED_ROLE: usize = 1;
-const SLOT_WAITING_ROLE: usize = 2;
+/// The places with a slot. A grant's request, executor and role share theirs with
+/// the same fields of the event that follows it (sent once, referenced there).
+const SLOT_EXECUTOR: usize = 0;
+const SLOT_ROLE: usize = 1;
+const SLOT_REQUEST: usize = 2;
 const SLOT_EVENT_NAME: usize = 3;
 const SLOT_EVENT_MESSAGE: usize = 4;
 /// An event's field keys, by position (the first [`FIELD_SLOTS`]).
@@ -319,12 +320,20 @@ impl<'a> Writer<'a> {
             Some(t) => (1, t as f64),
             None => (0, 0.0),
         };
-        if let Some(header) = self.out.get_mut(..HEADER) {
-            header[0..4].copy_from_slice(&len.to_le_bytes());
-            header[4..8].copy_from_slice(&size.to_le_bytes());
-            header[9] = flag;
-            header[12..16].copy_from_slice(&count.to_le_bytes());
-            header[16..24].copy_from_slice(&time.to_le_bytes());
+        if let Some(header) = self
+            .out
+            .get_mut(..HEADER)
+            .and_then(|header| <&mut [u8; HEADER]>::try_from(header).ok())
+        {
+            let [l0, l1, l2, l3] = len.to_le_bytes();
+            let [s0, s1, s2, s3] = size.to_le_bytes();
+            let [c0, c1, c2, c3] = count.to_le_bytes();
+            let [t0, t1, t2, t3, t4, t5, t6, t7] = time.to_le_bytes();
+            let status = header[8];
+            *header = [
+                l0, l1, l2, l3, s0, s1, s2, s3, status, flag, 0, 0, c0, c1, c2, c3, t0, t1, t2, t3,
+                t4, t5, t6, t7,
+            ];
         }
     }
 
@@ -460,10 +469,10 @@ impl<'a> Writer<'a> {
                 occupied,
             } => {
                 self.byte(1);
-                self.str(request);
+                self.shared(SLOT_REQUEST, request);
                 self.f64(*lease as f64);
-                self.shared(SLOT_GRANTED_EXECUTOR, executor);
-                self.shared(SLOT_GRANTED_ROLE, role);
+                self.shared(SLOT_EXECUTOR, executor);
+                self.shared(SLOT_ROLE, role);
                 self.u32(*passed);
                 self.byte(u8::from(*occupied) | (u8::from(hold.is_some()) << 1));
                 if let Some(hold) = hold {
@@ -478,7 +487,7 @@ impl<'a> Writer<'a> {
             } => {
                 self.byte(2);
                 self.str(request);
-                self.shared(SLOT_WAITING_ROLE, role);
+                self.shared(SLOT_ROLE, role);
                 self.str(report);
                 self.u32(*ahead);
             }
@@ -503,7 +512,13 @@ impl<'a> Writer<'a> {
                     } else {
                         self.str(key);
                     }
-                    self.value(SLOT_FIELD_VALUE + i, value);
+                    let slot = match key {
+                        "request" => SLOT_REQUEST,
+                        "executor" => SLOT_EXECUTOR,
+                        "role" => SLOT_ROLE,
+                        _ => SLOT_FIELD_VALUE + i,
+                    };
+                    self.value(slot, value);
                 }
             }
             Output::Cancelled { request } => {
