@@ -17,10 +17,34 @@ const MAX_SAFE = Number.MAX_SAFE_INTEGER
 const HEADER = 24
 const STRINGS = 40
 
-// Without a prototype: `KIND.toString` is undefined.
-const table = (entries) => Object.assign(Object.create(null), entries)
-const KIND = table({ lease: 1, tryLease: 2, release: 3, tick: 4, cancel: 5, report: 6, resume: 7, probeResult: 8 })
-const FAILURE_KINDS = table({ usageLimit: 0, rateLimit: 1, authentication: 2, outage: 3, modelUnavailable: 4, other: 5 })
+/** An input kind's number, or 0 for the JSON step. */
+const kindOf = (type) => {
+  switch (type) {
+    case 'lease': return 1
+    case 'tryLease': return 2
+    case 'release': return 3
+    case 'tick': return 4
+    case 'cancel': return 5
+    case 'report': return 6
+    case 'resume': return 7
+    case 'probeResult': return 8
+    default: return 0
+  }
+}
+/** A failure kind's number, or -1. */
+const failureKindOf = (kind) => {
+  switch (kind) {
+    case 'usageLimit': return 0
+    case 'rateLimit': return 1
+    case 'authentication': return 2
+    case 'outage': return 3
+    case 'modelUnavailable': return 4
+    case 'other': return 5
+    default: return -1
+  }
+}
+/** Where a policy keeps its buffer's address and size and its string slots. */
+const IO = Symbol('rota.io')
 
 // The keys of the inputs, one bit each; what each kind may carry (`type` and `now` always).
 const K_TYPE = 1
@@ -80,7 +104,6 @@ export function binaryStep(wasm, RotaError) {
   const encoder = new TextEncoder()
   // `ignoreBOM`: a string's leading U+FEFF is a character, as JSON.parse keeps it.
   const decoder = new TextDecoder('utf-8', { ignoreBOM: true })
-  const ios = new WeakMap()
 
   /** The memory views again after the memory grew (the old buffer is detached). */
   const views = () => {
@@ -142,8 +165,8 @@ export function binaryStep(wasm, RotaError) {
         default: return -1
       }
     }
-    const kind = typeof type === 'string' ? KIND[type] : undefined
-    if (kind === undefined || (seen & ~ALLOWED[kind]) !== 0 || !isWhole(now)) return -1
+    const kind = kindOf(type)
+    if (kind === 0 || (seen & ~ALLOWED[kind]) !== 0 || !isWhole(now)) return -1
     let flags = 0
     let small = 0
     let bytes = STRINGS
@@ -194,10 +217,10 @@ export function binaryStep(wasm, RotaError) {
             default: return -1
           }
         }
-        if (typeof fkind !== 'string' || FAILURE_KINDS[fkind] === undefined) return -1
+        small = failureKindOf(fkind)
+        if (small < 0) return -1
         if (message !== undefined && !isString(message)) return -1
         if (!optional(resetAt, isWhole) || !optional(retryAfterMs, isWhole)) return -1
-        small = FAILURE_KINDS[fkind]
         message ??= ''
         bytes += size(executor) + size(message)
         if (resetAt !== undefined && resetAt !== null) (flags |= 1), (lease = resetAt)
@@ -217,11 +240,11 @@ export function binaryStep(wasm, RotaError) {
     }
 
     // Write: the buffer holds at least `bytes`.
-    let io = ios.get(policy)
+    let io = policy[IO]
     if (io === undefined || io.size < bytes) {
       const ptr = policy.__ioBuffer(Math.max(bytes, 256))
       io = { ptr, size: Math.max(bytes, 256), slots: io === undefined ? newSlots() : io.slots }
-      ios.set(policy, io)
+      policy[IO] = io
     }
     views()
     const base = io.ptr
@@ -283,6 +306,7 @@ export function binaryStep(wasm, RotaError) {
       case 7: return String.fromCharCode(u8[at], u8[at + 1], u8[at + 2], u8[at + 3], u8[at + 4], u8[at + 5], u8[at + 6])
       case 8: return String.fromCharCode(u8[at], u8[at + 1], u8[at + 2], u8[at + 3], u8[at + 4], u8[at + 5], u8[at + 6], u8[at + 7])
     }
+    if (n <= 16) return String.fromCharCode(u8[at], u8[at + 1], u8[at + 2], u8[at + 3], u8[at + 4], u8[at + 5], u8[at + 6], u8[at + 7]) + ascii(at + 8, n - 8)
     if (n > 24) return decoder.decode(u8.subarray(at, at + n))
     let s = ''
     for (let i = at; i < at + n; i += 1) s += String.fromCharCode(u8[i])
@@ -397,7 +421,7 @@ export function binaryStep(wasm, RotaError) {
     if (policy.__wbg_ptr === 0) return undefined
     const length = encode(policy, input)
     if (length < 0) return undefined
-    const io = ios.get(policy)
+    const io = policy[IO]
     const ptr = policy.__step(length)
     views()
     io.ptr = ptr
