@@ -7,9 +7,12 @@
 //! serde_json, so a JS caller and a wasmtime caller that send the same JSON get the
 //! same outputs. `handleJson` is the shared step itself (`rota_core::json::step_str`):
 //! the core's output text, byte for byte, for conformance vectors. The package's
-//! `Policy#handle` (objects in and out) is that call wrapped in `JSON.stringify` and
-//! `JSON.parse` on the JS side (`npm/src/api.js`): no call back into JS from here.
-//! Every other result comes back the same way: serde_json's text, parsed by
+//! `Policy#handle` (objects in and out) takes the binary step (`__ioBuffer`, `__step`:
+//! the common inputs and every output as compact records in a buffer in the module's
+//! memory, `binary.rs`) and falls back to `handleJson` wrapped in `JSON.stringify` and
+//! `JSON.parse` for every other input (`npm/src/api.js`, `npm/src/binary.js`): the
+//! same answers and errors either way, and no call back into JS from here.
+//! Every other result comes back as JSON: serde_json's text, parsed by
 //! `JSON.parse` into plain JS values. One reader (serde_json from text) and one writer
 //! (serde_json to text) serve every type, which keeps the module small.
 //!
