@@ -67,7 +67,7 @@ const LEASE_KEYS = BASE | K_ID | K_ROLE | K_AVOID | K_PREFER | K_PIN | K_RANK | 
 const ALLOWED = [0, LEASE_KEYS, LEASE_KEYS, BASE | K_LEASE, BASE, BASE | K_ID, BASE | K_EXECUTOR | K_FAILURE, BASE | K_EXECUTOR, BASE | K_EXECUTOR | K_UP]
 
 const LEVELS = ['debug', 'info', 'warn']
-/** As many as binary.rs's `SLOTS`, all empty (as there). */
+/** As many as binary.rs's `SLOTS`, all empty (as there; an empty string is never sent by reference). */
 const newSlots = () => new Array(40).fill('')
 const OBJECT_PROTO = Object.prototype
 const wellFormed = typeof String.prototype.isWellFormed === 'function' ? (s) => s.isWellFormed() : () => false
@@ -435,7 +435,13 @@ export function binaryStep(wasm, RotaError) {
   return function step(policy, input) {
     // A freed policy: the JSON path throws wasm-bindgen's own error.
     if (policy.__wbg_ptr === 0) return undefined
-    const length = encode(policy, input)
+    let length
+    try {
+      length = encode(policy, input)
+    } catch {
+      // A getter or a proxy trap threw: the JSON step says so, as it always has.
+      return undefined
+    }
     if (length < 0) return undefined
     const io = policy[IO]
     const ptr = policy.__step(length)

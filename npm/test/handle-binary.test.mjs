@@ -310,6 +310,27 @@ test('handle grows its buffer for long inputs and many outputs, and after the me
   p.free()
 })
 
+test('objects the JSON step reads its own way: getters, throwing getters, proxies, a polluted Object.prototype', () => {
+  const p = pair({ executors: [{ id: 'a', harness: 'pi', roles: ['coder'], slots: 2 }] }, undefined)
+  const lease = (id) => ({ type: 'lease', now: START, id, role: 'coder' })
+  p.step(Object.defineProperty(lease('g1'), 'label', { get: () => 'from a getter', enumerable: true }))
+  p.step(Object.defineProperty(lease('g2'), 'label', { get: () => 'hidden', enumerable: false }))
+  p.step(Object.defineProperty(lease('g3'), 'label', { get: () => { throw new Error('boom') }, enumerable: true }))
+  p.step(new Proxy(lease('g4'), {}))
+  p.step(Object.defineProperty(lease('g5'), Symbol('s'), { value: 1, enumerable: true }))
+  p.step({ type: 'release', now: START, lease: 1, [Symbol.toPrimitive]: () => 1 })
+  Object.defineProperty(Object.prototype, 'id', { value: 'inherited', enumerable: true, configurable: true, writable: true })
+  try {
+    p.step({ type: 'lease', now: START, role: 'coder' })
+    p.step({ type: 'cancel', now: START })
+  } finally {
+    delete Object.prototype.id
+  }
+  p.step({ type: 'cancel', now: START, id: 'g4' })
+  p.check('odd objects')
+  p.free()
+})
+
 test('a freed policy throws as before', () => {
   const policy = new Policy({ executors: [{ id: 'a', harness: 'pi', roles: ['coder'] }] })
   policy.free()

@@ -399,7 +399,7 @@ impl<'a> Writer<'a> {
 
     /// A string at a place with a slot: by reference when it is the slot's.
     fn shared(&mut self, slot: usize, s: &str) {
-        if s.len() > SLOT_LONGEST {
+        if s.is_empty() || s.len() > SLOT_LONGEST {
             return self.str(s);
         }
         let Some(last) = self.strings.slots.get_mut(slot) else {
