@@ -378,6 +378,9 @@ export function binaryStep(wasm, RotaError) {
     }
   }
 
+  /** The last `granted` output read (kind 11 takes its fields). */
+  let granted = null
+
   function output() {
     switch (u8[p++]) {
       case 1: {
@@ -387,12 +390,12 @@ export function binaryStep(wasm, RotaError) {
         const role = str()
         const passed = u32()
         const extras = u8[p++]
-        if (extras === 0) return { type: 'granted', request, lease, executor, role, passed }
-        const granted = { type: 'granted', request, lease, executor, role }
-        if (extras & 2) granted.hold = JSON.parse(str())
-        granted.passed = passed
-        if (extras & 1) granted.occupied = true
-        return granted
+        if (extras === 0) return (granted = { type: 'granted', request, lease, executor, role, passed })
+        const g = { type: 'granted', request, lease, executor, role }
+        if (extras & 2) g.hold = JSON.parse(str())
+        g.passed = passed
+        if (extras & 1) g.occupied = true
+        return (granted = g)
       }
       case 2: {
         const request = str()
@@ -427,6 +430,13 @@ export function binaryStep(wasm, RotaError) {
         return { type: 'createMachine', request, executor: str() }
       }
       case 10: return { type: 'preflight', executor: str() }
+      case 11: {
+        // The grant's event: its fields are those of the grant just read.
+        const level = LEVELS[u8[p++]]
+        const message = str()
+        const { executor, lease, passed, request, role } = granted
+        return { type: 'event', level, name: 'granted', message, fields: { executor, lease, passed, request, role } }
+      }
       default: return JSON.parse(str())
     }
   }

@@ -58,6 +58,7 @@
 //! | 8 probe | executor, url |
 //! | 9 createMachine | request, executor |
 //! | 10 preflight | executor |
+//! | 11 the `granted` event of the grant just before it | level (u8), message: its fields are that grant's `executor`, `lease`, `passed`, `request`, `role` |
 //!
 //! A field value: a byte 0 null, 1 false, 2 true, 3 a number (f64), 4 a string,
 //! 5 anything else (its JSON text, a string).
@@ -286,6 +287,60 @@ impl Strings {
     }
 }
 
+fn level_byte(level: Level) -> u8 {
+    match level {
+        Level::Debug => 0,
+        Level::Info => 1,
+        Level::Warn => 2,
+    }
+}
+
+/// When `output` is the `granted` event of the grant `previous`, exactly as the core
+/// writes it (name `granted`, fields `{executor, lease, passed, request, role}` of that
+/// grant, in key order): its level byte.
+fn grant_event(output: &Output, previous: Option<&Output>) -> Option<u8> {
+    let (
+        Output::Event {
+            level,
+            name,
+            fields,
+            ..
+        },
+        Some(Output::Granted {
+            request,
+            lease,
+            executor,
+            role,
+            passed,
+            ..
+        }),
+    ) = (output, previous)
+    else {
+        return None;
+    };
+    if name != "granted" || fields.len() != 5 {
+        return None;
+    }
+    let string = |v: &Value, s: &str| v.as_str() == Some(s);
+    let expected = fields
+        .iter()
+        .zip(["executor", "lease", "passed", "request", "role"]);
+    for ((key, value), want) in expected {
+        let ok = key == want
+            && match want {
+                "executor" => string(value, executor),
+                "lease" => value.as_u64() == Some(*lease),
+                "passed" => value.as_u64() == Some(u64::from(*passed)),
+                "request" => string(value, request),
+                _ => string(value, role),
+            };
+        if !ok {
+            return None;
+        }
+    }
+    Some(level_byte(*level))
+}
+
 /// Writes an answer over `out` from offset 0: the header, then the records. The
 /// buffer keeps its length (its whole allocation, zeroed when it grew), so that JS may
 /// write the next input anywhere in it; it doubles when an answer needs more.
@@ -457,7 +512,17 @@ impl<'a> Writer<'a> {
         }
     }
 
-    pub(crate) fn output(&mut self, output: &Output) {
+    /// Writes `output`; `previous` is the output written just before it, if any.
+    pub(crate) fn output(&mut self, output: &Output, previous: Option<&Output>) {
+        if let Some(level) = grant_event(output, previous) {
+            // The grant's event: its fields are the grant's (JS takes them from it).
+            self.byte(11);
+            self.byte(level);
+            if let Output::Event { message, .. } = output {
+                self.shared(SLOT_EVENT_MESSAGE, message);
+            }
+            return;
+        }
         match output {
             Output::Granted {
                 request,
@@ -498,11 +563,7 @@ impl<'a> Writer<'a> {
                 fields,
             } => {
                 self.byte(3);
-                self.byte(match level {
-                    Level::Debug => 0,
-                    Level::Info => 1,
-                    Level::Warn => 2,
-                });
+                self.byte(level_byte(*level));
                 self.shared(SLOT_EVENT_NAME, name);
                 self.shared(SLOT_EVENT_MESSAGE, message);
                 self.u32(fields.len() as u32);

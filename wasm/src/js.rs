@@ -178,8 +178,11 @@ impl JsPolicy {
                 let mut writer =
                     Writer::new(&mut self.io, &mut self.strings, binary::STATUS_OUTPUTS);
                 let mut count = 0;
+                // The output before (a grant's event repeats the grant's fields).
+                let mut previous = None;
                 while let Some(output) = self.inner.poll_output() {
-                    writer.output(&output);
+                    writer.output(&output, previous.as_ref());
+                    previous = Some(output);
                     count += 1;
                 }
                 writer.finish(count, self.inner.poll_timeout());
