@@ -4,17 +4,18 @@
 import { classifyFailure, isModelUnavailableMessage, parseResetTime, parseRetryAfter, FAILURE_KINDS } from './classify.js'
 import { Lease, combineUpdates, defineRoster } from './driver.js'
 import { ERROR_CODES, RotaError } from './errors.js'
+import { binaryStep } from './binary.js'
 
 /**
- * `Policy#handle`: one input as a plain object, its outputs as plain objects. The
- * module's `handleJson` does the step (the canonical text every host answers); the JS
- * engine's own JSON.stringify and JSON.parse do the rest, with no call from the module
- * back into JS. Throws the core's error (a `RotaError` with its `code`) for a rejected
- * input, which changes nothing.
+ * `Policy#handle`'s JSON path: one input as a plain object, its outputs as plain
+ * objects. The module's `handleJson` does the step (the canonical text every host
+ * answers); the JS engine's own JSON.stringify and JSON.parse do the rest, with no
+ * call from the module back into JS. Throws the core's error (a `RotaError` with its
+ * `code`) for a rejected input, which changes nothing.
  *
  * @this {{ handleJson(text: string): string }}
  */
-function handle(input) {
+function handleJson(input) {
   let text
   if (input === undefined) {
     text = 'null'
@@ -41,6 +42,13 @@ function handle(input) {
  */
 export function buildApi(wasm, platform) {
   if (!Object.hasOwn(wasm.Policy.prototype, 'handle')) {
+    // The common inputs take the binary step (`binary.js`); every other input, and
+    // any it does not fully recognise, the JSON one: the same answers and errors.
+    const step = binaryStep(wasm, RotaError)
+    const handle = function handle(input) {
+      const answer = step(this, input)
+      return answer === undefined ? handleJson.call(this, input) : answer
+    }
     Object.defineProperty(wasm.Policy.prototype, 'handle', { value: handle, writable: true, configurable: true })
   }
   const Roster = defineRoster(wasm, platform)

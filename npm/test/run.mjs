@@ -51,7 +51,14 @@ try {
   const run = spawnSync(process.execPath, ['--test', '--test-reporter=spec', ...tests.map((t) => join(testDir, t))], {
     cwd: project,
     stdio: 'inherit',
-    env: { ...process.env, ROTA_TEST_PROJECT: project },
+    env: {
+      ...process.env,
+      ROTA_TEST_PROJECT: project,
+      // For handle-binary.test.mjs: the conformance vectors and the native random traces
+      // (when tests/run.sh has written them) of the repository around the package.
+      ROTA_VECTORS: process.env.ROTA_VECTORS ?? join(root, '..', 'tests', 'vectors'),
+      ROTA_TRACES: process.env.ROTA_TRACES ?? join(root, '..', 'target', 'conformance', 'traces.json'),
+    },
   })
   if (run.status !== 0) failed = true
 

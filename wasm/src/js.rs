@@ -7,9 +7,12 @@
 //! serde_json, so a JS caller and a wasmtime caller that send the same JSON get the
 //! same outputs. `handleJson` is the shared step itself (`rota_core::json::step_str`):
 //! the core's output text, byte for byte, for conformance vectors. The package's
-//! `Policy#handle` (objects in and out) is that call wrapped in `JSON.stringify` and
-//! `JSON.parse` on the JS side (`npm/src/api.js`): no call back into JS from here.
-//! Every other result comes back the same way: serde_json's text, parsed by
+//! `Policy#handle` (objects in and out) takes the binary step (`__ioBuffer`, `__step`:
+//! the common inputs and every output as compact records in a buffer in the module's
+//! memory, `binary.rs`) and falls back to `handleJson` wrapped in `JSON.stringify` and
+//! `JSON.parse` for every other input (`npm/src/api.js`, `npm/src/binary.js`): the
+//! same answers and errors either way, and no call back into JS from here.
+//! Every other result comes back as JSON: serde_json's text, parsed by
 //! `JSON.parse` into plain JS values. One reader (serde_json from text) and one writer
 //! (serde_json to text) serve every type, which keeps the module small.
 //!
@@ -24,6 +27,8 @@ use rota_core::{Error, ExplainRequest, Policy as CorePolicy};
 use serde::Serialize;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
+
+use crate::binary::{self, Writer};
 
 type JsResult<T> = Result<T, JsValue>;
 
@@ -105,6 +110,20 @@ fn to_js<T: Serialize>(value: &T) -> JsResult<JsValue> {
 #[wasm_bindgen(js_name = Policy)]
 pub struct JsPolicy {
     inner: CorePolicy,
+    /// The buffer of the binary step (`binary.rs`): the input JS wrote, then the answer.
+    io: Vec<u8>,
+    /// The strings the binary step's answers send by reference.
+    strings: binary::Strings,
+}
+
+impl JsPolicy {
+    fn wrap(inner: CorePolicy) -> JsPolicy {
+        JsPolicy {
+            inner,
+            io: Vec::new(),
+            strings: binary::Strings::default(),
+        }
+    }
 }
 
 #[wasm_bindgen(js_class = Policy)]
@@ -118,9 +137,7 @@ impl JsPolicy {
             let options = parse_options(&read(&options, "options")?)?;
             CorePolicy::new(&document, options)
         };
-        build()
-            .map(|inner| JsPolicy { inner })
-            .map_err(|e| to_js_error(&e))
+        build().map(JsPolicy::wrap).map_err(|e| to_js_error(&e))
     }
 
     /// Feeds one input given as JSON text and returns the core's answer as JSON text,
@@ -129,6 +146,56 @@ impl JsPolicy {
     #[wasm_bindgen(js_name = handleJson)]
     pub fn handle_json(&mut self, input: &str) -> String {
         step_str(&mut self.inner, input)
+    }
+
+    /// The binary step's buffer, grown to at least `size` bytes: its address in the
+    /// module's memory. Used by the package's `handle` (`npm/src/binary.js`).
+    #[wasm_bindgen(js_name = __ioBuffer)]
+    pub fn io_buffer(&mut self, size: u32) -> u32 {
+        let size = (size as usize).max(binary::HEADER);
+        if self.io.len() < size {
+            self.io.resize(size, 0);
+        }
+        self.io.as_ptr() as usize as u32
+    }
+
+    /// Feeds the input JS wrote in the first `len` bytes of the buffer and writes the
+    /// answer over it (the format: `binary.rs`); returns the buffer's address, which
+    /// moves when the answer needs a larger buffer. Never throws.
+    #[wasm_bindgen(js_name = __step)]
+    pub fn step(&mut self, len: u32) -> u32 {
+        let input = self.io.get(..len as usize).and_then(binary::read_input);
+        match input.map(|input| self.inner.handle(input)) {
+            None => {
+                Writer::new(&mut self.io, &mut self.strings, binary::STATUS_REFUSED).finish(0, None)
+            }
+            Some(Err(error)) => {
+                let mut writer = Writer::new(&mut self.io, &mut self.strings, binary::STATUS_ERROR);
+                writer.str(&to_text(&error.to_json()));
+                writer.finish(0, None);
+            }
+            Some(Ok(())) => {
+                let mut writer =
+                    Writer::new(&mut self.io, &mut self.strings, binary::STATUS_OUTPUTS);
+                let mut count = 0;
+                // The output before (a grant's event repeats the grant's fields).
+                let mut previous = None;
+                while let Some(output) = self.inner.poll_output() {
+                    writer.output(&output, previous.as_ref());
+                    previous = Some(output);
+                    count += 1;
+                }
+                writer.finish(count, self.inner.poll_timeout());
+            }
+        }
+        self.io.as_ptr() as usize as u32
+    }
+
+    /// Forgets the strings the binary step's answers share with JS (JS lost its
+    /// copies: it could not read an answer to the end).
+    #[wasm_bindgen(js_name = __ioReset)]
+    pub fn io_reset(&mut self) {
+        self.strings.clear();
     }
 
     /// The last input's time (epoch ms).
@@ -204,7 +271,7 @@ impl JsPolicy {
     pub fn import_state(state: JsValue) -> JsResult<JsPolicy> {
         read(&state, "the state")
             .and_then(|state| CorePolicy::import_state(&state))
-            .map(|inner| JsPolicy { inner })
+            .map(JsPolicy::wrap)
             .map_err(|e| to_js_error(&e))
     }
 
@@ -295,6 +362,12 @@ pub fn default_roles() -> Array {
         .iter()
         .map(|role| JsValue::from_str(role))
         .collect()
+}
+
+/// The module's memory (the binary step's buffer lives in it).
+#[wasm_bindgen(js_name = __memory)]
+pub fn wasm_memory() -> JsValue {
+    wasm_bindgen::memory()
 }
 
 /// This build's crate version.

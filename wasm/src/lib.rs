@@ -6,4 +6,24 @@
 #[cfg(feature = "abi")]
 pub mod abi;
 #[cfg(feature = "js")]
+mod binary;
+#[cfg(feature = "js")]
 pub mod js;
+
+#[cfg(all(
+    feature = "js",
+    target_arch = "wasm32",
+    not(target_feature = "atomics")
+))]
+mod alloc;
+
+/// The js build's allocator: free lists of small blocks in front of talc, made for
+/// single-threaded WebAssembly, in place of the std's dlmalloc (slow in the
+/// size-optimized std this build uses; every input allocates a few small blocks).
+#[cfg(all(
+    feature = "js",
+    target_arch = "wasm32",
+    not(target_feature = "atomics")
+))]
+#[global_allocator]
+static ALLOCATOR: alloc::Allocator = alloc::Allocator::new();

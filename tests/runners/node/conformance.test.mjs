@@ -33,3 +33,55 @@ test('random traces on node match native, byte for byte', () => {
   const failures = replayTraces(new PolicyHost(Policy, 'node'), file)
   assert.equal(failures.length, 0, `random traces differ between native and node (seed ${file.seed}):\n\n${failures.join('\n\n')}`)
 })
+
+// `Policy#handle` (objects; the binary step for the common inputs) must answer as the
+// JSON step does: every vector's and every trace's inputs through both, on two policies
+// built alike (npm/test/handle-binary.test.mjs has the random and odd inputs).
+test('handle answers as JSON.parse(handleJson(...)) on every vector and trace input', () => {
+  const viaJson = (policy, input) => {
+    const answer = JSON.parse(policy.handleJson(JSON.stringify(input)))
+    if (answer.error !== undefined) return { error: { code: answer.error.code, message: answer.error.message } }
+    return { answer }
+  }
+  const viaHandle = (policy, input) => {
+    try {
+      return { answer: policy.handle(input) }
+    } catch (error) {
+      return { error: { code: error.code, message: error.message } }
+    }
+  }
+  const runs = [
+    ...loadVectors().map((v) => ({ name: `vector ${v.name}`, document: v.document, options: v.options, inputs: v.steps.map((s) => s.input ?? (s.inputText === undefined ? undefined : tryParse(s.inputText))).filter((i) => i !== undefined) })),
+    // A trace holds JSON texts: the document, the options, each input (some are not
+    // JSON on purpose: not objects, nothing for handle).
+    ...JSON.parse(readFileSync(tracesFile, 'utf8')).traces.map((t) => ({ name: `trace seed ${t.seed}`, document: JSON.parse(t.document), options: JSON.parse(t.options), inputs: t.inputs.map(tryParse).filter((i) => i !== undefined) })),
+  ]
+  let compared = 0
+  for (const run of runs) {
+    let fast
+    try {
+      fast = new Policy(run.document, run.options ?? undefined)
+    } catch {
+      continue
+    }
+    const slow = new Policy(run.document, run.options ?? undefined)
+    for (const [i, input] of run.inputs.entries()) {
+      const expected = viaJson(slow, input)
+      const actual = viaHandle(fast, input)
+      assert.equal(JSON.stringify(actual), JSON.stringify(expected), `${run.name}, input ${i + 1}: ${JSON.stringify(input)}`)
+      assert.deepStrictEqual(actual, expected, `${run.name}, input ${i + 1}`)
+      compared += 1
+    }
+    fast.free()
+    slow.free()
+  }
+  assert.ok(compared > 1000, `compared ${compared} inputs`)
+})
+
+function tryParse(text) {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}

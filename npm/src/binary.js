@@ -1,0 +1,488 @@
+// The binary step behind `Policy#handle`: the JS half of `wasm/src/binary.rs` (the
+// format is documented there; change the two files together).
+//
+// The common inputs (lease, tryLease, release, tick, cancel, report, resume,
+// probeResult) are written straight into a buffer the policy owns in the module's
+// memory, and the answer is read back from it into plain objects. An input is encoded
+// only when it is exactly what the JSON reader would accept and read the same way:
+// a plain object whose own keys are all fields of its type, with values of the right
+// JSON type (`undefined` is an absent field, as `JSON.stringify` leaves it out; `null`
+// is an absent optional field, as the reader takes it), whole numbers that JS holds
+// exactly, and strings that are ASCII or well-formed UTF-16. Anything else returns -1
+// and goes through `handleJson`, so that errors (and their messages) are exactly the
+// JSON step's. The answer is deep-equal to `JSON.parse(handleJson(...))`: the same
+// keys in the same order, the same values.
+
+const MAX_SAFE = Number.MAX_SAFE_INTEGER
+const HEADER = 24
+const STRINGS = 40
+
+/** An input kind's number, or 0 for the JSON step. */
+const kindOf = (type) => {
+  switch (type) {
+    case 'lease': return 1
+    case 'tryLease': return 2
+    case 'release': return 3
+    case 'tick': return 4
+    case 'cancel': return 5
+    case 'report': return 6
+    case 'resume': return 7
+    case 'probeResult': return 8
+    default: return 0
+  }
+}
+/** A failure kind's number, or -1. */
+const failureKindOf = (kind) => {
+  switch (kind) {
+    case 'usageLimit': return 0
+    case 'rateLimit': return 1
+    case 'authentication': return 2
+    case 'outage': return 3
+    case 'modelUnavailable': return 4
+    case 'other': return 5
+    default: return -1
+  }
+}
+/** Where a policy keeps its buffer's address and size and its string slots. */
+const IO = Symbol('rota.io')
+
+// The keys of the inputs, one bit each; what each kind may carry (`type` and `now` always).
+const K_TYPE = 1
+const K_NOW = 2
+const K_ID = 4
+const K_ROLE = 8
+const K_AVOID = 16
+const K_PREFER = 32
+const K_PIN = 64
+const K_RANK = 128
+const K_EVENT_TIME = 256
+const K_LABEL = 512
+const K_DEADLINE = 1024
+const K_LEASE = 2048
+const K_EXECUTOR = 4096
+const K_FAILURE = 8192
+const K_UP = 16384
+const BASE = K_TYPE | K_NOW
+const LEASE_KEYS = BASE | K_ID | K_ROLE | K_AVOID | K_PREFER | K_PIN | K_RANK | K_EVENT_TIME | K_LABEL | K_DEADLINE
+const ALLOWED = [0, LEASE_KEYS, LEASE_KEYS, BASE | K_LEASE, BASE, BASE | K_ID, BASE | K_EXECUTOR | K_FAILURE, BASE | K_EXECUTOR, BASE | K_EXECUTOR | K_UP]
+
+const LEVELS = ['debug', 'info', 'warn']
+/** As many as binary.rs's `SLOTS`, all empty (as there; an empty string is never sent by reference). */
+const newSlots = () => new Array(40).fill('')
+const OBJECT_PROTO = Object.prototype
+const wellFormed = typeof String.prototype.isWellFormed === 'function' ? (s) => s.isWellFormed() : () => false
+
+// `for...in` over a plain object lists its own enumerable string keys in
+// `Object.keys` order (without allocating the array), and its prototype's enumerable
+// keys after them: none, unless `Object.prototype` has enumerable properties, which
+// this checks first (such an input takes the JSON step).
+const EMPTY = {}
+const polluted = () => {
+  for (const _ in EMPTY) return true
+  return false
+}
+
+const isPlain = (value) => {
+  if (typeof value !== 'object' || value === null) return false
+  const proto = Object.getPrototypeOf(value)
+  return (proto === OBJECT_PROTO || proto === null) && value.toJSON === undefined
+}
+const isWhole = (value) => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
+const isInt = (value) => typeof value === 'number' && Number.isSafeInteger(value)
+/** An optional field: absent (undefined or null), or a value `ok` accepts. */
+const optional = (value, ok) => value === undefined || value === null || ok(value)
+const isString = (value) => typeof value === 'string'
+
+/**
+ * The binary `handle` for one wasm-bindgen module: `(policy, input) => answer`, or
+ * `undefined` when the input is one to send as JSON (`fallback`).
+ */
+export function binaryStep(wasm, RotaError) {
+  const memory = wasm.__memory()
+  let u8 = new Uint8Array(memory.buffer)
+  let view = new DataView(memory.buffer)
+  const encoder = new TextEncoder()
+  // `ignoreBOM`: a string's leading U+FEFF is a character, as JSON.parse keeps it.
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true })
+
+  /** The memory views again after the memory grew (the old buffer is detached). */
+  const views = () => {
+    if (u8.byteLength === 0) {
+      u8 = new Uint8Array(memory.buffer)
+      view = new DataView(memory.buffer)
+    }
+  }
+
+  // ---- input ----------------------------------------------------------------------
+
+  let at = 0
+  /** Writes a string (u32 byte length, UTF-8); false when it is not well-formed. */
+  const putString = (s) => {
+    const start = at + 4
+    const n = s.length
+    let i = 0
+    for (; i < n; i += 1) {
+      const c = s.charCodeAt(i)
+      if (c > 0x7f) break
+      u8[start + i] = c
+    }
+    let length = n
+    if (i < n) {
+      if (!wellFormed(s)) return false
+      length = i + encoder.encodeInto(s.slice(i), u8.subarray(start + i)).written
+    }
+    view.setUint32(at, length, true)
+    at = start + length
+    return true
+  }
+  /** The most bytes a string takes. */
+  const size = (s) => 4 + 3 * s.length
+
+  /** Encodes `input` into the policy's buffer: its length, or -1 for the JSON path. */
+  function encode(policy, input) {
+    if (!isPlain(input) || polluted()) return -1
+    let type, now, id, role, avoid, prefer, pin, rank, eventTime, label, deadline, lease, executor, failure, up
+    let seen = 0
+    for (const key in input) {
+      const value = input[key]
+      if (value === undefined) continue
+      switch (key) {
+        case 'type': type = value; seen |= K_TYPE; break
+        case 'now': now = value; seen |= K_NOW; break
+        case 'id': id = value; seen |= K_ID; break
+        case 'role': role = value; seen |= K_ROLE; break
+        case 'avoid': avoid = value; seen |= K_AVOID; break
+        case 'prefer': prefer = value; seen |= K_PREFER; break
+        case 'pin': pin = value; seen |= K_PIN; break
+        case 'rank': rank = value; seen |= K_RANK; break
+        case 'eventTime': eventTime = value; seen |= K_EVENT_TIME; break
+        case 'label': label = value; seen |= K_LABEL; break
+        case 'deadline': deadline = value; seen |= K_DEADLINE; break
+        case 'lease': lease = value; seen |= K_LEASE; break
+        case 'executor': executor = value; seen |= K_EXECUTOR; break
+        case 'failure': failure = value; seen |= K_FAILURE; break
+        case 'up': up = value; seen |= K_UP; break
+        default: return -1
+      }
+    }
+    const kind = kindOf(type)
+    if (kind === 0 || (seen & ~ALLOWED[kind]) !== 0 || !isWhole(now)) return -1
+    let flags = 0
+    let small = 0
+    let bytes = STRINGS
+    switch (kind) {
+      case 1:
+      case 2:
+        if (!isString(id) || !isString(role)) return -1
+        if (!optional(rank, isInt) || !optional(eventTime, isWhole) || !optional(deadline, isWhole)) return -1
+        if (!optional(prefer, isString) || !optional(pin, isString) || !optional(label, isString)) return -1
+        bytes += size(id) + size(role)
+        if (rank !== undefined && rank !== null) flags |= 1
+        if (eventTime !== undefined && eventTime !== null) flags |= 2
+        if (deadline !== undefined && deadline !== null) flags |= 4
+        if (prefer !== undefined && prefer !== null) (flags |= 8), (bytes += size(prefer))
+        if (pin !== undefined && pin !== null) (flags |= 16), (bytes += size(pin))
+        if (label !== undefined && label !== null) (flags |= 32), (bytes += size(label))
+        if (avoid !== undefined) {
+          if (!Array.isArray(avoid) || Object.getPrototypeOf(avoid) !== Array.prototype || avoid.toJSON !== undefined) return -1
+          flags |= 64
+          bytes += 4
+          for (let i = 0; i < avoid.length; i += 1) {
+            const s = avoid[i]
+            if (!isString(s)) return -1
+            bytes += size(s)
+          }
+        }
+        break
+      case 3:
+        if (!isWhole(lease)) return -1
+        break
+      case 4:
+        break
+      case 5:
+        if (!isString(id)) return -1
+        bytes += size(id)
+        break
+      case 6: {
+        if (!isString(executor) || !isPlain(failure)) return -1
+        let fkind, message, resetAt, retryAfterMs
+        for (const key in failure) {
+          const value = failure[key]
+          if (value === undefined) continue
+          switch (key) {
+            case 'kind': fkind = value; break
+            case 'message': message = value; break
+            case 'resetAt': resetAt = value; break
+            case 'retryAfterMs': retryAfterMs = value; break
+            default: return -1
+          }
+        }
+        small = failureKindOf(fkind)
+        if (small < 0) return -1
+        if (message !== undefined && !isString(message)) return -1
+        if (!optional(resetAt, isWhole) || !optional(retryAfterMs, isWhole)) return -1
+        message ??= ''
+        bytes += size(executor) + size(message)
+        if (resetAt !== undefined && resetAt !== null) (flags |= 1), (lease = resetAt)
+        if (retryAfterMs !== undefined && retryAfterMs !== null) (flags |= 2), (eventTime = retryAfterMs)
+        failure = message
+        break
+      }
+      case 7:
+        if (!isString(executor)) return -1
+        bytes += size(executor)
+        break
+      case 8:
+        if (!isString(executor) || typeof up !== 'boolean') return -1
+        bytes += size(executor)
+        small = up ? 1 : 0
+        break
+    }
+
+    // Write: the buffer holds at least `bytes`.
+    let io = policy[IO]
+    if (io === undefined || io.size < bytes) {
+      const ptr = policy.__ioBuffer(Math.max(bytes, 256))
+      io = { ptr, size: Math.max(bytes, 256), slots: io === undefined ? newSlots() : io.slots }
+      policy[IO] = io
+    }
+    views()
+    const base = io.ptr
+    u8[base] = kind
+    u8[base + 1] = flags
+    u8[base + 2] = small
+    view.setFloat64(base + 8, now, true)
+    at = base + STRINGS
+    switch (kind) {
+      case 1:
+      case 2:
+        if (!putString(id) || !putString(role)) return -1
+        if (flags & 1) view.setFloat64(base + 16, rank, true)
+        if (flags & 2) view.setFloat64(base + 24, eventTime, true)
+        if (flags & 4) view.setFloat64(base + 32, deadline, true)
+        if (flags & 8 && !putString(prefer)) return -1
+        if (flags & 16 && !putString(pin)) return -1
+        if (flags & 32 && !putString(label)) return -1
+        if (flags & 64) {
+          view.setUint32(at, avoid.length, true)
+          at += 4
+          for (let i = 0; i < avoid.length; i += 1) if (!putString(avoid[i])) return -1
+        }
+        break
+      case 3:
+        view.setFloat64(base + 16, lease, true)
+        break
+      case 5:
+        if (!putString(id)) return -1
+        break
+      case 6:
+        if (!putString(executor) || !putString(failure)) return -1
+        if (flags & 1) view.setFloat64(base + 16, lease, true)
+        if (flags & 2) view.setFloat64(base + 24, eventTime, true)
+        break
+      case 7:
+      case 8:
+        if (!putString(executor)) return -1
+        break
+    }
+    return at - base
+  }
+
+  // ---- answer ---------------------------------------------------------------------
+
+  let p = 0
+  /** The policy's string slots (`Strings` in binary.rs). */
+  let slots = null
+  /** An ASCII string of `n` bytes at `at`: short ones in one call, long ones decoded. */
+  const ascii = (at, n) => {
+    switch (n) {
+      case 0: return ''
+      case 1: return String.fromCharCode(u8[at])
+      case 2: return String.fromCharCode(u8[at], u8[at + 1])
+      case 3: return String.fromCharCode(u8[at], u8[at + 1], u8[at + 2])
+      case 4: return String.fromCharCode(u8[at], u8[at + 1], u8[at + 2], u8[at + 3])
+      case 5: return String.fromCharCode(u8[at], u8[at + 1], u8[at + 2], u8[at + 3], u8[at + 4])
+      case 6: return String.fromCharCode(u8[at], u8[at + 1], u8[at + 2], u8[at + 3], u8[at + 4], u8[at + 5])
+      case 7: return String.fromCharCode(u8[at], u8[at + 1], u8[at + 2], u8[at + 3], u8[at + 4], u8[at + 5], u8[at + 6])
+      case 8: return String.fromCharCode(u8[at], u8[at + 1], u8[at + 2], u8[at + 3], u8[at + 4], u8[at + 5], u8[at + 6], u8[at + 7])
+    }
+    if (n <= 16) return String.fromCharCode(u8[at], u8[at + 1], u8[at + 2], u8[at + 3], u8[at + 4], u8[at + 5], u8[at + 6], u8[at + 7]) + ascii(at + 8, n - 8)
+    if (n > 24) return decoder.decode(u8.subarray(at, at + n))
+    let s = ''
+    for (let i = at; i < at + n; i += 1) s += String.fromCharCode(u8[i])
+    return s
+  }
+  const str = () => {
+    const t = u8[p]
+    if (t < 0x80) {
+      const s = ascii(p + 1, t)
+      p += 1 + t
+      return s
+    }
+    if (t === 0x81) {
+      const s = slots[u8[p + 1]]
+      p += 2
+      return s
+    }
+    if (t === 0x82) {
+      const slot = u8[p + 1]
+      p += 2
+      const s = str()
+      slots[slot] = s
+      return s
+    }
+    const length = view.getUint32(p + 1, true)
+    const start = p + 5
+    p = start + length
+    return decoder.decode(u8.subarray(start, p))
+  }
+  const u32 = () => {
+    const n = view.getUint32(p, true)
+    p += 4
+    return n
+  }
+  const f64 = () => {
+    const n = view.getFloat64(p, true)
+    p += 8
+    return n
+  }
+  const value = () => {
+    switch (u8[p++]) {
+      case 0: return null
+      case 1: return false
+      case 2: return true
+      case 3: return f64()
+      case 4: return str()
+      default: return JSON.parse(str())
+    }
+  }
+
+  /**
+   * `fields[key] = value` on a new object, as JSON.parse defines it. The core's keys
+   * by name (a named store per key is several times faster than one keyed store for
+   * them all); `__proto__` as an own property, as JSON.parse makes it.
+   */
+  const setField = (fields, key, v) => {
+    switch (key) {
+      case 'executor': fields.executor = v; return
+      case 'request': fields.request = v; return
+      case 'role': fields.role = v; return
+      case 'lease': fields.lease = v; return
+      case 'passed': fields.passed = v; return
+      case 'ahead': fields.ahead = v; return
+      case 'kind': fields.kind = v; return
+      case 'reason': fields.reason = v; return
+      case 'until': fields.until = v; return
+      case '__proto__': Object.defineProperty(fields, key, { value: v, writable: true, enumerable: true, configurable: true }); return
+      default: fields[key] = v
+    }
+  }
+
+  /** The last `granted` output read (kind 11 takes its fields). */
+  let granted = null
+
+  function output() {
+    switch (u8[p++]) {
+      case 1: {
+        const request = str()
+        const lease = f64()
+        const executor = str()
+        const role = str()
+        const passed = u32()
+        const extras = u8[p++]
+        if (extras === 0) return (granted = { type: 'granted', request, lease, executor, role, passed })
+        const g = { type: 'granted', request, lease, executor, role }
+        if (extras & 2) g.hold = JSON.parse(str())
+        g.passed = passed
+        if (extras & 1) g.occupied = true
+        return (granted = g)
+      }
+      case 2: {
+        const request = str()
+        const role = str()
+        const report = str()
+        return { type: 'waiting', request, role, report, ahead: u32() }
+      }
+      case 3: {
+        const level = LEVELS[u8[p++]]
+        const name = str()
+        const message = str()
+        const fields = {}
+        for (let n = u32(); n > 0; n -= 1) setField(fields, str(), value())
+        return { type: 'event', level, name, message, fields }
+      }
+      case 4: return { type: 'cancelled', request: str() }
+      case 5: return { type: 'timedOut', request: str() }
+      case 6: return { type: 'unavailable', request: str() }
+      case 7: {
+        const request = str()
+        const role = str()
+        const reasons = []
+        for (let n = u32(); n > 0; n -= 1) reasons.push(str())
+        return { type: 'exhausted', request, role, reasons }
+      }
+      case 8: {
+        const executor = str()
+        return { type: 'probe', executor, url: str() }
+      }
+      case 9: {
+        const request = str()
+        return { type: 'createMachine', request, executor: str() }
+      }
+      case 10: return { type: 'preflight', executor: str() }
+      case 11: {
+        // The grant's event: its fields are those of the grant just read.
+        const level = LEVELS[u8[p++]]
+        const message = str()
+        const { executor, lease, passed, request, role } = granted
+        return { type: 'event', level, name: 'granted', message, fields: { executor, lease, passed, request, role } }
+      }
+      default: return JSON.parse(str())
+    }
+  }
+
+  /** One input through the binary step: the answer, or `undefined` for the JSON path. */
+  return function step(policy, input) {
+    // A freed policy: the JSON path throws wasm-bindgen's own error.
+    if (policy.__wbg_ptr === 0) return undefined
+    let length
+    try {
+      length = encode(policy, input)
+    } catch {
+      // A getter or a proxy trap threw: the JSON step says so, as it always has.
+      return undefined
+    }
+    if (length < 0) return undefined
+    const io = policy[IO]
+    const ptr = policy.__step(length)
+    views()
+    io.ptr = ptr
+    io.size = view.getUint32(ptr + 4, true)
+    const status = u8[ptr + 8]
+    if (status === 0) {
+      const count = view.getUint32(ptr + 12, true)
+      const wakeAt = u8[ptr + 9] === 1 ? view.getFloat64(ptr + 16, true) : null
+      p = ptr + HEADER
+      slots = io.slots
+      const outputs = []
+      let read = 0
+      try {
+        for (; read < count; read += 1) outputs.push(output())
+      } finally {
+        // Not read to the end (short of running out of memory, it cannot happen): the
+        // slots may differ from the module's; both start again empty.
+        if (read !== count) {
+          io.slots = newSlots()
+          policy.__ioReset()
+        }
+      }
+      return { outputs, wakeAt }
+    }
+    if (status === 1) {
+      p = ptr + HEADER
+      const error = JSON.parse(str())
+      throw new RotaError(error.code, error.message, error.violations === undefined ? {} : { violations: error.violations })
+    }
+    return undefined
+  }
+}
