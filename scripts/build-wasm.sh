@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# Builds the two WebAssembly artefacts of crate rota-wasm (wasm/):
+# Builds the WebAssembly artefacts of crate rota-wasm (wasm/):
 #
-#   abi  --no-default-features --features abi, profile `wasm-speed` (opt-level 3, and
-#        the std built for speed too: a wasmtime host steps it on every input)
-#        -> host-wasmtime/policy/rota_policy.wasm   (plain ABI, zero imports)
-#   js   --features js, profile `wasm` unstripped, then wasm-bindgen
-#        -> npm/pkg/web   (--target web; the package's Node entry loads it too,
-#                          compiling the module synchronously from the file)
+#   abi   --no-default-features --features abi, profile `wasm-speed` (opt-level 3, and
+#         the std built for speed too: a wasmtime host steps it on every input)
+#         -> host-wasmtime/policy/rota_policy.wasm   (plain ABI, zero imports)
+#   node  --features js,fast-step, profile `wasm` (opt-level "s") unstripped, then
+#         wasm-bindgen --target web -> npm/pkg/node: the module the package's Node
+#         entry compiles synchronously from the file (the binary step behind
+#         `Policy#handle` included: made for the cost per input)
+#   web   --features js, profile `wasm-small` (opt-level "z"), then wasm-bindgen
+#         --target web -> npm/pkg/web: the browser entry's module (made for download
+#         size; `handle` takes the JSON step there)
+#   js    node and web
 #
-# Each feature set has its own cargo target dir (target/wasm-abi, target/wasm-js), so
-# neither invalidates the other nor rustup's native target/. Incremental: outputs are
-# only rewritten when their inputs changed.
+# Each build has its own cargo target dir (target/wasm-abi, target/wasm-js,
+# target/wasm-web), so none invalidates another or rustup's native target/.
+# Incremental: outputs are only rewritten when their inputs changed.
 #
-#   scripts/build-wasm.sh [abi|js]...   (default: both)
+#   scripts/build-wasm.sh [abi|node|web|js]...   (default: abi js)
 # shellcheck source-path=SCRIPTDIR source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -60,11 +65,14 @@ build_abi() {
   install_if_changed "$out" "$POLICY"
 }
 
-build_js() {
+# A wasm-bindgen build: $1 = name (target dir target/wasm-$1, output npm/pkg/$1),
+# $2 = cargo profile, rest = feature flags.
+build_bindgen() {
+  local name="$1" PROFILE="$2"; shift 2
   # Not stripped here: wasm-bindgen reads the `target_features` custom section (and
   # strips what it does not need itself).
-  (export CARGO_PROFILE_WASM_STRIP=false; cargo_wasm js --features js)
-  local in="$ROOT/target/wasm-js/$TARGET/$PROFILE/rota_wasm.wasm"
+  (export CARGO_PROFILE_WASM_STRIP=false CARGO_PROFILE_WASM_SMALL_STRIP=false; cargo_wasm "$name" "$@")
+  local in="$ROOT/target/wasm-$name/$TARGET/$PROFILE/rota_wasm.wasm"
   [ -f "$in" ] || die "cargo produced no $in"
 
   local want have
@@ -75,31 +83,35 @@ build_js() {
   # The name section is about half the module (what `strip` would have removed);
   # ROTA_WASM_BINDGEN_FLAGS= (empty) keeps it, for readable stack traces.
   local flags="${ROTA_WASM_BINDGEN_FLAGS---remove-name-section --remove-producers-section}"
-  local target=web dir="$PKG/web" stamp t0
-  # An output of an earlier layout (`--target nodejs`) that nothing loads any more.
-  rm -rf "$PKG/node"
+  local dir="$PKG/$name" stamp t0
   # The stamp records the CLI version and flags; redo when the input is newer than
   # the stamp, the CLI or flags changed, or the output went missing.
-  stamp="$ROOT/target/wasm-js/bindgen-$target.stamp"
+  stamp="$ROOT/target/wasm-$name/bindgen.stamp"
   if [ -f "$stamp" ] && [ "$stamp" -nt "$in" ] && [ "$(cat "$stamp")" = "$have $flags" ] &&
      [ -f "$dir/rota_wasm_bg.wasm" ] && [ -f "$dir/rota_wasm.js" ]; then
-    note "wasm-bindgen --target $target: up to date (${dir#"$ROOT"/})"
+    note "wasm-bindgen ($name): up to date (${dir#"$ROOT"/})"
     return
   fi
   t0=$SECONDS
-  step "wasm: wasm-bindgen --target $target --out-dir ${dir#"$ROOT"/}"
+  step "wasm: wasm-bindgen --target web --out-dir ${dir#"$ROOT"/}"
+  rm -rf "$dir"
   mkdir -p "$dir"
   # shellcheck disable=SC2086  # $flags is a list of flags
-  wasm-bindgen --target "$target" --out-dir "$dir" $flags "$in"
+  wasm-bindgen --target web --out-dir "$dir" $flags "$in"
   echo "$have $flags" >"$stamp"
   note "done in $((SECONDS - t0)) s ($(wc -c <"$dir/rota_wasm_bg.wasm") bytes wasm)"
 }
+
+build_node() { build_bindgen node wasm --features js,fast-step; }
+build_web() { build_bindgen web wasm-small --features js; }
 
 [ $# -gt 0 ] || set -- abi js
 for what in "$@"; do
   case "$what" in
     abi) build_abi ;;
-    js)  build_js ;;
-    *) die "unknown artefact '$what' (abi|js)" ;;
+    node) build_node ;;
+    web) build_web ;;
+    js) build_node; build_web ;;
+    *) die "unknown artefact '$what' (abi|node|web|js)" ;;
   esac
 done

@@ -37,6 +37,7 @@ test_rust() {
   # rota-wasm's feature-gated code, checked natively too (the default build has neither).
   run cargo clippy -p rota-wasm --all-targets --no-default-features --features abi -- -D warnings
   run cargo clippy -p rota-wasm --all-targets --features js -- -D warnings
+  run cargo clippy -p rota-wasm --all-targets --features js,fast-step -- -D warnings
   run cargo test --workspace --no-fail-fast
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The conformance suite on every host: `make test-conformance` (and so `make test`)
 # runs this. Expects `make wasm` to have built the plain-ABI module
-# (host-wasmtime/policy/rota_policy.wasm) and the web build (npm/pkg/web).
+# (host-wasmtime/policy/rota_policy.wasm) and the two npm builds (npm/pkg/node for
+# Node, npm/pkg/web for Chromium).
 #
 #   tests/run.sh [rust|traces|replay|node|browser]...   (default: all, in this order)
 #

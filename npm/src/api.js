@@ -42,12 +42,16 @@ function handleJson(input) {
  */
 export function buildApi(wasm, platform) {
   if (!Object.hasOwn(wasm.Policy.prototype, 'handle')) {
-    // The common inputs take the binary step (`binary.js`); every other input, and
-    // any it does not fully recognise, the JSON one: the same answers and errors.
-    const step = binaryStep(wasm, RotaError)
-    const handle = function handle(input) {
-      const answer = step(this, input)
-      return answer === undefined ? handleJson.call(this, input) : answer
+    // In the Node build, the common inputs take the binary step (`binary.js`); every
+    // other input, and any it does not fully recognise, the JSON one: the same answers
+    // and errors. The web build, made for size, has no binary step: JSON for all.
+    let handle = handleJson
+    if (typeof wasm.__memory === 'function') {
+      const step = binaryStep(wasm, RotaError)
+      handle = function handle(input) {
+        const answer = step(this, input)
+        return answer === undefined ? handleJson.call(this, input) : answer
+      }
     }
     Object.defineProperty(wasm.Policy.prototype, 'handle', { value: handle, writable: true, configurable: true })
   }

@@ -1,12 +1,13 @@
-// The Node entry. The WebAssembly module (the web build of wasm-bindgen) is compiled
-// synchronously from the file next to this one at import: nothing to await before use.
+// The Node entry. Its WebAssembly module (npm/pkg/node: made for speed, with the binary
+// step behind `Policy#handle`; wasm-bindgen's web glue) is compiled synchronously from
+// the file at import: nothing to await before use.
 
 import { readFileSync } from 'node:fs'
-import * as wasm from '../pkg/web/rota_wasm.js'
+import * as wasm from '../pkg/node/rota_wasm.js'
 import { buildApi } from './api.js'
 import { fileStateStore, readRosterFile } from './state-file.js'
 
-wasm.initSync({ module: readFileSync(new URL('../pkg/web/rota_wasm_bg.wasm', import.meta.url)) })
+wasm.initSync({ module: readFileSync(new URL('../pkg/node/rota_wasm_bg.wasm', import.meta.url)) })
 
 const api = buildApi(wasm, {
   name: 'node',

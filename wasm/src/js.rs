@@ -28,6 +28,7 @@ use serde::Serialize;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
+#[cfg(feature = "fast-step")]
 use crate::binary::{self, Writer};
 
 type JsResult<T> = Result<T, JsValue>;
@@ -111,8 +112,10 @@ fn to_js<T: Serialize>(value: &T) -> JsResult<JsValue> {
 pub struct JsPolicy {
     inner: CorePolicy,
     /// The buffer of the binary step (`binary.rs`): the input JS wrote, then the answer.
+    #[cfg(feature = "fast-step")]
     io: Vec<u8>,
     /// The strings the binary step's answers send by reference.
+    #[cfg(feature = "fast-step")]
     strings: binary::Strings,
 }
 
@@ -120,7 +123,9 @@ impl JsPolicy {
     fn wrap(inner: CorePolicy) -> JsPolicy {
         JsPolicy {
             inner,
+            #[cfg(feature = "fast-step")]
             io: Vec::new(),
+            #[cfg(feature = "fast-step")]
             strings: binary::Strings::default(),
         }
     }
@@ -146,56 +151,6 @@ impl JsPolicy {
     #[wasm_bindgen(js_name = handleJson)]
     pub fn handle_json(&mut self, input: &str) -> String {
         step_str(&mut self.inner, input)
-    }
-
-    /// The binary step's buffer, grown to at least `size` bytes: its address in the
-    /// module's memory. Used by the package's `handle` (`npm/src/binary.js`).
-    #[wasm_bindgen(js_name = __ioBuffer)]
-    pub fn io_buffer(&mut self, size: u32) -> u32 {
-        let size = (size as usize).max(binary::HEADER);
-        if self.io.len() < size {
-            self.io.resize(size, 0);
-        }
-        self.io.as_ptr() as usize as u32
-    }
-
-    /// Feeds the input JS wrote in the first `len` bytes of the buffer and writes the
-    /// answer over it (the format: `binary.rs`); returns the buffer's address, which
-    /// moves when the answer needs a larger buffer. Never throws.
-    #[wasm_bindgen(js_name = __step)]
-    pub fn step(&mut self, len: u32) -> u32 {
-        let input = self.io.get(..len as usize).and_then(binary::read_input);
-        match input.map(|input| self.inner.handle(input)) {
-            None => {
-                Writer::new(&mut self.io, &mut self.strings, binary::STATUS_REFUSED).finish(0, None)
-            }
-            Some(Err(error)) => {
-                let mut writer = Writer::new(&mut self.io, &mut self.strings, binary::STATUS_ERROR);
-                writer.str(&to_text(&error.to_json()));
-                writer.finish(0, None);
-            }
-            Some(Ok(())) => {
-                let mut writer =
-                    Writer::new(&mut self.io, &mut self.strings, binary::STATUS_OUTPUTS);
-                let mut count = 0;
-                // The output before (a grant's event repeats the grant's fields).
-                let mut previous = None;
-                while let Some(output) = self.inner.poll_output() {
-                    writer.output(&output, previous.as_ref());
-                    previous = Some(output);
-                    count += 1;
-                }
-                writer.finish(count, self.inner.poll_timeout());
-            }
-        }
-        self.io.as_ptr() as usize as u32
-    }
-
-    /// Forgets the strings the binary step's answers share with JS (JS lost its
-    /// copies: it could not read an answer to the end).
-    #[wasm_bindgen(js_name = __ioReset)]
-    pub fn io_reset(&mut self) {
-        self.strings.clear();
     }
 
     /// The last input's time (epoch ms).
@@ -364,14 +319,72 @@ pub fn default_roles() -> Array {
         .collect()
 }
 
-/// The module's memory (the binary step's buffer lives in it).
-#[wasm_bindgen(js_name = __memory)]
-pub fn wasm_memory() -> JsValue {
-    wasm_bindgen::memory()
-}
-
 /// This build's crate version.
 #[wasm_bindgen]
 pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
+}
+
+/// The binary step behind the package's `Policy#handle` (feature `fast-step`: the
+/// Node build; the web build, made for size, leaves it out and `handle` takes the JSON
+/// step there — the same answers either way).
+#[cfg(feature = "fast-step")]
+#[wasm_bindgen(js_class = Policy)]
+impl JsPolicy {
+    /// The binary step's buffer, grown to at least `size` bytes: its address in the
+    /// module's memory. Used by the package's `handle` (`npm/src/binary.js`).
+    #[wasm_bindgen(js_name = __ioBuffer)]
+    pub fn io_buffer(&mut self, size: u32) -> u32 {
+        let size = (size as usize).max(binary::HEADER);
+        if self.io.len() < size {
+            self.io.resize(size, 0);
+        }
+        self.io.as_ptr() as usize as u32
+    }
+
+    /// Feeds the input JS wrote in the first `len` bytes of the buffer and writes the
+    /// answer over it (the format: `binary.rs`); returns the buffer's address, which
+    /// moves when the answer needs a larger buffer. Never throws.
+    #[wasm_bindgen(js_name = __step)]
+    pub fn step(&mut self, len: u32) -> u32 {
+        let input = self.io.get(..len as usize).and_then(binary::read_input);
+        match input.map(|input| self.inner.handle(input)) {
+            None => {
+                Writer::new(&mut self.io, &mut self.strings, binary::STATUS_REFUSED).finish(0, None)
+            }
+            Some(Err(error)) => {
+                let mut writer = Writer::new(&mut self.io, &mut self.strings, binary::STATUS_ERROR);
+                writer.str(&to_text(&error.to_json()));
+                writer.finish(0, None);
+            }
+            Some(Ok(())) => {
+                let mut writer =
+                    Writer::new(&mut self.io, &mut self.strings, binary::STATUS_OUTPUTS);
+                let mut count = 0;
+                // The output before (a grant's event repeats the grant's fields).
+                let mut previous = None;
+                while let Some(output) = self.inner.poll_output() {
+                    writer.output(&output, previous.as_ref());
+                    previous = Some(output);
+                    count += 1;
+                }
+                writer.finish(count, self.inner.poll_timeout());
+            }
+        }
+        self.io.as_ptr() as usize as u32
+    }
+
+    /// Forgets the strings the binary step's answers share with JS (JS lost its
+    /// copies: it could not read an answer to the end).
+    #[wasm_bindgen(js_name = __ioReset)]
+    pub fn io_reset(&mut self) {
+        self.strings.clear();
+    }
+}
+
+#[cfg(feature = "fast-step")]
+/// The module's memory (the binary step's buffer lives in it).
+#[wasm_bindgen(js_name = __memory)]
+pub fn wasm_memory() -> JsValue {
+    wasm_bindgen::memory()
 }

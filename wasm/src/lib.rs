@@ -1,11 +1,14 @@
-//! rota-core's WebAssembly boundary. Built twice by the pipeline (`make wasm`):
-//! with feature `abi` it is the plain-ABI module for wasmtime hosts (zero imports),
-//! with feature `js` it is the wasm-bindgen module for Node and browsers.
-//! Both speak the JSON of `rota_core::json`, so one set of vectors tests both.
+//! rota-core's WebAssembly boundary. Built three times by the pipeline (`make wasm`):
+//! with feature `abi` it is the plain-ABI module for wasmtime hosts (zero imports);
+//! with feature `js` it is the wasm-bindgen module for browsers (the web build, made
+//! for size); with `js` and `fast-step` (the binary step behind `Policy#handle`) it is
+//! the module the package's Node entry loads (made for speed: a Node process reads it
+//! from disk, so its size matters less than its cost per input).
+//! All speak the JSON of `rota_core::json`, so one set of vectors tests them all.
 
 #[cfg(feature = "abi")]
 pub mod abi;
-#[cfg(feature = "js")]
+#[cfg(feature = "fast-step")]
 mod binary;
 #[cfg(feature = "js")]
 pub mod js;
