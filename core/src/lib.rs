@@ -123,6 +123,7 @@ pub mod protocol;
 mod read;
 pub mod status;
 mod time;
+pub mod write;
 
 pub use document::{merge, narrow, validate, Document, ExecutorSpec, Violation};
 pub use duration::{format_duration, parse_duration};
