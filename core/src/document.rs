@@ -439,7 +439,7 @@ impl Parser {
                             }
                         }
                         Some(role) => unknown.push(role.to_string()),
-                        None => unknown.push(item.to_string()),
+                        None => unknown.push(crate::json::to_text(item)),
                     }
                 }
                 if !unknown.is_empty() {
@@ -700,7 +700,7 @@ impl Parser {
                     // The seed's wording quotes the text: `cooldown '30 parsecs'`.
                     let shown = match text.as_str() {
                         Some(s) => format!("'{s}'"),
-                        None => text.to_string(),
+                        None => crate::json::to_text(text),
                     };
                     self.fail(
                         path,

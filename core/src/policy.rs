@@ -35,6 +35,7 @@ use crate::status::{
     QueuedRequest, Resize, Snapshot,
 };
 use crate::time::{iso, Iso};
+use crate::write::{Obj, WriteJson};
 
 /// Lease order: ranked before unranked, then rank, then event time, then arrival.
 /// The parts as requests are exported and imported; kept encoded as a `Key`.
@@ -3376,7 +3377,22 @@ impl Policy {
     /// Everything, as JSON, for a live swap to another module version. Drain the
     /// outputs first: pending outputs are carried but a host should not rely on it.
     pub fn export_state(&self) -> Value {
-        let exported = Exported {
+        crate::write::to_json_value(&self.exported())
+    }
+
+    /// The exported state's text as the hand-written writer (what hosts get) and as
+    /// serde_json over the derived `Serialize` write it: the tests compare the two.
+    #[doc(hidden)]
+    pub fn export_texts(&self) -> (String, String) {
+        let exported = self.exported();
+        (
+            crate::write::to_json_text(&exported),
+            serde_json::to_string(&exported).unwrap_or_default(),
+        )
+    }
+
+    fn exported(&self) -> Exported {
+        Exported {
             version: EXPORT_VERSION,
             options: self.options.clone(),
             document: self.document.raw.clone(),
@@ -3420,12 +3436,7 @@ impl Policy {
             }),
             preflights: self.preflights.clone(),
             outputs: self.outputs.iter().cloned().collect(),
-        };
-        // Through the text: one writer for every type in the WebAssembly modules.
-        serde_json::to_string(&exported)
-            .ok()
-            .and_then(|text| serde_json::from_str(&text).ok())
-            .unwrap_or(Value::Null)
+        }
     }
 
     /// Rebuilds a policy from `export_state` (of this or an earlier version).
@@ -3775,6 +3786,133 @@ struct ExportedReload {
     document: Value,
     awaiting: StrSet,
     since: u64,
+}
+
+// ---- Writing an export ------------------------------------------------------------
+//
+// By hand (`write.rs`), the text of the derived `Serialize` byte for byte (the derives
+// stay as the tests' reference).
+
+impl WriteJson for Exported {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("version", &self.version)
+            .field("options", &self.options)
+            .field("document", &self.document)
+            .field("draining", &self.draining)
+            .pairs("runtime", &self.runtime)
+            .field("now", &self.now)
+            .field("requests", &self.requests)
+            .pairs("leases", &self.leases)
+            .pairs("abandoned", &self.abandoned)
+            .field("nextLease", &self.next_lease)
+            .field("nextArrival", &self.next_arrival)
+            .field("leaseClock", &self.lease_clock)
+            .field("lastPersisted", &self.last_persisted)
+            .field("knownIds", &self.known_ids)
+            .field("pendingReload", &self.pending_reload)
+            .pairs("preflights", &self.preflights)
+            .field("outputs", &self.outputs)
+            .end();
+    }
+}
+
+impl WriteJson for ExportedReload {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("document", &self.document)
+            .field("awaiting", &self.awaiting)
+            .field("since", &self.since)
+            .end();
+    }
+}
+
+impl WriteJson for ExportedRequest {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("id", &self.id)
+            .field("role", &self.role)
+            .field("avoid", &self.avoid)
+            .field("prefer", &self.prefer)
+            .field("pin", &self.pin)
+            .field("rank", &self.rank)
+            .field("eventTime", &self.event_time)
+            .field("label", &self.label)
+            .field("deadline", &self.deadline)
+            .field("key", &self.key)
+            .field("since", &self.since)
+            .field("announced", &self.announced)
+            .field("tryOnly", &self.try_only)
+            .field("state", &self.state)
+            .end();
+    }
+}
+
+impl WriteJson for ReqState {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            ReqState::Waiting => out.extend_from_slice(b"\"waiting\""),
+            ReqState::Creating { executor, passed } => {
+                out.extend_from_slice(b"{\"creating\":");
+                Obj::new(out)
+                    .field("executor", executor)
+                    .field("passed", passed)
+                    .end();
+                out.push(b'}');
+            }
+        }
+    }
+}
+
+impl WriteJson for Lease {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("request", &self.request)
+            .field("executor", &self.executor)
+            .field("role", &self.role)
+            .field("label", &self.label)
+            .field("hold", &self.hold)
+            .field("since", &self.since)
+            .field("occupied", &self.occupied)
+            .field("counted", &self.counted)
+            .end();
+    }
+}
+
+impl WriteJson for Runtime {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("lastLeased", &self.last_leased)
+            .field("exclusion", &self.exclusion)
+            .field("rateLimits", &self.rate_limits)
+            .field("pause", &self.pause)
+            .field("probeInFlight", &self.probe_in_flight)
+            .field("lastProbeAt", &self.last_probe_at)
+            .end();
+    }
+}
+
+impl WriteJson for Excl {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("kind", &self.kind)
+            .field("reason", &self.reason)
+            .field("until", &self.until)
+            .field("since", &self.since)
+            .field("then", &self.then)
+            .end();
+    }
+}
+
+impl WriteJson for Pause {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("failures", &self.failures)
+            .field("until", &self.until)
+            .field("message", &self.message)
+            .field("blocked", &self.blocked)
+            .end();
+    }
 }
 
 // ---- Reading an export ------------------------------------------------------------
