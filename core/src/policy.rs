@@ -14,7 +14,7 @@
 //! and deadlines.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -506,6 +506,87 @@ struct Lease {
     counted: bool,
 }
 
+/// The request deadlines in (deadline, lease order) order, each with its request's
+/// slot: one `Index` per value of the order key's first word (the unranked flag),
+/// keyed `[deadline, rank, time, arrival]` (issue 4: a `BTreeSet<(u64, OrderKey,
+/// u32)>` was another copy of the B-tree code in the WebAssembly module). The first
+/// deadline is the least of the indexes' first entries, the lower flag first on a
+/// tie: the order of the tuples `(deadline, order key)` exactly. Order keys are
+/// unique (arrival), so a key maps to one slot.
+#[derive(Debug, Clone)]
+struct Deadlines(Vec<Index>);
+
+impl Default for Deadlines {
+    fn default() -> Deadlines {
+        // Ranked and unranked (an imported key may name other flags: more indexes).
+        Deadlines(vec![Index::new(), Index::new()])
+    }
+}
+
+impl Deadlines {
+    fn split(deadline: u64, key: &OrderKey) -> (usize, Key) {
+        (key[0] as usize, [deadline, key[1], key[2], key[3]])
+    }
+
+    fn insert(&mut self, deadline: u64, key: &OrderKey, s: u32) {
+        let (flag, k) = Self::split(deadline, key);
+        if self.0.len() <= flag {
+            self.0.resize(flag + 1, Index::new());
+        }
+        self.0[flag].insert(k, s);
+    }
+
+    fn remove(&mut self, deadline: u64, key: &OrderKey) {
+        let (flag, k) = Self::split(deadline, key);
+        if let Some(index) = self.0.get_mut(flag) {
+            index.remove(&k);
+        }
+    }
+
+    /// The index holding the first deadline.
+    fn first_index(&self) -> Option<usize> {
+        let mut best: Option<(u64, usize)> = None;
+        for (flag, index) in self.0.iter().enumerate() {
+            if let Some((k, _)) = index.first_key_value() {
+                // Strictly earlier only: on a tie the lower flag (seen first) wins.
+                if best.is_none_or(|(t, _)| k[0] < t) {
+                    best = Some((k[0], flag));
+                }
+            }
+        }
+        best.map(|(_, flag)| flag)
+    }
+
+    /// The first deadline and its request's slot.
+    fn first(&self) -> Option<(u64, u32)> {
+        let (k, &s) = self.0[self.first_index()?].first_key_value()?;
+        Some((k[0], s))
+    }
+
+    fn pop_first(&mut self) {
+        if let Some(flag) = self.first_index() {
+            self.0[flag].pop_first();
+        }
+    }
+
+    fn clear(&mut self) {
+        self.0.iter_mut().for_each(Index::clear);
+    }
+
+    fn len(&self) -> usize {
+        self.0.iter().map(Index::len).sum()
+    }
+
+    /// Every entry as (deadline, order key, slot).
+    fn iter(&self) -> impl Iterator<Item = (u64, OrderKey, u32)> + '_ {
+        self.0.iter().enumerate().flat_map(|(flag, index)| {
+            index
+                .iter()
+                .map(move |(k, &s)| (k[0], [flag as u64, k[1], k[2], k[3]], s))
+        })
+    }
+}
+
 /// The open leases by id, in id order: a `Vec` sorted by id, where a released
 /// lease leaves a hole until holes outnumber leases (issue 4: a `BTreeMap<u64,
 /// Lease>` was another copy of the B-tree code in the WebAssembly module). Lease
@@ -649,7 +730,7 @@ pub struct Policy {
     /// Queues and timers hold request slots (`requests`), not ids.
     role_queues: Vec<Index>,
     pin_queues: StrMap<Index>,
-    deadlines: BTreeSet<(u64, OrderKey, u32)>,
+    deadlines: Deadlines,
     exclusion_ends: Index,
     pause_ends: Index,
     /// Per executor: out with a health exclusion (a list, not a set: one map type
@@ -714,7 +795,7 @@ impl Policy {
             role_ids: Vec::new(),
             role_queues: Vec::new(),
             pin_queues: Vec::new(),
-            deadlines: BTreeSet::new(),
+            deadlines: Deadlines::default(),
             exclusion_ends: Index::new(),
             pause_ends: Index::new(),
             health: Vec::new(),
@@ -761,7 +842,7 @@ impl Policy {
         };
         consider(self.exclusion_ends.first_key_value().map(|(k, _)| k[0]));
         consider(self.pause_ends.first_key_value().map(|(k, _)| k[0]));
-        consider(self.deadlines.first().map(|(t, _, _)| *t));
+        consider(self.deadlines.first().map(|(t, _)| t));
         if self.options.can_probe {
             // In floor order: once a floor passes the best due time, none is earlier.
             let mut best: Option<u64> = None;
@@ -932,7 +1013,7 @@ impl Policy {
             let next = [
                 self.exclusion_ends.first_key_value().map(|(k, _)| k[0]),
                 self.pause_ends.first_key_value().map(|(k, _)| k[0]),
-                self.deadlines.first().map(|(t, _, _)| *t),
+                self.deadlines.first().map(|(t, _)| t),
             ]
             .into_iter()
             .flatten()
@@ -957,7 +1038,7 @@ impl Policy {
                 self.end_pause(e);
             }
             self.grant_pass();
-            while let Some(&(t, _, s)) = self.deadlines.first() {
+            while let Some((t, s)) = self.deadlines.first() {
                 if t > at {
                     break;
                 }
@@ -1158,7 +1239,7 @@ impl Policy {
             sorted::entry(&mut self.pin_queues, pin).insert(key, s);
         }
         if let Some(deadline) = deadline {
-            self.deadlines.insert((deadline, key, s));
+            self.deadlines.insert(deadline, &key, s);
         }
         if announce {
             let ahead = self.ahead_of(r, &key);
@@ -1261,7 +1342,7 @@ impl Policy {
             }
         }
         if let Some(deadline) = req.deadline() {
-            self.deadlines.remove(&(deadline, key, s));
+            self.deadlines.remove(deadline, &key);
         }
     }
 
@@ -1305,7 +1386,7 @@ impl Policy {
             let s = self.requests.insert(req);
             if let Some(deadline) = deadline {
                 // The deadline still applies while the machine is created.
-                self.deadlines.insert((deadline, key, s));
+                self.deadlines.insert(deadline, &key, s);
             }
             self.outputs.push_back(Output::CreateMachine {
                 request: id.to_string(),
@@ -1867,7 +1948,7 @@ impl Policy {
                 continue;
             };
             if let Some(deadline) = req.deadline() {
-                self.deadlines.insert((deadline, req.key, s));
+                self.deadlines.insert(deadline, &req.key, s);
             }
             if !req.waiting() {
                 continue;
@@ -3675,7 +3756,7 @@ impl Policy {
         );
         // Timers and pin queues name stored requests by slot: no stale slot (it
         // could name a later request that reused it).
-        for &(t, key, s) in &self.deadlines {
+        for (t, key, s) in self.deadlines.iter() {
             assert!(
                 self.requests
                     .at(s)
