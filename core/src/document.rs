@@ -4,7 +4,7 @@
 //! place (`executors[2].slots`), so a user fixes a file once, not once per error.
 //! Fields the core does not use are kept verbatim and passed back to the host.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -293,10 +293,12 @@ impl Parser {
             return None;
         };
         let mut executors = Vec::new();
-        let mut seen = BTreeSet::new();
+        let mut seen = Vec::new();
         for (index, entry) in entries.iter().enumerate() {
             if let Some(spec) = self.executor(index, entry, &roles, kinds) {
-                if !spec.id.trim().is_empty() && !seen.insert(spec.id.clone()) {
+                if !spec.id.trim().is_empty()
+                    && !crate::sorted::set_insert(&mut seen, spec.id.clone())
+                {
                     self.fail(
                         format!("executors[{index}].id"),
                         format!("executor '{}' is listed twice", spec.id),
@@ -439,7 +441,7 @@ impl Parser {
                             }
                         }
                         Some(role) => unknown.push(role.to_string()),
-                        None => unknown.push(item.to_string()),
+                        None => unknown.push(crate::json::to_text(item)),
                     }
                 }
                 if !unknown.is_empty() {
@@ -700,7 +702,7 @@ impl Parser {
                     // The seed's wording quotes the text: `cooldown '30 parsecs'`.
                     let shown = match text.as_str() {
                         Some(s) => format!("'{s}'"),
-                        None => text.to_string(),
+                        None => crate::json::to_text(text),
                     };
                     self.fail(
                         path,

@@ -56,11 +56,7 @@ impl Error {
     pub fn to_json(&self) -> Value {
         let mut value = json!({ "code": self.code(), "message": self.to_string() });
         if let Error::InvalidDocument { violations } = self {
-            // Through the text: one writer for every type in the WebAssembly modules.
-            value["violations"] = serde_json::to_string(violations)
-                .ok()
-                .and_then(|text| serde_json::from_str(&text).ok())
-                .unwrap_or(Value::Null);
+            value["violations"] = crate::write::to_json_value(violations);
         }
         value
     }

@@ -15,6 +15,7 @@ use crate::error::Error;
 use crate::policy::Policy;
 use crate::protocol::wire::{input_for_kind, Kind, INPUT_TYPES};
 use crate::protocol::{Input, Level, Options, Output};
+use crate::write::{write_persist, write_str, write_u64, write_value};
 
 /// Parses an input from JSON, naming what is wrong and where.
 pub fn parse_input(value: &Value) -> Result<Input, Error> {
@@ -121,7 +122,7 @@ pub fn answer_text(outputs: &[Output], wake_at: Option<u64>) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-fn write_output(out: &mut Vec<u8>, output: &Output) {
+pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
     match output {
         Output::Granted {
             request,
@@ -211,11 +212,8 @@ fn write_output(out: &mut Vec<u8>, output: &Output) {
             out.extend_from_slice(b"{\"type\":\"preflight\",\"executor\":");
             write_str(out, executor);
         }
-        Output::Persist { .. } => {
-            // Rare (once per input at most): the derived writer itself.
-            if serde_json::to_writer(&mut *out, output).is_err() {
-                out.extend_from_slice(b"null");
-            }
+        Output::Persist { ids, state } => {
+            write_persist(out, ids, state);
             return;
         }
         Output::Event {
@@ -247,18 +245,6 @@ fn write_output(out: &mut Vec<u8>, output: &Output) {
     out.push(b'}');
 }
 
-/// A JSON string as serde_json writes it: plain bytes as they are; a string with a
-/// quote, a backslash or a control character goes through serde_json's escaping.
-fn write_str(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-    } else if serde_json::to_writer(&mut *out, s).is_err() {
-        out.extend_from_slice(b"null");
-    }
-}
-
 fn write_strs(out: &mut Vec<u8>, list: &[String]) {
     out.push(b'[');
     for (i, s) in list.iter().enumerate() {
@@ -268,35 +254,6 @@ fn write_strs(out: &mut Vec<u8>, list: &[String]) {
         write_str(out, s);
     }
     out.push(b']');
-}
-
-fn write_value(out: &mut Vec<u8>, value: &Value) {
-    match value {
-        Value::String(s) => write_str(out, s),
-        Value::Number(n) if n.is_u64() => write_u64(out, n.as_u64().unwrap_or_default()),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
-        Value::Null => out.extend_from_slice(b"null"),
-        other => {
-            if serde_json::to_writer(&mut *out, other).is_err() {
-                out.extend_from_slice(b"null");
-            }
-        }
-    }
-}
-
-fn write_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
 }
 
 /// `{"outputs":[...],"wakeAt":...}` with every pending output.

@@ -124,6 +124,7 @@ mod read;
 mod sorted;
 pub mod status;
 mod time;
+pub mod write;
 
 pub use document::{merge, narrow, validate, Document, ExecutorSpec, Violation};
 pub use duration::{format_duration, parse_duration};

@@ -14,7 +14,7 @@
 //! and deadlines.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -35,6 +35,7 @@ use crate::status::{
     QueuedRequest, Resize, Snapshot,
 };
 use crate::time::{iso, Iso};
+use crate::write::{Obj, WriteJson};
 
 /// Lease order: ranked before unranked, then rank, then event time, then arrival.
 /// The parts as requests are exported and imported; kept encoded as a `Key`.
@@ -505,6 +506,87 @@ struct Lease {
     counted: bool,
 }
 
+/// The request deadlines in (deadline, lease order) order, each with its request's
+/// slot: one `Index` per value of the order key's first word (the unranked flag),
+/// keyed `[deadline, rank, time, arrival]` (issue 4: a `BTreeSet<(u64, OrderKey,
+/// u32)>` was another copy of the B-tree code in the WebAssembly module). The first
+/// deadline is the least of the indexes' first entries, the lower flag first on a
+/// tie: the order of the tuples `(deadline, order key)` exactly. Order keys are
+/// unique (arrival), so a key maps to one slot.
+#[derive(Debug, Clone)]
+struct Deadlines(Vec<Index>);
+
+impl Default for Deadlines {
+    fn default() -> Deadlines {
+        // Ranked and unranked (an imported key may name other flags: more indexes).
+        Deadlines(vec![Index::new(), Index::new()])
+    }
+}
+
+impl Deadlines {
+    fn split(deadline: u64, key: &OrderKey) -> (usize, Key) {
+        (key[0] as usize, [deadline, key[1], key[2], key[3]])
+    }
+
+    fn insert(&mut self, deadline: u64, key: &OrderKey, s: u32) {
+        let (flag, k) = Self::split(deadline, key);
+        if self.0.len() <= flag {
+            self.0.resize(flag + 1, Index::new());
+        }
+        self.0[flag].insert(k, s);
+    }
+
+    fn remove(&mut self, deadline: u64, key: &OrderKey) {
+        let (flag, k) = Self::split(deadline, key);
+        if let Some(index) = self.0.get_mut(flag) {
+            index.remove(&k);
+        }
+    }
+
+    /// The index holding the first deadline.
+    fn first_index(&self) -> Option<usize> {
+        let mut best: Option<(u64, usize)> = None;
+        for (flag, index) in self.0.iter().enumerate() {
+            if let Some((k, _)) = index.first_key_value() {
+                // Strictly earlier only: on a tie the lower flag (seen first) wins.
+                if best.is_none_or(|(t, _)| k[0] < t) {
+                    best = Some((k[0], flag));
+                }
+            }
+        }
+        best.map(|(_, flag)| flag)
+    }
+
+    /// The first deadline and its request's slot.
+    fn first(&self) -> Option<(u64, u32)> {
+        let (k, &s) = self.0[self.first_index()?].first_key_value()?;
+        Some((k[0], s))
+    }
+
+    fn pop_first(&mut self) {
+        if let Some(flag) = self.first_index() {
+            self.0[flag].pop_first();
+        }
+    }
+
+    fn clear(&mut self) {
+        self.0.iter_mut().for_each(Index::clear);
+    }
+
+    fn len(&self) -> usize {
+        self.0.iter().map(Index::len).sum()
+    }
+
+    /// Every entry as (deadline, order key, slot).
+    fn iter(&self) -> impl Iterator<Item = (u64, OrderKey, u32)> + '_ {
+        self.0.iter().enumerate().flat_map(|(flag, index)| {
+            index
+                .iter()
+                .map(move |(k, &s)| (k[0], [flag as u64, k[1], k[2], k[3]], s))
+        })
+    }
+}
+
 /// The open leases by id, in id order: a `Vec` sorted by id, where a released
 /// lease leaves a hole until holes outnumber leases (issue 4: a `BTreeMap<u64,
 /// Lease>` was another copy of the B-tree code in the WebAssembly module). Lease
@@ -648,7 +730,7 @@ pub struct Policy {
     /// Queues and timers hold request slots (`requests`), not ids.
     role_queues: Vec<Index>,
     pin_queues: StrMap<Index>,
-    deadlines: BTreeSet<(u64, OrderKey, u32)>,
+    deadlines: Deadlines,
     exclusion_ends: Index,
     pause_ends: Index,
     /// Per executor: out with a health exclusion (a list, not a set: one map type
@@ -713,7 +795,7 @@ impl Policy {
             role_ids: Vec::new(),
             role_queues: Vec::new(),
             pin_queues: Vec::new(),
-            deadlines: BTreeSet::new(),
+            deadlines: Deadlines::default(),
             exclusion_ends: Index::new(),
             pause_ends: Index::new(),
             health: Vec::new(),
@@ -760,7 +842,7 @@ impl Policy {
         };
         consider(self.exclusion_ends.first_key_value().map(|(k, _)| k[0]));
         consider(self.pause_ends.first_key_value().map(|(k, _)| k[0]));
-        consider(self.deadlines.first().map(|(t, _, _)| *t));
+        consider(self.deadlines.first().map(|(t, _)| t));
         if self.options.can_probe {
             // In floor order: once a floor passes the best due time, none is earlier.
             let mut best: Option<u64> = None;
@@ -931,7 +1013,7 @@ impl Policy {
             let next = [
                 self.exclusion_ends.first_key_value().map(|(k, _)| k[0]),
                 self.pause_ends.first_key_value().map(|(k, _)| k[0]),
-                self.deadlines.first().map(|(t, _, _)| *t),
+                self.deadlines.first().map(|(t, _)| t),
             ]
             .into_iter()
             .flatten()
@@ -956,7 +1038,7 @@ impl Policy {
                 self.end_pause(e);
             }
             self.grant_pass();
-            while let Some(&(t, _, s)) = self.deadlines.first() {
+            while let Some((t, s)) = self.deadlines.first() {
                 if t > at {
                     break;
                 }
@@ -1157,7 +1239,7 @@ impl Policy {
             sorted::entry(&mut self.pin_queues, pin).insert(key, s);
         }
         if let Some(deadline) = deadline {
-            self.deadlines.insert((deadline, key, s));
+            self.deadlines.insert(deadline, &key, s);
         }
         if announce {
             let ahead = self.ahead_of(r, &key);
@@ -1260,7 +1342,7 @@ impl Policy {
             }
         }
         if let Some(deadline) = req.deadline() {
-            self.deadlines.remove(&(deadline, key, s));
+            self.deadlines.remove(deadline, &key);
         }
     }
 
@@ -1304,7 +1386,7 @@ impl Policy {
             let s = self.requests.insert(req);
             if let Some(deadline) = deadline {
                 // The deadline still applies while the machine is created.
-                self.deadlines.insert((deadline, key, s));
+                self.deadlines.insert(deadline, &key, s);
             }
             self.outputs.push_back(Output::CreateMachine {
                 request: id.to_string(),
@@ -1866,7 +1948,7 @@ impl Policy {
                 continue;
             };
             if let Some(deadline) = req.deadline() {
-                self.deadlines.insert((deadline, req.key, s));
+                self.deadlines.insert(deadline, &req.key, s);
             }
             if !req.waiting() {
                 continue;
@@ -3376,7 +3458,22 @@ impl Policy {
     /// Everything, as JSON, for a live swap to another module version. Drain the
     /// outputs first: pending outputs are carried but a host should not rely on it.
     pub fn export_state(&self) -> Value {
-        let exported = Exported {
+        crate::write::to_json_value(&self.exported())
+    }
+
+    /// The exported state's text as the hand-written writer (what hosts get) and as
+    /// serde_json over the derived `Serialize` write it: the tests compare the two.
+    #[doc(hidden)]
+    pub fn export_texts(&self) -> (String, String) {
+        let exported = self.exported();
+        (
+            crate::write::to_json_text(&exported),
+            serde_json::to_string(&exported).unwrap_or_default(),
+        )
+    }
+
+    fn exported(&self) -> Exported {
+        Exported {
             version: EXPORT_VERSION,
             options: self.options.clone(),
             document: self.document.raw.clone(),
@@ -3420,12 +3517,7 @@ impl Policy {
             }),
             preflights: self.preflights.clone(),
             outputs: self.outputs.iter().cloned().collect(),
-        };
-        // Through the text: one writer for every type in the WebAssembly modules.
-        serde_json::to_string(&exported)
-            .ok()
-            .and_then(|text| serde_json::from_str(&text).ok())
-            .unwrap_or(Value::Null)
+        }
     }
 
     /// Rebuilds a policy from `export_state` (of this or an earlier version).
@@ -3664,7 +3756,7 @@ impl Policy {
         );
         // Timers and pin queues name stored requests by slot: no stale slot (it
         // could name a later request that reused it).
-        for &(t, key, s) in &self.deadlines {
+        for (t, key, s) in self.deadlines.iter() {
             assert!(
                 self.requests
                     .at(s)
@@ -3775,6 +3867,133 @@ struct ExportedReload {
     document: Value,
     awaiting: StrSet,
     since: u64,
+}
+
+// ---- Writing an export ------------------------------------------------------------
+//
+// By hand (`write.rs`), the text of the derived `Serialize` byte for byte (the derives
+// stay as the tests' reference).
+
+impl WriteJson for Exported {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("version", &self.version)
+            .field("options", &self.options)
+            .field("document", &self.document)
+            .field("draining", &self.draining)
+            .pairs("runtime", &self.runtime)
+            .field("now", &self.now)
+            .field("requests", &self.requests)
+            .pairs("leases", &self.leases)
+            .pairs("abandoned", &self.abandoned)
+            .field("nextLease", &self.next_lease)
+            .field("nextArrival", &self.next_arrival)
+            .field("leaseClock", &self.lease_clock)
+            .field("lastPersisted", &self.last_persisted)
+            .field("knownIds", &self.known_ids)
+            .field("pendingReload", &self.pending_reload)
+            .pairs("preflights", &self.preflights)
+            .field("outputs", &self.outputs)
+            .end();
+    }
+}
+
+impl WriteJson for ExportedReload {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("document", &self.document)
+            .field("awaiting", &self.awaiting)
+            .field("since", &self.since)
+            .end();
+    }
+}
+
+impl WriteJson for ExportedRequest {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("id", &self.id)
+            .field("role", &self.role)
+            .field("avoid", &self.avoid)
+            .field("prefer", &self.prefer)
+            .field("pin", &self.pin)
+            .field("rank", &self.rank)
+            .field("eventTime", &self.event_time)
+            .field("label", &self.label)
+            .field("deadline", &self.deadline)
+            .field("key", &self.key)
+            .field("since", &self.since)
+            .field("announced", &self.announced)
+            .field("tryOnly", &self.try_only)
+            .field("state", &self.state)
+            .end();
+    }
+}
+
+impl WriteJson for ReqState {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            ReqState::Waiting => out.extend_from_slice(b"\"waiting\""),
+            ReqState::Creating { executor, passed } => {
+                out.extend_from_slice(b"{\"creating\":");
+                Obj::new(out)
+                    .field("executor", executor)
+                    .field("passed", passed)
+                    .end();
+                out.push(b'}');
+            }
+        }
+    }
+}
+
+impl WriteJson for Lease {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("request", &self.request)
+            .field("executor", &self.executor)
+            .field("role", &self.role)
+            .field("label", &self.label)
+            .field("hold", &self.hold)
+            .field("since", &self.since)
+            .field("occupied", &self.occupied)
+            .field("counted", &self.counted)
+            .end();
+    }
+}
+
+impl WriteJson for Runtime {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("lastLeased", &self.last_leased)
+            .field("exclusion", &self.exclusion)
+            .field("rateLimits", &self.rate_limits)
+            .field("pause", &self.pause)
+            .field("probeInFlight", &self.probe_in_flight)
+            .field("lastProbeAt", &self.last_probe_at)
+            .end();
+    }
+}
+
+impl WriteJson for Excl {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("kind", &self.kind)
+            .field("reason", &self.reason)
+            .field("until", &self.until)
+            .field("since", &self.since)
+            .field("then", &self.then)
+            .end();
+    }
+}
+
+impl WriteJson for Pause {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("failures", &self.failures)
+            .field("until", &self.until)
+            .field("message", &self.message)
+            .field("blocked", &self.blocked)
+            .end();
+    }
 }
 
 // ---- Reading an export ------------------------------------------------------------

@@ -620,6 +620,11 @@ impl ExclusionKind {
     pub fn from_json(value: &Value) -> Read<ExclusionKind> {
         variant(value, Self::NAMES).map(|i| Self::ALL[i])
     }
+
+    /// The JSON name: `until`, `health`, `run`, `manual`.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
 }
 
 impl Exclusion {
@@ -654,6 +659,11 @@ impl Level {
 
     pub fn from_json(value: &Value) -> Read<Level> {
         variant(value, Self::NAMES).map(|i| Self::ALL[i])
+    }
+
+    /// The JSON name: `debug`, `info`, `warn`.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
     }
 }
 

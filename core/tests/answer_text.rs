@@ -1,6 +1,9 @@
 //! `json::answer_text` (the hand-written writer of every step's answer) writes exactly
 //! the bytes of serde_json over the derived `Serialize` of `Output`.
 
+#[path = "common/writer.rs"]
+mod writer;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -162,8 +165,46 @@ fn the_outputs_of_every_conformance_vector() {
             }
             let outputs: Vec<Output> = std::iter::from_fn(|| policy.poll_output()).collect();
             assert_same(&outputs, policy.poll_timeout());
+            writer::assert_writer_is_serde(&policy);
             steps += 1;
         }
     }
     assert!(steps > 100, "only {steps} steps");
+}
+
+/// Options (defaults, kinds, every level) and a document's violations through the
+/// hand-written writer, as serde_json writes them.
+#[test]
+fn options_and_violations_as_serde_writes_them() {
+    use rota_core::write::to_json_text;
+    for level in [Level::Debug, Level::Info, Level::Warn] {
+        for kinds in [
+            None,
+            Some(vec![]),
+            Some(vec!["a".to_string(), "b\"c".to_string()]),
+        ] {
+            let options = rota_core::Options {
+                kinds,
+                min_event_level: level,
+                can_probe: false,
+                ..Default::default()
+            };
+            assert_eq!(
+                to_json_text(&options),
+                serde_json::to_string(&options).expect("writable")
+            );
+        }
+    }
+    for document in [
+        json!(null),
+        json!({"executors": [{"id": "a\n\"b\"", "slots": -1}, {"id": "a\n\"b\""}]}),
+        json!({"executors": [{"id": "x", "roles": ["nope", 7], "priority": "high"}]}),
+    ] {
+        let violations = rota_core::validate(&document, Some(&["k".to_string()]));
+        assert!(!violations.is_empty());
+        assert_eq!(
+            to_json_text(&violations),
+            serde_json::to_string(&violations).expect("writable")
+        );
+    }
 }

@@ -11,6 +11,9 @@
 //! or not), failure reports of every kind (with resetAt and retryAfterMs), resume,
 //! and time passing (by a step, or to the core's own wake-up time).
 
+#[path = "common/writer.rs"]
+mod writer;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
@@ -1049,6 +1052,7 @@ impl StateMachineTest for Sut {
         sut.policy.check_invariants();
         assert_eq!(sut.policy.now(), model.now, "time");
         let snap = sut.policy.snapshot();
+        writer::assert_writer_is_serde(&sut.policy);
         assert_eq!(snap.executors.len(), model.execs.len());
         for (s, x) in snap.executors.iter().zip(&model.execs) {
             assert_eq!(s.id, x.id);

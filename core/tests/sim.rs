@@ -28,6 +28,9 @@
 //! `ROTA_SIM_SEED=s` runs only seed s, `ROTA_SIM_STEPS=k` sets the steps per seed
 //! (default 2,000). A failing seed is printed with its last inputs.
 
+#[path = "common/writer.rs"]
+mod writer;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use rota_core::json::step_str;
@@ -641,6 +644,9 @@ impl Host {
         };
         let before = self.snap.take();
         self.snap = self.checked.then(|| self.policy.snapshot());
+        if self.checked {
+            writer::assert_writer_is_serde(&self.policy);
+        }
         self.account(&input, &outputs, before.as_ref());
         Some(outputs)
     }

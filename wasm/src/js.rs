@@ -23,8 +23,8 @@
 
 use js_sys::{Array, Reflect, JSON};
 use rota_core::json::{from_value, parse_options, step_str, to_text};
+use rota_core::write::{to_json_text, WriteJson};
 use rota_core::{Error, ExplainRequest, Policy as CorePolicy};
-use serde::Serialize;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
@@ -99,10 +99,8 @@ fn to_js_value(value: &Value) -> JsValue {
     parse_text(&to_text(value))
 }
 
-fn to_js<T: Serialize>(value: &T) -> JsResult<JsValue> {
-    serde_json::to_string(value)
-        .map(|text| parse_text(&text))
-        .map_err(|e| to_js_error(&invalid_input(format!("result not writable as JSON: {e}"))))
+fn to_js<T: WriteJson>(value: &T) -> JsResult<JsValue> {
+    Ok(parse_text(&to_json_text(value)))
 }
 
 /// The rota policy: a deterministic, sans-IO state machine. Feed one input with
@@ -301,8 +299,7 @@ pub fn format_duration(ms: f64) -> String {
 /// The options a policy takes, with their defaults.
 #[wasm_bindgen(js_name = defaultOptions)]
 pub fn default_options() -> JsResult<JsValue> {
-    let text = serde_json::to_string(&rota_core::Options::default())
-        .map_err(|e| to_js_error(&invalid_input(format!("options not writable: {e}"))))?;
+    let text = to_json_text(&rota_core::Options::default());
     let mut options: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     // Left out of the options' JSON at its default (an exported state reads as before),
     // but an option like the others.
