@@ -160,19 +160,28 @@ for (const [executors, workers] of [
   await r.close()
 }
 
-console.log('\nthe WebAssembly module (npm/pkg/web/rota_wasm_bg.wasm):')
-const wasm = readFileSync(new URL('../pkg/web/rota_wasm_bg.wasm', import.meta.url))
-const gz = gzipSync(wasm, { level: 9 }).length
-console.log(`  raw ${wasm.length.toLocaleString('en')} bytes, gzipped ${gz.toLocaleString('en')} bytes (budget 150 KB gzipped)`)
-const sections = customSections(wasm)
-const named = sections.find((s) => s.name === 'name')
-if (named !== undefined) {
-  const stripped = stripCustom(wasm)
-  const strippedGz = gzipSync(stripped, { level: 9 }).length
-  console.log(
-    `  of which custom sections ${sections.map((s) => `${s.name} ${s.size.toLocaleString('en')}`).join(', ')};` +
-      ` without them: raw ${stripped.length.toLocaleString('en')}, gzipped ${strippedGz.toLocaleString('en')} bytes`,
-  )
+// The two builds of the module: pkg/node (what the Node entry loads, and so what the
+// figures above measured: made for speed) and pkg/web (the browser entry's: made for
+// download size, which the budget is about).
+let gz = 0
+for (const [build, what] of [
+  ['node', 'the Node entry'],
+  ['web', 'the browser entry; the budget'],
+]) {
+  console.log(`\nthe WebAssembly module of ${what} (npm/pkg/${build}/rota_wasm_bg.wasm):`)
+  const wasm = readFileSync(new URL(`../pkg/${build}/rota_wasm_bg.wasm`, import.meta.url))
+  const size = gzipSync(wasm, { level: 9 }).length
+  if (build === 'web') gz = size
+  console.log(`  raw ${wasm.length.toLocaleString('en')} bytes, gzipped ${size.toLocaleString('en')} bytes`)
+  const sections = customSections(wasm)
+  if (sections.some((s) => s.name === 'name')) {
+    const stripped = stripCustom(wasm)
+    const strippedGz = gzipSync(stripped, { level: 9 }).length
+    console.log(
+      `  of which custom sections ${sections.map((s) => `${s.name} ${s.size.toLocaleString('en')}`).join(', ')};` +
+        ` without them: raw ${stripped.length.toLocaleString('en')}, gzipped ${strippedGz.toLocaleString('en')} bytes`,
+    )
+  }
 }
 console.log('\nraw class target (< 3 µs per lease+release cycle):')
 for (const executors of [4, 1024]) {
@@ -182,7 +191,7 @@ for (const executors of [4, 1024]) {
   }
 }
 const gzOk = gz <= 150_000
-console.log(`size budget (<= 150,000 bytes gzipped): ${gzOk ? 'met' : 'NOT met'} (${gz.toLocaleString('en')} bytes)`)
+console.log(`size budget of the web build (<= 150,000 bytes gzipped): ${gzOk ? 'met' : 'NOT met'} (${gz.toLocaleString('en')} bytes)`)
 
 /** The custom sections of a wasm module: name and size. */
 function customSections(bytes) {
