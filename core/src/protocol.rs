@@ -437,6 +437,20 @@ impl Fields {
     }
 }
 
+impl Fields {
+    /// Fields from static keys: taken in one go with exact capacity when the keys
+    /// are already in strictly increasing order (as the core writes them), else
+    /// inserted one by one (a repeated key keeps its last value).
+    pub(crate) fn from_static(pairs: Vec<(&'static str, Value)>) -> Fields {
+        if pairs.windows(2).all(|w| w[0].0 < w[1].0) {
+            let mut v = Vec::with_capacity(pairs.len());
+            v.extend(pairs.into_iter().map(|(k, v)| (Cow::Borrowed(k), v)));
+            return Fields(v);
+        }
+        pairs.into_iter().collect()
+    }
+}
+
 impl<K: Into<Cow<'static, str>>> FromIterator<(K, Value)> for Fields {
     fn from_iter<I: IntoIterator<Item = (K, Value)>>(iter: I) -> Fields {
         let mut fields = Fields(Vec::new());
