@@ -4,12 +4,11 @@
 //! place (`executors[2].slots`), so a user fixes a file once, not once per error.
 //! Fields the core does not use are kept verbatim and passed back to the host.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::duration::parse_duration;
+use crate::sorted::SortedMap;
 
 /// The seed's five roles, the default role list of a document.
 pub const DEFAULT_ROLES: [&str; 5] = ["planner", "coder", "reviewer", "judge", "verifier"];
@@ -43,7 +42,7 @@ impl std::fmt::Display for Violation {
 pub enum Priority {
     All(f64),
     PerRole {
-        roles: BTreeMap<String, f64>,
+        roles: SortedMap<f64>,
         default: Option<f64>,
     },
 }
@@ -88,7 +87,7 @@ pub struct ExecutorSpec {
     pub roles: Vec<String>,
     pub slots: u32,
     /// Per-role caps in effect (explicit `roleSlots`/`coderSlots`, or the coder default).
-    pub role_caps: BTreeMap<String, u32>,
+    pub role_caps: SortedMap<u32>,
     pub priority: Priority,
     pub health: Option<String>,
     pub cooldown: Cooldowns,
@@ -489,7 +488,7 @@ impl Parser {
         let slots = slots.or(alias).unwrap_or(1);
 
         // Role caps: `roleSlots` for any role, `coderSlots` for the coder role.
-        let mut role_caps = BTreeMap::new();
+        let mut role_caps = SortedMap::new();
         if let Some(value) = object.get("roleSlots") {
             match value.as_object() {
                 Some(caps) => {
@@ -631,7 +630,7 @@ impl Parser {
                 }
             },
             Some(Value::Object(entries)) => {
-                let mut per_role = BTreeMap::new();
+                let mut per_role = SortedMap::new();
                 let mut default = None;
                 for (key, item) in entries {
                     let Some(p) = number(item) else {

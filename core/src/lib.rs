@@ -134,5 +134,6 @@ pub use protocol::{
     Exclusion, ExclusionKind, ExplainRequest, Failure, FailureKind, Fields, Input, LeaseRequest,
     Level, Options, Output, PersistedState,
 };
+pub use sorted::SortedMap;
 pub use status::{Explanation, Plan, Snapshot};
 pub use time::iso as iso_time;

@@ -103,3 +103,126 @@ pub(crate) fn set_from(items: impl IntoIterator<Item = String>) -> StrSet {
     }
     set
 }
+
+/// A map keyed by a string, as a sorted `Vec` (the snapshot's and a spec's per-role
+/// caps, priorities and busy counts; issue 4: not a `BTreeMap<String, _>` per value
+/// type). Entries in key order, keys unique; of a repeated key the last value stands,
+/// as collecting into a `BTreeMap` does. Written and read as a JSON object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SortedMap<V>(StrMap<V>);
+
+impl<V> Default for SortedMap<V> {
+    fn default() -> Self {
+        SortedMap(Vec::new())
+    }
+}
+
+impl<V> SortedMap<V> {
+    pub fn new() -> Self {
+        SortedMap::default()
+    }
+
+    pub fn get(&self, key: &str) -> Option<&V> {
+        get(&self.0, key)
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        contains_key(&self.0, key)
+    }
+
+    /// Sets `key` to `value`; the value it replaced.
+    pub fn insert(&mut self, key: String, value: V) -> Option<V> {
+        insert(&mut self.0, key, value)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The entries in key order.
+    pub fn iter(&self) -> <&Self as IntoIterator>::IntoIter {
+        self.into_iter()
+    }
+
+    /// The entries in key order, as pairs.
+    pub fn as_slice(&self) -> &[(String, V)] {
+        &self.0
+    }
+}
+
+impl<'a, V> IntoIterator for &'a SortedMap<V> {
+    type Item = (&'a String, &'a V);
+    type IntoIter =
+        std::iter::Map<std::slice::Iter<'a, (String, V)>, fn(&'a (String, V)) -> Self::Item>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+}
+
+impl<V> FromIterator<(String, V)> for SortedMap<V> {
+    fn from_iter<I: IntoIterator<Item = (String, V)>>(pairs: I) -> Self {
+        SortedMap(map_from(pairs))
+    }
+}
+
+impl<V: serde::Serialize> serde::Serialize for SortedMap<V> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
+    }
+}
+
+impl<'de, V: serde::Deserialize<'de>> serde::Deserialize<'de> for SortedMap<V> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<V>(std::marker::PhantomData<V>);
+        impl<'de, V: serde::Deserialize<'de>> serde::de::Visitor<'de> for Visit<V> {
+            type Value = SortedMap<V>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut access: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut map = SortedMap::new();
+                while let Some((k, v)) = access.next_entry::<String, V>()? {
+                    map.insert(k, v);
+                }
+                Ok(map)
+            }
+        }
+        deserializer.deserialize_map(Visit(std::marker::PhantomData))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn sorted_map_reads_and_writes_as_the_btree_map_did() {
+        let pairs = [("b", 2u32), ("a", 1), ("c", 3), ("a", 9), ("", 0)];
+        let own: SortedMap<u32> = pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        let btree: BTreeMap<String, u32> = pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        assert!(own.iter().eq(btree.iter()));
+        assert_eq!(own.len(), 4);
+        assert_eq!(own.get("a"), Some(&9));
+        assert_eq!(own.get("z"), None);
+        let text = serde_json::to_string(&own).ok();
+        assert_eq!(text, serde_json::to_string(&btree).ok());
+        let mut written = Vec::new();
+        crate::write::WriteJson::write_json(&own, &mut written);
+        assert_eq!(String::from_utf8(written).ok(), text);
+        let read: Option<SortedMap<u32>> =
+            serde_json::from_str(r#"{"b":2,"a":1,"c":3,"a":9,"":0}"#).ok();
+        assert_eq!(read, Some(own));
+        let wrong = serde_json::from_str::<SortedMap<u32>>("[1]").map_err(|e| e.to_string());
+        let wrong_btree =
+            serde_json::from_str::<BTreeMap<String, u32>>("[1]").map_err(|e| e.to_string());
+        assert_eq!(wrong.err(), wrong_btree.err());
+    }
+}

@@ -1,14 +1,13 @@
 //! What queries return: the snapshot, explanations and reload plans. Queries change
 //! nothing; they describe the state as of the last input.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::document::Violation;
 use crate::protocol::ExclusionKind;
 use crate::read::{self, object, Read};
+use crate::sorted::SortedMap;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -40,12 +39,12 @@ pub struct ExecutorStatus {
     /// Configured slots (0 for an executor a reload removed that still drains).
     pub slots: u32,
     /// Per-role caps in effect.
-    pub role_caps: BTreeMap<String, u32>,
+    pub role_caps: SortedMap<u32>,
     /// Priority per role.
-    pub priority: BTreeMap<String, f64>,
+    pub priority: SortedMap<f64>,
     /// Slots taken (leases, occupied work, machines being created).
     pub busy: u32,
-    pub busy_by_role: BTreeMap<String, u32>,
+    pub busy_by_role: SortedMap<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclusion: Option<ExclusionStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

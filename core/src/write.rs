@@ -300,6 +300,12 @@ impl<K: MapKey, V: WriteJson> WriteJson for BTreeMap<K, V> {
     }
 }
 
+impl<V: WriteJson> WriteJson for crate::sorted::SortedMap<V> {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_map(out, self.iter());
+    }
+}
+
 impl<A: WriteJson, B: WriteJson> WriteJson for (A, B) {
     fn write_json(&self, out: &mut Vec<u8>) {
         out.push(b'[');

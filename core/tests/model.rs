@@ -1061,7 +1061,7 @@ impl StateMachineTest for Sut {
             for (r, role) in ROLES.iter().enumerate() {
                 if x.has[r] {
                     assert_eq!(
-                        s.busy_by_role.get(*role).copied(),
+                        s.busy_by_role.get(role).copied(),
                         Some(x.busy_by_role[r]),
                         "{role} count of {}",
                         x.id

@@ -815,7 +815,7 @@ fn a_reload_that_adds_or_grows_nothing_needs_no_preflight() {
     let outs = reload(&mut sim, vec![coder("a", json!({ "priority": 4 }))]);
     assert!(outs.preflights().is_empty());
     assert!(outs.has_event("reloaded"));
-    assert_eq!(sim.exec("a").priority["coder"], 4.0);
+    assert_eq!(sim.exec("a").priority.get("coder"), Some(&4.0));
 }
 
 #[test]
