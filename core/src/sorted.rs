@@ -144,22 +144,14 @@ impl<V> SortedMap<V> {
     }
 
     /// The entries in key order.
-    pub fn iter(&self) -> <&Self as IntoIterator>::IntoIter {
-        self.into_iter()
+    /// The entries in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &V)> {
+        self.0.iter().map(|(k, v)| (k, v))
     }
 
     /// The entries in key order, as pairs.
     pub fn as_slice(&self) -> &[(String, V)] {
         &self.0
-    }
-}
-
-impl<'a, V> IntoIterator for &'a SortedMap<V> {
-    type Item = (&'a String, &'a V);
-    type IntoIter =
-        std::iter::Map<std::slice::Iter<'a, (String, V)>, fn(&'a (String, V)) -> Self::Item>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter().map(|(k, v)| (k, v))
     }
 }
 

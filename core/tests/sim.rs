@@ -975,7 +975,7 @@ impl Host {
                 "seed {seed}: busy count of {} after {kind}",
                 x.id
             );
-            for (role, n) in &x.busy_by_role {
+            for (role, n) in x.busy_by_role.iter() {
                 assert_eq!(
                     *n,
                     by_role
