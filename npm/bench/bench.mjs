@@ -7,13 +7,13 @@
 // Target: the raw class under 3 µs per lease+release cycle. Budget: 150 KB gzipped
 // for the web build's .wasm.
 //
-// Last figures (Node 20, a shared 2-core machine under some load, best round; issue 4,
-// the binary step): raw Policy.handle 2.65 / 3.01 µs per cycle at 4 / 1,024 executors
-// with the defaults, 1.97 / 2.30 µs with minEventLevel 'warn'; handleJson 6.7 / 7.6 µs;
-// the module 630,537 bytes, 216,980 gzipped. In the same run, before the binary step
-// (JSON.stringify -> handleJson -> JSON.parse, dlmalloc): 8.93 / 9.35 µs, 6.90 / 7.53 µs
-// with 'warn', handleJson 7.45 / 8.14 µs, 624,560 / 215,143 bytes. The 1,024-executor
-// default row is at the target (2.9-3.1 µs from run to run); the size budget is missed.
+// Last figures (Node 20, a shared 2-core machine at load ~1, best round; issue 4): raw
+// Policy.handle 2.42 / 2.88 µs per cycle at 4 / 1,024 executors with the defaults,
+// 1.86 / 2.19 µs with minEventLevel 'warn' (the binary step of the Node build);
+// handleJson 6.3 / 6.8 µs; Roster lease()+release() 3.9 / 4.4 µs. The web build's
+// module 375,241 bytes, 149,928 gzipped (the Node build's, made for speed: 429,517 /
+// 168,910). Before issue 4's work on them: 8.93 / 9.35 µs (6.90 / 7.53 with 'warn'),
+// one module of 624,560 / 215,143 bytes.
 
 import { readFileSync } from 'node:fs'
 import { gzipSync } from 'node:zlib'
