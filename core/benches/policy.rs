@@ -15,18 +15,20 @@
 //! Before the benchmarks, a counting allocator measures the memory each waiting
 //! request holds (target: under 300 bytes), and again with a label on each. It
 //! counts the bytes asked of the allocator (not its own overhead), indexes
-//! included: 214 bytes (231 with a 17-character label) since requests live once
+//! included: 222 bytes (239 with a 17-character label) since requests live once
 //! in a slab with their rare fields boxed and the queues hold slots; 637 before,
-//! with a full record per id in a map and ids copied into the queues.
+//! with a full record per id in a map and ids copied into the queues. (214 before
+//! the indexes shared one `[u64; 4]` key shape for the web build's size, issue 4.)
 //!
-//! One run on the 2-core development machine (2026-11-29, little else running):
+//! One run on the 2-core development machine (2026-11-29, session 3, after issue 4's
+//! size and hot-path work; little else running):
 //!
 //! | case | figure | target |
 //! |---|---|---|
-//! | lease+release, 4 / 64 / 1,024 / 10,000 executors | 603 / 716 / 762 / 836 ns | ≥ 1 M/s at 1,024 (1.31 M/s); ≤ 2× the cost at 4 at 10,000 (1.39×) |
-//! | release that grants the next, 10,000 waiting | 945 ns | < 5 µs |
-//! | failure storm, per report | 645 ns (9.5 µs when every persist rewrote the whole state) | < 1 µs |
-//! | memory per waiting request | 214 B | < 300 B |
+//! | lease+release, 4 / 64 / 1,024 / 10,000 executors | 449 / 515 / 564 / 627 ns | ≥ 1 M/s at 1,024 (1.77 M/s); ≤ 2× the cost at 4 at 10,000 (1.40×) |
+//! | release that grants the next, 10,000 waiting | 698 ns | < 5 µs |
+//! | failure storm, per report | 610 ns (9.5 µs when every persist rewrote the whole state) | < 1 µs |
+//! | memory per waiting request | 222 B | < 300 B |
 //!
 //! `cargo bench -p rota-core --bench policy` (add `-- --quick` for a fast look).
 
