@@ -26,6 +26,8 @@ export function asCommonJs(example) {
   return `${imports.join('\n')}\n;(async () => {\n${body}\n})().catch((error) => {\n  console.error(error)\n  process.exitCode = 1\n})\n`
 }
 
+export const ESBUILD_ESM_BANNER = "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);"
+
 const importFrom = async (root, name) => {
   const require = createRequire(join(root, 'package.json'))
   return import(pathToFileURL(require.resolve(name)).href)
@@ -39,7 +41,15 @@ export async function bundleForNode({ root, dir, example }) {
   const out = join(dir, 'out')
   const esbuild = await importFrom(root, 'esbuild')
   const common = { bundle: true, platform: 'node', target: 'node20', logLevel: 'error', absWorkingDir: dir }
-  await esbuild.build({ ...common, entryPoints: [join(dir, 'example.mjs')], format: 'esm', outfile: join(out, 'esbuild-esm', 'main.mjs') })
+  // An ESM bundle for Node needs `require` for the CommonJS inside it (yaml's Node
+  // build requires node:process): esbuild's documented banner (README, Bundlers).
+  await esbuild.build({
+    ...common,
+    entryPoints: [join(dir, 'example.mjs')],
+    format: 'esm',
+    banner: { js: ESBUILD_ESM_BANNER },
+    outfile: join(out, 'esbuild-esm', 'main.mjs'),
+  })
   await esbuild.build({ ...common, entryPoints: [join(dir, 'example.cjs')], format: 'cjs', outfile: join(out, 'esbuild-cjs', 'main.cjs') })
   await webpack(root, {
     mode: 'production',
