@@ -106,7 +106,8 @@ export async function bundleForBrowser({ root, dir, example }) {
   writeFileSync(join(out, 'webpack', 'index.html'), page('main.js', 'text/javascript'))
   writeFileSync(join(dir, 'index.html'), page('./main.js'))
   const vite = await importFrom(root, 'vite')
-  await vite.build({ root: dir, configFile: false, logLevel: 'error', build: { outDir: join(out, 'vite'), emptyOutDir: true } })
+  // base './': the test serves each bundle under a path of its own.
+  await vite.build({ root: dir, base: './', configFile: false, logLevel: 'error', build: { outDir: join(out, 'vite'), emptyOutDir: true } })
   return { esbuild: join(out, 'esbuild'), webpack: join(out, 'webpack'), vite: join(out, 'vite') }
 }
 

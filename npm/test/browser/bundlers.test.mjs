@@ -68,8 +68,10 @@ for (const name of ['esbuild', 'webpack', 'vite']) {
     page.on('console', (message) => message.type() === 'error' && errors.push(`console: ${message.text()}`))
     page.on('requestfailed', (request) => errors.push(`request failed: ${request.url()}`))
     try {
+      const started = Date.now()
       await page.goto(`${base}/${name}/`)
-      await page.waitForFunction(() => document.body.textContent.includes('took coder') || null, null, { timeout: 15_000 }).catch(() => {})
+      await page.waitForFunction(() => document.body.textContent.includes('took coder'), null, { timeout: 15_000 }).catch(() => {})
+      console.log(`${name}: the page answered in ${Date.now() - started} ms`)
       assert.deepEqual(errors, [])
       assert.equal((await page.textContent('body')).trim(), 'local took coder')
     } finally {
