@@ -1043,6 +1043,7 @@ function outcome(step) {
 
 function wire() {
   $('#mode-explore').addEventListener('click', () => {
+    if (app.loading) cancelLoading() // a trace half loaded would pull the page back to Replay
     if (app.mode !== 'explore') setStatus(app.session ? `explore: the session at ${clockText(app.session.now)} UTC (virtual)` : 'explore: start a session')
     setMode('explore')
     render()

@@ -81,7 +81,7 @@ describe('a long trace', { timeout: 600_000 }, () => {
     assert.deepEqual(errors, [])
   })
 
-  test('Cancel stops a load half way; the page answers it', async () => {
+  test('Cancel (or Explore) stops a load half way; the page answers it', async () => {
     const { page, url, errors } = b
     await ready(page, url)
     await page.click('#mode-replay')
@@ -95,6 +95,14 @@ describe('a long trace', { timeout: 600_000 }, () => {
     // and a trace opened afterwards loads as ever
     await page.click('#trace-from-session')
     await page.waitForSelector('#rp-verify[data-verified]')
+
+    // going back to Explore mid-load stops it too (it would pull the page back to Replay)
+    await page.setInputFiles('#trace-file', file)
+    await page.waitForSelector('#trace-loading[data-phase="replaying"]')
+    await page.click('#mode-explore')
+    await page.waitForSelector('#trace-loading', { state: 'hidden' })
+    await page.waitForSelector('body[data-mode="explore"]')
+    assert.match(await page.textContent('#status'), /^explore: the session/)
     assert.deepEqual(errors, [])
   })
 })
