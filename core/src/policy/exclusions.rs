@@ -10,7 +10,8 @@ use crate::protocol::{ExclusionKind, Failure, FailureKind, Level};
 use crate::sorted;
 use crate::time::{iso, Iso};
 
-use super::keys::timer_key;
+use super::events::EventName;
+use super::keys::{timer_key, Index};
 use super::queue::Ending;
 use super::Policy;
 
@@ -36,16 +37,53 @@ impl ActiveExclusion {
     }
 }
 
+/// The exclusion timers: executors whose exclusion ends at an instant, keyed
+/// (end, executor). The exclusions themselves are the executors' (`Runtime`).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Exclusions {
+    pub(super) ends: Index,
+}
+
+impl Exclusions {
+    /// When an exclusion next ends.
+    pub(super) fn next_end(&self) -> Option<u64> {
+        self.ends.first_key_value().map(|(k, _)| k[0])
+    }
+
+    /// Takes the first exclusion timer due at `at` or earlier: its executor.
+    pub(super) fn pop_due(&mut self, at: u64) -> Option<usize> {
+        let (&[t, e, ..], _) = self.ends.first_key_value()?;
+        if t > at {
+            return None;
+        }
+        self.ends.pop_first();
+        Some(e as usize)
+    }
+
+    /// Moves executor `e`'s timer from the end of its old exclusion to the end of
+    /// its new one (either may have none).
+    pub(super) fn retime(&mut self, e: usize, old: Option<u64>, new: Option<u64>) {
+        if let Some(end) = old {
+            // Gone already when the time advance took it (`pop_due`).
+            self.ends.remove(&timer_key(end, e));
+        }
+        if let Some(end) = new {
+            self.ends.insert(timer_key(end, e), 0);
+        }
+    }
+}
+
 impl Policy {
     pub(super) fn report(&mut self, executor: &str, failure: &Failure) {
-        let Some(e) = self.exec_index.get(executor) else {
+        let Some(e) = self.roster.index.get(executor) else {
+            debug_assert!(false, "report: the executor was checked");
             return;
         };
         let now = self.now;
-        let spec = &self.execs[e].spec;
+        let spec = &self.roster.executors[e].spec;
         let model_unavailable = failure.kind == FailureKind::ModelUnavailable
             || is_model_unavailable_message(&failure.message);
-        let excl = if model_unavailable {
+        let exclusion = if model_unavailable {
             Some(self.new_exclusion(
                 ExclusionKind::Run,
                 format!(
@@ -87,17 +125,17 @@ impl Policy {
                 FailureKind::ModelUnavailable | FailureKind::Other => None,
             }
         };
-        match excl {
-            Some(excl) => {
+        match exclusion {
+            Some(exclusion) => {
                 if failure.kind == FailureKind::RateLimit {
-                    self.execs[e].rt.rate_limits.clear();
+                    self.roster.executors[e].runtime.rate_limits.clear();
                 }
-                self.exclude(e, excl);
+                self.exclude(e, exclusion);
             }
             None if failure.kind == FailureKind::RateLimit => {}
             None => self.event(
                 Level::Debug,
-                "failureIgnored",
+                EventName::FailureIgnored,
                 format!(
                     "{executor} failed ({}); that does not take it out of the round",
                     excerpt(&failure.message, 160)
@@ -116,13 +154,13 @@ impl Policy {
         let now = self.now;
         let window = self.options.rate_limit_window_ms;
         let threshold = self.options.rate_limits_to_exclude.max(1) as usize;
-        let limits = &mut self.execs[e].rt.rate_limits;
+        let limits = &mut self.roster.executors[e].runtime.rate_limits;
         while limits.front().is_some_and(|&t| t + window <= now) {
             limits.pop_front();
         }
         limits.push_back(now);
         let count = limits.len();
-        let id = self.execs[e].spec.id.clone();
+        let id = self.roster.executors[e].spec.id.clone();
         if let Some(ms) = failure.retry_after_ms.filter(|ms| *ms > 0) {
             return Some(self.new_exclusion(
                 ExclusionKind::Until,
@@ -131,7 +169,7 @@ impl Policy {
             ));
         }
         if count >= threshold {
-            let until = now + self.execs[e].spec.cooldown.rate_limit_ms;
+            let until = now + self.roster.executors[e].spec.cooldown.rate_limit_ms;
             return Some(self.new_exclusion(
                 ExclusionKind::Until,
                 format!("{count} rate limits within {}", format_duration(window)),
@@ -140,7 +178,7 @@ impl Policy {
         }
         self.event(
             Level::Info,
-            "rateLimited",
+            EventName::RateLimited,
             format!(
                 "{id} hit a rate limit ({count} of {threshold} within {})",
                 format_duration(window)
@@ -174,7 +212,7 @@ impl Policy {
         reason: String,
         until: Option<u64>,
     ) -> ActiveExclusion {
-        let spec = &self.execs[e].spec;
+        let spec = &self.roster.executors[e].spec;
         if kind == ExclusionKind::Health && (spec.health.is_none() || !self.options.can_probe) {
             return self.new_exclusion(
                 ExclusionKind::Until,
@@ -193,16 +231,16 @@ impl Policy {
     /// pause ends only by resume or its own end; between timed ends the later wins;
     /// a weaker exclusion never replaces a stronger one but may take over after it.
     pub(super) fn exclude(&mut self, e: usize, new: ActiveExclusion) {
-        let old = self.execs[e].rt.exclusion.clone();
+        let old = self.roster.executors[e].runtime.exclusion.clone();
         let merged = match &old {
             None => new,
             Some(old) => merge_exclusions(old.clone(), new),
         };
         if Some(&merged) == old.as_ref() {
-            let id = self.execs[e].spec.id.clone();
+            let id = self.roster.executors[e].spec.id.clone();
             self.event(
                 Level::Debug,
-                "exclusionKept",
+                EventName::ExclusionKept,
                 format!(
                     "{id} stays out of the round {} (a weaker or earlier-ending exclusion does not shorten it)",
                     Described(&merged)
@@ -211,7 +249,7 @@ impl Policy {
             );
             return;
         }
-        let id = self.execs[e].spec.id.clone();
+        let id = self.roster.executors[e].spec.id.clone();
         if let Some(old) = old.as_ref().filter(|old| {
             old.kind == merged.kind && old.reason == merged.reason && old.until == merged.until
         }) {
@@ -219,7 +257,7 @@ impl Policy {
             let then = merged.then.as_ref().map_or(0, |(t, _)| *t);
             self.event(
                 Level::Info,
-                "exclusionQueued",
+                EventName::ExclusionQueued,
                 format!(
                     "{id} stays out of the round {}; then until {} ({})",
                     Described(old),
@@ -241,7 +279,7 @@ impl Policy {
         }
         self.event(
             Level::Warn,
-            "excluded",
+            EventName::Excluded,
             format!("{id} out of the round {}", Described(&merged)),
             fields,
         );
@@ -249,59 +287,46 @@ impl Policy {
     }
 
     /// Sets or clears `e`'s exclusion and keeps every index in step with it.
-    pub(super) fn set_exclusion(&mut self, e: usize, excl: Option<ActiveExclusion>) {
-        self.unready(e);
+    pub(super) fn set_exclusion(&mut self, e: usize, exclusion: Option<ActiveExclusion>) {
+        self.roster.unready(e);
         self.probe_unwait(e);
-        let old = self.execs[e].rt.exclusion.take();
-        if let Some(end) = old.as_ref().and_then(ActiveExclusion::end) {
-            self.exclusion_ends.remove(&timer_key(end, e));
+        let old = self.roster.executors[e].runtime.exclusion.take();
+        let end = |x: &Option<ActiveExclusion>| x.as_ref().and_then(ActiveExclusion::end);
+        self.exclusions.retime(e, end(&old), end(&exclusion));
+        let kind = |x: &Option<ActiveExclusion>| x.as_ref().map(|x| x.kind);
+        let (was, is) = (kind(&old), kind(&exclusion));
+        let (was_run, is_run) = (
+            was == Some(ExclusionKind::Run),
+            is == Some(ExclusionKind::Run),
+        );
+        let is_health = is == Some(ExclusionKind::Health);
+        self.set_health(e, is_health);
+        if is_health && was != Some(ExclusionKind::Health) {
+            let runtime = &mut self.roster.executors[e].runtime;
+            runtime.last_probe_at = None;
+            runtime.probe_in_flight = false;
         }
-        self.set_health(e, false);
-        let was_run = old.as_ref().is_some_and(|x| x.kind == ExclusionKind::Run);
-        let is_run = excl.as_ref().is_some_and(|x| x.kind == ExclusionKind::Run);
-        if let Some(end) = excl.as_ref().and_then(ActiveExclusion::end) {
-            self.exclusion_ends.insert(timer_key(end, e), 0);
+        // `run` exclusions are never written.
+        let lasting = |kind: Option<ExclusionKind>| kind.is_some_and(|k| k != ExclusionKind::Run);
+        if lasting(was) || lasting(is) {
+            self.persistence.touch(e);
         }
-        if excl
-            .as_ref()
-            .is_some_and(|x| x.kind == ExclusionKind::Health)
-        {
-            self.set_health(e, true);
-            let was_health = old
-                .as_ref()
-                .is_some_and(|x| x.kind == ExclusionKind::Health);
-            if !was_health {
-                self.execs[e].rt.last_probe_at = None;
-                self.execs[e].rt.probe_in_flight = false;
-            }
-        }
-        let persisted =
-            |x: &Option<ActiveExclusion>| x.as_ref().is_some_and(|x| x.kind != ExclusionKind::Run);
-        if persisted(&old) || persisted(&excl) {
-            self.persist_touched.push(e);
-        }
-        let back = excl.is_none();
-        self.execs[e].rt.exclusion = excl;
+        let back = exclusion.is_none();
+        self.roster.executors[e].runtime.exclusion = exclusion;
         self.probe_wait(e);
-        self.ready_up(e);
+        self.roster.ready_up(e);
         if was_run != is_run {
-            let roles = self.execs[e].role_idx.clone();
-            for &r in &roles {
-                if self.execs[e].caps[r] > 0 && !self.execs[e].draining {
-                    if is_run {
-                        self.servable[r] -= 1;
-                    } else {
-                        self.servable[r] += 1;
-                    }
-                }
-            }
+            self.roster
+                .roles
+                .count_servable(&self.roster.executors[e], !is_run);
+            let roles = self.roster.executors[e].role_indexes.clone();
             if is_run {
                 self.recheck_exhaustion(&roles);
-                let id = self.execs[e].spec.id.clone();
-                let pinned: Vec<String> = sorted::get(&self.pin_queues, &id)
+                let id = self.roster.executors[e].spec.id.clone();
+                let pinned: Vec<String> = sorted::get(&self.queue.pinned, &id)
                     .map(|q| {
                         q.values()
-                            .filter_map(|&s| self.requests.at(s))
+                            .filter_map(|&s| self.queue.requests.at(s))
                             .map(|q| q.id.to_string())
                             .collect()
                     })
@@ -312,35 +337,36 @@ impl Policy {
             }
         }
         if back {
-            self.dirty.push(e);
+            self.roster.dirty.push(e);
         }
     }
 
     /// An exclusion's time has come (or its health check answered): the timed one
     /// it shadowed takes over if still in the future, else the executor is back.
     pub(super) fn end_exclusion(&mut self, e: usize, at: u64, answered: bool) {
-        let Some(excl) = self.execs[e].rt.exclusion.clone() else {
+        let Some(exclusion) = self.roster.executors[e].runtime.exclusion.clone() else {
+            debug_assert!(false, "end_exclusion: an exclusion ends only where one is");
             return;
         };
-        let id = self.execs[e].spec.id.clone();
-        match excl.then.clone().filter(|(end, _)| *end > at) {
+        let id = self.roster.executors[e].spec.id.clone();
+        match exclusion.then.clone().filter(|(end, _)| *end > at) {
             Some((end, reason)) => {
                 let next = ActiveExclusion {
                     kind: ExclusionKind::Until,
                     reason,
                     until: Some(end),
-                    since: excl.since,
+                    since: exclusion.since,
                     then: None,
                 };
                 let message = format!(
                     "{id}'s {} exclusion ended; it stays out of the round {}",
-                    kind_name(excl.kind),
+                    kind_name(exclusion.kind),
                     Described(&next)
                 );
                 self.set_exclusion(e, Some(next));
                 self.event(
                     Level::Info,
-                    "exclusionChanged",
+                    EventName::ExclusionChanged,
                     message,
                     vec![("executor", json!(id))],
                 );
@@ -352,22 +378,28 @@ impl Policy {
                 } else {
                     format!("{id} back in the round")
                 };
-                self.event(Level::Info, "back", message, vec![("executor", json!(id))]);
+                self.event(
+                    Level::Info,
+                    EventName::Back,
+                    message,
+                    vec![("executor", json!(id))],
+                );
             }
         }
     }
 
     pub(super) fn resume(&mut self, executor: &str) {
-        let Some(e) = self.exec_index.get(executor) else {
+        let Some(e) = self.roster.index.get(executor) else {
+            debug_assert!(false, "resume: the executor was checked");
             return;
         };
-        if self.execs[e].rt.exclusion.is_none() {
+        if self.roster.executors[e].runtime.exclusion.is_none() {
             return;
         }
         self.set_exclusion(e, None);
         self.event(
             Level::Info,
-            "resumed",
+            EventName::Resumed,
             format!("{executor} resumed"),
             vec![("executor", json!(executor))],
         );
@@ -427,8 +459,8 @@ pub(super) fn kind_name(kind: ExclusionKind) -> &'static str {
 }
 
 /// The seed's `describeExclusion`.
-pub(super) fn describe(excl: &ActiveExclusion) -> String {
-    Described(excl).to_string()
+pub(super) fn describe(exclusion: &ActiveExclusion) -> String {
+    Described(exclusion).to_string()
 }
 
 /// How an exclusion reads in messages ("until <instant>: <reason>" ...), written
@@ -437,17 +469,19 @@ pub(super) struct Described<'a>(pub(super) &'a ActiveExclusion);
 
 impl std::fmt::Display for Described<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let excl = self.0;
-        match excl.kind {
-            ExclusionKind::Until => match excl.until {
-                Some(t) => write!(f, "until {}: {}", Iso(t), excl.reason),
-                None => write!(f, "until ?: {}", excl.reason),
+        let exclusion = self.0;
+        match exclusion.kind {
+            ExclusionKind::Until => match exclusion.until {
+                Some(t) => write!(f, "until {}: {}", Iso(t), exclusion.reason),
+                None => write!(f, "until ?: {}", exclusion.reason),
             },
-            ExclusionKind::Health => write!(f, "until its health check answers: {}", excl.reason),
-            ExclusionKind::Run => write!(f, "for this run: {}", excl.reason),
-            ExclusionKind::Manual => match excl.until {
-                Some(t) => write!(f, "paused until {}: {}", Iso(t), excl.reason),
-                None => write!(f, "paused: {}", excl.reason),
+            ExclusionKind::Health => {
+                write!(f, "until its health check answers: {}", exclusion.reason)
+            }
+            ExclusionKind::Run => write!(f, "for this run: {}", exclusion.reason),
+            ExclusionKind::Manual => match exclusion.until {
+                Some(t) => write!(f, "paused until {}: {}", Iso(t), exclusion.reason),
+                None => write!(f, "paused: {}", exclusion.reason),
             },
         }
     }

@@ -17,9 +17,11 @@ impl Policy {
             if avoid.iter().any(|a| a == pin) {
                 return false;
             }
-            return match self.exec_index.get(pin) {
+            return match self.roster.index.get(pin) {
                 None => true, // undeclared: it waits until a reload declares it
-                Some(e) => self.execs[e].draining || self.execs[e].servable(r),
+                Some(e) => {
+                    self.roster.executors[e].draining || self.roster.executors[e].servable(r)
+                }
             };
         }
         // Each id once (an avoid list may repeat one).
@@ -29,23 +31,26 @@ impl Policy {
             .filter(|&(i, id)| {
                 !avoid[..i].contains(id)
                     && self
-                        .exec_index
+                        .roster
+                        .index
                         .get(id.as_str())
-                        .is_some_and(|e| self.execs[e].servable(r))
+                        .is_some_and(|e| self.roster.executors[e].servable(r))
             })
             .count() as u32;
-        self.servable[r] > avoided
+        self.roster.roles.servable[r] > avoided
     }
 
     /// Ends every waiting request of these roles that nothing can ever serve now.
     pub(super) fn recheck_exhaustion(&mut self, roles: &[usize]) {
         let mut ended = Vec::new();
         for &r in roles {
-            for &s in self.role_queues[r].values() {
-                if let Some(req) = self.requests.at(s) {
-                    if !self.can_serve_request(req, r) {
-                        ended.push(req.id.to_string());
-                    }
+            for &s in self.queue.by_role[r].values() {
+                let Some(req) = self.queue.requests.at(s) else {
+                    debug_assert!(false, "a queued slot holds a request");
+                    continue;
+                };
+                if !self.can_serve_request(req, r) {
+                    ended.push(req.id.to_string());
                 }
             }
         }
@@ -55,24 +60,24 @@ impl Policy {
     }
 
     pub(super) fn exhausted_reasons(&self, req: &Request) -> Vec<String> {
-        let Some(r) = self.req_role(req) else {
+        let Some(r) = self.roster.request_role(req) else {
             return vec![format!(
                 "the roster no longer has the role {}",
-                self.req_role_name(req)
+                self.roster.request_role_name(req)
             )];
         };
         if let Some(pin) = req.pin() {
             if req.avoids(pin) {
                 return vec![format!("{pin} is both the pin and avoided")];
             }
-            return match self.exec_index.get(pin) {
+            return match self.roster.index.get(pin) {
                 Some(e) => vec![self.unavailable_reason(e, r)],
                 None => vec![format!("{pin} is not in the roster")],
             };
         }
-        let reasons: Vec<String> = self.role_members[r]
+        let reasons: Vec<String> = self.roster.roles.members[r]
             .iter()
-            .filter(|&&e| !req.avoids(&self.execs[e].spec.id))
+            .filter(|&&e| !req.avoids(&self.roster.executors[e].spec.id))
             .map(|&e| self.unavailable_reason(e, r))
             .collect();
         if reasons.is_empty() {
@@ -83,12 +88,12 @@ impl Policy {
     }
 
     pub(super) fn unavailable_reason(&self, e: usize, r: usize) -> String {
-        let x = &self.execs[e];
+        let x = &self.roster.executors[e];
         let id = &x.spec.id;
         if !x.has_role(r) {
             format!("{id} does not take {}", self.role_name(r))
-        } else if let Some(excl) = &x.rt.exclusion {
-            format!("{id} {}", Described(excl))
+        } else if let Some(exclusion) = &x.runtime.exclusion {
+            format!("{id} {}", Described(exclusion))
         } else if x.caps[r] == 0 {
             format!("{id} takes no {} slot (its cap is 0)", self.role_name(r))
         } else if x.draining {
@@ -102,15 +107,15 @@ impl Policy {
     pub(super) fn waiting_report(&self, r: usize, avoid: &[String], pin: Option<&str>) -> String {
         const SHOWN: usize = 10;
         if let Some(pin) = pin {
-            return match self.exec_index.get(pin) {
+            return match self.roster.index.get(pin) {
                 None => format!("{pin} not in the roster"),
                 Some(e) => self.executor_state(e, r),
             };
         }
-        let members: Vec<usize> = self.role_members[r]
+        let members: Vec<usize> = self.roster.roles.members[r]
             .iter()
             .copied()
-            .filter(|&e| !avoid.contains(&self.execs[e].spec.id))
+            .filter(|&e| !avoid.contains(&self.roster.executors[e].spec.id))
             .collect();
         let mut parts: Vec<String> = members
             .iter()
@@ -124,7 +129,7 @@ impl Policy {
     }
 
     pub(super) fn executor_state(&self, e: usize, r: usize) -> String {
-        let x = &self.execs[e];
+        let x = &self.roster.executors[e];
         if x.draining {
             return format!("{} removed by a reload (draining)", x.spec.id);
         }
@@ -135,9 +140,9 @@ impl Policy {
                 self.role_name(r)
             );
         }
-        match &x.rt.exclusion {
-            Some(excl) => format!("{} {}", x.spec.id, Described(excl)),
-            None => match &x.rt.pause {
+        match &x.runtime.exclusion {
+            Some(exclusion) => format!("{} {}", x.spec.id, Described(exclusion)),
+            None => match &x.runtime.pause {
                 Some(p) if p.blocked => format!(
                     "{} paused creating machines until {}",
                     x.spec.id,

@@ -12,7 +12,7 @@ use crate::status::PreflightRecord;
 use crate::write::{Obj, WriteJson};
 
 use super::exclusions::ActiveExclusion;
-use super::keys::{key_parts, order_key, KeyParts};
+use super::keys::{key_parts, order_key, ByName, KeyParts};
 use super::leases::{Lease, LeaseTable};
 use super::provisioning::Pause;
 use super::queue::{request_extra, Creating, Request};
@@ -44,44 +44,47 @@ impl Policy {
             options: self.options.clone(),
             document: self.document.raw.clone(),
             draining: self
-                .execs
+                .roster
+                .executors
                 .iter()
                 .filter(|x| x.draining)
                 .map(|x| Value::Object(x.spec.raw.clone()))
                 .collect(),
             runtime: {
                 let mut runtime: Vec<(String, Runtime)> = self
-                    .execs
+                    .roster
+                    .executors
                     .iter()
-                    .map(|x| (x.spec.id.clone(), x.rt.clone()))
+                    .map(|x| (x.spec.id.clone(), x.runtime.clone()))
                     .collect();
                 runtime.sort_unstable_by(|a, b| a.0.cmp(&b.0));
                 runtime
             },
             now: self.now,
             requests: self
+                .queue
                 .requests
                 .values()
                 .map(|q| self.export_request(q))
                 .collect(),
-            leases: self.leases.to_pairs(),
-            abandoned: self.abandoned.clone(),
-            next_lease: self.next_lease,
-            next_arrival: self.next_arrival,
-            lease_clock: self.lease_clock,
+            leases: self.leases.open.to_pairs(),
+            abandoned: self.provisioning.abandoned.clone(),
+            next_lease: self.leases.next_id,
+            next_arrival: self.queue.next_arrival,
+            lease_clock: self.roster.lease_clock,
             last_persisted: {
                 let mut entries: Vec<Exclusion> =
-                    self.last_persisted.iter().flatten().cloned().collect();
+                    self.persistence.last.iter().flatten().cloned().collect();
                 entries.sort_unstable_by(|a, b| a.id.cmp(&b.id));
                 entries
             },
-            known_ids: self.known_ids.clone(),
-            pending_reload: self.pending_reload.as_ref().map(|p| ExportedReload {
+            known_ids: self.reloads.known_ids.clone(),
+            pending_reload: self.reloads.pending.as_ref().map(|p| ExportedReload {
                 document: p.document.raw.clone(),
                 awaiting: p.awaiting.clone(),
                 since: p.since,
             }),
-            preflights: self.preflights.clone(),
+            preflights: self.reloads.preflights.clone(),
             outputs: self.outputs.iter().cloned().collect(),
         }
     }
@@ -125,15 +128,15 @@ impl Policy {
             for spec in drained.executors {
                 let mut x = Executor::new(spec, Runtime::default(), &policy.document.roles);
                 x.draining = true;
-                policy.execs.push(x);
+                policy.roster.executors.push(x);
             }
         }
-        for x in &mut policy.execs {
+        for x in &mut policy.roster.executors {
             if let Ok(i) = exported
                 .runtime
                 .binary_search_by(|(id, _)| id.as_str().cmp(&x.spec.id))
             {
-                x.rt = exported.runtime[i].1.clone();
+                x.runtime = exported.runtime[i].1.clone();
             }
         }
         policy.now = exported.now;
@@ -147,7 +150,7 @@ impl Policy {
                 )));
             }
             let req = Request {
-                role: policy.intern_role(&q.role),
+                role: policy.roster.roles.intern(&q.role),
                 id: q.id.into_boxed_str(),
                 key: order_key(q.key),
                 since: q.since,
@@ -164,46 +167,118 @@ impl Policy {
                 },
             };
             // A repeated id: the last one stands (as a map built from the list).
-            policy.requests.remove(&req.id);
-            policy.requests.insert(req);
+            policy.queue.requests.remove(&req.id);
+            policy.queue.requests.insert(req);
         }
-        policy.leases = LeaseTable::from_pairs(exported.leases);
-        policy.abandoned = exported.abandoned;
-        policy.next_lease = exported.next_lease;
-        policy.next_arrival = exported.next_arrival;
-        policy.lease_clock = exported.lease_clock;
-        policy.known_ids = exported.known_ids;
-        policy.preflights = exported.preflights;
+        policy.leases.open = LeaseTable::from_pairs(exported.leases);
+        policy.provisioning.abandoned = exported.abandoned;
+        policy.leases.next_id = exported.next_lease;
+        policy.queue.next_arrival = exported.next_arrival;
+        policy.roster.lease_clock = exported.lease_clock;
+        policy.reloads.known_ids = exported.known_ids;
+        policy.reloads.preflights = exported.preflights;
         policy.outputs = exported.outputs.into();
         if let Some(p) = exported.pending_reload {
             let document = Document::from_json(&p.document, policy.options.kinds.as_deref())
                 .map_err(|v| bad(format!("its pending reload: {}", join_violations(&v))))?;
-            policy.pending_reload = Some(PendingReload {
+            policy.reloads.pending = Some(PendingReload {
                 document,
                 awaiting: p.awaiting,
                 since: p.since,
             });
         }
         policy.rebuild();
-        // By executor index; an entry for an id the roster lacks stays beyond them
-        // (the invariants refuse it, as they refused it in a map by id).
-        let mut last_persisted = vec![None; policy.execs.len()];
+        // By executor index: the file's entries are this roster's.
+        let mut last_persisted = vec![None; policy.roster.executors.len()];
         for x in exported.last_persisted {
-            match policy.exec_index.get(&x.id) {
-                Some(e) => last_persisted[e] = Some(x),
-                None => last_persisted.push(Some(x)),
+            let Some(e) = policy.roster.index.get(&x.id) else {
+                return Err(bad(format!(
+                    "lastPersisted: '{}' is not an executor of the roster",
+                    x.id
+                )));
+            };
+            if last_persisted[e].is_some() {
+                return Err(bad(format!("lastPersisted: '{}' is listed twice", x.id)));
+            }
+            last_persisted[e] = Some(x);
+        }
+        policy.persistence.last = last_persisted;
+        policy.check_whole().map_err(bad)?;
+        policy
+            .verify()
+            .map_err(|violation| bad(violation.to_string()))?;
+        Ok(policy)
+    }
+
+    /// The imported state against itself as a whole, field by field: what a
+    /// hand-edited or mixed-up export can contradict that the invariants would
+    /// report less plainly or not at all (a counter below what it counted).
+    fn check_whole(&self) -> Result<(), String> {
+        let mut requests = ByName::new();
+        for (id, lease) in self.leases.open.iter() {
+            if id == 0 {
+                return Err("leases: lease 0 was never granted (lease ids start at 1)".into());
+            }
+            if lease.counted && !self.roster.index.contains_key(&lease.executor) {
+                return Err(format!(
+                    "leases.{id}: it holds a slot on '{}', which the roster does not have",
+                    lease.executor
+                ));
+            }
+            if let Some(other) = requests.insert(lease.request.as_str().into(), id) {
+                return Err(format!(
+                    "leases.{id}: request '{}' holds lease {other} too",
+                    lease.request
+                ));
             }
         }
-        policy.last_persisted = last_persisted;
-        policy.check_invariants();
-        Ok(policy)
+        if let Some((last, _)) = self.leases.open.iter().last() {
+            if self.leases.next_id <= last {
+                return Err(format!(
+                    "nextLease {} is not above lease {last}",
+                    self.leases.next_id
+                ));
+            }
+        }
+        for q in self.queue.requests.values() {
+            if let Some(lease) = requests.get(&q.id) {
+                return Err(format!(
+                    "requests: '{}' is also the request of lease {lease}",
+                    q.id
+                ));
+            }
+            let arrival = q.key[3];
+            if arrival >= self.queue.next_arrival {
+                return Err(format!(
+                    "nextArrival {} is not above the arrival {arrival} of request '{}'",
+                    self.queue.next_arrival, q.id
+                ));
+            }
+            if let Some(creating) = &q.creating {
+                if !self.roster.index.contains_key(&creating.executor) {
+                    return Err(format!(
+                        "requests: '{}' creates a machine on '{}', which the roster does not have",
+                        q.id, creating.executor
+                    ));
+                }
+            }
+        }
+        for x in &self.roster.executors {
+            if x.runtime.last_leased > self.roster.lease_clock {
+                return Err(format!(
+                    "leaseClock {} is below runtime.{}.lastLeased {}",
+                    self.roster.lease_clock, x.spec.id, x.runtime.last_leased
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// A request in the shape `export_state` writes.
     pub(super) fn export_request(&self, q: &Request) -> ExportedRequest {
         ExportedRequest {
             id: q.id.to_string(),
-            role: self.req_role_name(q).to_string(),
+            role: self.roster.request_role_name(q).to_string(),
             avoid: q.avoid().to_vec(),
             prefer: q.prefer().map(str::to_string),
             pin: q.pin().map(str::to_string),

@@ -5,6 +5,8 @@ use serde_json::{json, Value};
 
 use crate::protocol::{Level, Output};
 
+use super::events::EventName;
+use super::keys::ByName;
 use super::queue::Request;
 use super::Policy;
 
@@ -101,23 +103,80 @@ impl LeaseTable {
     }
 }
 
+/// The open leases, the request each was granted to, and the next lease id.
+#[derive(Debug, Clone)]
+pub(super) struct Leases {
+    pub(super) open: LeaseTable,
+    /// Request ids to their lease (a request id stays in use while its lease runs).
+    pub(super) by_request: ByName,
+    /// The id the next grant gets; every id below it was granted once.
+    pub(super) next_id: u64,
+}
+
+impl Default for Leases {
+    fn default() -> Leases {
+        Leases {
+            open: LeaseTable::default(),
+            by_request: ByName::new(),
+            next_id: 1,
+        }
+    }
+}
+
+impl Leases {
+    /// The id of a new lease (ids are never reused).
+    pub(super) fn allocate(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// Opens lease `id` (from `allocate`), indexed by its request.
+    pub(super) fn open(&mut self, id: u64, lease: Lease) {
+        debug_assert!(id < self.next_id, "lease {id} was not allocated");
+        let previous = self.by_request.insert(lease.request.as_str().into(), id);
+        debug_assert!(
+            previous.is_none(),
+            "request {} holds two leases",
+            lease.request
+        );
+        self.open.insert(id, lease);
+    }
+
+    /// Closes lease `id`; `None` if it is not open (released before).
+    pub(super) fn close(&mut self, id: u64) -> Option<Lease> {
+        let lease = self.open.remove(id)?;
+        let indexed = self.by_request.remove(lease.request.as_str());
+        debug_assert_eq!(indexed, Some(id), "lease {id} indexed by its request");
+        Some(lease)
+    }
+
+    /// Rebuilds the request index from the open leases (after an import).
+    pub(super) fn reindex(&mut self) {
+        self.by_request = self
+            .open
+            .iter()
+            .map(|(id, lease)| (lease.request.as_str().into(), id))
+            .collect();
+    }
+}
+
 impl Policy {
     pub(super) fn open_lease(
         &mut self,
         req: Request,
-        exec_id: String,
+        executor_id: String,
         hold: Option<Value>,
         passed: u32,
     ) {
-        let lease = self.next_lease;
-        self.next_lease += 1;
-        let role = self.req_role_name(&req).to_string();
+        let lease = self.leases.allocate();
+        let role = self.roster.request_role_name(&req).to_string();
         let label = req.label.map(String::from);
         let id = String::from(req.id);
         self.outputs.push_back(Output::Granted {
             request: id.clone(),
             lease,
-            executor: exec_id.clone(),
+            executor: executor_id.clone(),
             role: role.clone(),
             hold: hold.clone(),
             passed,
@@ -127,9 +186,9 @@ impl Policy {
         // message without `format!`, the fields in key order.
         if Level::Info >= self.options.min_event_level {
             let mut message = String::with_capacity(
-                exec_id.len() + role.len() + label.as_ref().map_or(0, |l| l.len() + 5) + 27,
+                executor_id.len() + role.len() + label.as_ref().map_or(0, |l| l.len() + 5) + 27,
             );
-            message.push_str(&exec_id);
+            message.push_str(&executor_id);
             message.push_str(" takes ");
             message.push_str(&role);
             if let Some(label) = &label {
@@ -141,10 +200,10 @@ impl Policy {
             }
             self.event(
                 Level::Info,
-                "granted",
+                EventName::Granted,
                 message,
                 vec![
-                    ("executor", Value::String(exec_id.clone())),
+                    ("executor", Value::String(executor_id.clone())),
                     ("lease", Value::from(lease)),
                     ("passed", Value::from(passed)),
                     ("request", Value::String(id.clone())),
@@ -152,12 +211,11 @@ impl Policy {
                 ],
             );
         }
-        self.lease_by_request.insert(id.as_str().into(), lease);
-        self.leases.insert(
+        self.leases.open(
             lease,
             Lease {
                 request: id,
-                executor: exec_id,
+                executor: executor_id,
                 role: Some(role),
                 label,
                 hold,
@@ -170,28 +228,33 @@ impl Policy {
 
     /// Frees one slot on `e` (and its role count), and offers it to the queue.
     pub(super) fn free_slot(&mut self, e: usize, r: Option<usize>) {
-        let x = &mut self.execs[e];
+        let x = &mut self.roster.executors[e];
+        debug_assert!(
+            x.busy > 0,
+            "freeing a slot on {}, which holds none",
+            x.spec.id
+        );
         x.busy = x.busy.saturating_sub(1);
         if let Some(r) = r {
             if let Some(count) = x.busy_by_role.get_mut(r) {
                 *count = count.saturating_sub(1);
             }
         }
-        self.ready_up(e);
-        self.dirty.push(e);
+        self.roster.ready_up(e);
+        self.roster.dirty.push(e);
     }
 
     /// A removed executor whose last slot was a machine creation that just ended
     /// leaves the roster, as it does when its last lease ends.
     pub(super) fn leave_if_drained(&mut self, e: usize) {
-        let x = &self.execs[e];
+        let x = &self.roster.executors[e];
         if !(x.draining && x.busy == 0) {
             return;
         }
         let id = x.spec.id.clone();
         self.event(
             Level::Info,
-            "left",
+            EventName::Left,
             format!(
                 "the last slot on {id}, which a reload removed, was freed; it leaves the roster"
             ),
@@ -201,10 +264,9 @@ impl Policy {
     }
 
     pub(super) fn release(&mut self, lease_id: u64) {
-        let Some(lease) = self.leases.remove(lease_id) else {
+        let Some(lease) = self.leases.close(lease_id) else {
             return; // released before: releasing is idempotent
         };
-        self.lease_by_request.remove(lease.request.as_str());
         if let Some(hold) = &lease.hold {
             self.outputs.push_back(Output::DeleteMachine {
                 executor: lease.executor.clone(),
@@ -214,21 +276,23 @@ impl Policy {
         if !lease.counted {
             return;
         }
-        let Some(e) = self.exec_index.get(&lease.executor) else {
+        let Some(e) = self.roster.index.get(&lease.executor) else {
+            debug_assert!(false, "a counted lease is on an executor of the roster");
             return;
         };
         let r = lease
             .role
             .as_ref()
             .and_then(|role| self.document.roles.iter().position(|x| x == role));
-        let over = self.execs[e].busy > self.execs[e].spec.slots && !self.execs[e].draining;
+        let over = self.roster.executors[e].busy > self.roster.executors[e].spec.slots
+            && !self.roster.executors[e].draining;
         self.free_slot(e, r);
-        let x = &self.execs[e];
+        let x = &self.roster.executors[e];
         if x.draining && x.busy == 0 {
             let id = x.spec.id.clone();
             self.event(
                 Level::Info,
-                "left",
+                EventName::Left,
                 format!(
                     "the last lease on {id}, which a reload removed, ended; it leaves the roster"
                 ),
@@ -239,7 +303,7 @@ impl Policy {
             let (id, busy, slots) = (x.spec.id.clone(), x.busy, x.spec.slots);
             self.event(
                 Level::Info,
-                "retired",
+                EventName::Retired,
                 format!(
                     "a lease ended on {id}, which runs more leases than it has slots; its slot retires ({busy} running, {slots} slots)"
                 ),
@@ -256,18 +320,17 @@ impl Policy {
         hold: Option<Value>,
     ) {
         let r = role.as_ref().and_then(|role| self.role_index(role).ok());
-        let lease = self.next_lease;
-        self.next_lease += 1;
-        let counted = match self.exec_index.get(&executor) {
+        let lease = self.leases.allocate();
+        let counted = match self.roster.index.get(&executor) {
             Some(e) => {
-                self.unready(e);
-                let x = &mut self.execs[e];
+                self.roster.unready(e);
+                let x = &mut self.roster.executors[e];
                 x.busy += 1;
                 if let Some(r) = r.filter(|&r| x.has_role(r)) {
                     x.busy_by_role[r] += 1;
                 }
                 let (busy, slots) = (x.busy, x.spec.slots);
-                self.ready_up(e);
+                self.roster.ready_up(e);
                 let fields = vec![
                     ("executor", json!(executor)),
                     ("running", json!(busy)),
@@ -277,14 +340,14 @@ impl Policy {
                 if busy <= slots {
                     self.event(
                         Level::Info,
-                        "occupied",
+                        EventName::Occupied,
                         format!("work that already runs on {executor} occupies a slot ({busy} of {slots})"),
                         fields,
                     );
                 } else {
                     self.event(
                         Level::Warn,
-                        "occupiedBeyondCapacity",
+                        EventName::OccupiedBeyondCapacity,
                         format!(
                             "work that already runs on {executor} occupies a slot beyond its {slots} slots; {executor} takes no new lease until enough of its leases end"
                         ),
@@ -296,7 +359,7 @@ impl Policy {
             None => {
                 self.event(
                     Level::Warn,
-                    "occupiedUnknown",
+                    EventName::OccupiedUnknown,
                     format!(
                         "work already runs on {executor}, which the roster does not have; it occupies no slot"
                     ),
@@ -314,8 +377,7 @@ impl Policy {
             passed: 0,
             occupied: true,
         });
-        self.lease_by_request.insert(id.as_str().into(), lease);
-        self.leases.insert(
+        self.leases.open(
             lease,
             Lease {
                 request: id,

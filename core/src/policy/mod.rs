@@ -30,89 +30,49 @@ mod reload;
 mod roster;
 mod timers;
 
+pub use invariants::InvariantViolation;
+
 use std::collections::VecDeque;
 
 use serde_json::Value;
 
 use crate::document::Document;
 use crate::error::Error;
-use crate::protocol::{Exclusion, ExclusionKind, Input, Options, Output, STATE_VERSION};
-use crate::sorted::{self, StrMap, StrSet};
-use crate::status::PreflightRecord;
+use crate::protocol::{ExclusionKind, Input, Options, Output, STATE_VERSION};
+use crate::sorted;
 use crate::time::iso;
 
-use keys::{ByName, Index};
-use leases::LeaseTable;
-use queue::{Deadlines, Ending, Requests};
-use reload::PendingReload;
-use roster::{Executor, ExecutorIndex, Runtime};
+use exclusions::Exclusions;
+use leases::Leases;
+use persistence::Persistence;
+use probes::Probes;
+use provisioning::Provisioning;
+use queue::{Ending, Queue};
+use reload::Reloads;
+use roster::Roster;
 
 /// The roster policy. See the crate docs for the run loop.
+///
+/// Its state is a handful of sub-states, each in the module of its concept and
+/// each owning the indexes kept in step with it: the roster (executors, role
+/// tables, ready sets), the queue (requests, per-role and pinned queues,
+/// deadlines), the open leases, the exclusion timers, the probe schedule,
+/// provisioning (pause timers, abandoned creations), reloads and persistence.
+/// What needs several of them is a method of `Policy`, in the concept's module.
 #[derive(Debug, Clone)]
 pub struct Policy {
     options: Options,
     document: Document,
     now: u64,
-    execs: Vec<Executor>,
-    requests: Requests,
-    /// Every role name a document of this run declared (append-only): a request
-    /// keeps its role as an index here.
-    role_names: Vec<String>,
-    leases: LeaseTable,
-    /// Requests cancelled while their machine was created: the machine is deleted
-    /// when it arrives.
-    abandoned: StrMap<String>,
-    next_lease: u64,
-    next_arrival: u64,
-    lease_clock: u64,
-    /// What the state file holds for this roster's ids, as far as our persists
-    /// said: a persist carries only the entries that differ from it. Per executor,
-    /// index-aligned with `execs` (issue 4: not a `BTreeMap<String, Exclusion>`);
-    /// a reload or a departure moves indexes but also sets `persist_all`, whose
-    /// full comparison reads the entries by the ids they carry and aligns them again.
-    last_persisted: Vec<Option<Exclusion>>,
-    /// Executors whose lasting exclusion may have changed during this input.
-    persist_touched: Vec<usize>,
-    /// Compare every entry at the next flush (a reload moved or removed executors).
-    persist_all: bool,
-    /// Every executor id any document of this run declared. Persists no longer need
-    /// it (`last_persisted` names what the file holds); kept so that exports keep
-    /// their shape for modules that read it.
-    known_ids: StrSet,
-    pending_reload: Option<PendingReload>,
-    preflights: StrMap<PreflightRecord>,
+    roster: Roster,
+    queue: Queue,
+    leases: Leases,
+    exclusions: Exclusions,
+    probes: Probes,
+    provisioning: Provisioning,
+    reloads: Reloads,
+    persistence: Persistence,
     outputs: VecDeque<Output>,
-    // Derived indexes:
-    exec_index: ExecutorIndex,
-    ready: Vec<Index>,
-    role_members: Vec<Vec<usize>>,
-    /// For each role, the roles whose requests compete with it for an executor (some
-    /// executor in the round takes both; a role always competes with itself).
-    role_overlap: Vec<Vec<usize>>,
-    servable: Vec<u32>,
-    /// Per interned role: its index among the document's roles, if it is there.
-    role_at: Vec<Option<usize>>,
-    /// Per document role: its index in `role_names`.
-    role_ids: Vec<u32>,
-    /// Queues and timers hold request slots (`requests`), not ids.
-    role_queues: Vec<Index>,
-    pin_queues: StrMap<Index>,
-    deadlines: Deadlines,
-    exclusion_ends: Index,
-    pause_ends: Index,
-    /// Per executor: out with a health exclusion (a list, not a set: one map type
-    /// fewer in the WebAssembly module).
-    health: Vec<bool>,
-    /// Health-excluded executors with no probe in flight, keyed by the earliest time
-    /// their next probe can be due (exact before the first probe; after one, the last
-    /// probe plus the shorter interval): the probe scan visits only those due.
-    probe_waits: Index,
-    lease_by_request: ByName,
-    /// Executors that may have gained a usable slot during this input.
-    /// (A list, cleared without freeing: a repeat is harmless.)
-    dirty: Vec<usize>,
-    /// Requests put back in the queue this input that may find a slot elsewhere.
-    retry: Vec<String>,
 }
 
 /// An input checked against the state, carrying what checking it produced.
@@ -127,52 +87,24 @@ impl Policy {
     pub fn new(document: &Value, options: Options) -> Result<Policy, Error> {
         let document = Document::from_json(document, options.kinds.as_deref())
             .map_err(|violations| Error::InvalidDocument { violations })?;
-        let roles = document.roles.clone();
-        let execs = document
-            .executors
-            .iter()
-            .map(|spec| Executor::new(spec.clone(), Runtime::default(), &roles))
-            .collect();
-        let known_ids = sorted::set_from(document.executors.iter().map(|e| e.id.clone()));
+        let roster = Roster::new(&document);
+        let reloads = Reloads::new(&document);
         let mut policy = Policy {
             options,
             document,
             now: 0,
-            execs,
-            requests: Requests::default(),
-            role_names: Vec::new(),
-            leases: LeaseTable::default(),
-            abandoned: Vec::new(),
-            next_lease: 1,
-            next_arrival: 0,
-            lease_clock: 0,
-            last_persisted: Vec::new(),
-            persist_touched: Vec::new(),
-            persist_all: false,
-            known_ids,
-            pending_reload: None,
-            preflights: Vec::new(),
+            roster,
+            queue: Queue::default(),
+            leases: Leases::default(),
+            exclusions: Exclusions::default(),
+            probes: Probes::default(),
+            provisioning: Provisioning::default(),
+            reloads,
+            persistence: Persistence::default(),
             outputs: VecDeque::new(),
-            exec_index: ExecutorIndex::default(),
-            ready: Vec::new(),
-            role_members: Vec::new(),
-            role_overlap: Vec::new(),
-            servable: Vec::new(),
-            role_at: Vec::new(),
-            role_ids: Vec::new(),
-            role_queues: Vec::new(),
-            pin_queues: Vec::new(),
-            deadlines: Deadlines::default(),
-            exclusion_ends: Index::new(),
-            pause_ends: Index::new(),
-            health: Vec::new(),
-            probe_waits: Index::new(),
-            lease_by_request: ByName::new(),
-            dirty: Vec::new(),
-            retry: Vec::new(),
         };
         policy.rebuild();
-        policy.last_persisted = vec![None; policy.execs.len()];
+        policy.persistence.last = vec![None; policy.roster.executors.len()];
         Ok(policy)
     }
 
@@ -223,7 +155,8 @@ impl Policy {
     }
 
     fn known_exec(&self, id: &str) -> Result<usize, Error> {
-        self.exec_index
+        self.roster
+            .index
             .get(id)
             .ok_or_else(|| Error::UnknownExecutor { id: id.to_string() })
     }
@@ -232,9 +165,9 @@ impl Policy {
         if id.is_empty() {
             return Err(Error::input("a request id is a non-empty string"));
         }
-        if self.requests.contains_key(id)
-            || self.lease_by_request.contains_key(id)
-            || sorted::contains_key(&self.abandoned, id)
+        if self.queue.requests.contains_key(id)
+            || self.leases.by_request.contains_key(id)
+            || sorted::contains_key(&self.provisioning.abandoned, id)
         {
             return Err(Error::DuplicateRequest { id: id.to_string() });
         }
@@ -254,12 +187,12 @@ impl Policy {
                 self.role_index(&request.role)?;
             }
             Input::Cancel { id, .. } => {
-                if !self.requests.contains_key(id) {
+                if !self.queue.requests.contains_key(id) {
                     return Err(Error::UnknownRequest { id: id.clone() });
                 }
             }
             Input::Release { lease, .. } => {
-                if *lease == 0 || *lease >= self.next_lease {
+                if *lease == 0 || *lease >= self.leases.next_id {
                     return Err(Error::UnknownLease { lease: *lease });
                 }
             }
@@ -297,8 +230,8 @@ impl Policy {
                 self.known_exec(executor)?;
             }
             Input::MachineCreated { id, .. } | Input::MachineFailed { id, .. } => {
-                let creating = self.requests.get(id).is_some_and(|r| !r.waiting());
-                if !creating && !sorted::contains_key(&self.abandoned, id) {
+                let creating = self.queue.requests.get(id).is_some_and(|r| !r.waiting());
+                if !creating && !sorted::contains_key(&self.provisioning.abandoned, id) {
                     return Err(Error::UnknownRequest { id: id.clone() });
                 }
             }
@@ -309,10 +242,11 @@ impl Policy {
             }
             Input::PreflightResult { executor, .. } => {
                 let pending = self
-                    .pending_reload
+                    .reloads
+                    .pending
                     .as_ref()
                     .is_some_and(|p| p.document.executor(executor).is_some());
-                if !pending && !self.exec_index.contains_key(executor) {
+                if !pending && !self.roster.index.contains_key(executor) {
                     return Err(Error::UnknownExecutor {
                         id: executor.clone(),
                     });
@@ -345,7 +279,7 @@ impl Policy {
             Input::Lease(request) => self.admit(request, false),
             Input::TryLease(request) => self.admit(request, true),
             Input::Cancel { id, .. } => {
-                if self.requests.contains_key(&id) {
+                if self.queue.requests.contains_key(&id) {
                     self.end_request(&id, Ending::Cancelled);
                 }
             }
@@ -367,14 +301,16 @@ impl Policy {
                 until,
                 ..
             } => {
-                if let Some(e) = self.exec_index.get(&executor) {
+                let e = self.roster.index.get(&executor);
+                debug_assert!(e.is_some(), "exclude: the executor was checked");
+                if let Some(e) = e {
                     let reason = if reason.is_empty() {
                         "excluded by an operator".to_string()
                     } else {
                         reason
                     };
-                    let excl = self.exclusion_of_kind(e, kind, reason, until);
-                    self.exclude(e, excl);
+                    let exclusion = self.exclusion_of_kind(e, kind, reason, until);
+                    self.exclude(e, exclusion);
                 }
             }
             Input::Resume { executor, .. } => self.resume(&executor),

@@ -5,11 +5,39 @@ use crate::sorted::{self, StrMap};
 
 use super::Policy;
 
+/// What the state file holds, as far as this run's persists said, and what may
+/// have changed since.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Persistence {
+    /// What the state file holds for this roster's ids, as far as our persists
+    /// said: a persist carries only the entries that differ from it. Per executor,
+    /// index-aligned with `Roster::executors` (issue 4: not a `BTreeMap<String,
+    /// Exclusion>`); a reload or a departure moves indexes but also sets `all`, whose
+    /// full comparison reads the entries by the ids they carry and aligns them again.
+    pub(super) last: Vec<Option<Exclusion>>,
+    /// Executors whose lasting exclusion may have changed during this input.
+    pub(super) touched: Vec<usize>,
+    /// Compare every entry at the next flush (a reload moved or removed executors).
+    pub(super) all: bool,
+}
+
+impl Persistence {
+    /// Executor `e`'s lasting exclusion may have changed.
+    pub(super) fn touch(&mut self, e: usize) {
+        self.touched.push(e);
+    }
+
+    /// Nothing is waiting to be written (true after every input).
+    pub(super) fn settled(&self) -> bool {
+        self.touched.is_empty() && !self.all
+    }
+}
+
 impl Policy {
     pub(super) fn restore(&mut self, state: PersistedState) {
         let now = self.now;
         for x in state.exclusions {
-            let Some(e) = self.exec_index.get(&x.id) else {
+            let Some(e) = self.roster.index.get(&x.id) else {
                 continue; // another roster's entry, or an executor since removed
             };
             let expired = match x.kind {
@@ -21,41 +49,41 @@ impl Policy {
             if expired {
                 continue;
             }
-            let excl = self.exclusion_of_kind(e, x.kind, x.reason, x.until);
-            self.exclude(e, excl);
+            let exclusion = self.exclusion_of_kind(e, x.kind, x.reason, x.until);
+            self.exclude(e, exclusion);
         }
         // What was just read is what the file holds: no write for a restore.
-        self.last_persisted = self.persisted_aligned();
-        self.persist_touched.clear();
-        self.persist_all = false;
+        self.persistence.last = self.persisted_aligned();
+        self.persistence.touched.clear();
+        self.persistence.all = false;
     }
 
     /// The lasting exclusions of the declared executors. A draining executor's is
     /// left out: it leaves this run, and a restart would not know it.
     pub(super) fn persisted_exclusions(&self) -> Vec<Exclusion> {
-        (0..self.execs.len())
+        (0..self.roster.executors.len())
             .filter_map(|e| self.persisted_entry(e))
             .collect()
     }
 
     /// The lasting entry of executor `e` as the state file would hold it.
     pub(super) fn persisted_entry(&self, e: usize) -> Option<Exclusion> {
-        let x = self.execs.get(e)?;
+        let x = self.roster.executors.get(e)?;
         if x.draining {
             return None;
         }
-        let excl = x.rt.exclusion.as_ref()?;
-        (excl.kind != ExclusionKind::Run).then(|| Exclusion {
+        let exclusion = x.runtime.exclusion.as_ref()?;
+        (exclusion.kind != ExclusionKind::Run).then(|| Exclusion {
             id: x.spec.id.clone(),
-            reason: excl.reason.clone(),
-            kind: excl.kind,
-            until: excl.end(),
+            reason: exclusion.reason.clone(),
+            kind: exclusion.kind,
+            until: exclusion.end(),
         })
     }
 
     /// Every executor's lasting entry, by index.
     pub(super) fn persisted_aligned(&self) -> Vec<Option<Exclusion>> {
-        (0..self.execs.len())
+        (0..self.roster.executors.len())
             .map(|e| self.persisted_entry(e))
             .collect()
     }
@@ -66,16 +94,16 @@ impl Policy {
     /// storm on a large roster this costs what the touched executors cost, not the
     /// whole roster.
     pub(super) fn flush_persist(&mut self) {
-        if self.persist_touched.is_empty() && !self.persist_all {
+        if self.persistence.touched.is_empty() && !self.persistence.all {
             return;
         }
         let mut ids = Vec::new();
         let mut exclusions = Vec::new();
-        if std::mem::take(&mut self.persist_all) {
-            self.persist_touched.clear();
+        if std::mem::take(&mut self.persistence.all) {
+            self.persistence.touched.clear();
             // Executor indexes may have moved since the entries were aligned: read
             // them by the ids they carry (one entry per executor: ids unique).
-            let mut last: StrMap<Exclusion> = std::mem::take(&mut self.last_persisted)
+            let mut last: StrMap<Exclusion> = std::mem::take(&mut self.persistence.last)
                 .into_iter()
                 .flatten()
                 .map(|x| (x.id.clone(), x))
@@ -91,7 +119,8 @@ impl Policy {
             candidates.dedup();
             for id in candidates {
                 let current = self
-                    .exec_index
+                    .roster
+                    .index
                     .get(&id)
                     .and_then(|e| self.persisted_entry(e));
                 if current.as_ref() == sorted::get(&last, &id) {
@@ -103,19 +132,26 @@ impl Policy {
                 ids.push(id);
             }
             // Every entry is now what the file holds.
-            self.last_persisted = self.persisted_aligned();
+            self.persistence.last = self.persisted_aligned();
         } else {
             // Indexes are stable within an input (a reload or a departure sets
             // `persist_all`); in id order, as the full comparison gives.
-            let mut touched = std::mem::take(&mut self.persist_touched);
-            touched.sort_unstable_by(|&a, &b| self.execs[a].spec.id.cmp(&self.execs[b].spec.id));
+            let mut touched = std::mem::take(&mut self.persistence.touched);
+            touched.sort_unstable_by(|&a, &b| {
+                self.roster.executors[a]
+                    .spec
+                    .id
+                    .cmp(&self.roster.executors[b].spec.id)
+            });
             touched.dedup();
-            if self.last_persisted.len() < self.execs.len() {
-                self.last_persisted.resize(self.execs.len(), None);
+            if self.persistence.last.len() < self.roster.executors.len() {
+                self.persistence
+                    .last
+                    .resize(self.roster.executors.len(), None);
             }
             for &e in &touched {
                 let current = self.persisted_entry(e);
-                let last = &mut self.last_persisted[e];
+                let last = &mut self.persistence.last[e];
                 if current == *last {
                     continue;
                 }
@@ -123,11 +159,11 @@ impl Policy {
                     exclusions.push(now.clone());
                 }
                 *last = current;
-                ids.push(self.execs[e].spec.id.clone());
+                ids.push(self.roster.executors[e].spec.id.clone());
             }
             // Keep the allocation for the next input.
             touched.clear();
-            self.persist_touched = touched;
+            self.persistence.touched = touched;
         }
         if ids.is_empty() {
             return;

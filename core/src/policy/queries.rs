@@ -23,11 +23,11 @@ impl Policy {
     /// paused, not draining).
     pub fn available(&self, role: &str) -> Result<u32, Error> {
         let r = self.role_index(role)?;
-        Ok(self.role_members[r]
+        Ok(self.roster.roles.members[r]
             .iter()
             .map(|&e| {
-                let x = &self.execs[e];
-                if x.draining || x.rt.exclusion.is_some() || x.blocked() {
+                let x = &self.roster.executors[e];
+                if x.draining || x.runtime.exclusion.is_some() || x.blocked() {
                     return 0;
                 }
                 let total = x.spec.slots.saturating_sub(x.busy);
@@ -40,10 +40,10 @@ impl Policy {
     /// Configured slots for `role` (role caps applied).
     pub fn slots(&self, role: &str) -> Result<u32, Error> {
         let r = self.role_index(role)?;
-        Ok(self.role_members[r]
+        Ok(self.roster.roles.members[r]
             .iter()
-            .filter(|&&e| !self.execs[e].draining)
-            .map(|&e| self.execs[e].caps[r])
+            .filter(|&&e| !self.roster.executors[e].draining)
+            .map(|&e| self.roster.executors[e].caps[r])
             .sum())
     }
 
@@ -57,10 +57,11 @@ impl Policy {
         let roles = &self.document.roles;
         // Each executor's leases, in lease order (by executor index; leases on an
         // executor the roster does not have are listed nowhere).
-        let mut leases_of: Vec<Vec<LeaseStatus>> = vec![Vec::new(); self.execs.len()];
-        for (id, lease) in self.leases.iter() {
+        let mut leases_of: Vec<Vec<LeaseStatus>> = vec![Vec::new(); self.roster.executors.len()];
+        for (id, lease) in self.leases.open.iter() {
             let Some(list) = self
-                .exec_index
+                .roster
+                .index
                 .get(&lease.executor)
                 .and_then(|e| leases_of.get_mut(e))
             else {
@@ -77,7 +78,8 @@ impl Policy {
             });
         }
         let executors = self
-            .execs
+            .roster
+            .executors
             .iter()
             .enumerate()
             .map(|(e, x)| ExecutorStatus {
@@ -87,32 +89,37 @@ impl Policy {
                 roles: x.spec.roles.clone(),
                 slots: if x.draining { 0 } else { x.spec.slots },
                 role_caps: x
-                    .role_idx
+                    .role_indexes
                     .iter()
                     .map(|&r| (roles[r].clone(), x.caps[r]))
                     .collect(),
                 priority: x
-                    .role_idx
+                    .role_indexes
                     .iter()
-                    .map(|&r| (roles[r].clone(), x.prios[r].0))
+                    .map(|&r| (roles[r].clone(), x.priorities[r].0))
                     .collect(),
                 busy: x.busy,
                 busy_by_role: x
-                    .role_idx
+                    .role_indexes
                     .iter()
                     .map(|&r| (roles[r].clone(), x.busy_by_role[r]))
                     .collect(),
-                exclusion: x.rt.exclusion.as_ref().map(|excl| ExclusionStatus {
-                    kind: excl.kind,
-                    reason: excl.reason.clone(),
-                    until: excl.end(),
-                    since: excl.since,
-                    next_probe_at: (excl.kind == ExclusionKind::Health && self.options.can_probe)
-                        .then(|| self.probe_due(e)),
-                    then_until: excl.then.as_ref().map(|(t, _)| *t),
-                    description: describe(excl),
-                }),
-                pause: x.rt.pause.as_ref().map(|p| PauseStatus {
+                exclusion: x
+                    .runtime
+                    .exclusion
+                    .as_ref()
+                    .map(|exclusion| ExclusionStatus {
+                        kind: exclusion.kind,
+                        reason: exclusion.reason.clone(),
+                        until: exclusion.end(),
+                        since: exclusion.since,
+                        next_probe_at: (exclusion.kind == ExclusionKind::Health
+                            && self.options.can_probe)
+                            .then(|| self.probe_due(e)),
+                        then_until: exclusion.then.as_ref().map(|(t, _)| *t),
+                        description: describe(exclusion),
+                    }),
+                pause: x.runtime.pause.as_ref().map(|p| PauseStatus {
                     failures: p.failures,
                     until: p.until,
                     message: p.message.clone(),
@@ -121,10 +128,10 @@ impl Policy {
                 draining: x.draining,
                 provision: x.spec.provision,
                 leases: std::mem::take(&mut leases_of[e]),
-                preflight: sorted::get(&self.preflights, &x.spec.id).cloned(),
-                probe_in_flight: x.rt.probe_in_flight,
+                preflight: sorted::get(&self.reloads.preflights, &x.spec.id).cloned(),
+                probe_in_flight: x.runtime.probe_in_flight,
                 recent_rate_limits: x
-                    .rt
+                    .runtime
                     .rate_limits
                     .iter()
                     .filter(|&&t| t + self.options.rate_limit_window_ms > self.now)
@@ -132,9 +139,10 @@ impl Policy {
             })
             .collect();
         let mut queue: Vec<(OrderKey, usize, QueuedRequest)> = Vec::new();
-        for (r, entries) in self.role_queues.iter().enumerate() {
+        for (r, entries) in self.queue.by_role.iter().enumerate() {
             for &s in entries.values() {
-                let Some(q) = self.requests.at(s) else {
+                let Some(q) = self.queue.requests.at(s) else {
+                    debug_assert!(false, "a queued slot holds a request");
                     continue;
                 };
                 queue.push((
@@ -162,19 +170,22 @@ impl Policy {
         let mut seen = vec![0u32; roles.len()];
         for (_, r, q) in &mut queue {
             q.ahead = self
-                .role_overlap
+                .roster
+                .roles
+                .overlap
                 .get(*r)
                 .map_or(seen[*r], |roles| roles.iter().map(|&o| seen[o]).sum());
             seen[*r] += 1;
         }
         let creating = self
+            .queue
             .requests
             .values()
             .filter_map(|q| {
                 q.creating.as_ref().map(|c| CreatingRequest {
                     request: q.id.to_string(),
                     executor: c.executor.clone(),
-                    role: self.req_role_name(q).to_string(),
+                    role: self.roster.request_role_name(q).to_string(),
                     since: q.since,
                 })
             })
@@ -185,7 +196,7 @@ impl Policy {
             executors,
             queue: queue.into_iter().map(|(_, _, q)| q).collect(),
             creating,
-            pending_reload: self.pending_reload.as_ref().map(|p| PendingReloadStatus {
+            pending_reload: self.reloads.pending.as_ref().map(|p| PendingReloadStatus {
                 since: p.since,
                 awaiting: p.awaiting.clone(),
             }),
@@ -198,11 +209,12 @@ impl Policy {
         let (role, avoid, prefer, pin) = match &request.request {
             Some(id) => {
                 let q = self
+                    .queue
                     .requests
                     .get(id)
                     .ok_or_else(|| Error::UnknownRequest { id: id.clone() })?;
                 (
-                    self.req_role_name(q).to_string(),
+                    self.roster.request_role_name(q).to_string(),
                     q.avoid().to_vec(),
                     q.prefer().map(str::to_string),
                     q.pin().map(str::to_string),
@@ -217,7 +229,8 @@ impl Policy {
         };
         let r = self.role_index(&role)?;
         let executors = self
-            .execs
+            .roster
+            .executors
             .iter()
             .map(|x| {
                 let mut reasons = Vec::new();
@@ -237,11 +250,11 @@ impl Policy {
                 if x.draining {
                     reasons.push("removed by a reload; draining".to_string());
                 }
-                if let Some(excl) = &x.rt.exclusion {
-                    reasons.push(format!("out of the round {}", Described(excl)));
+                if let Some(exclusion) = &x.runtime.exclusion {
+                    reasons.push(format!("out of the round {}", Described(exclusion)));
                 }
                 if pin.is_none() && x.spec.provision {
-                    if let Some(p) = x.rt.pause.as_ref().filter(|p| p.blocked) {
+                    if let Some(p) = x.runtime.pause.as_ref().filter(|p| p.blocked) {
                         reasons.push(format!(
                             "paused creating machines until {} after {} failure(s)",
                             iso(p.until),
@@ -263,7 +276,7 @@ impl Policy {
                     id: id.clone(),
                     ok: reasons.is_empty(),
                     reasons,
-                    priority: x.has_role(r).then_some(x.prios[r].0),
+                    priority: x.has_role(r).then_some(x.priorities[r].0),
                 }
             })
             .collect::<Vec<_>>();
@@ -271,7 +284,7 @@ impl Policy {
             id: Box::from(""),
             key: order_key((0, 0, 0, 0)),
             since: self.now,
-            role: self.role_ids.get(r).copied().unwrap_or(0),
+            role: self.roster.roles.ids.get(r).copied().unwrap_or(0),
             announced: true,
             try_only: false,
             has_event_time: false,
@@ -281,12 +294,13 @@ impl Policy {
         };
         let pick = match &pin {
             Some(p) => self
-                .exec_index
+                .roster
+                .index
                 .get(p)
                 .filter(|&e| self.pin_ready(e, r) && !avoid.contains(p)),
             None => self.pick(&hypothetical, r),
         }
-        .map(|e| self.execs[e].spec.id.clone());
+        .map(|e| self.roster.executors[e].spec.id.clone());
         let mut explanation = Explanation {
             role,
             pick,
@@ -294,7 +308,7 @@ impl Policy {
             executors,
         };
         if let Some(p) = &pin {
-            if !self.exec_index.contains_key(p) {
+            if !self.roster.index.contains_key(p) {
                 explanation.executors.push(ExecutorExplanation {
                     id: p.clone(),
                     ok: false,
@@ -326,10 +340,10 @@ impl Policy {
             },
         };
         for spec in &parsed.executors {
-            match self.exec_index.get(&spec.id) {
+            match self.roster.index.get(&spec.id) {
                 None => plan.added.push(spec.id.clone()),
                 Some(e) => {
-                    let x = &self.execs[e];
+                    let x = &self.roster.executors[e];
                     if x.draining {
                         plan.added.push(spec.id.clone());
                     } else if x.spec.slots != spec.slots {
@@ -349,7 +363,7 @@ impl Policy {
                 }
             }
         }
-        for x in &self.execs {
+        for x in &self.roster.executors {
             if parsed.executor(&x.spec.id).is_none() && !x.draining {
                 if x.busy > 0 {
                     plan.draining.push(x.spec.id.clone());

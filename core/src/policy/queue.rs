@@ -4,10 +4,12 @@
 use serde_json::json;
 
 use crate::protocol::{Level, Output};
-use crate::sorted;
+use crate::sorted::{self, StrMap};
 
 use super::events::for_label;
+use super::events::EventName;
 use super::keys::{key_parts, ByName, Index, Key, OrderKey};
+use super::roster::RoleTable;
 use super::Policy;
 
 /// A request that has no lease yet: waiting, or holding a slot while its machine is
@@ -292,61 +294,108 @@ pub(super) enum Ending {
     Exhausted,
 }
 
-impl Policy {
-    pub(super) fn enqueue(&mut self, id: &str, r: usize) {
-        let Some(s) = self.requests.slot(id) else {
-            return;
-        };
-        let Some(req) = self.requests.at_mut(s) else {
-            return;
-        };
-        req.creating = None;
-        let key = req.key;
-        let announce = !req.announced;
-        req.announced = true;
-        let pin = req.pin().map(str::to_string);
-        let deadline = req.deadline();
-        let label = req.label().map(str::to_string);
-        let avoid = req.avoid().to_vec();
-        self.role_queues[r].insert(key, s);
-        if let Some(pin) = &pin {
-            sorted::entry(&mut self.pin_queues, pin).insert(key, s);
+/// The requests without a lease and every index over them: one queue per role and
+/// one per pinned executor, in lease order, and the deadlines. Queues and timers
+/// hold request slots (`requests`), not ids.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Queue {
+    pub(super) requests: Requests,
+    /// Per document role: its waiting unpinned and pinned requests, by order key.
+    pub(super) by_role: Vec<Index>,
+    /// Per pinned executor id: its waiting requests, by order key.
+    pub(super) pinned: StrMap<Index>,
+    pub(super) deadlines: Deadlines,
+    /// The arrival number of the next request (the last word of its order key).
+    pub(super) next_arrival: u64,
+    /// Requests put back in the queue this input that may find a slot elsewhere.
+    pub(super) retry: Vec<String>,
+}
+
+impl Queue {
+    /// When the queue next needs the time: its first deadline.
+    pub(super) fn next_deadline(&self) -> Option<u64> {
+        self.deadlines.first().map(|(t, _)| t)
+    }
+
+    /// Takes the first deadline due at `at` or earlier: its request's slot.
+    pub(super) fn pop_due_deadline(&mut self, at: u64) -> Option<u32> {
+        let (t, s) = self.deadlines.first()?;
+        if t > at {
+            return None;
         }
-        if let Some(deadline) = deadline {
+        self.deadlines.pop_first();
+        Some(s)
+    }
+
+    /// Puts the waiting request in slot `s` in the queue of role `r`, its pin's
+    /// queue, and its deadline's timer.
+    pub(super) fn queue_waiting(&mut self, s: u32, r: usize) {
+        let Some(request) = self.requests.at(s) else {
+            debug_assert!(false, "queueing an empty slot {s}");
+            return;
+        };
+        debug_assert!(
+            request.waiting(),
+            "{} is queued while it creates",
+            request.id
+        );
+        let key = request.key;
+        let previous = self.by_role[r].insert(key, s);
+        debug_assert!(previous.is_none(), "{} queued twice", request.id);
+        if let Some(pin) = request.pin() {
+            sorted::entry(&mut self.pinned, pin).insert(key, s);
+        }
+        if let Some(deadline) = request.deadline() {
             self.deadlines.insert(deadline, &key, s);
         }
-        if announce {
-            let ahead = self.ahead_of(r, &key);
-            let report = self.waiting_report(r, &avoid, pin.as_deref());
-            let role = self.role_name(r).to_string();
-            self.outputs.push_back(Output::Waiting {
-                request: id.to_string(),
-                role: role.clone(),
-                report: report.clone(),
-                ahead,
-            });
-            let mut message = format!("waiting for an executor to take {role}");
-            if let Some(label) = &label {
-                message.push_str(&format!(" for {label}"));
-            }
-            message.push_str(&format!(": {report}"));
-            if let Some(pin) = &pin {
-                if !self.exec_index.contains_key(pin) {
-                    message.push_str(&format!(
-                        " ({pin} is not in the roster; the request waits until a reload declares it or it is cancelled)"
-                    ));
+    }
+
+    /// Takes the request in slot `s` out of its queues and timers.
+    pub(super) fn unqueue(&mut self, s: u32, roles: &RoleTable) {
+        let Some(request) = self.requests.at(s) else {
+            debug_assert!(false, "unqueueing an empty slot {s}");
+            return;
+        };
+        let key = request.key;
+        if let Some(r) = roles.of(request.role) {
+            self.by_role[r].remove(&key);
+        }
+        if let Some(pin) = request.pin() {
+            if let Some(queue) = sorted::get_mut(&mut self.pinned, pin) {
+                queue.remove(&key);
+                if queue.is_empty() {
+                    sorted::remove(&mut self.pinned, pin);
                 }
             }
-            self.event(
-                Level::Info,
-                "waiting",
-                message,
-                vec![
-                    ("request", json!(id)),
-                    ("role", json!(role)),
-                    ("ahead", json!(ahead)),
-                ],
-            );
+        }
+        if let Some(deadline) = request.deadline() {
+            self.deadlines.remove(deadline, &key);
+        }
+    }
+
+    /// Rebuilds the queues and timers from the stored requests (after a reload or
+    /// an import; `roles` as aligned with the document of `role_count` roles).
+    pub(super) fn reindex(&mut self, roles: &RoleTable, role_count: usize) {
+        self.by_role = vec![Index::new(); role_count];
+        self.pinned.clear();
+        self.deadlines.clear();
+        for s in self.requests.by_id.values().map(|&s| s as u32) {
+            let Some(request) = self.requests.at(s) else {
+                debug_assert!(false, "request id names an empty slot {s}");
+                continue;
+            };
+            if let Some(deadline) = request.deadline() {
+                self.deadlines.insert(deadline, &request.key, s);
+            }
+            if !request.waiting() {
+                continue;
+            }
+            if let Some(r) = roles.of(request.role) {
+                self.by_role[r].insert(request.key, s);
+            }
+            if let Some(pin) = request.pin() {
+                sorted::entry(&mut self.pinned, pin).insert(request.key, s);
+            }
         }
     }
 
@@ -354,29 +403,9 @@ impl Policy {
     ///
     /// Walks both sides of `key` in step and stops at the shorter one, so the head
     /// of the queue (a grant) and its tail (a new waiter) cost O(1), not O(waiters).
-    /// Waiting requests ahead of `key` in lease order that compete with role `r` for
-    /// an executor (requests of every role some executor takes along with `r`).
-    pub(super) fn ahead_of(&self, r: usize, key: &OrderKey) -> u32 {
-        match self.role_overlap.get(r) {
-            Some(roles) => roles.iter().map(|&o| self.count_before(o, key)).sum(),
-            None => self.count_before(r, key),
-        }
-    }
-
-    /// Waiting requests ahead of `key` in lease order that executor `e` could have
-    /// served: what a grant on `e` passed.
-    pub(super) fn passed_by(&self, e: usize, key: &OrderKey) -> u32 {
-        let x = &self.execs[e];
-        x.role_idx
-            .iter()
-            .filter(|&&r| x.caps[r] > 0)
-            .map(|&r| self.count_before(r, key))
-            .sum()
-    }
-
     pub(super) fn count_before(&self, r: usize, key: &OrderKey) -> u32 {
         use std::ops::Bound::{Excluded, Unbounded};
-        let queue = &self.role_queues[r];
+        let queue = &self.by_role[r];
         if queue.is_empty() {
             return 0; // nobody waits for this role: the common case of a grant
         }
@@ -394,52 +423,116 @@ impl Policy {
             i += 1;
         }
     }
+}
+
+impl Policy {
+    pub(super) fn enqueue(&mut self, id: &str, r: usize) {
+        let Some(s) = self.queue.requests.slot(id) else {
+            debug_assert!(false, "enqueue: the request is stored");
+            return;
+        };
+        let Some(req) = self.queue.requests.at_mut(s) else {
+            debug_assert!(false, "enqueue: the slot holds the request");
+            return;
+        };
+        req.creating = None;
+        let key = req.key;
+        let announce = !req.announced;
+        req.announced = true;
+        let pin = req.pin().map(str::to_string);
+        let label = req.label().map(str::to_string);
+        let avoid = req.avoid().to_vec();
+        self.queue.queue_waiting(s, r);
+        if announce {
+            let ahead = self.ahead_of(r, &key);
+            let report = self.waiting_report(r, &avoid, pin.as_deref());
+            let role = self.role_name(r).to_string();
+            self.outputs.push_back(Output::Waiting {
+                request: id.to_string(),
+                role: role.clone(),
+                report: report.clone(),
+                ahead,
+            });
+            let mut message = format!("waiting for an executor to take {role}");
+            if let Some(label) = &label {
+                message.push_str(&format!(" for {label}"));
+            }
+            message.push_str(&format!(": {report}"));
+            if let Some(pin) = &pin {
+                if !self.roster.index.contains_key(pin) {
+                    message.push_str(&format!(
+                        " ({pin} is not in the roster; the request waits until a reload declares it or it is cancelled)"
+                    ));
+                }
+            }
+            self.event(
+                Level::Info,
+                EventName::Waiting,
+                message,
+                vec![
+                    ("request", json!(id)),
+                    ("role", json!(role)),
+                    ("ahead", json!(ahead)),
+                ],
+            );
+        }
+    }
+
+    /// Waiting requests ahead of `key` in lease order that compete with role `r` for
+    /// an executor (requests of every role some executor takes along with `r`).
+    pub(super) fn ahead_of(&self, r: usize, key: &OrderKey) -> u32 {
+        match self.roster.roles.overlap.get(r) {
+            Some(roles) => roles.iter().map(|&o| self.queue.count_before(o, key)).sum(),
+            None => self.queue.count_before(r, key),
+        }
+    }
+
+    /// Waiting requests ahead of `key` in lease order that executor `e` could have
+    /// served: what a grant on `e` passed.
+    pub(super) fn passed_by(&self, e: usize, key: &OrderKey) -> u32 {
+        let x = &self.roster.executors[e];
+        x.role_indexes
+            .iter()
+            .filter(|&&r| x.caps[r] > 0)
+            .map(|&r| self.queue.count_before(r, key))
+            .sum()
+    }
 
     pub(super) fn dequeue(&mut self, id: &str) {
-        if let Some(s) = self.requests.slot(id) {
+        let slot = self.queue.requests.slot(id);
+        debug_assert!(slot.is_some(), "dequeue: request {id} is stored");
+        if let Some(s) = slot {
             self.dequeue_at(s);
         }
     }
 
     /// Takes the request in slot `s` out of its queues and timers.
     pub(super) fn dequeue_at(&mut self, s: u32) {
-        let Some(req) = self.requests.at(s) else {
-            return;
-        };
-        let key = req.key;
-        if let Some(r) = self.role_at.get(req.role as usize).copied().flatten() {
-            self.role_queues[r].remove(&key);
-        }
-        if let Some(pin) = req.pin() {
-            if let Some(queue) = sorted::get_mut(&mut self.pin_queues, pin) {
-                queue.remove(&key);
-                if queue.is_empty() {
-                    sorted::remove(&mut self.pin_queues, pin);
-                }
-            }
-        }
-        if let Some(deadline) = req.deadline() {
-            self.deadlines.remove(deadline, &key);
-        }
+        self.queue.unqueue(s, &self.roster.roles);
     }
 
     /// Ends a request that has no lease: cancelled, timed out or exhausted. A slot
     /// held for its machine is freed, and the machine deleted when it arrives.
     pub(super) fn end_request(&mut self, id: &str, ending: Ending) {
         self.dequeue(id);
-        let Some(req) = self.requests.remove(id) else {
+        let Some(req) = self.queue.requests.remove(id) else {
+            debug_assert!(false, "end_request: the request is stored");
             return;
         };
         if let Some(creating) = &req.creating {
             let executor = &creating.executor;
-            sorted::insert(&mut self.abandoned, id.to_string(), executor.clone());
-            if let Some(e) = self.exec_index.get(executor) {
-                let r = self.req_role(&req);
+            sorted::insert(
+                &mut self.provisioning.abandoned,
+                id.to_string(),
+                executor.clone(),
+            );
+            if let Some(e) = self.roster.index.get(executor) {
+                let r = self.roster.request_role(&req);
                 self.free_slot(e, r);
                 self.leave_if_drained(e);
             }
         }
-        let role = self.req_role_name(&req).to_string();
+        let role = self.roster.request_role_name(&req).to_string();
         match ending {
             Ending::Cancelled => {
                 self.outputs.push_back(Output::Cancelled {
@@ -447,7 +540,7 @@ impl Policy {
                 });
                 self.event(
                     Level::Info,
-                    "cancelled",
+                    EventName::Cancelled,
                     format!(
                         "the request for {role}{} stopped waiting",
                         for_label(req.label())
@@ -461,7 +554,7 @@ impl Policy {
                 });
                 self.event(
                     Level::Warn,
-                    "timedOut",
+                    EventName::TimedOut,
                     format!(
                         "no executor took {role}{} before its deadline",
                         for_label(req.label())
@@ -473,7 +566,7 @@ impl Policy {
                 let reasons = self.exhausted_reasons(&req);
                 self.event(
                     Level::Warn,
-                    "exhausted",
+                    EventName::Exhausted,
                     format!(
                         "no executor can ever take {role}{}: {}",
                         for_label(req.label()),

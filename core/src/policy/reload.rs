@@ -4,11 +4,12 @@ use serde_json::json;
 
 use crate::document::Document;
 use crate::protocol::{ExclusionKind, Level, Output};
-use crate::sorted::{self, StrSet};
+use crate::sorted::{self, StrMap, StrSet};
 use crate::status::PreflightRecord;
 use crate::time::iso;
 
 use super::events::plural;
+use super::events::EventName;
 use super::queue::Ending;
 use super::roster::{Executor, Runtime};
 use super::Policy;
@@ -20,12 +21,33 @@ pub(super) struct PendingReload {
     pub(super) since: u64,
 }
 
+/// Reloads: the one waiting for preflights, the preflights' records, and every
+/// executor id a document of this run declared.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Reloads {
+    pub(super) pending: Option<PendingReload>,
+    pub(super) preflights: StrMap<PreflightRecord>,
+    /// Every executor id any document of this run declared. Persists no longer need
+    /// it (`Persistence::last` names what the file holds); kept so that exports keep
+    /// their shape for modules that read it.
+    pub(super) known_ids: StrSet,
+}
+
+impl Reloads {
+    pub(super) fn new(document: &Document) -> Reloads {
+        Reloads {
+            known_ids: sorted::set_from(document.executors.iter().map(|e| e.id.clone())),
+            ..Reloads::default()
+        }
+    }
+}
+
 impl Policy {
     pub(super) fn reload(&mut self, document: Document) {
-        if let Some(pending) = self.pending_reload.take() {
+        if let Some(pending) = self.reloads.pending.take() {
             self.event(
                 Level::Info,
-                "reloadSuperseded",
+                EventName::ReloadSuperseded,
                 format!(
                     "a newer reload replaces the one waiting for preflights since {}",
                     iso(pending.since)
@@ -42,14 +64,14 @@ impl Policy {
             }
             self.event(
                 Level::Info,
-                "preflighting",
+                EventName::Preflighting,
                 format!(
                     "preflighting {} before the reload applies",
                     needs.join(", ")
                 ),
                 vec![("executors", json!(needs))],
             );
-            self.pending_reload = Some(PendingReload {
+            self.reloads.pending = Some(PendingReload {
                 document,
                 awaiting: needs,
                 since: self.now,
@@ -65,8 +87,11 @@ impl Policy {
             document
                 .executors
                 .iter()
-                .filter(|spec| match self.exec_index.get(&spec.id) {
-                    Some(e) => self.execs[e].draining || spec.slots > self.execs[e].spec.slots,
+                .filter(|spec| match self.roster.index.get(&spec.id) {
+                    Some(e) => {
+                        self.roster.executors[e].draining
+                            || spec.slots > self.roster.executors[e].spec.slots
+                    }
                     None => true,
                 })
                 .map(|spec| spec.id.clone()),
@@ -75,7 +100,7 @@ impl Policy {
 
     pub(super) fn preflight_result(&mut self, executor: String, ok: bool, error: Option<String>) {
         sorted::insert(
-            &mut self.preflights,
+            &mut self.reloads.preflights,
             executor.clone(),
             PreflightRecord {
                 at: self.now,
@@ -83,18 +108,18 @@ impl Policy {
                 error: error.clone(),
             },
         );
-        let Some(pending) = self.pending_reload.as_mut() else {
+        let Some(pending) = self.reloads.pending.as_mut() else {
             return;
         };
         if !sorted::set_remove(&mut pending.awaiting, &executor) {
             return;
         }
         if !ok {
-            self.pending_reload = None;
+            self.reloads.pending = None;
             let why = error.unwrap_or_else(|| "no reason given".into());
             self.event(
                 Level::Warn,
-                "reloadRefused",
+                EventName::ReloadRefused,
                 format!(
                     "the reload is refused: the preflight of {executor} failed ({why}); the running roster stays as it was"
                 ),
@@ -103,7 +128,7 @@ impl Policy {
             return;
         }
         if pending.awaiting.is_empty() {
-            if let Some(pending) = self.pending_reload.take() {
+            if let Some(pending) = self.reloads.pending.take() {
                 self.apply_reload(pending.document);
             }
         }
@@ -113,7 +138,7 @@ impl Policy {
         let roles = document.roles.clone();
         // The running executors, taken out by index as the new document names them
         // (`exec_index` still indexes them).
-        let mut old: Vec<Option<Executor>> = std::mem::take(&mut self.execs)
+        let mut old: Vec<Option<Executor>> = std::mem::take(&mut self.roster.executors)
             .into_iter()
             .map(Some)
             .collect();
@@ -121,9 +146,10 @@ impl Policy {
         let mut execs = Vec::new();
         let mut events = Vec::new();
         for spec in &document.executors {
-            sorted::set_insert(&mut self.known_ids, spec.id.clone());
+            sorted::set_insert(&mut self.reloads.known_ids, spec.id.clone());
             let prev = self
-                .exec_index
+                .roster
+                .index
                 .get(&spec.id)
                 .and_then(|e| old.get_mut(e))
                 .and_then(Option::take);
@@ -131,7 +157,7 @@ impl Policy {
                 Some(prev) => {
                     if prev.draining {
                         events.push((
-                            "added",
+                            EventName::Added,
                             format!(
                                 "{} declared again by a reload; it takes leases now",
                                 spec.id
@@ -139,7 +165,7 @@ impl Policy {
                         ));
                     } else if prev.spec.slots != spec.slots {
                         events.push((
-                            "resized",
+                            EventName::Resized,
                             format!(
                                 "{} resized by a reload from {} to {} slots; running leases continue ({} running)",
                                 spec.id,
@@ -149,24 +175,25 @@ impl Policy {
                             ),
                         ));
                     }
-                    let mut x = Executor::new(spec.clone(), prev.rt, &roles);
+                    let mut x = Executor::new(spec.clone(), prev.runtime, &roles);
                     if x.spec.health.is_none()
-                        && x.rt.exclusion.as_ref().map(|x| x.kind) == Some(ExclusionKind::Health)
+                        && x.runtime.exclusion.as_ref().map(|x| x.kind)
+                            == Some(ExclusionKind::Health)
                     {
                         // Its health URL is gone: the outage cooldown decides, from now.
-                        if let Some(excl) = x.rt.exclusion.as_mut() {
-                            excl.kind = ExclusionKind::Until;
-                            excl.until = Some(self.now + spec.cooldown.outage_ms);
+                        if let Some(exclusion) = x.runtime.exclusion.as_mut() {
+                            exclusion.kind = ExclusionKind::Until;
+                            exclusion.until = Some(self.now + spec.cooldown.outage_ms);
                         }
-                        x.rt.probe_in_flight = false;
-                        x.rt.last_probe_at = None;
-                        self.persist_all = true;
+                        x.runtime.probe_in_flight = false;
+                        x.runtime.last_probe_at = None;
+                        self.persistence.all = true;
                     }
                     execs.push(x);
                 }
                 None => {
                     events.push((
-                        "added",
+                        EventName::Added,
                         format!("{} added by a reload; it takes leases now", spec.id),
                     ));
                     execs.push(Executor::new(spec.clone(), Runtime::default(), &roles));
@@ -178,12 +205,12 @@ impl Policy {
         left.sort_unstable_by(|a, b| a.spec.id.cmp(&b.spec.id));
         for mut prev in left {
             let id = prev.spec.id.clone();
-            if prev.rt.exclusion.take().is_some() {
-                self.persist_all = true;
+            if prev.runtime.exclusion.take().is_some() {
+                self.persistence.all = true;
             }
             if running(&prev) > 0 {
                 events.push((
-                    "removed",
+                    EventName::Removed,
                     format!(
                         "{id} removed by a reload; it takes no new lease, and leaves when its running leases end ({} running)",
                         running(&prev)
@@ -193,18 +220,18 @@ impl Policy {
                 execs.push(prev);
             } else {
                 events.push((
-                    "removed",
+                    EventName::Removed,
                     format!("{id} removed by a reload; it runs no lease, so it leaves now"),
                 ));
             }
         }
         self.document = document;
-        self.execs = execs;
+        self.roster.executors = execs;
         // Executor indexes moved: the next persist compares every entry.
-        self.persist_all = true;
-        for x in &mut self.execs {
+        self.persistence.all = true;
+        for x in &mut self.roster.executors {
             if x.draining {
-                x.rt.pause = None;
+                x.runtime.pause = None;
             }
         }
         self.rebuild();
@@ -213,7 +240,7 @@ impl Policy {
         }
         self.event(
             Level::Info,
-            "reloaded",
+            EventName::Reloaded,
             format!(
                 "the roster reloaded: {}",
                 plural(
@@ -226,9 +253,10 @@ impl Policy {
         );
         // Requests whose role is gone, and those nothing can serve any more, end.
         let orphaned: Vec<String> = self
+            .queue
             .requests
             .values()
-            .filter(|q| q.waiting() && self.req_role(q).is_none())
+            .filter(|q| q.waiting() && self.roster.request_role(q).is_none())
             .map(|q| q.id.to_string())
             .collect();
         for id in orphaned {
@@ -236,6 +264,6 @@ impl Policy {
         }
         let all: Vec<usize> = (0..roles.len()).collect();
         self.recheck_exhaustion(&all);
-        self.dirty = (0..self.execs.len()).collect();
+        self.roster.dirty = (0..self.roster.executors.len()).collect();
     }
 }
