@@ -119,7 +119,6 @@ impl Policy {
     /// Among the free executors for a request: `prefer` first; else the lowest
     /// priority for the role; ties to the one leased least recently.
     pub(super) fn pick(&self, req: &Request, r: usize) -> Option<usize> {
-        let avoid = req.avoid();
         if let Some(prefer) = req.prefer() {
             if let Some(e) = self.roster.index.get(prefer) {
                 if self.roster.executors[e].has_role(r)
@@ -133,7 +132,7 @@ impl Policy {
         self.roster.ready[r]
             .keys()
             .map(|k| k[2] as usize)
-            .find(|&e| avoid.is_empty() || !avoid.contains(&self.roster.executors[e].spec.id))
+            .find(|&e| !req.avoids(&self.roster.executors[e].spec.id))
     }
 
     /// Takes a slot on `e` for request `id`: a lease, or a machine creation first.

@@ -13,6 +13,7 @@
 //! per-role queues in lease order, and timer sets for exclusion ends, pause ends
 //! and deadlines.
 
+mod avoid;
 mod events;
 mod exclusions;
 mod exhaustion;

@@ -6,6 +6,7 @@ use serde_json::json;
 use crate::protocol::{Level, Output};
 use crate::sorted::{self, StrMap};
 
+use super::avoid::{Avoid, NO_AVOID};
 use super::events::for_label;
 use super::events::EventName;
 use super::keys::{key_parts, ByName, Index, Key, OrderKey};
@@ -39,7 +40,7 @@ pub(super) struct Request {
 /// The fields of a request that most requests leave empty.
 #[derive(Debug, Clone, Default)]
 pub(super) struct RequestExtra {
-    pub(super) avoid: Vec<String>,
+    pub(super) avoid: Avoid,
     pub(super) prefer: Option<Box<str>>,
     pub(super) pin: Option<Box<str>>,
     pub(super) deadline: Option<u64>,
@@ -52,12 +53,12 @@ pub(super) struct Creating {
 }
 
 impl Request {
-    pub(super) fn avoid(&self) -> &[String] {
-        self.extra.as_ref().map_or(&[], |x| &x.avoid)
+    pub(super) fn avoid(&self) -> &Avoid {
+        self.extra.as_ref().map_or(&NO_AVOID, |x| &x.avoid)
     }
 
     pub(super) fn avoids(&self, executor: &str) -> bool {
-        self.avoid().iter().any(|a| a == executor)
+        self.avoid().contains(executor)
     }
 
     pub(super) fn prefer(&self) -> Option<&str> {
@@ -99,7 +100,7 @@ pub(super) fn request_extra(
     let empty = avoid.is_empty() && prefer.is_none() && pin.is_none() && deadline.is_none();
     (!empty).then(|| {
         Box::new(RequestExtra {
-            avoid,
+            avoid: Avoid::new(avoid),
             prefer: prefer.map(String::into_boxed_str),
             pin: pin.map(String::into_boxed_str),
             deadline,
@@ -441,7 +442,7 @@ impl Policy {
         req.announced = true;
         let pin = req.pin().map(str::to_string);
         let label = req.label().map(str::to_string);
-        let avoid = req.avoid().to_vec();
+        let avoid = req.avoid().clone();
         self.queue.queue_waiting(s, r);
         if announce {
             let ahead = self.ahead_of(r, &key);
