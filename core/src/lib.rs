@@ -122,6 +122,7 @@ pub mod policy;
 pub mod protocol;
 mod read;
 mod sorted;
+pub mod state_file;
 pub mod status;
 mod time;
 pub mod write;
