@@ -5,9 +5,17 @@
 import { readFileSync } from 'node:fs'
 import * as wasm from '../pkg/node/rota_wasm.js'
 import { buildApi } from './api.js'
-import { fileStateStore, readRosterFile } from './state-file.js'
+import { fileStateStore as fileStore, readRosterFile } from './state-file.js'
+import { stateRule } from './state-rule.js'
+import { storageStates } from './storage-state.js'
 
 wasm.initSync({ module: readFileSync(new URL('../pkg/node/rota_wasm_bg.wasm', import.meta.url)) })
+
+const rule = stateRule(wasm)
+
+/** A `{ load, save, discard }` store over one state file (the `statePath` option's). */
+export const fileStateStore = (path) => fileStore(rule, path)
+export const { memoryState, webStorageState } = storageStates(rule)
 
 const api = buildApi(wasm, {
   name: 'node',
@@ -27,10 +35,9 @@ export const {
   defaultOptions,
   defaultRoles,
   coreVersion,
+  stateFile,
 } = api
 
-export { fileStateStore }
-export { memoryState, webStorageState } from './storage-state.js'
 export {
   classifyFailure,
   isModelUnavailableMessage,

@@ -450,8 +450,9 @@ export declare function parseResetTime(message: string, now?: number): number | 
 export interface RosterEvent {
   level: Level
   /**
-   * A stable name. The driver's own: `stateCorrupt`, `stateUnreadable`, `stateSaveFailed`,
-   * `probeFailed`, `machineDeleteFailed`, `machineNotDeleted`, `inputRejected`.
+   * A stable name. The driver's own: `stateFileCorrupt` (set aside, `fields.movedTo`),
+   * `stateFileUnreadable` and `stateFileWriteFailed` (`fields.retryInMs`: the writes are
+   * kept and retried), `stateFileRecovered`, `probeFailed`, `machineDeleteFailed`, `machineNotDeleted`, `inputRejected`.
    */
   name: string
   message: string
@@ -523,6 +524,8 @@ export interface RosterOptions {
   statePath?: string
   /** A state adapter (the browser's way, or any custom store). */
   state?: StateStore
+  /** How a failed state write is retried: after `firstMs` (500), doubling up to `maxMs` (30 000). */
+  stateRetry?: { firstMs?: number; maxMs?: number }
   /** The health probe; `false`: no probing (health exclusions wait out the outage cooldown). */
   probe?: ProbeFunction | false
   /** Each probe's timeout (default 5000). */
@@ -626,9 +629,11 @@ export declare class Roster implements AsyncDisposable {
 
 // ---- state adapters --------------------------------------------------------------------
 
-/** State in memory. */
-export declare function memoryState(initial?: PersistedState): StateStore & {
+/** State in memory (`initial`: a state file's text or value, in either envelope). */
+export declare function memoryState(initial?: PersistedState | string | object): StateStore & {
   readonly value: PersistedState | undefined
+  /** What a state file would hold (the seed's envelope). */
+  readonly text: string | undefined
 }
 /** What `webStorageState` needs of a Web Storage (localStorage, sessionStorage). */
 export interface WebStorage {
@@ -639,5 +644,20 @@ export interface WebStorage {
 
 /** State in a Web Storage entry (localStorage). */
 export declare function webStorageState(storage: WebStorage, key?: string): StateStore
-/** State in a file, atomically written (Node only; `statePath` uses it). */
+/** State in a file: locked, read, merged by the core's rule, atomically written (Node only; `statePath` uses it). */
 export declare function fileStateStore(path: string): StateStore & { readonly path: string }
+
+/** The core's state-file rule (`rota_core::state_file`); errors are `RotaError`s (`STATE_FILE_CORRUPT`, `INVALID_INPUT`). */
+export declare const stateFile: {
+  /** A request's JSON text in, the core's answer text out. */
+  json(request: string): string
+  /** Either envelope: the seed's `{ schemaVersion: 1, value: { exclusions } }` or `{ version: 1, exclusions }`. */
+  parse(text: string): { format: 'seed' | 'rota'; exclusions: Exclusion[] }
+  /** A `restore` input's `state`: the file's live entries at `now`. */
+  restore(text: string, now: number): PersistedState
+  /** The text to write: `existing` (`null`: none) after the persists, in the seed's envelope byte for byte. */
+  merge(existing: string | null, persists: StateUpdate[], now: number): string
+  render(exclusions: Exclusion[]): string
+  /** Where a corrupt file is set aside: `<name>.corrupt-<ISO time without colons>[-attempt]`. */
+  asideName(name: string, now: number, attempt?: number): string
+}
