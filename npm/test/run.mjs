@@ -54,6 +54,8 @@ try {
     env: {
       ...process.env,
       ROTA_TEST_PROJECT: project,
+      // For state-file.test.mjs: the package's dev dependencies (the seed's persistence).
+      ROTA_PACKAGE_ROOT: root,
       // For handle-binary.test.mjs: the conformance vectors and the native random traces
       // (when tests/run.sh has written them) of the repository around the package.
       ROTA_VECTORS: process.env.ROTA_VECTORS ?? join(root, '..', 'tests', 'vectors'),

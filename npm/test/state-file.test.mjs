@@ -12,20 +12,27 @@
 
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { readFile, rename, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { test } from 'node:test'
-import { fileURLToPath } from 'node:url'
-import * as Effect from 'effect/Effect'
-import * as Schema from 'effect/Schema'
-import { loadVersioned, saveVersioned } from '@llm4ts/flow/Persistence'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { Roster, stateFile } from 'rota'
 import { document, executor, nextEvent, tempDir, virtualClock } from './helpers.mjs'
 
 const WRITER = fileURLToPath(new URL('./state-writer.mjs', import.meta.url))
+
+// The seed's persistence, a dev dependency of the package (this file may run from a
+// fresh project where only the tarball is installed: run.mjs says where the package is).
+const devModules = process.env.ROTA_PACKAGE_ROOT
+  ? join(process.env.ROTA_PACKAGE_ROOT, 'node_modules')
+  : fileURLToPath(new URL('../node_modules/', import.meta.url))
+const devImport = (path) => import(pathToFileURL(join(devModules, path)).href)
+const Effect = await devImport('effect/dist/Effect.js')
+const Schema = await devImport('effect/dist/Schema.js')
+const { loadVersioned, saveVersioned } = await devImport('@llm4ts/flow/dist/Persistence.js')
 
 // ---- the seed's schema (Roster.ts, the roster seed) and a PlainFileStore over node:fs ----
 
@@ -111,10 +118,10 @@ test("rota's earlier format is read and rewritten in the seed's", async (t) => {
 
 // ---- processes ------------------------------------------------------------------------
 
-/** Runs the writer fixture; resolves with its exit and its JSON lines. */
-function writer(args, { user, gate = false } = {}) {
+/** Runs the writer fixture (`script`: a copy of it elsewhere); its exit and JSON lines. */
+function writer(args, { user, gate = false, script = WRITER } = {}) {
   const command = user === undefined ? process.execPath : 'setpriv'
-  const argv = user === undefined ? [WRITER, ...args] : ['--reuid', user, '--regid', user, '--clear-groups', process.execPath, WRITER, ...args]
+  const argv = user === undefined ? [script, ...args] : ['--reuid', user, '--regid', user, '--clear-groups', process.execPath, script, ...args]
   const child = spawn(command, argv, {
     stdio: [gate ? 'pipe' : 'ignore', 'pipe', 'inherit'],
     env: { ...process.env, ROTA_WRITER_GATE: gate ? '1' : '0' },
@@ -126,12 +133,20 @@ function writer(args, { user, gate = false } = {}) {
     lines.push(value)
     for (const w of [...waiters]) if (w.test(value)) waiters.splice(waiters.indexOf(w), 1) && w.resolve(value)
   })
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, lines })))
+  let ended = false
+  const exited = new Promise((resolve) =>
+    child.on('exit', (code, signal) => {
+      ended = true
+      for (const w of waiters.splice(0)) w.reject(new Error(`the writer ended (${code ?? signal}) first: ${JSON.stringify(lines)}`))
+      resolve({ code, signal, lines })
+    }),
+  )
   const line = (test) =>
-    new Promise((resolve) => {
+    new Promise((resolve, reject) => {
       const found = lines.find(test)
       if (found) resolve(found)
-      else waiters.push({ test, resolve })
+      else if (ended) reject(new Error(`the writer ended first: ${JSON.stringify(lines)}`))
+      else waiters.push({ test, resolve, reject })
     })
   return { child, exited, line }
 }
@@ -199,11 +214,18 @@ test('EACCES: a writer that cannot read the file leaves it alone, retries, and w
   const dir = mkdtempSync(join(tmpdir(), 'rota-eacces-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
   chmodSync(dir, 0o777)
+  // `nobody` may not reach this package where it is (a private temp dir): a copy of the
+  // installed package and the writer, readable by all.
+  const app = join(dir, 'app')
+  const installed = join(fileURLToPath(import.meta.resolve('rota')), '..', '..')
+  cpSync(installed, join(app, 'node_modules', 'rota'), { recursive: true })
+  writeFileSync(join(app, 'package.json'), '{"type":"module"}')
+  cpSync(WRITER, join(app, 'state-writer.mjs'))
   const statePath = join(dir, 'private.json')
   await seedSave(statePath, [{ id: 'root-only', reason: "another user's", kind: 'manual' }])
   chmodSync(statePath, 0o600) // root's: `nobody` cannot read it
   const before = readFileSync(statePath)
-  const run = writer([statePath, 'n', '25'], { user: '65534' })
+  const run = writer([statePath, 'n', '25'], { user: '65534', script: join(app, 'state-writer.mjs') })
   await run.line((l) => l.event === 'stateFileUnreadable' && /EACCES/.test(l.message) && / retrying /.test(l.message))
   await run.line((l) => l.event === 'stateFileUnreadable' && / retrying /.test(l.message))
   assert.deepEqual(readFileSync(statePath), before, 'not written over')
