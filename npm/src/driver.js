@@ -708,7 +708,9 @@ export function defineRoster(api, platform) {
         state = await this.#store.load({ now: this.#now(), event: this.#storeEvent })
       } catch (error) {
         // Never written over: saves read it again (and retry) until it can be read.
-        this.#event('warn', 'stateFileUnreadable', `could not read the roster state; starting without it: ${error?.message ?? error}`, {
+        // (Another failure, a lock held too long say, is named as a failed write is.)
+        const name = error?.code === 'STATE_FILE_UNREADABLE' || error?.code === undefined ? 'stateFileUnreadable' : 'stateFileWriteFailed'
+        this.#event('warn', name, `could not read the roster state; starting without it: ${error?.message ?? error}`, {
           ...this.#statePathField(),
           error: String(error?.message ?? error),
         })
