@@ -87,7 +87,9 @@
 //!   only the executors whose entry changed (`ids`) with their new entries: the host
 //!   replaces those entries in the file and keeps the others, so a failure storm on a
 //!   large roster writes what changed, not the whole roster. A host feeds the file
-//!   back with `restore` after a restart.
+//!   back with `restore` after a restart. What the file holds is the core's rule too
+//!   ([`state_file`]: parse both envelopes, merge, render the seed's bytes), which every
+//!   host calls around its own IO.
 //! * **Provisioning**: an executor with `provision` first asks the host to create a
 //!   machine; a failure frees the slot, re-queues the request in its place and pauses
 //!   creation on that executor (30 s doubling to 10 minutes).
@@ -153,6 +155,7 @@ pub mod policy;
 pub mod protocol;
 mod read;
 mod sorted;
+pub mod state_file;
 pub mod status;
 mod time;
 pub mod write;

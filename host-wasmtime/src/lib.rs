@@ -50,7 +50,7 @@ pub use error::{GuestFailure, HostError, Result};
 pub use event::Event;
 pub use probe::ProbeTls;
 pub use roster::{
-    BoxFuture, Lease, LeaseOptions, NoProvisioner, Provisioner, Roster, RosterBuilder,
+    BoxFuture, Lease, LeaseOptions, NoProvisioner, Provisioner, Roster, RosterBuilder, StateRetry,
 };
 pub use runtime::{PolicyRuntime, Step};
 pub use source::RosterSource;

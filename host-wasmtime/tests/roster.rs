@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{broken_guest, health_server, policy, policy_file, roster, wait_for};
+use common::{broken_guest, health_server, policy, policy_file, roster, wait_for, ABI};
 use rota_core::{ExclusionKind, ExplainRequest, Failure, FailureKind, Options};
 use rota_host::{BoxFuture, HostError, LeaseOptions, Provisioner, Roster};
 use serde_json::{json, Value};
@@ -397,7 +397,7 @@ async fn exclusions_outlive_a_restart_and_other_rosters_entries_stay() {
     };
     let text = std::fs::read_to_string(&state).expect("read");
     let file: Value = serde_json::from_str(&text).expect("json");
-    let ids: Vec<&str> = file["exclusions"]
+    let ids: Vec<&str> = file["value"]["exclusions"]
         .as_array()
         .expect("array")
         .iter()
@@ -408,7 +408,7 @@ async fn exclusions_outlive_a_restart_and_other_rosters_entries_stay() {
         ["elsewhere", "a"],
         "run exclusions are never written: {text}"
     );
-    assert_eq!(file["version"], 1);
+    assert_eq!(file["schemaVersion"], 1, "the seed's envelope");
 
     let second = Roster::builder()
         .roster_file(&roster_file)
@@ -434,7 +434,7 @@ async fn exclusions_outlive_a_restart_and_other_rosters_entries_stay() {
     second.flush().await;
     let file: Value =
         serde_json::from_str(&std::fs::read_to_string(&state).expect("read")).expect("json");
-    let ids: Vec<&str> = file["exclusions"]
+    let ids: Vec<&str> = file["value"]["exclusions"]
         .as_array()
         .expect("array")
         .iter()
@@ -475,7 +475,7 @@ async fn a_corrupt_state_file_is_moved_aside_with_an_event() {
     roster.flush().await;
     let file: Value =
         serde_json::from_str(&std::fs::read_to_string(&state).expect("rewritten")).expect("json");
-    assert_eq!(file["exclusions"][0]["id"], "a");
+    assert_eq!(file["value"]["exclusions"][0]["id"], "a");
 }
 
 #[tokio::test]
@@ -727,7 +727,7 @@ async fn a_live_swap_under_concurrent_leases_loses_and_doubles_nothing() {
 async fn a_failing_guest_behind_the_roster_fails_one_call_and_the_host_goes_on() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("broken.wasm");
-    std::fs::write(&path, broken_guest(1 << 16, true)).expect("write");
+    std::fs::write(&path, broken_guest(ABI, true)).expect("write");
     let roster = Roster::builder()
         .document(roster())
         .module_path(&path)

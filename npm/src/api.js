@@ -5,6 +5,7 @@ import { classifyFailure, isModelUnavailableMessage, parseResetTime, parseRetryA
 import { Lease, combineUpdates, defineRoster } from './driver.js'
 import { ERROR_CODES, RotaError } from './errors.js'
 import { binaryStep } from './binary.js'
+import { stateRule } from './state-rule.js'
 
 /**
  * `Policy#handle`'s JSON path: one input as a plain object, its outputs as plain
@@ -68,6 +69,7 @@ export function buildApi(wasm, platform) {
     defaultOptions: () => wasm.defaultOptions(),
     defaultRoles: () => wasm.defaultRoles(),
     coreVersion: wasm.version(),
+    stateFile: stateRule(wasm),
     combineUpdates,
   }
 }

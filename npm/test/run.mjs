@@ -55,7 +55,7 @@ try {
       ...process.env,
       ROTA_TEST_PROJECT: project,
       // The package's own directory: its dev dependencies (bundlers, TypeScript, Ajv,
-      // OpenTelemetry) and README.md, for the tests that need them.
+      // OpenTelemetry, the seed's persistence) and README.md, for the tests that need them.
       ROTA_PACKAGE_ROOT: root,
       // For handle-binary.test.mjs: the conformance vectors and the native random traces
       // (when tests/run.sh has written them) of the repository around the package.

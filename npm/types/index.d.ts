@@ -510,11 +510,16 @@ export interface CoreEventFields {
   reloaded: Record<string, never>
 }
 
-/** The driver's own events (state store, probes, machines, watching): all warn but probeFailed (debug). */
+/** The driver's own events (state store, probes, machines, watching): all warn but probeFailed (debug) and stateFileRecovered (info). */
 export interface DriverEventFields {
-  stateCorrupt: { path?: string; key?: string; reason: string; movedTo?: string }
-  stateUnreadable: { error: string }
-  stateSaveFailed: { error: string }
+  /** A state file (or storage key) rota cannot parse, set aside under `movedTo`; never overwritten. */
+  stateFileCorrupt: { path?: string; key?: string; reason?: string; error?: string; movedTo?: string }
+  /** A state file rota cannot read at all (permissions, a directory): left alone, writes kept and retried. */
+  stateFileUnreadable: { path?: string; error: string; retryInMs: number }
+  /** A failed write: the changes are kept and retried after `retryInMs`. */
+  stateFileWriteFailed: { path?: string; error: string; retryInMs: number }
+  /** The kept changes were written after `attempts` failed attempts. */
+  stateFileRecovered: { path?: string; attempts: number }
   probeFailed: { executor: string; url: string }
   machineDeleteFailed: { executor: string; hold: unknown }
   machineNotDeleted: { executor: string; hold: unknown }
@@ -628,6 +633,8 @@ export interface RosterOptions {
   statePath?: string
   /** A state adapter (the browser's way, or any custom store). */
   state?: StateStore
+  /** How a failed state write is retried: after `firstMs` (500), doubling up to `maxMs` (30 000). */
+  stateRetry?: { firstMs?: number; maxMs?: number }
   /** The health probe; `false`: no probing (health exclusions wait out the outage cooldown). */
   probe?: ProbeFunction | false
   /** Each probe's timeout (default 5000). */
@@ -771,9 +778,11 @@ export declare class Roster<R extends string = Role> implements AsyncDisposable 
 
 // ---- state adapters --------------------------------------------------------------------
 
-/** State in memory. */
-export declare function memoryState(initial?: PersistedState): StateStore & {
+/** State in memory (`initial`: a state file's text or value, in either envelope). */
+export declare function memoryState(initial?: PersistedState | string | object): StateStore & {
   readonly value: PersistedState | undefined
+  /** What a state file would hold (the seed's envelope). */
+  readonly text: string | undefined
 }
 /** What `webStorageState` needs of a Web Storage (localStorage, sessionStorage). */
 export interface WebStorage {
@@ -784,5 +793,20 @@ export interface WebStorage {
 
 /** State in a Web Storage entry (localStorage). */
 export declare function webStorageState(storage: WebStorage, key?: string): StateStore
-/** State in a file, atomically written (Node only; `statePath` uses it). */
+/** State in a file: locked, read, merged by the core's rule, atomically written (Node only; `statePath` uses it). */
 export declare function fileStateStore(path: string): StateStore & { readonly path: string }
+
+/** The core's state-file rule (`rota_core::state_file`); errors are `RotaError`s (`STATE_FILE_CORRUPT`, `INVALID_INPUT`). */
+export declare const stateFile: {
+  /** A request's JSON text in, the core's answer text out. */
+  json(request: string): string
+  /** Either envelope: the seed's `{ schemaVersion: 1, value: { exclusions } }` or `{ version: 1, exclusions }`. */
+  parse(text: string): { format: 'seed' | 'rota'; exclusions: Exclusion[] }
+  /** A `restore` input's `state`: the file's live entries at `now`. */
+  restore(text: string, now: number): PersistedState
+  /** The text to write: `existing` (`null`: none) after the persists, in the seed's envelope byte for byte. */
+  merge(existing: string | null, persists: StateUpdate[], now: number): string
+  render(exclusions: Exclusion[]): string
+  /** Where a corrupt file is set aside: `<name>.corrupt-<ISO time without colons>[-attempt]`. */
+  asideName(name: string, now: number, attempt?: number): string
+}

@@ -21,6 +21,9 @@
 //!   - `rota_query(h, query)`, `rota_export(h)`, `rota_validate(doc, opts)`:
 //!     `{"ok": value}`.
 //! - `rota_destroy(h) -> u32`: 1 when the handle existed.
+//! - `rota_state_file(request)` (minor 1): the state file's rule
+//!   ([`rota_core::state_file::answer`]: `{"op": "parse"|"restore"|"merge"|"render",
+//!   ...}`), answered `{"ok": ...}` or `{"error"}` with no policy handle.
 //!
 //! # Queries
 //!
@@ -53,7 +56,7 @@ use rota_core::{Error, ExplainRequest, Policy};
 use serde_json::{json, Value};
 
 /// ABI version, major in the high 16 bits, minor in the low 16 bits.
-pub const ABI_VERSION: u32 = 1 << 16;
+pub const ABI_VERSION: u32 = 1 << 16 | 1;
 
 /// Live policies by handle, and the result buffer of the last call.
 #[derive(Default)]
@@ -256,6 +259,17 @@ pub fn validate(document: &[u8], options: &[u8]) -> Value {
     }
 }
 
+/// `rota_state_file`: the state file's rule, as text.
+pub fn state_file(request: &[u8]) -> String {
+    match std::str::from_utf8(request) {
+        Ok(text) => rota_core::state_file::answer(text),
+        Err(_) => core_error(&Error::InvalidInput {
+            message: "the state file request is not UTF-8 text".into(),
+        })
+        .to_string(),
+    }
+}
+
 // ---- the exports ---------------------------------------------------------------------
 
 /// Stores `value` as the result buffer and returns `ptr << 32 | len`.
@@ -353,6 +367,14 @@ pub unsafe extern "C" fn rota_handle(handle_id: u32, ptr: *const u8, len: usize)
 pub unsafe extern "C" fn rota_query(handle_id: u32, ptr: *const u8, len: usize) -> u64 {
     // SAFETY: forwarded from the caller.
     publish(&query(handle_id, unsafe { arg(ptr, len) }))
+}
+
+/// # Safety
+/// The buffer must come from [`alloc`].
+#[no_mangle]
+pub unsafe extern "C" fn rota_state_file(ptr: *const u8, len: usize) -> u64 {
+    // SAFETY: forwarded from the caller.
+    publish_bytes(state_file(unsafe { arg(ptr, len) }).into_bytes())
 }
 
 #[no_mangle]

@@ -316,6 +316,15 @@ pub fn default_roles() -> Array {
         .collect()
 }
 
+/// The state file's rule (`rota_core::state_file::answer`): a request as JSON text
+/// (`{"op": "parse"|"restore"|"merge"|"render", ...}`), the answer as JSON text
+/// (`{"ok": ...}` or `{"error": {code, message}}`). Never throws. The package's
+/// `stateFileMerge`/`stateFileRestore` wrap it (`npm/src/state-rule.js`).
+#[wasm_bindgen(js_name = stateFileJson)]
+pub fn state_file_json(request: &str) -> String {
+    rota_core::state_file::answer(request)
+}
+
 /// This build's crate version.
 #[wasm_bindgen]
 pub fn version() -> String {
