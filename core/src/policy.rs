@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::classify::{excerpt, is_model_unavailable_message};
+use crate::classify::{classify, excerpt, Classification};
 use crate::document::{Document, ExecutorSpec};
 use crate::duration::format_duration;
 use crate::error::Error;
@@ -2126,15 +2126,19 @@ impl Policy {
 
     // ---- Exclusions -----------------------------------------------------------------
 
+    /// The kind a failure report would get, with this document's signal table.
+    pub fn classify(&self, failure: &Failure) -> Classification {
+        classify(failure, &self.document.signals)
+    }
+
     fn report(&mut self, executor: &str, failure: &Failure) {
         let Some(e) = self.exec_index.get(executor) else {
             return;
         };
         let now = self.now;
         let spec = &self.execs[e].spec;
-        let model_unavailable = failure.kind == FailureKind::ModelUnavailable
-            || is_model_unavailable_message(&failure.message);
-        let excl = if model_unavailable {
+        let kind = classify(failure, &self.document.signals).kind;
+        let excl = if kind == FailureKind::ModelUnavailable {
             Some(self.new_excl(
                 ExclusionKind::Run,
                 format!(
@@ -2148,7 +2152,7 @@ impl Policy {
                 None,
             ))
         } else {
-            match failure.kind {
+            match kind {
                 FailureKind::UsageLimit => {
                     let until = failure
                         .reset_at
@@ -2178,12 +2182,12 @@ impl Policy {
         };
         match excl {
             Some(excl) => {
-                if failure.kind == FailureKind::RateLimit {
+                if kind == FailureKind::RateLimit {
                     self.execs[e].rt.rate_limits.clear();
                 }
                 self.exclude(e, excl);
             }
-            None if failure.kind == FailureKind::RateLimit => {}
+            None if kind == FailureKind::RateLimit => {}
             None => self.event(
                 Level::Debug,
                 "failureIgnored",
