@@ -1,7 +1,7 @@
 // The package's exports, over one initialised wasm-bindgen module. Both entries
 // (Node and browser) re-export this with their platform.
 
-import { classifyFailure, isModelUnavailableMessage, parseResetTime, parseRetryAfter, FAILURE_KINDS } from './classify.js'
+import { failureFacts, parseRetryAfter, FAILURE_KINDS } from './classify.js'
 import { Lease, combineUpdates, defineRoster } from './driver.js'
 import { ERROR_CODES, RotaError } from './errors.js'
 import { binaryStep } from './binary.js'
@@ -69,7 +69,10 @@ export function buildApi(wasm, platform) {
     defaultRoles: () => wasm.defaultRoles(),
     coreVersion: wasm.version(),
     combineUpdates,
+    // The core's classifier over the facts `failureFacts` extracts: `{ kind, rule }`.
+    classifyFailure: (error, { now, signals } = {}) => wasm.classifyFailure(failureFacts(error, { now }), signals),
+    probeIsUp: (status) => wasm.probeIsUp(status),
   }
 }
 
-export { classifyFailure, isModelUnavailableMessage, parseResetTime, parseRetryAfter, FAILURE_KINDS, ERROR_CODES, RotaError }
+export { failureFacts, parseRetryAfter, FAILURE_KINDS, ERROR_CODES, RotaError }

@@ -21,13 +21,13 @@ export const {
   defaultOptions,
   defaultRoles,
   coreVersion,
+  classifyFailure,
+  probeIsUp,
 } = api
 
 export { memoryState, webStorageState } from './storage-state.js'
 export {
-  classifyFailure,
-  isModelUnavailableMessage,
-  parseResetTime,
+  failureFacts,
   parseRetryAfter,
   FAILURE_KINDS,
   ERROR_CODES,

@@ -27,14 +27,14 @@ export const {
   defaultOptions,
   defaultRoles,
   coreVersion,
+  classifyFailure,
+  probeIsUp,
 } = api
 
 export { fileStateStore }
 export { memoryState, webStorageState } from './storage-state.js'
 export {
-  classifyFailure,
-  isModelUnavailableMessage,
-  parseResetTime,
+  failureFacts,
   parseRetryAfter,
   FAILURE_KINDS,
   ERROR_CODES,

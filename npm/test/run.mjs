@@ -54,6 +54,9 @@ try {
     env: {
       ...process.env,
       ROTA_TEST_PROJECT: project,
+      // For classify.test.mjs: the dev dependencies it builds real errors with
+      // (@llm4ts/core and effect), which the test project does not install.
+      ROTA_DEV_MODULES: join(root, 'node_modules'),
       // For handle-binary.test.mjs: the conformance vectors and the native random traces
       // (when tests/run.sh has written them) of the repository around the package.
       ROTA_VECTORS: process.env.ROTA_VECTORS ?? join(root, '..', 'tests', 'vectors'),
