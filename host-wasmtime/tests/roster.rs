@@ -776,3 +776,35 @@ async fn swap_policy_refuses_a_bad_module_and_keeps_the_running_one() {
         .iter()
         .any(|e| e.name == "policySwapRefused"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_guest_classifies_the_facts_the_host_extracts() {
+    let roster = build(roster()).await;
+    // A 429 "Quota exceeded … per minute" is a rate limit, as on every host.
+    let quota = rota_host::classify::http_facts(
+        429,
+        &[],
+        "Quota exceeded for quota metric 'Generate Content API requests per minute'",
+        0,
+    );
+    assert_eq!(
+        roster.classify(&quota).expect("classify"),
+        json!({ "kind": "rateLimit", "rule": "status" })
+    );
+    // A 404 "model … does not exist": out for the run.
+    let gone = roster
+        .report_http(
+            "a",
+            404,
+            &[],
+            "The model `gpt-9` does not exist or you do not have access to it.",
+        )
+        .expect("report")
+        .expect("excluded");
+    assert_eq!(gone.kind, ExclusionKind::Run);
+    // A plain 503 is not an outage by the seed's signals.
+    assert!(roster
+        .report_http("b", 503, &[], "Service Unavailable")
+        .expect("report")
+        .is_none());
+}
