@@ -91,57 +91,48 @@ const SIGNAL_FIELDS: [&str; 3] = ["outage", "modelUnavailable", "outageStatuses"
 impl Signals {
     /// A document's `signals` object; every violation is named with its place.
     pub fn from_json(value: &Value, violations: &mut Vec<Violation>) -> Signals {
-        let mut fail = |path: String, message: String| violations.push(Violation { path, message });
+        let mut fail = |path: String, message: &str| {
+            violations.push(Violation {
+                path,
+                message: message.into(),
+            })
+        };
         let mut signals = Signals::default();
         let Some(object) = value.as_object() else {
-            fail(
-                "signals".into(),
-                "`signals` is an object: { outage?, modelUnavailable?, outageStatuses? }".into(),
-            );
+            fail("signals".into(), LISTS);
             return signals;
         };
         for (key, value) in object {
             let place = format!("signals.{key}");
-            if !SIGNAL_FIELDS.contains(&key.as_str()) {
-                let lists = SIGNAL_FIELDS.join(", ");
-                fail(
-                    place,
-                    format!("unknown signal list '{key}' (lists: {lists})"),
-                );
-                continue;
-            }
-            let Some(items) = value.as_array() else {
-                fail(place, format!("`signals.{key}` is a list"));
+            let (Some(items), true) = (value.as_array(), SIGNAL_FIELDS.contains(&key.as_str()))
+            else {
+                fail(place, LISTS);
                 continue;
             };
             for (i, item) in items.iter().enumerate() {
-                let at = format!("{place}[{i}]");
+                let at = || format!("{place}[{i}]");
                 if key == "outageStatuses" {
                     match item.as_u64().filter(|s| (100..=599).contains(s)) {
                         Some(status) => signals.outage_statuses.push(status as u16),
-                        None => fail(
-                            at,
-                            "an HTTP status is a whole number from 100 to 599".into(),
-                        ),
+                        None => fail(at(), "an HTTP status is a whole number from 100 to 599"),
                     }
                     continue;
                 }
-                match item.as_str() {
-                    Some(text) if !text.trim().is_empty() => {
-                        let lower = lowercase(text).into_owned();
-                        if key == "outage" {
-                            signals.outage.push(lower);
-                        } else {
-                            signals.model_unavailable.push(lower);
-                        }
+                match item.as_str().filter(|text| !text.trim().is_empty()) {
+                    Some(text) if key == "outage" => {
+                        signals.outage.push(lowercase(text).into_owned())
                     }
-                    _ => fail(at, "a signal is a non-empty string".into()),
+                    Some(text) => signals.model_unavailable.push(lowercase(text).into_owned()),
+                    None => fail(at(), "a signal is a non-empty string"),
                 }
             }
         }
         signals
     }
 }
+
+/// What a document's `signals` holds (the message of a wrong one).
+const LISTS: &str = "`signals` holds lists: outage, modelUnavailable, outageStatuses";
 
 /// Which rule decided (the order in the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -69,9 +69,18 @@ export function buildApi(wasm, platform) {
     defaultRoles: () => wasm.defaultRoles(),
     coreVersion: wasm.version(),
     combineUpdates,
-    // The core's classifier over the facts `failureFacts` extracts: `{ kind, rule }`.
-    classifyFailure: (error, { now, signals } = {}) => wasm.classifyFailure(failureFacts(error, { now }), signals),
-    probeIsUp: (status) => wasm.probeIsUp(status),
+    // The core's classifier over the facts `failureFacts` extracts: `{ kind, rule }`,
+    // with the seed's signals and `signals` (as a document's top-level `signals`).
+    classifyFailure: (error, { now, signals } = {}) => {
+      const policy = new wasm.Policy({ executors: [], signals }, undefined)
+      try {
+        return policy.classify(failureFacts(error, { now }))
+      } finally {
+        policy.free()
+      }
+    },
+    // A status that is not a whole number is no HTTP answer (the module takes a u32).
+    probeIsUp: (status) => Number.isInteger(status) && status >= 0 && wasm.probeIsUp(status),
   }
 }
 

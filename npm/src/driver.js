@@ -272,7 +272,7 @@ export function defineRoster(api, platform) {
     } catch {
       // the status is all a health check needs
     }
-    return api.probeIsUp(response.status)
+    return Number.isInteger(response.status) && api.probeIsUp(response.status)
   }
 
   class Roster {

@@ -247,37 +247,11 @@ fn read_failure(failure: &JsValue) -> Result<rota_core::Failure, Error> {
     rota_core::Failure::from_json(&value).map_err(|e| invalid_input(format!("failure: {e}")))
 }
 
-/// The kind the core gives a failure's facts (`{ tag?, status?, code?, message,
-/// resetAt?, retryAfterMs? }`, or `{ kind, ... }`): `{ kind, rule }`. `signals`
-/// extends the seed's lists as a document's top-level `signals` does (`undefined`:
-/// the seed's). Throws `INVALID_INPUT`.
-#[wasm_bindgen(js_name = classifyFailure)]
-pub fn classify_failure(failure: JsValue, signals: JsValue) -> JsResult<JsValue> {
-    let run = || -> Result<Value, Error> {
-        let failure = read_failure(&failure)?;
-        let signals = match read(&signals, "signals")? {
-            Value::Null => rota_core::Signals::default(),
-            value => {
-                let mut violations = Vec::new();
-                let signals = rota_core::Signals::from_json(&value, &mut violations);
-                if !violations.is_empty() {
-                    return Err(Error::InvalidDocument { violations });
-                }
-                signals
-            }
-        };
-        Ok(rota_core::classify(&failure, &signals).to_json())
-    };
-    Ok(to_js_value(&run().map_err(|e| to_js_error(&e))?))
-}
-
 /// Whether a health probe's HTTP status means up (2xx; redirects are not followed,
 /// so a 3xx is down): the one probe rule of every host.
 #[wasm_bindgen(js_name = probeIsUp)]
-pub fn probe_is_up(status: f64) -> bool {
-    status.fract() == 0.0
-        && (0.0..=65535.0).contains(&status)
-        && rota_core::probe_is_up(status as u16)
+pub fn probe_is_up(status: u32) -> bool {
+    u16::try_from(status).is_ok_and(rota_core::probe_is_up)
 }
 
 /// Every violation of a document (empty when valid). `kinds`: the executor kinds the
