@@ -25,7 +25,7 @@
 //! let lease = roster.lease("coder", LeaseOptions::default()).await?;
 //! println!("coding on {}", lease.executor());
 //! // ... on a 429 from the executor:
-//! roster.report_http(lease.executor(), 429, Some("30"), "")?;
+//! roster.report_http(lease.executor(), 429, &[("retry-after", "30")], "")?;
 //! drop(lease); // released
 //! # Ok(()) }
 //! ```
