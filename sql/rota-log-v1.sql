@@ -103,17 +103,19 @@ BEGIN
     -- and an append behind a takeover sees the new epoch. Taken before the head row,
     -- as everywhere, so the two locks never deadlock.
     SELECT * INTO leader FROM rota_leader l WHERE l.roster = p_roster FOR SHARE;
-    IF NOT FOUND OR leader.epoch <> p_epoch OR leader.instance IS DISTINCT FROM p_instance
-       OR leader.expires_at <= rota_db_now() THEN
-      RAISE EXCEPTION 'stale epoch % for roster %: the leader is % at epoch %', p_epoch, p_roster,
-        coalesce(leader.instance, 'nobody'), coalesce(leader.epoch, 0)
-        USING ERRCODE = 'RT001';
-    END IF;
   END IF;
   INSERT INTO rota_log_head AS h (roster) VALUES (p_roster) ON CONFLICT (roster) DO NOTHING;
   -- The row lock, held to commit: the clock is read after it, so `now` follows seq.
   SELECT h.last_seq, h.last_now INTO v_seq, v_now FROM rota_log_head h WHERE h.roster = p_roster FOR UPDATE;
   v_now := greatest(v_now, rota_db_now());
+  -- Checked at the entries' own `now`: a leader-only entry is stamped before its
+  -- lease's end, so a replica reading the log can tell it was appended in time.
+  IF p_epoch IS NOT NULL AND (leader.roster IS NULL OR leader.epoch <> p_epoch
+       OR leader.instance IS DISTINCT FROM p_instance OR leader.expires_at <= v_now) THEN
+    RAISE EXCEPTION 'stale epoch % for roster %: the leader is % at epoch %', p_epoch, p_roster,
+      coalesce(leader.instance, 'nobody'), coalesce(leader.epoch, 0)
+      USING ERRCODE = 'RT001';
+  END IF;
   UPDATE rota_log_head h SET last_seq = v_seq + n, last_now = v_now WHERE h.roster = p_roster;
   INSERT INTO rota_log (roster, seq, now_ms, instance, epoch, entry)
     SELECT p_roster, v_seq + e.ord, v_now, p_instance, p_epoch, e.entry
