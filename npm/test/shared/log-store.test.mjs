@@ -200,8 +200,8 @@ describe('append', () => {
     assert.equal(Number(k.rows[0].first_seq), 4)
     client.on('error', () => {})
     const waiting = store.append(['four'], { instance: 'b' })
-    await until('the second append to wait on the head row', async () => {
-      const w = await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%rota_append%'")
+    await until('the second append to wait on the killed one', async () => {
+      const w = await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [client.processID])
       return w.rows[0].n > 0
     })
     await admin.query('SELECT pg_terminate_backend($1)', [client.processID])
