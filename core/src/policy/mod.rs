@@ -184,7 +184,12 @@ impl Policy {
             ));
         }
         match input {
-            Input::Lease(request) | Input::TryLease(request) => {
+            Input::Lease(request) => {
+                self.check_new_id(&request.id)?;
+                let r = self.role_index(&request.role)?;
+                self.check_room_to_wait(request, r)?;
+            }
+            Input::TryLease(request) => {
                 self.check_new_id(&request.id)?;
                 self.role_index(&request.role)?;
             }
@@ -335,3 +340,6 @@ impl Policy {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

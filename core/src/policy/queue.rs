@@ -13,6 +13,8 @@ use super::keys::{key_parts, ByName, Index, Key, OrderKey};
 use super::roster::RoleTable;
 use super::Policy;
 
+const MAX_WAITING_REQUESTS: usize = 1_000_000;
+
 /// A request that has no lease yet: waiting, or holding a slot while its machine is
 /// created. Every waiting request holds one, so it is kept small (issue 3: under
 /// 300 bytes per waiting request, indexes included): rank and event time are read
@@ -298,9 +300,12 @@ pub(super) enum Ending {
 /// The requests without a lease and every index over them: one queue per role and
 /// one per pinned executor, in lease order, and the deadlines. Queues and timers
 /// hold request slots (`requests`), not ids.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(super) struct Queue {
     pub(super) requests: Requests,
+    /// The most requests without a lease (waiting, or creating a machine) it holds:
+    /// `limits::MAX_WAITING_REQUESTS` (a field so that tests can reach it cheaply).
+    pub(super) capacity: usize,
     /// Per document role: its waiting unpinned and pinned requests, by order key.
     pub(super) by_role: Vec<Index>,
     /// Per pinned executor id: its waiting requests, by order key.
@@ -312,7 +317,26 @@ pub(super) struct Queue {
     pub(super) retry: Vec<String>,
 }
 
+impl Default for Queue {
+    fn default() -> Queue {
+        Queue {
+            requests: Requests::default(),
+            capacity: MAX_WAITING_REQUESTS,
+            by_role: Vec::new(),
+            pinned: StrMap::new(),
+            deadlines: Deadlines::default(),
+            next_arrival: 0,
+            retry: Vec::new(),
+        }
+    }
+}
+
 impl Queue {
+    /// Whether one more request can wait.
+    pub(super) fn has_room(&self) -> bool {
+        self.requests.len() < self.capacity
+    }
+
     /// When the queue next needs the time: its first deadline.
     pub(super) fn next_deadline(&self) -> Option<u64> {
         self.deadlines.first().map(|(t, _)| t)
