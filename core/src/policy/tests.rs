@@ -139,7 +139,7 @@ fn time_arithmetic_saturates_at_u64_max_and_at_2_pow_53() {
     ] {
         let mut policy = Policy::new(&doc, options).expect("a roster");
         let now = MAX_SAFE - 10;
-        let mut feed = |policy: &mut Policy, input: Input| {
+        let feed = |policy: &mut Policy, input: Input| {
             policy.handle(input).expect("accepted");
             let out = outputs(policy);
             let timeout = policy.poll_timeout();
@@ -234,7 +234,8 @@ fn real_export() -> Value {
 
 #[test]
 fn contradictory_exports_are_refused_naming_the_field() {
-    let cases: [(&str, fn(&mut Value)); 9] = [
+    type Edit = fn(&mut Value);
+    let cases: [(&str, Edit); 9] = [
         ("nextLease", |s| s["nextLease"] = json!(1)),
         ("which the roster does not have", |s| {
             s["leases"]["1"]["executor"] = json!("ghost")
@@ -247,7 +248,9 @@ fn contradictory_exports_are_refused_naming_the_field() {
         ("now", |s| s["now"] = json!(u64::MAX)),
         ("listed twice", |s| {
             let first = s["requests"][0].clone();
-            s["requests"].as_array_mut().map(|r| r.push(first));
+            if let Some(requests) = s["requests"].as_array_mut() {
+                requests.push(first);
+            }
         }),
         ("arrival", |s| {
             s["requests"][1]["key"][3] = s["requests"][0]["key"][3].clone()
