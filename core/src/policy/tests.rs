@@ -235,7 +235,7 @@ fn real_export() -> Value {
 #[test]
 fn contradictory_exports_are_refused_naming_the_field() {
     type Edit = fn(&mut Value);
-    let cases: [(&str, Edit); 9] = [
+    let cases: [(&str, Edit); 10] = [
         ("nextLease", |s| s["nextLease"] = json!(1)),
         ("which the roster does not have", |s| {
             s["leases"]["1"]["executor"] = json!("ghost")
@@ -260,6 +260,7 @@ fn contradictory_exports_are_refused_naming_the_field() {
             s["requests"][0]["key"][2] = json!(T0 + 1);
         }),
         ("nextArrival", |s| s["nextArrival"] = json!(0)),
+        ("lease ids start at 1", |s| s["nextLease"] = json!(0)),
     ];
     let base = real_export();
     Policy::import_state(&base).expect("the real export imports");
