@@ -29,8 +29,7 @@ impl Avoid {
             Vec::new()
         } else {
             let mut order: Vec<u32> = (0..ids.len() as u32).collect();
-            // Stable: of a repeated id the first position stays.
-            order.sort_by(|&a, &b| ids[a as usize].cmp(&ids[b as usize]));
+            order.sort_unstable_by(|&a, &b| ids[a as usize].cmp(&ids[b as usize]));
             order.dedup_by(|a, b| ids[*a as usize] == ids[*b as usize]);
             order
         };

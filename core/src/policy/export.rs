@@ -467,8 +467,9 @@ impl Exported {
         let leases = map_in(o, "leases", Lease::from_json)?
             .into_iter()
             .map(|(k, lease)| match k.parse::<u64>() {
-                Ok(id) => Ok((id, lease)),
-                Err(_) => Err(format!("leases: `{k}` is not a lease number")),
+                // Written as `export_state` writes it: `01` would repeat lease 1.
+                Ok(id) if id.to_string() == k => Ok((id, lease)),
+                _ => Err(format!("leases: `{k}` is not a lease number")),
             })
             .collect::<Read<Vec<_>>>()?;
         Ok(Exported {

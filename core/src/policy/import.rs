@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::protocol::ExclusionKind;
 
 use super::export::{join_violations, Exported, RequestState};
-use super::keys::{order_key, ByName};
+use super::keys::{order_key, ByName, Index};
 use super::leases::LeaseTable;
 use super::queue::{request_extra, Creating, Request};
 use super::reload::PendingReload;
@@ -77,24 +77,27 @@ impl Policy {
                 policy.roster.executors.push(x);
             }
         }
-        let mut ids: Vec<(&str, usize)> = (policy.roster.executors.iter())
-            .enumerate()
-            .map(|(e, x)| (x.spec.id.as_str(), e))
-            .collect();
-        ids.sort_unstable();
-        let mut runtimes = Vec::with_capacity(exported.runtime.len());
-        for (id, runtime) in &exported.runtime {
-            match ids.binary_search_by(|(x, _)| x.cmp(&id.as_str())) {
-                Ok(i) => runtimes.push((ids[i].1, runtime.clone())),
-                Err(_) => {
-                    return Err(bad(format!(
-                        "runtime.{id}: '{id}' is not an executor of the roster"
-                    )))
-                }
+        // The runtimes are in id order (a JSON object's); each names an executor.
+        let mut matched = 0;
+        for x in &mut policy.roster.executors {
+            if let Ok(i) = exported
+                .runtime
+                .binary_search_by(|(id, _)| id.as_str().cmp(&x.spec.id))
+            {
+                x.runtime = exported.runtime[i].1.clone();
+                matched += 1;
             }
         }
-        for (e, runtime) in runtimes {
-            policy.roster.executors[e].runtime = runtime;
+        if matched < exported.runtime.len() {
+            let executors = &policy.roster.executors;
+            let unknown = exported
+                .runtime
+                .iter()
+                .find(|(id, _)| !executors.iter().any(|x| &x.spec.id == id));
+            let id = unknown.map_or("?", |(id, _)| id.as_str());
+            return Err(bad(format!(
+                "runtime.{id}: '{id}' is not an executor of the roster"
+            )));
         }
         policy.now = exported.now;
         for q in exported.requests {
@@ -259,8 +262,9 @@ fn check_export(x: &Exported) -> Result<(), String> {
             Ok(())
         }
     };
-    let mut arrivals = Vec::with_capacity(x.requests.len());
-    let mut request_ids = Vec::with_capacity(x.requests.len());
+    // The maps the policy's indexes use (no other sort code in the module).
+    let mut request_ids = ByName::new();
+    let mut arrivals = Index::new();
     for (i, q) in x.requests.iter().enumerate() {
         let (ranked, rank, time, arrival) = q.key;
         let field = |name: &str| format!("requests[{i}].{name} ('{}')", q.id);
@@ -299,24 +303,17 @@ fn check_export(x: &Exported) -> Result<(), String> {
                 field("state")
             ));
         }
-        arrivals.push((arrival, i));
-        request_ids.push(q.id.as_str());
-    }
-    request_ids.sort_unstable();
-    if let Some(w) = request_ids.windows(2).find(|w| w[0] == w[1]) {
-        return Err(format!("requests: '{}' is listed twice", w[0]));
-    }
-    arrivals.sort_unstable();
-    if let Some(w) = arrivals.windows(2).find(|w| w[0].0 == w[1].0) {
-        return Err(format!(
-            "requests[{}].key: its arrival {} is also the arrival of requests[{}]",
-            w[1].1, w[1].0, w[0].1
-        ));
-    }
-    let mut lease_ids: Vec<u64> = x.leases.iter().map(|(id, _)| *id).collect();
-    lease_ids.sort_unstable();
-    if let Some(w) = lease_ids.windows(2).find(|w| w[0] == w[1]) {
-        return Err(format!("leases: lease {} is listed twice", w[0]));
+        if let Some(other) = request_ids.insert(q.id.as_str().into(), i as u64) {
+            return Err(format!(
+                "requests[{i}]: '{}' is listed twice (also requests[{other}])",
+                q.id
+            ));
+        }
+        if let Some(other) = arrivals.insert([arrival, 0, 0, 0], i as u32) {
+            return Err(format!(
+                "requests[{i}].key: its arrival {arrival} is also the arrival of requests[{other}]"
+            ));
+        }
     }
     for (id, lease) in &x.leases {
         if *id == 0 {
