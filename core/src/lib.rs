@@ -118,6 +118,7 @@ pub mod document;
 pub mod duration;
 pub mod error;
 pub mod json;
+pub mod limits;
 pub mod policy;
 pub mod protocol;
 mod read;
