@@ -82,6 +82,11 @@ pub(crate) const STATUS_REFUSED: u8 = 2;
 /// reader knows (JS then sends it as JSON: the buffer is never trusted to be well
 /// formed, only to be bounded).
 pub(crate) fn read_input(buf: &[u8]) -> Option<Input> {
+    // Beyond a bound of `rota_core::limits`: the JSON step words the refusal.
+    read_fields(buf).filter(|input| input.check_limits().is_ok())
+}
+
+fn read_fields(buf: &[u8]) -> Option<Input> {
     let mut r = Reader {
         buf,
         at: STRINGS.min(buf.len()),
