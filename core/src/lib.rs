@@ -103,7 +103,17 @@
 //! Bad input is an [`Error`] value with a stable [`Error::code`], never a panic, and a
 //! rejected input leaves the state exactly as it was — time included. A broken
 //! invariant is a bug: [`Policy::check_invariants`] runs after every input in debug
-//! builds and panics naming the invariant.
+//! builds and panics naming the invariant. Every bound on what the core is given
+//! (id and label lengths, `avoid` length, executors, roles, each option's range) is
+//! named with its reason in [`limits`]; past one, a document has a violation, an input
+//! is `INVALID_INPUT` and options are `INVALID_OPTIONS`.
+//!
+//! ## Imports
+//!
+//! One way, checked by `tests/layering.rs`: [`json`] (the step every host calls) uses
+//! the [`policy`], which uses [`document`], [`status`], [`protocol`], [`classify`] and
+//! [`error`], which use the leaves (`read`, [`write`], `sorted`, `time`, [`duration`],
+//! [`limits`]). Each wire type's JSON writer sits beside its type and reader.
 //!
 //! ## Cost
 //!

@@ -1,7 +1,10 @@
-//! One small hand-written JSON writer for every shape the core hands to hosts (the
-//! snapshot, explanations, plans, violations, options, exported states and outputs).
+//! The core's small hand-written JSON writer: the [`WriteJson`] trait, [`Obj`] (an
+//! object being written), and the primitives (strings, numbers, lists, maps, JSON
+//! values). A leaf: each shape's writer sits beside its type and its reader (the
+//! snapshot's in `status.rs`, options and state files in `protocol.rs`, outputs in
+//! `wire.rs`, violations in `document.rs`).
 //!
-//! Its text is, byte for byte, what serde_json writes over the types' derived
+//! Their text is, byte for byte, what serde_json writes over the types' derived
 //! `Serialize` (fields in declaration order, the same `skip_serializing_if`s, numbers
 //! and escapes as serde_json writes them): `core/tests/writer.rs` and the simulation
 //! tests compare the two on many states. The hosts use this writer; the derives stay
