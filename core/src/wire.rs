@@ -13,7 +13,9 @@
 //! `json::parse_input` uses to word an error), each field is checked as it comes, in
 //! the object's order, exactly as the derive did. Without it ([`Input`]'s
 //! `Deserialize`, the fast path), a field that comes before `type` is checked once the
-//! tag is known.
+//! tag is known. Each input's tag and fields are written once, in the `keys!` and
+//! `inputs!` tables below; a read input is then checked against `crate::limits`
+//! (`Input::check_limits`). [`Output`]'s reader and writer follow.
 
 use std::fmt;
 

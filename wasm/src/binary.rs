@@ -9,7 +9,9 @@
 //! JSON reader accepts (every other input, and every input it does not recognise,
 //! goes through `handleJson`, so errors keep their exact text), and it builds from
 //! the records plain objects deep-equal to `JSON.parse` of `handleJson`'s answer.
-//! The two files are one format; change them together.
+//! The two files are one format; change them together. An input past a bound of
+//! `rota_core::limits` (`Input::check_limits`) is refused here too, so that the JSON
+//! step words the refusal.
 //!
 //! # The buffer
 //!
