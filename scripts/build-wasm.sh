@@ -11,6 +11,7 @@
 #   web   --features js, profile `wasm-small` (opt-level "z"), then wasm-bindgen
 #         --target web -> npm/pkg/web: the browser entry's module (made for download
 #         size; `handle` takes the JSON step there)
+#         Both: + rota_wasm_embedded.js, the module's bytes as base64 (embed-wasm.mjs)
 #   js    node and web
 #
 # Each build has its own cargo target dir (target/wasm-abi, target/wasm-js,
@@ -90,6 +91,7 @@ build_bindgen() {
   if [ -f "$stamp" ] && [ "$stamp" -nt "$in" ] && [ "$(cat "$stamp")" = "$have $flags" ] &&
      [ -f "$dir/rota_wasm_bg.wasm" ] && [ -f "$dir/rota_wasm.js" ]; then
     note "wasm-bindgen ($name): up to date (${dir#"$ROOT"/})"
+    embed "$name"
     return
   fi
   t0=$SECONDS
@@ -100,6 +102,20 @@ build_bindgen() {
   wasm-bindgen --target web --out-dir "$dir" $flags "$in"
   echo "$have $flags" >"$stamp"
   note "done in $((SECONDS - t0)) s ($(wc -c <"$dir/rota_wasm_bg.wasm") bytes wasm)"
+  embed "$name"
+}
+
+# The module's bytes as a JS module next to the glue (scripts/embed-wasm.mjs): the
+# entries initialise from it, so bundles need no file. pkg/node ships no .wasm file,
+# so its glue loses the default URL that bundlers would try to resolve.
+embed() {
+  local dir="$PKG/$1" flag=()
+  [ "$1" = node ] && flag=(--no-default-url)
+  if [ -f "$dir/rota_wasm_embedded.js" ] && [ "$dir/rota_wasm_embedded.js" -nt "$dir/rota_wasm_bg.wasm" ] &&
+     [ "$dir/rota_wasm_embedded.js" -nt "$ROOT/scripts/embed-wasm.mjs" ]; then
+    return
+  fi
+  node "$ROOT/scripts/embed-wasm.mjs" "$dir" "${flag[@]}"
 }
 
 build_node() { build_bindgen node wasm --features js,fast-step; }

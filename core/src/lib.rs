@@ -103,10 +103,13 @@
 //! Bad input is an [`Error`] value with a stable [`Error::code`], never a panic, and a
 //! rejected input leaves the state exactly as it was — time included. A broken
 //! invariant is a bug: [`Policy::check_invariants`] runs after every input in debug
-//! builds and panics naming the invariant. Every bound on what the core is given
-//! (id and label lengths, `avoid` length, executors, roles, each option's range) is
-//! named with its reason in [`limits`]; past one, a document has a violation, an input
-//! is `INVALID_INPUT` and options are `INVALID_OPTIONS`.
+//! builds and panics naming the invariant ([`Policy::verify`] returns it instead;
+//! `import_state` refuses a state that breaks one with `INVALID_STATE`).
+//!
+//! Every bound on what the core is given (id and label lengths, `avoid` length,
+//! executors, roles, each option's range) is named with its reason in [`limits`]; past
+//! one, a document has a violation, an input is `INVALID_INPUT` and options are
+//! `INVALID_OPTIONS`.
 //!
 //! ## Imports
 //!
@@ -120,6 +123,39 @@
 //! Per-role ordered sets of the executors that can take a role now, per-role queues in
 //! lease order and timer sets keep a decision's cost independent of the number of
 //! waiters and logarithmic in the number of executors. See `benches/`.
+//!
+//! ## Module map
+//!
+//! * [`json`]: the JSON step every host calls (`step_str`), queries and answers.
+//! * [`protocol`]: inputs, outputs and options, the shapes every host speaks, with
+//!   their readers and writers (`protocol::wire`: one table per input, the output's
+//!   reader and writer).
+//! * [`document`]: the roster document, its validation, `merge` and `narrow`.
+//! * [`classify`]: a failure report's kind, as the roster seed classifies it.
+//! * [`duration`], `time`: duration strings; instants as ISO 8601 in messages.
+//! * [`status`]: what queries return (snapshot, explanation, plan).
+//! * [`error`]: errors with stable codes. `read`, [`write`], `sorted`: JSON
+//!   readers and writer primitives, sorted-vector maps.
+//! * [`limits`]: every bound, with its reason.
+//! * [`policy`]: the state machine, one module per concept:
+//!   * `policy` (`mod.rs`): [`Policy`], its sub-states, `new`, `handle`, `check`, `apply`.
+//!   * `policy::roster`: executors, their caps and priorities per role, the role
+//!     tables and the ready sets.
+//!   * `policy::queue`: requests, the per-role and pinned queues, deadlines, endings.
+//!   * `policy::granting`: admission, the choice of executor, the grant pass.
+//!   * `policy::exhaustion`: whether anything can ever serve a request, and why not.
+//!   * `policy::leases`: open leases, release, `occupy`.
+//!   * `policy::exclusions`: the failure rules, the strength rules, exclusion ends.
+//!   * `policy::probes`: the health-probe schedule and results.
+//!   * `policy::provisioning`: machine creation, pauses, abandoned creations.
+//!   * `policy::reload`: reload, preflights, the pending reload.
+//!   * `policy::persistence`: one persist per input at most, restore.
+//!   * `policy::timers`: the next timer and why it fires; the time advance.
+//!   * `policy::events`: the event names and the event output.
+//!   * `policy::queries`: snapshot, explain, plan, available, slots, can_ever_serve.
+//!   * `policy::export`: export and import of the whole state, and its JSON.
+//!   * `policy::invariants`: `verify` and `check_invariants`.
+//!   * `policy::keys`: the one key encoding of every ordered index.
 
 #![forbid(unsafe_code)]
 

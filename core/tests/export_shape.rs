@@ -81,3 +81,70 @@ fn an_export_whose_rank_disagrees_with_its_key_is_refused() {
     let error = Policy::import_state(&exported).expect_err("refused");
     assert!(error.to_string().contains("r2"), "{error}");
 }
+
+/// Hand-edited exports that contradict themselves are refused with
+/// `INVALID_STATE`, naming the field or the invariant, rather than imported (to
+/// fail later: `nextLease: 1` beside a live lease 1 leaked a slot) or panicking.
+#[test]
+fn contradictory_exports_are_refused_naming_what_breaks() {
+    let policy = requests_after_a_busy_start();
+    let exported = policy.export_state();
+    assert!(
+        Policy::import_state(&exported).is_ok(),
+        "the export as it is"
+    );
+    assert!(
+        exported["leases"]["1"].is_object(),
+        "a's lease 1: {exported}"
+    );
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(&str, Edit, &str); 7] = [
+        (
+            "nextLease 1 while lease 1 runs",
+            |s| s["nextLease"] = json!(1),
+            "nextLease 1 is not above lease 1",
+        ),
+        (
+            "a lease holding a slot on an unknown executor",
+            |s| s["leases"]["1"]["executor"] = json!("zz"),
+            "leases.1: it holds a slot on 'zz'",
+        ),
+        (
+            "a waiting request while a slot is free",
+            |s| {
+                s["leases"].as_object_mut().map(|l| l.remove("1"));
+            },
+            "invariant `grant pass` broken: waiting request",
+        ),
+        (
+            "a persisted entry of an unknown executor",
+            |s| s["lastPersisted"] = json!([{ "id": "zz", "reason": "x", "kind": "manual" }]),
+            "lastPersisted: 'zz' is not an executor of the roster",
+        ),
+        (
+            "a machine created on an unknown executor",
+            |s| s["requests"][0]["state"]["creating"]["executor"] = json!("zz"),
+            "requests: 'r1' creates a machine on 'zz'",
+        ),
+        (
+            "an arrival counter below a request's arrival",
+            |s| s["nextArrival"] = json!(3),
+            "nextArrival 3 is not above the arrival",
+        ),
+        (
+            "a request id held by a lease too",
+            |s| s["requests"][1]["id"] = json!("r0"),
+            "requests: 'r0' is also the request of lease 1",
+        ),
+    ];
+    for (case, edit, says) in cases {
+        let mut state = exported.clone();
+        edit(&mut state);
+        let error = match Policy::import_state(&state) {
+            Ok(_) => panic!("{case}: imported"),
+            Err(error) => error,
+        };
+        assert_eq!(error.code(), "INVALID_STATE", "{case}: {error}");
+        assert!(error.to_string().contains(says), "{case}: {error}");
+    }
+}

@@ -190,8 +190,8 @@ for (const executors of [4, 1024]) {
     console.log(`  ${name.trim().padEnd(56)} ${us < 3 ? 'met' : 'NOT met'} (${us.toFixed(2)} µs)`)
   }
 }
-const gzOk = gz <= 150_000
-console.log(`size budget of the web build (<= 150,000 bytes gzipped): ${gzOk ? 'met' : 'NOT met'} (${gz.toLocaleString('en')} bytes)`)
+const gzOk = gz <= 175_000
+console.log(`size budget of the web build (<= 175,000 bytes gzipped; also test/size.test.mjs): ${gzOk ? 'met' : 'NOT met'} (${gz.toLocaleString('en')} bytes)`)
 
 /** The custom sections of a wasm module: name and size. */
 function customSections(bytes) {

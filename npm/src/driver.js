@@ -7,7 +7,7 @@
 // asks for that takes time (a probe, a machine, a state write) runs asynchronously
 // and its result comes back as another input.
 
-import { classifyFailure } from './classify.js'
+import { FAILURE_KINDS, classifyFailure } from './classify.js'
 import {
   RotaError,
   aborted,
@@ -16,6 +16,8 @@ import {
   invalidDocument,
   timedOut,
 } from './errors.js'
+import { emitterOverTarget } from './events.js'
+import { Metrics } from './metrics.js'
 
 // Node 20 ships Symbol.dispose/asyncDispose (as Symbol.for('nodejs.dispose') ...);
 // elsewhere fall back to the registered symbols Babel and TypeScript helpers use.
@@ -24,55 +26,6 @@ export const asyncDisposeSymbol = Symbol.asyncDispose ?? Symbol.for('Symbol.asyn
 
 const MAX_TIMER_MS = 2 ** 31 - 1
 const DEFAULT_PROBE_TIMEOUT_MS = 5_000
-
-/** A minimal event emitter (Node's EventEmitter is not in browsers). */
-class Emitter {
-  #listeners = new Map()
-
-  on(name, listener) {
-    if (typeof listener !== 'function') throw new TypeError('a listener is a function')
-    const list = this.#listeners.get(name) ?? []
-    this.#listeners.set(name, [...list, listener])
-    return this
-  }
-
-  off(name, listener) {
-    const list = this.#listeners.get(name)
-    if (list !== undefined) {
-      this.#listeners.set(
-        name,
-        list.filter((l) => l !== listener && l.listener !== listener),
-      )
-    }
-    return this
-  }
-
-  once(name, listener) {
-    const wrapped = (...args) => {
-      this.off(name, wrapped)
-      listener(...args)
-    }
-    wrapped.listener = listener
-    return this.on(name, wrapped)
-  }
-
-  listenerCount(name) {
-    return this.#listeners.get(name)?.length ?? 0
-  }
-
-  /** Calls every listener; one that throws is logged, never breaks the roster. */
-  emit(name, value) {
-    const list = this.#listeners.get(name)
-    if (list === undefined) return
-    for (const listener of list) {
-      try {
-        listener(value)
-      } catch (error) {
-        console.error(`rota: a '${name}' listener threw`, error)
-      }
-    }
-  }
-}
 
 /** A granted lease. `release()` is idempotent; `using` releases it on scope exit. */
 export class Lease {
@@ -103,7 +56,7 @@ export class Lease {
   release() {
     if (this.#released) return
     this.#released = true
-    this.#release(this.id)
+    this.#release(this.id, this.role)
   }
 
   [disposeSymbol]() {
@@ -150,6 +103,14 @@ function checkOptions(options) {
   if (options.probeTimeoutMs !== undefined && !(Number.isFinite(options.probeTimeoutMs) && options.probeTimeoutMs > 0)) {
     wrong.push('probeTimeoutMs must be a positive number of milliseconds')
   }
+  if (options.watch !== undefined && typeof options.watch !== 'boolean') wrong.push('watch must be true or false')
+  if (options.watch === true && options.rosterPath === undefined && options.repoRosterPath === undefined) {
+    wrong.push('watch needs rosterPath or repoRosterPath')
+  }
+  const meter = options.meter
+  if (meter !== undefined && (meter === null || typeof meter.createCounter !== 'function')) {
+    wrong.push('meter must be an OpenTelemetry Meter (metrics.getMeter(name) of @opentelemetry/api)')
+  }
   for (const key of ['rosterPath', 'repoRosterPath', 'statePath']) {
     if (options[key] !== undefined && typeof options[key] !== 'string') wrong.push(`${key} must be a path`)
   }
@@ -174,6 +135,34 @@ function duplicates(document, side) {
     seen.add(id)
   })
   return found
+}
+
+/** An AbortSignal, or one like it (a polyfill's): `aborted` and `addEventListener`. */
+const isAbortSignal = (value) =>
+  value !== null &&
+  typeof value === 'object' &&
+  typeof value.aborted === 'boolean' &&
+  typeof value.addEventListener === 'function' &&
+  typeof value.removeEventListener === 'function'
+
+/** A promise that rejects with the reason of the first of `signals` to abort; `cancel()` detaches it. */
+function untilAborted(signals) {
+  let cancel = () => {}
+  const promise = new Promise((_resolve, reject) => {
+    const onAbort = (event) => {
+      cancel()
+      const reason = event.target.reason
+      reject(reason?.name === 'TimeoutError' ? new Error('timed out', { cause: reason }) : reason)
+    }
+    for (const signal of signals) signal.addEventListener('abort', onAbort)
+    cancel = () => {
+      for (const signal of signals) signal.removeEventListener('abort', onAbort)
+    }
+    for (const signal of signals) if (signal.aborted) onAbort({ target: signal })
+  })
+  // A race that the probe won leaves this one unobserved: never an unhandled rejection.
+  promise.catch(() => {})
+  return { promise, cancel }
 }
 
 /** Coalesces persist updates: applying the result equals applying each in turn. */
@@ -277,7 +266,7 @@ export function defineRoster(api, platform) {
     #policy
     #options
     #clock
-    #emitter = new Emitter()
+    #emitter = platform.emitter?.() ?? emitterOverTarget()
     #store
     #probe
     #probeTimeoutMs
@@ -298,6 +287,17 @@ export function defineRoster(api, platform) {
     #saveQueue = []
     #saving
     #specs
+    /** role → requests waiting in the core's queue (a `waiting` output, not settled) */
+    #queued = new Map()
+    #queuedTotal = 0
+    /** role → leases held (granted or occupied, not released) */
+    #held = new Map()
+    #heldTotal = 0
+    /** Waiters that keep a Node process alive: those with `timeoutMs` or a `signal`. */
+    #keepAliveWaiters = 0
+    #keepAlive
+    #metrics
+    #unwatch
 
     /** Use `Roster.create`. */
     constructor(token, policy, options, store) {
@@ -311,6 +311,7 @@ export function defineRoster(api, platform) {
       this.#machines = options.machines
       this.#preflight = options.preflight
       if (typeof options.onEvent === 'function') this.#emitter.on('event', options.onEvent)
+      this.#metrics = new Metrics(options.meter, () => this.#queueByRole())
     }
 
     /**
@@ -339,7 +340,41 @@ export function defineRoster(api, platform) {
       roster.#now()
       await roster.#restore()
       roster.#arm()
+      if (options.watch === true) roster.#watch()
       return roster
+    }
+
+    /** `watch: true`: reload when a roster file changes; a bad edit is an event, the roster runs on. */
+    #watch() {
+      if (platform.watchRoster === undefined) {
+        throw new RotaError('INVALID_INPUT', 'watch needs a file system (Node)')
+      }
+      const paths = [this.#options.rosterPath, this.#options.repoRosterPath].filter((p) => p !== undefined)
+      let running = Promise.resolve()
+      const reload = () => {
+        running = running.then(async () => {
+          if (this.#closing) return
+          try {
+            await this.reload()
+          } catch (error) {
+            if (this.#closing) return
+            this.#event('warn', 'reloadFailed', `the changed roster file was not applied: ${error?.message ?? error}`, {
+              paths,
+              error: String(error?.message ?? error),
+              ...(error?.violations === undefined ? {} : { violations: error.violations }),
+            })
+          }
+        })
+        this.#track(running)
+      }
+      try {
+        this.#unwatch = platform.watchRoster(paths, reload)
+      } catch (error) {
+        this.#event('warn', 'watchFailed', `cannot watch ${paths.join(' and ')}: ${error?.message ?? error}`, {
+          paths,
+          error: String(error?.message ?? error),
+        })
+      }
     }
 
     // ---- the run loop ----------------------------------------------------------
@@ -414,20 +449,24 @@ export function defineRoster(api, platform) {
           this.#event('warn', 'clockFailed', error.message, { code: error.code })
         }
       }, Math.min(Math.max(0, delay), MAX_TIMER_MS))
-      this.#refTimer()
+      // The timer never keeps a process alive on its own (probes, exclusion ends).
+      if (typeof this.#timer === 'object') this.#timer.unref?.()
     }
 
     /**
-     * The timer never keeps a process alive on its own (probes, exclusion ends),
-     * except while a lease with `timeoutMs` waits: its promise must settle.
+     * While a lease with `timeoutMs` or a `signal` waits, a Node process stays alive:
+     * its promise must settle (a signal's abort may come from a timer that does not
+     * hold the process, as `AbortSignal.timeout()`'s does not).
      */
-    #refTimer() {
-      if (this.#timer === undefined || typeof this.#timer !== 'object') return
-      if (this.#deadlineWaiters > 0) this.#timer.ref?.()
-      else this.#timer.unref?.()
+    #keepAliveChange(delta) {
+      this.#keepAliveWaiters += delta
+      if (this.#keepAliveWaiters > 0 && this.#keepAlive === undefined && !this.#closed) {
+        this.#keepAlive = setInterval(() => {}, MAX_TIMER_MS)
+      } else if (this.#keepAliveWaiters === 0 && this.#keepAlive !== undefined) {
+        clearInterval(this.#keepAlive)
+        this.#keepAlive = undefined
+      }
     }
-
-    #deadlineWaiters = 0
 
     /** Feeds a `tick` at `now()`. The timer does this; tests on virtual time call it. */
     tick() {
@@ -444,11 +483,11 @@ export function defineRoster(api, platform) {
           return this.#granted(output)
         case 'exhausted': {
           const pending = this.#settle(output.request)
-          return pending?.reject(exhausted(output, pending.label))
+          return pending?.reject(exhausted(output, pending.label, pending.input && this.#explainQuietly(pending.input)))
         }
         case 'timedOut': {
           const pending = this.#settle(output.request)
-          return pending?.reject(timedOut(output.request, pending.role, pending.timeoutMs, pending.label))
+          return pending?.reject(this.#timeoutError(output.request, pending))
         }
         case 'unavailable':
           return this.#settle(output.request)?.resolve(undefined)
@@ -456,9 +495,19 @@ export function defineRoster(api, platform) {
           const pending = this.#settle(output.request)
           return pending?.reject(pending.abortReason ?? closed('the roster closed before a lease was granted'))
         }
-        case 'waiting':
+        case 'waiting': {
+          const pending = this.#pending.get(output.request)
+          if (pending === undefined) return undefined
+          pending.report = output.report
+          if (!pending.queued) {
+            pending.queued = true
+            this.#count(this.#queued, pending.role, 1)
+            this.#queuedTotal += 1
+          }
           return undefined
+        }
         case 'probe':
+          this.#metrics.probed()
           return this.#startProbe(output)
         case 'createMachine':
           return this.#createMachine(output)
@@ -469,6 +518,7 @@ export function defineRoster(api, platform) {
         case 'persist':
           return this.#persist(output)
         case 'event':
+          if (output.name === 'excluded') this.#metrics.excluded(output.fields?.kind)
           if (this.#emitter.listenerCount('event') === 0) return undefined
           return this.#emitter.emit('event', {
             level: output.level,
@@ -498,11 +548,37 @@ export function defineRoster(api, platform) {
       if (pending === undefined) return undefined
       this.#pending.delete(request)
       pending.cleanup?.()
-      if (pending.timeoutMs !== undefined) {
-        this.#deadlineWaiters -= 1
-        this.#refTimer()
+      if (pending.queued) {
+        this.#count(this.#queued, pending.role, -1)
+        this.#queuedTotal -= 1
       }
+      if (pending.keepsAlive) this.#keepAliveChange(-1)
       return pending
+    }
+
+    #count(map, role, delta) {
+      map.set(role, (map.get(role) ?? 0) + delta)
+    }
+
+    /** `explain` of a request's constraints, or undefined if the core refuses it. */
+    #explainQuietly({ role, avoid, prefer, pin }) {
+      try {
+        return this.#policy.explain(omitUndefined({ role, avoid, prefer, pin }))
+      } catch {
+        return undefined
+      }
+    }
+
+    #timeoutError(request, pending, cause) {
+      return timedOut({
+        request,
+        role: pending.role,
+        timeoutMs: pending.timeoutMs,
+        label: pending.label,
+        report: pending.report,
+        explanation: pending.input && this.#explainQuietly(pending.input),
+        cause,
+      })
     }
 
     #spec(id) {
@@ -516,6 +592,10 @@ export function defineRoster(api, platform) {
     #granted(output) {
       const pending = this.#settle(output.request)
       const lease = new Lease(output, this.#spec(output.executor), this.#releaseLease, this.#lastNow)
+      this.#count(this.#held, lease.role, 1)
+      this.#heldTotal += 1
+      if (output.occupied === true) this.#metrics.leaseOccupied()
+      else this.#metrics.leaseGranted(this.#lastNow - (pending?.input?.now ?? this.#lastNow))
       if (pending === undefined) {
         // Nobody waits for it any more: give it straight back, leak nothing.
         lease.release()
@@ -524,7 +604,9 @@ export function defineRoster(api, platform) {
       pending.resolve(lease)
     }
 
-    #releaseLease = (lease) => {
+    #releaseLease = (lease, role) => {
+      this.#count(this.#held, role, -1)
+      this.#heldTotal -= 1
       if (this.#closed) return
       this.#stepQuietly({ type: 'release', now: this.#now(), lease })
     }
@@ -552,16 +634,20 @@ export function defineRoster(api, platform) {
         typeof AbortSignal.any === 'function'
           ? AbortSignal.any([timeout, this.#closeController.signal])
           : timeout
+      // A probe that ignores its signal still ends at the timeout (or close): it must
+      // not stop this executor's probing, nor hold close() up.
+      const ended = untilAborted([timeout, this.#closeController.signal])
       const run = (async () => {
         let up = false
         try {
-          up = (await probe(url, { signal, executor, timeoutMs: this.#probeTimeoutMs })) === true
+          up = (await Promise.race([probe(url, { signal, executor, timeoutMs: this.#probeTimeoutMs }), ended.promise])) === true
         } catch (error) {
           this.#event('debug', 'probeFailed', `health probe of ${executor} at ${url} failed: ${error?.message ?? error}`, {
             executor,
             url,
           })
         }
+        ended.cancel()
         this.#probing.delete(executor)
         this.#stepQuietly({ type: 'probeResult', now: this.#now(), executor, up })
       })()
@@ -671,6 +757,7 @@ export function defineRoster(api, platform) {
         const update = combineUpdates(this.#saveQueue.splice(0))
         try {
           await this.#store.save(update, { now: this.#now(), event: this.#storeEvent })
+          this.#metrics.stateWritten()
         } catch (error) {
           this.#event('warn', 'stateSaveFailed', `could not save the roster state: ${error?.message ?? error}`, {
             error: String(error?.message ?? error),
@@ -720,7 +807,7 @@ export function defineRoster(api, platform) {
         throw new RotaError('INVALID_INPUT', `${type} options must be an object`)
       }
       const now = this.#now()
-      const id = options.id ?? `r${++this.#requestSeq}`
+      const id = options.id ?? this.#nextId()
       let deadline
       if (options.timeoutMs !== undefined) {
         const ms = Number(options.timeoutMs)
@@ -759,11 +846,42 @@ export function defineRoster(api, platform) {
       return this.#request('tryLease', role, options)
     }
 
+    /**
+     * A request id of the driver's own (`r<n>`), never one in use: a caller's `r2` is
+     * skipped here, and one the core still knows (a live lease's) is skipped when the
+     * core answers DUPLICATE_REQUEST (see #stepWithOwnId).
+     */
+    #nextId() {
+      let id
+      do id = `r${++this.#requestSeq}`
+      while (this.#pending.has(id))
+      return id
+    }
+
+    /** Feeds a request; a generated id the core already knows is replaced and fed again. */
+    #stepWithOwnId(input, generated, onNewId) {
+      for (;;) {
+        try {
+          return this.#step(input)
+        } catch (error) {
+          if (!generated || error?.code !== 'DUPLICATE_REQUEST') throw error
+          input.id = this.#nextId()
+          onNewId(input.id)
+        }
+      }
+    }
+
     #request(type, role, options) {
       try {
         this.#checkOpen()
-        const signal = options?.signal
-        if (signal?.aborted) return Promise.reject(aborted(signal.reason))
+        if (options === null || typeof options !== 'object') {
+          throw new RotaError('INVALID_INPUT', `${type} options must be an object`)
+        }
+        const signal = options.signal
+        if (signal !== undefined && !isAbortSignal(signal)) {
+          throw new RotaError('INVALID_INPUT', `signal must be an AbortSignal, not ${signal === null ? 'null' : typeof signal}`)
+        }
+        if (signal?.aborted) return Promise.reject(this.#abortError(signal, { role, label: options.label }))
         const input = this.#requestInput(type, role, options)
         if (this.#pending.has(input.id)) {
           throw new RotaError('DUPLICATE_REQUEST', `request id '${input.id}' is already in use by a live request`)
@@ -774,13 +892,14 @@ export function defineRoster(api, platform) {
             role,
             label: options.label,
             timeoutMs: options.timeoutMs,
+            input,
             resolve,
             reject,
           }
           if (signal !== undefined) {
             const onAbort = () => {
               if (this.#pending.get(input.id) !== pending) return
-              pending.abortReason = aborted(signal.reason)
+              pending.abortReason = this.#abortError(signal, pending, input.id)
               if (!this.#stepQuietly({ type: 'cancel', now: this.#now(), id: input.id })) {
                 // The core no longer knows it: settle here so nobody hangs.
                 this.#settle(input.id)?.reject(pending.abortReason)
@@ -790,9 +909,15 @@ export function defineRoster(api, platform) {
             pending.cleanup = () => signal.removeEventListener('abort', onAbort)
           }
           this.#pending.set(input.id, pending)
-          if (pending.timeoutMs !== undefined) this.#deadlineWaiters += 1
+          if (pending.timeoutMs !== undefined || signal !== undefined) {
+            pending.keepsAlive = true
+            this.#keepAliveChange(1)
+          }
           try {
-            this.#step(input)
+            this.#stepWithOwnId(input, options.id === undefined, (id) => {
+              this.#pending.delete(input.id)
+              this.#pending.set(id, pending)
+            })
           } catch (error) {
             this.#settle(input.id)
             reject(error)
@@ -804,12 +929,32 @@ export function defineRoster(api, platform) {
     }
 
     /**
+     * What an aborted lease rejects with: the signal's reason, as `fetch` does; a
+     * timeout signal's (`AbortSignal.timeout()`) is a TIMEOUT saying why, with that
+     * reason as its cause.
+     */
+    #abortError(signal, pending, request) {
+      const reason = signal.reason
+      if (reason?.name === 'TimeoutError') return this.#timeoutError(request, pending, reason)
+      return reason === undefined ? aborted(reason) : reason
+    }
+
+    /**
      * Records work already running on an executor after a restart: it takes a slot
      * even beyond capacity. Returns its lease.
      */
     occupy(executor, options = {}) {
       this.#checkOpen()
-      const id = options.id ?? `r${++this.#requestSeq}`
+      if (options === null || typeof options !== 'object') {
+        throw new RotaError('INVALID_INPUT', 'occupy options must be an object')
+      }
+      const generated = options.id === undefined
+      let id = options.id ?? this.#nextId()
+      // A waiting request's id is refused before anything changes (the core would
+      // refuse it too, but its pending entry here is the waiter's, not ours).
+      if (this.#pending.has(id)) {
+        throw new RotaError('DUPLICATE_REQUEST', `request id '${id}' is already in use by a live request`)
+      }
       let lease
       const pending = {
         type: 'occupy',
@@ -821,13 +966,46 @@ export function defineRoster(api, platform) {
       }
       this.#pending.set(id, pending)
       try {
-        this.#step(
+        this.#stepWithOwnId(
           omitUndefined({ type: 'occupy', now: this.#now(), id, executor, role: options.role, hold: options.hold }),
+          generated,
+          (next) => {
+            this.#pending.delete(id)
+            id = next
+            this.#pending.set(id, pending)
+          },
         )
       } finally {
-        this.#pending.delete(id)
+        if (this.#pending.get(id) === pending) this.#pending.delete(id)
       }
       return lease
+    }
+
+    /**
+     * Leases, runs `fn(lease)`, reports what it throws (then rethrows it) and releases:
+     * generic-pool's `use`. Resolves with what `fn` returns. `report: false` leaves
+     * failures unreported.
+     */
+    async use(role, fn, options = {}) {
+      if (typeof fn !== 'function') {
+        throw new RotaError('INVALID_INPUT', `use(role, fn): fn must be a function, not ${fn === null ? 'null' : typeof fn}`)
+      }
+      const { report = true, ...leaseOptions } = options ?? {}
+      const lease = await this.lease(role, leaseOptions)
+      try {
+        return await fn(lease)
+      } catch (error) {
+        if (report !== false && !this.#closing) {
+          try {
+            this.report(lease.executorId, error)
+          } catch {
+            // A report the core refuses must not hide the caller's own error.
+          }
+        }
+        throw error
+      } finally {
+        lease.release()
+      }
     }
 
     // ---- failures and exclusions ------------------------------------------------------
@@ -839,6 +1017,11 @@ export function defineRoster(api, platform) {
      */
     report(executor, error) {
       this.#checkOpen()
+      if (error !== null && typeof error === 'object' && !(error instanceof Error) && 'kind' in error && !FAILURE_KINDS.includes(error.kind)) {
+        // A classified failure with a kind this package does not know would count as
+        // `other` (excluding nothing) without a word: refuse it.
+        throw new RotaError('INVALID_INPUT', `unknown failure kind ${JSON.stringify(error.kind)}: one of ${FAILURE_KINDS.join(', ')}`)
+      }
       const now = this.#now()
       const failure = classifyFailure(error, { now })
       const before = this.#exclusionOf(executor)
@@ -936,6 +1119,36 @@ export function defineRoster(api, platform) {
       return this.#closing
     }
 
+    /** Lease requests waiting in the queue (all roles), counted as they come and go. */
+    get waiting() {
+      return this.#queuedTotal
+    }
+
+    /** Leases held (granted or occupied, not yet released). */
+    get leased() {
+      return this.#heldTotal
+    }
+
+    /** `{ waiting, leased }` of one role. */
+    counts(role) {
+      return { waiting: this.#queued.get(role) ?? 0, leased: this.#held.get(role) ?? 0 }
+    }
+
+    /** Waiting requests of every role of the running document (for the queue-length gauge). */
+    #queueByRole() {
+      const roles = this.#closed ? [...this.#queued.keys()] : this.#policy.snapshot().roles
+      return new Map(roles.map((role) => [role, this.#queued.get(role) ?? 0]))
+    }
+
+    /**
+     * The roster's metrics as Prometheus text: rota_leases_granted_total,
+     * rota_lease_wait_seconds, rota_exclusions_total{kind}, rota_probes_total,
+     * rota_queue_length{role}, rota_state_writes_total.
+     */
+    metrics() {
+      return this.#metrics.prometheus()
+    }
+
     // ---- events -------------------------------------------------------------------------
 
     /** `on('event', fn)`: every decision's event and the driver's own; `on('output', fn)`: every raw output. */
@@ -978,6 +1191,8 @@ export function defineRoster(api, platform) {
       }
       clearTimeout(this.#timer)
       this.#timer = undefined
+      this.#unwatch?.()
+      this.#metrics.close()
       this.#closeController.abort(closed())
       this.#closePromise = (async () => {
         await this.idle()

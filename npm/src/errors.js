@@ -51,28 +51,56 @@ export function invalidDocument(violations) {
   })
 }
 
-/** The seed's `RosterExhausted`: no executor outside `avoid` can ever serve the role. */
-export function exhausted(output, label) {
+/** "a: busy (1 of 1 slots); b: avoided by the request" from an explanation. */
+export function explainReasons(explanation) {
+  return (explanation?.executors ?? [])
+    .filter((e) => !e.ok)
+    .map((e) => `${e.id}: ${e.reasons.join(', ')}`)
+}
+
+/**
+ * The seed's `RosterExhausted`: no executor outside `avoid` can ever serve the role.
+ * `explanation` is the core's `explain` of the request at that moment, kept on the
+ * error (and used for the message when the core's reasons name no executor).
+ */
+export function exhausted(output, label, explanation) {
+  let reasons = output.reasons
+  // The core says "no executor in the roster takes this role" when every one that
+  // does is avoided or the pin excludes them: name them instead (see explain).
+  const holders = (explanation?.executors ?? []).filter((e) => !e.reasons.some((r) => r.startsWith('lacks the role')))
+  if (holders.length > 0 && reasons.length === 1 && reasons[0] === 'no executor in the roster takes this role') {
+    reasons = holders.map((e) => `${e.id}: ${e.reasons.join(', ')}`)
+  }
   const error = new RotaError(
     'EXHAUSTED',
-    `no executor can ever take ${output.role}${label === undefined ? '' : ` for ${label}`}: ${output.reasons.join('; ')}`,
-    { role: output.role, reasons: output.reasons, request: output.request },
+    `no executor can ever take ${output.role}${label === undefined ? '' : ` for ${label}`}: ${reasons.join('; ')}`,
+    { role: output.role, reasons, request: output.request, ...(explanation === undefined ? {} : { explain: explanation }) },
   )
   error.name = 'RosterExhausted'
   return error
 }
 
-export function timedOut(request, role, timeoutMs, label) {
+/**
+ * No executor took the request before its deadline (`timeoutMs`, or an
+ * `AbortSignal.timeout()` signal: then `cause` is its reason). Says why: the request's
+ * last waiting report and the core's `explain` of it at the deadline.
+ */
+export function timedOut({ request, role, timeoutMs, label, report, explanation, cause }) {
+  const reasons = explainReasons(explanation)
+  const why = reasons.length > 0 ? reasons.join('; ') : report
   const error = new RotaError(
     'TIMEOUT',
-    `no executor took ${role}${label === undefined ? '' : ` for ${label}`} within ${timeoutMs} ms`,
-    { role, request, timeoutMs },
+    `no executor took ${role}${label === undefined ? '' : ` for ${label}`}${timeoutMs === undefined ? '' : ` within ${timeoutMs} ms`}${why ? `: ${why}` : ''}`,
+    omitUndefined({ role, request, timeoutMs, reasons, report, explain: explanation }),
+    cause === undefined ? undefined : { cause },
   )
   error.name = 'TimeoutError'
   return error
 }
 
-/** Node's convention for an aborted operation: name AbortError, code ABORT_ERR. */
+const omitUndefined = (object) => Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined))
+
+/** An aborted signal without a reason (a signal-like object): Node's convention, name AbortError, code ABORT_ERR. */
 export function aborted(reason) {
   const error = new RotaError('ABORT_ERR', 'the lease request was aborted', {}, { cause: reason })
   error.name = 'AbortError'

@@ -1,18 +1,24 @@
 // The Node entry. Its WebAssembly module (npm/pkg/node: made for speed, with the binary
-// step behind `Policy#handle`; wasm-bindgen's web glue) is compiled synchronously from
-// the file at import: nothing to await before use.
+// step behind `Policy#handle`; wasm-bindgen's web glue) is compiled synchronously at
+// import from bytes embedded in a JS module: nothing to await before use, and no file
+// to find, so a bundle (esbuild, webpack, Vite; ESM or CommonJS) works as the package.
 
-import { readFileSync } from 'node:fs'
+import { EventEmitter } from 'node:events'
 import * as wasm from '../pkg/node/rota_wasm.js'
+import { wasmBytes } from '../pkg/node/rota_wasm_embedded.js'
 import { buildApi } from './api.js'
-import { fileStateStore, readRosterFile } from './state-file.js'
+import { emitterOver } from './events.js'
+import { readRosterFile, watchRosterFiles } from './roster-file.js'
+import { fileStateStore } from './state-file.js'
 
-wasm.initSync({ module: readFileSync(new URL('../pkg/node/rota_wasm_bg.wasm', import.meta.url)) })
+wasm.initSync({ module: wasmBytes() })
 
 const api = buildApi(wasm, {
   name: 'node',
   readRoster: readRosterFile,
+  watchRoster: watchRosterFiles,
   fileStore: fileStateStore,
+  emitter: () => emitterOver(new EventEmitter()),
 })
 
 export const {

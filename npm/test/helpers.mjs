@@ -1,7 +1,7 @@
 // Shared test helpers: a virtual clock, roster documents, temp dirs, a real HTTP
 // health server on 127.0.0.1, and waiting for a roster's events (no sleeps).
 
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -136,4 +136,26 @@ export function thrown(fn) {
     return error
   }
   throw new Error('expected a throw')
+}
+
+/**
+ * Writes a script into the test project (so its `import 'rota'` resolves to the
+ * installed package) for a child process; removed after the test.
+ */
+export function projectScript(t, name, text) {
+  const project = process.env.ROTA_TEST_PROJECT
+  if (project === undefined) throw new Error('ROTA_TEST_PROJECT is not set: run the tests through test/run.mjs')
+  const path = join(project, `${process.pid}-${name}`)
+  writeFileSync(path, text)
+  t?.after(() => rmSync(path, { force: true }))
+  return path
+}
+
+/**
+ * Keeps the test process alive while the roster waits on what never holds a process
+ * (its unref'd timers, AbortSignal.timeout, file watchers).
+ */
+export function keepAlive(t) {
+  const handle = setInterval(() => {}, 1_000)
+  t.after(() => clearInterval(handle))
 }

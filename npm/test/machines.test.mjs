@@ -88,7 +88,7 @@ test('aborting a lease whose machine is being created deletes the machine when i
   const controller = new AbortController()
   const leasing = r.lease('coder', { signal: controller.signal })
   controller.abort()
-  assert.equal((await rejection(leasing)).code, 'ABORT_ERR')
+  assert.equal((await rejection(leasing)).name, 'AbortError')
   assert.equal(r.available('coder'), 2, 'the slot is free again')
   host.pending[0].resolve('m-late')
   await r.idle()

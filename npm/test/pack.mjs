@@ -12,7 +12,7 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 
 /** Fails early when the wasm-bindgen output is missing. */
 export function requireBuild() {
-  for (const file of ['pkg/node/rota_wasm.js', 'pkg/node/rota_wasm_bg.wasm', 'pkg/web/rota_wasm.js', 'pkg/web/rota_wasm_bg.wasm']) {
+  for (const file of ['pkg/node/rota_wasm.js', 'pkg/node/rota_wasm_embedded.js', 'pkg/web/rota_wasm.js', 'pkg/web/rota_wasm_bg.wasm', 'pkg/web/rota_wasm_embedded.js']) {
     if (!existsSync(join(PACKAGE_ROOT, file))) {
       throw new Error(`npm/${file} is missing: build it first (make wasm)`)
     }

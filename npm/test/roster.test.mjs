@@ -150,7 +150,7 @@ test('rank and eventTime order the queue; the grant says how many it passed', as
   assert.equal((await stuck).executorId, 'b')
 })
 
-test('AbortSignal: aborting a waiting lease cancels it (AbortError), frees nothing it did not hold', async (t) => {
+test('AbortSignal: aborting a waiting lease cancels it (rejects with signal.reason), frees nothing it did not hold', async (t) => {
   const roster = await create(document(executor('a')))
   t.after(() => roster.close())
   const held = await roster.lease('coder')
@@ -161,9 +161,7 @@ test('AbortSignal: aborting a waiting lease cancels it (AbortError), frees nothi
   controller.abort()
   const error = await rejection(waiting)
   assert.equal(error.name, 'AbortError')
-  assert.equal(error.code, 'ABORT_ERR')
-  assert.ok(error instanceof RotaError)
-  assert.equal(error.cause?.name, 'AbortError', 'the signal reason is the cause')
+  assert.equal(error, controller.signal.reason, 'the signal reason, as fetch rejects')
   assert.deepEqual(roster.snapshot().queue.map((q) => q.request).length, 1)
   held.release()
   const next = await behind
@@ -171,8 +169,7 @@ test('AbortSignal: aborting a waiting lease cancels it (AbortError), frees nothi
   next.release()
 
   const already = await rejection(roster.lease('coder', { signal: AbortSignal.abort('stop') }))
-  assert.equal(already.code, 'ABORT_ERR')
-  assert.equal(already.cause, 'stop')
+  assert.equal(already, 'stop')
   // Aborting after the grant changes nothing.
   const late = new AbortController()
   const lease = await roster.lease('coder', { signal: late.signal })
@@ -276,17 +273,8 @@ test('events: onEvent and on("event") see every decision; off stops them', async
   assert.match(waitingEvent.message, /waiting for an executor to take coder for story-2: a busy/)
   assert.equal(typeof waitingEvent.time, 'number')
   assert.ok(outputs.includes('granted') && outputs.includes('waiting'))
-  // A listener that throws does not break the roster.
-  roster.on('event', () => {
-    throw new Error('listener bug')
-  })
-  const original = console.error
-  console.error = () => {}
-  try {
-    roster.resume('a')
-  } finally {
-    console.error = original
-  }
+  // (A listener that throws: test/defects.test.mjs.)
+  roster.resume('a')
   assert.equal(roster.snapshot().executors[0].exclusion, undefined)
 })
 

@@ -54,6 +54,9 @@ try {
     env: {
       ...process.env,
       ROTA_TEST_PROJECT: project,
+      // The package's own directory: its dev dependencies (bundlers, TypeScript, Ajv,
+      // OpenTelemetry) and README.md, for the tests that need them.
+      ROTA_PACKAGE_ROOT: root,
       // For handle-binary.test.mjs: the conformance vectors and the native random traces
       // (when tests/run.sh has written them) of the repository around the package.
       ROTA_VECTORS: process.env.ROTA_VECTORS ?? join(root, '..', 'tests', 'vectors'),
@@ -72,6 +75,20 @@ try {
       { cwd: project, stdio: 'inherit' },
     )
     if (check.status !== 0) failed = true
+
+    step('tsc --noEmit: a misspelt role must fail to compile (the document narrows Role)')
+    const misspelt = spawnSync(
+      process.execPath,
+      [tsc, '-p', join(project, 'tsconfig.misspelt.json'), '--typeRoots', typeRoots, '--pretty', 'false'],
+      { cwd: project, encoding: 'utf8' },
+    )
+    const expected = /misspelt-role\.ts\(\d+,\d+\): error TS2345: Argument of type '"codr"' is not assignable to parameter of type '"coder" \| "judge"'/
+    if (misspelt.status === 0 || !expected.test(misspelt.stdout) || misspelt.stdout.trim().split('\n').length !== 1) {
+      console.error(`    expected exactly one error, ${expected}; tsc said (status ${misspelt.status}):\n${misspelt.stdout}${misspelt.stderr}`)
+      failed = true
+    } else {
+      console.log(`    ok: ${misspelt.stdout.trim()}`)
+    }
 
     step('`using` in TypeScript, lowered by tsc, run on this Node')
     const emit = spawnSync(

@@ -1,11 +1,28 @@
 // Types of the npm package `rota`: the roster document, the core's inputs and outputs,
 // the snapshot, errors, and the Roster driver. Hand-written to match
-// core/src/{protocol,status,document,error}.rs; checked with `tsc --noEmit` in the tests.
+// core/src/{protocol,status,document,error}.rs; checked with `tsc --noEmit` in the tests,
+// and the protocol half against the core itself (npm/test/types-protocol.test.mjs: the
+// input fields the core's wire table accepts, the outputs, events and snapshots of the
+// conformance vectors).
 
 // ---- the roster document -----------------------------------------------------------
 
 /** One of the document's roles: the seed's five unless the document declares its own. */
 export type Role = string
+
+/**
+ * The roles of a document type: its declared `roles` (a literal list), the seed's five
+ * for a literal document without `roles`, or `string` when the type does not say (a
+ * `RosterDocument`, a file). `Roster.create({ document })` narrows `Roster<R>` by it,
+ * so a misspelt role fails to compile.
+ */
+export type RolesOf<D> = D extends { readonly roles: readonly (infer R extends string)[] }
+  ? string extends R
+    ? string
+    : R
+  : 'roles' extends keyof D
+    ? string
+    : SeedRole
 
 /** The seed's five roles. */
 export type SeedRole = 'planner' | 'coder' | 'reviewer' | 'judge' | 'verifier'
@@ -31,7 +48,7 @@ export interface ExecutorSpec {
   env?: Record<string, string>
   /** Endpoint for an API harness. */
   baseUrl?: string
-  roles: Role[]
+  roles: readonly Role[]
   /** Leases it takes at once (default 1). */
   slots?: number
   /** The scheduler seed's name for `slots` (an accepted alias). */
@@ -56,9 +73,11 @@ export interface ExecutorSpec {
 }
 
 export interface RosterDocument {
+  /** This schema's location for editors: `./node_modules/rota/roster.schema.json` (the core keeps it as an unknown field). */
+  $schema?: string
   /** Declares the role list (default: the seed's five). */
-  roles?: Role[]
-  executors: ExecutorSpec[]
+  roles?: readonly Role[]
+  executors: readonly ExecutorSpec[]
   [field: string]: unknown
 }
 
@@ -199,7 +218,7 @@ export type Output =
   | { type: 'deleteMachine'; executor: string; hold: unknown }
   | { type: 'preflight'; executor: string }
   | { type: 'persist'; ids: string[]; state: PersistedState }
-  | { type: 'event'; level: Level; name: string; message: string; fields: Record<string, unknown> }
+  | ({ type: 'event' } & CoreEvent)
 
 export type OutputType = Output['type']
 
@@ -374,10 +393,14 @@ export declare class RotaError extends Error {
   /** For EXHAUSTED and TIMEOUT. */
   readonly role?: Role
   readonly request?: string
-  /** For EXHAUSTED (name `RosterExhausted`): one reason per executor. */
+  /** For EXHAUSTED (name `RosterExhausted`) and TIMEOUT: one reason per executor ("a: busy (1 of 1 slots)"). */
   readonly reasons?: string[]
-  /** For TIMEOUT (name `TimeoutError`). */
+  /** For EXHAUSTED and TIMEOUT: the core's `explain` of the request when it ended. */
+  readonly explain?: Explanation
+  /** For TIMEOUT (name `TimeoutError`): `timeoutMs` (absent for an `AbortSignal.timeout()` signal, then `cause` is its reason). */
   readonly timeoutMs?: number
+  /** For TIMEOUT: the request's last waiting report ("a busy; b out until …"). */
+  readonly report?: string
 }
 
 // ---- the raw policy --------------------------------------------------------------------
@@ -447,19 +470,84 @@ export declare function parseResetTime(message: string, now?: number): number | 
 
 // ---- the driver ------------------------------------------------------------------------
 
-/** An event: every decision of the core, and the driver's own (state file, probes, machines). */
-export interface RosterEvent {
-  level: Level
-  /**
-   * A stable name. The driver's own: `stateCorrupt`, `stateUnreadable`, `stateSaveFailed`,
-   * `probeFailed`, `machineDeleteFailed`, `machineNotDeleted`, `inputRejected`.
-   */
-  name: string
-  message: string
-  fields: Record<string, unknown>
-  /** Epoch ms. */
-  time: number
+/**
+ * The core's events by name, with their fields. Levels (as of this version): debug —
+ * unavailable, failureIgnored, exclusionKept, probeIgnored, probeDown; warn — timedOut,
+ * exhausted, occupiedBeyondCapacity, occupiedUnknown, excluded, provisionPaused,
+ * reloadRefused; info — the rest.
+ */
+export interface CoreEventFields {
+  unavailable: { request: string }
+  waiting: { request: string; role: Role; ahead: number }
+  creatingMachine: { request: string; executor: string; role: Role; passed: number }
+  granted: { request: string; lease: number; executor: string; role: Role; passed: number }
+  cancelled: { request: string }
+  timedOut: { request: string }
+  exhausted: { request: string; role: Role }
+  left: { executor: string }
+  retired: { executor: string; running: number; slots: number }
+  occupied: { executor: string; lease: number; running: number; slots: number }
+  occupiedBeyondCapacity: { executor: string; lease: number; running: number; slots: number }
+  occupiedUnknown: { executor: string; lease: number }
+  failureIgnored: { executor: string }
+  rateLimited: { executor: string; count: number }
+  exclusionKept: { executor: string }
+  exclusionQueued: { executor: string; thenUntil: number }
+  excluded: { executor: string; kind: ExclusionKind; reason: string; until?: number }
+  exclusionChanged: { executor: string }
+  back: { executor: string }
+  resumed: { executor: string }
+  probeIgnored: { executor: string }
+  probeDown: { executor: string }
+  machineDiscarded: { request: string; executor: string }
+  provisionPaused: { executor: string; failures: number; retryAt: number }
+  provisionResumed: { executor: string; failures: number }
+  reloadSuperseded: Record<string, never>
+  preflighting: { executors: string[] }
+  reloadRefused: { executor: string; error: string }
+  added: Record<string, never>
+  removed: Record<string, never>
+  resized: Record<string, never>
+  reloaded: Record<string, never>
 }
+
+/** The driver's own events (state store, probes, machines, watching): all warn but probeFailed (debug). */
+export interface DriverEventFields {
+  stateCorrupt: { path?: string; key?: string; reason: string; movedTo?: string }
+  stateUnreadable: { error: string }
+  stateSaveFailed: { error: string }
+  probeFailed: { executor: string; url: string }
+  machineDeleteFailed: { executor: string; hold: unknown }
+  machineNotDeleted: { executor: string; hold: unknown }
+  inputRejected: { input: InputType; code?: ErrorCode }
+  reloadFailed: { paths: string[]; error: string; violations?: Violation[] }
+  watchFailed: { paths: string[]; error: string }
+}
+
+export type CoreEventName = keyof CoreEventFields
+export type EventName = CoreEventName | keyof DriverEventFields
+export type EventFields<N extends EventName> = N extends CoreEventName
+  ? CoreEventFields[N]
+  : N extends keyof DriverEventFields
+    ? DriverEventFields[N]
+    : never
+
+/** One of the core's events as its `event` output carries it: narrow by `name`. */
+export type CoreEvent = {
+  [N in CoreEventName]: { level: Level; name: N; message: string; fields: CoreEventFields[N] }
+}[CoreEventName]
+
+/** An event: every decision of the core, and the driver's own. Narrow by `name` for typed `fields`. */
+export type RosterEvent = {
+  [N in EventName]: {
+    level: Level
+    name: N
+    message: string
+    fields: EventFields<N>
+    /** Epoch ms. */
+    time: number
+  }
+}[EventName]
 
 export interface StoreContext {
   now: number
@@ -509,10 +597,27 @@ export type PreflightFunction = (request: {
   signal: AbortSignal
 }) => Promise<boolean | void> | boolean | void
 
+/** What `roster` needs of an OpenTelemetry Meter (`metrics.getMeter('rota')` of `@opentelemetry/api`). */
+export interface MeterLike {
+  createCounter(name: string, options?: object): { add(value: number, attributes?: Record<string, string>): void }
+  createHistogram(name: string, options?: object): { record(value: number, attributes?: Record<string, string>): void }
+  createObservableGauge(
+    name: string,
+    options?: object,
+  ): {
+    addCallback(callback: (result: { observe(value: number, attributes?: Record<string, string>): void }) => void): void
+    removeCallback(callback: (result: { observe(value: number, attributes?: Record<string, string>): void }) => void): void
+  }
+}
+
 export interface RosterOptions {
   /** The (user's) roster document. */
   document?: RosterDocument
-  /** A roster file (Node); a missing file counts as absent. */
+  /**
+   * A roster file (Node): JSON, or YAML for `.yaml`/`.yml`. A missing file counts as
+   * absent (with `repoRosterPath` the other file may be the roster); when neither
+   * `document` nor any file gives a roster, `create` rejects INVALID_DOCUMENT.
+   */
   rosterPath?: string
   /** A repository roster merged over the user's. */
   repoDocument?: RosterDocument
@@ -531,6 +636,10 @@ export interface RosterOptions {
   machines?: MachineCallbacks
   preflight?: PreflightFunction
   onEvent?: (event: RosterEvent) => void
+  /** Reload when `rosterPath` or `repoRosterPath` changes (Node). A bad edit is a `reloadFailed` event; the roster runs on. */
+  watch?: boolean
+  /** Record the metrics through this OpenTelemetry Meter too (`roster.metrics()` gives Prometheus text either way). */
+  meter?: MeterLike
   /** The clock: epoch ms (default Date.now). Tests pass a virtual clock and call `tick()`. */
   now?: () => number
   /** The core's options. */
@@ -550,7 +659,11 @@ export interface LeaseOptions {
   eventTime?: number | Date
   /** Who asks, for events. */
   label?: string
-  /** Aborting cancels the request; the promise rejects with an AbortError (code ABORT_ERR). */
+  /**
+   * Aborting cancels the request; the promise rejects with `signal.reason` (as `fetch`
+   * does), or TIMEOUT for an `AbortSignal.timeout()` signal. A waiting lease with a
+   * signal keeps a Node process alive.
+   */
   signal?: AbortSignal
   /** Give up after this long; the promise rejects with a TimeoutError (code TIMEOUT). */
   timeoutMs?: number
@@ -559,14 +672,14 @@ export interface LeaseOptions {
 }
 
 /** A granted lease. Release it once (more is harmless), or let `using` do it. */
-export declare class Lease implements Disposable, AsyncDisposable {
+export declare class Lease<R extends string = Role> implements Disposable, AsyncDisposable {
   private constructor()
   readonly id: number
   readonly request: string
   /** The executor's entry in the running roster document. */
   readonly executor: ExecutorSpec
   readonly executorId: string
-  readonly role: Role
+  readonly role: R
   /** The machine's hold, for a provisioned executor. */
   readonly hold?: unknown
   readonly passed: number
@@ -587,16 +700,34 @@ export interface ExcludeOptions {
 
 export type RosterEventName = 'event' | 'output'
 
-export declare class Roster implements AsyncDisposable {
+export interface UseOptions extends LeaseOptions {
+  /** Report what `fn` throws (`report(executorId, error)`) before the lease is released (default true). */
+  report?: boolean
+}
+
+/** `roster.counts(role)`: waiting requests and held leases of one role. */
+export interface RoleCounts {
+  waiting: number
+  leased: number
+}
+
+/**
+ * The driver. `R` is the roles a lease may ask for: narrowed from a literal `document`
+ * by `create`, or given (`Roster.create<'coder' | 'judge'>({ rosterPath })`).
+ */
+export declare class Roster<R extends string = Role> implements AsyncDisposable {
   private constructor()
-  static create(options: RosterOptions): Promise<Roster>
-  /** Waits for a slot: rejects EXHAUSTED, TIMEOUT, ABORT_ERR, CLOSED, or a core code. */
-  lease(role: Role, options?: LeaseOptions): Promise<Lease>
+  static create<const D extends RosterDocument>(options: RosterOptions & { document: D }): Promise<Roster<RolesOf<D>>>
+  static create<R extends string = Role>(options: RosterOptions): Promise<Roster<R>>
+  /** Waits for a slot: rejects EXHAUSTED, TIMEOUT, the signal's reason, CLOSED, or a core code. */
+  lease(role: R, options?: LeaseOptions): Promise<Lease<R>>
   /** A slot now, or undefined. */
-  tryLease(role: Role, options?: Omit<LeaseOptions, 'timeoutMs'>): Promise<Lease | undefined>
+  tryLease(role: R, options?: Omit<LeaseOptions, 'timeoutMs'>): Promise<Lease<R> | undefined>
+  /** Leases, runs `fn(lease)`, reports what it throws (and rethrows it), releases; resolves with `fn`'s result. */
+  use<T>(role: R, fn: (lease: Lease<R>) => T | PromiseLike<T>, options?: UseOptions): Promise<T>
   /** Records work already running on an executor after a restart. */
-  occupy(executor: string, options?: { role?: Role; hold?: unknown; id?: string }): Lease | undefined
-  /** Reports a failed call (a real error, or a `Failure`); returns the exclusion it earned. */
+  occupy(executor: string, options?: { role?: R; hold?: unknown; id?: string }): Lease<R> | undefined
+  /** Reports a failed call (a real error, or a `Failure`); returns the exclusion it earned. An unknown `kind` throws INVALID_INPUT. */
   report(executor: string, error: unknown): ExclusionStatus | undefined
   exclude(executor: string, options?: ExcludeOptions): void
   exclude(exclusion: { id: string } & ExcludeOptions): void
@@ -604,11 +735,23 @@ export declare class Roster implements AsyncDisposable {
   /** Replaces the roster live (or re-reads its files); rejects INVALID_DOCUMENT and changes nothing. */
   reload(document?: RosterDocument): Promise<void>
   snapshot(): Snapshot
-  available(role: Role): number
-  slots(role: Role): number
-  canEverServe(role: Role, avoid?: string[]): boolean
-  explain(request: ExplainRequest | Role): Explanation
+  available(role: R): number
+  slots(role: R): number
+  canEverServe(role: R, avoid?: string[]): boolean
+  explain(request: (ExplainRequest & { role: R }) | R): Explanation
   plan(document: RosterDocument): Plan
+  /** Lease requests waiting in the queue, all roles (no snapshot taken). */
+  readonly waiting: number
+  /** Leases held, all roles. */
+  readonly leased: number
+  /** Waiting requests and held leases of one role. */
+  counts(role: R): RoleCounts
+  /**
+   * Prometheus text: rota_leases_granted_total, rota_lease_wait_seconds (histogram),
+   * rota_exclusions_total{kind}, rota_probes_total, rota_queue_length{role},
+   * rota_state_writes_total.
+   */
+  metrics(): string
   readonly document: RosterDocument
   readonly executors: ExecutorSpec[]
   readonly closed: boolean
@@ -618,9 +761,11 @@ export declare class Roster implements AsyncDisposable {
   idle(): Promise<void>
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
+  /** A listener that throws is thrown again on a fresh task (an uncaught error), after the roster's step is done. */
   on(name: 'event', listener: (event: RosterEvent) => void): this
   on(name: 'output', listener: (output: Output) => void): this
-  off(name: RosterEventName, listener: (value: never) => void): this
+  off(name: 'event', listener: (event: RosterEvent) => void): this
+  off(name: 'output', listener: (output: Output) => void): this
   once(name: 'event', listener: (event: RosterEvent) => void): this
   once(name: 'output', listener: (output: Output) => void): this
 }

@@ -5,8 +5,8 @@
 import { parseWithPlaces, placeOf, lineColumn } from './lib/jsonpos.js'
 import { Session, EPOCH, FAILURE_KINDS } from './lib/session.js'
 import { Replay } from './lib/replay.js'
-import { parseTrace, jsonEqual } from './lib/trace.js'
-import { clockText, timeOfDay, span, h, roleColor, describeInput, describeEffect } from './lib/format.js'
+import { parseTraceInSlices, jsonEqual } from './lib/trace.js'
+import { clockText, timeOfDay, span, h, roleColor, describeInput, describeEffect, shownLabel } from './lib/format.js'
 import { renderChart, chartPositionAt, moveChartCursor } from './lib/chart.js'
 
 const $ = (selector) => document.querySelector(selector)
@@ -56,9 +56,11 @@ async function main() {
   }
 }
 
+/** The status line: one line (the full text in its tooltip when it does not fit). */
 function setStatus(text, kind = 'info') {
   const el = $('#status')
   el.textContent = text
+  el.title = text
   el.dataset.kind = kind
 }
 
@@ -258,10 +260,17 @@ function render() {
   $('#controls').disabled = !view?.live
   $('#download-trace').disabled = !app.session
   if (!view) {
+    // Nothing to show (Replay before a trace is open): every view of a policy empties,
+    // so no count, explanation or file of the other mode stays behind.
     $('#board').replaceChildren(h('p', { class: 'hint' }, app.mode === 'replay' ? 'Open a trace file, or replay this session.' : 'Start a session.'))
     $('#queue tbody').replaceChildren()
+    $('#queue-count').textContent = 'empty'
     $('#log').replaceChildren()
+    $('#log-count').textContent = ''
     $('#role-legend').replaceChildren()
+    renderPendingReload(null)
+    renderExplain(null)
+    renderPersist(null)
     renderClock(null)
     return
   }
@@ -273,7 +282,7 @@ function render() {
   renderPendingReload(view)
   renderLog(view)
   renderExplain(view)
-  renderPersist()
+  renderPersist(view)
   if (app.mode === 'replay') renderReplayPosition()
   updateCountdowns(view.now)
 }
@@ -383,6 +392,7 @@ function executorRow(e, snapshot, document, live) {
   const cells = []
   for (const lease of [...e.leases].sort((a, b) => a.lease - b.lease)) {
     const role = lease.role ?? '(occupied)'
+    const label = shownLabel(lease.request, lease.label)
     cells.push(
       h(
         live ? 'button' : 'div',
@@ -390,7 +400,7 @@ function executorRow(e, snapshot, document, live) {
           class: `cell lease${lease.occupied ? ' occupied' : ''}`,
           style: { '--c': roleColor(roles, lease.role) },
           dataset: { lease: lease.lease, role, request: lease.request },
-          title: `lease ${lease.lease}: ${lease.request}${lease.label ? ` (${lease.label})` : ''} as ${role} since ${timeOfDay(lease.since)}${lease.hold ? `\nmachine ${JSON.stringify(lease.hold)}` : ''}${live ? '\nclick to release' : ''}`,
+          title: `lease ${lease.lease}: ${lease.request}${label ? ` (${label})` : ''} as ${role} since ${timeOfDay(lease.since)}${lease.hold ? `\nmachine ${JSON.stringify(lease.hold)}` : ''}${live ? '\nclick to release' : ''}`,
           onclick: live ? () => act(() => (app.session.release(lease.lease), `released lease ${lease.lease} (${lease.request})`)) : null,
         },
         h('span', { class: 'cell-role' }, role),
@@ -532,7 +542,7 @@ function renderQueue(view) {
           },
         },
         h('td', {}, String(i + 1)),
-        h('td', {}, h('b', {}, q.request), q.label ? h('span', { class: 'muted' }, ` ${q.label}`) : null),
+        h('td', {}, h('b', {}, q.request), shownLabel(q.request, q.label) ? h('span', { class: 'muted label' }, ` ${q.label}`) : null),
         h('td', {}, h('span', { class: 'role-dot', style: { '--c': roleColor(roles, q.role) } }), q.role),
         h('td', {}, q.rank ?? '—'),
         h('td', { class: 'waiting' }, cd(q.waitingSince, true)),
@@ -546,7 +556,7 @@ function renderQueue(view) {
 
 function renderPendingReload(view) {
   const box = $('#pending-reload')
-  const pending = view.snapshot.pendingReload
+  const pending = view?.snapshot.pendingReload
   if (!pending) {
     box.hidden = true
     box.replaceChildren()
@@ -595,19 +605,36 @@ function renderLog(view) {
   if (atBottom || app.mode === 'replay') log.scrollTop = log.scrollHeight
 }
 
-function renderPersist() {
-  const last = app.mode === 'explore' ? app.session?.lastPersist : lastPersistInReplay()
-  $('#persist').textContent = last ? JSON.stringify(last.state, null, 2) : 'nothing persisted yet'
-}
-
-function lastPersistInReplay() {
-  const r = app.replay
-  if (!r) return null
-  for (let n = r.position - 1; n >= 0; n--) {
-    const found = r.results[n].outputs?.findLast((o) => o.type === 'persist')
-    if (found) return found
+/** The state file a host would hold: every persist so far, folded (one line per entry). */
+function renderPersist(view) {
+  const file = view ? (view.live ? app.session.stateFile : app.replay.stateFileAt(app.replay.position)) : null
+  const pre = $('#persist')
+  const note = $('#persist-note')
+  if (!file || (file.persists === 0 && file.entries.size === 0)) {
+    pre.dataset.entries = '0'
+    pre.textContent = 'nothing persisted yet'
+    note.textContent = ''
+    return
   }
-  return null
+  const entries = [...file.entries.values()]
+  const last = file.last
+  const lines = entries.map(({ entry, step }, i) =>
+    h(
+      'span',
+      { class: `file-entry${last && step === last.step ? ' fresh' : ''}`, dataset: { id: entry.id, step }, title: `written at step ${step + 1}` },
+      `    ${JSON.stringify(entry)}${i < entries.length - 1 ? ',' : ''}\n`,
+    ),
+  )
+  pre.dataset.entries = String(entries.length)
+  pre.replaceChildren('{\n  "version": 1,\n  "exclusions": [', entries.length ? '\n' : '', ...lines, entries.length ? '  ]\n}' : ']\n}')
+  const what = last
+    ? [last.written.length && `wrote ${last.written.join(', ')}`, last.removed.length && `removed ${last.removed.join(', ')}`].filter(Boolean).join('; ')
+    : ''
+  note.replaceChildren(
+    `${file.persists} persist${file.persists === 1 ? '' : 's'} folded`,
+    last ? ` · the last (step ${last.step + 1}, ${timeOfDay(last.now)}) ${what}` : '',
+    entries.length > (last?.written.length ?? 0) ? ' · the other entries kept from earlier persists' : '',
+  )
 }
 
 // ---------------------------------------------------------------------------------
@@ -616,7 +643,10 @@ function lastPersistInReplay() {
 function renderExplain(view) {
   const box = $('#explain')
   const req = app.explainRequest
-  if (!req) {
+  if (!req || !view) {
+    delete box.dataset.request
+    delete box.dataset.role
+    delete box.dataset.pick
     box.replaceChildren(h('p', { class: 'hint' }, 'Click a waiting request or a role.'))
     return
   }
@@ -652,7 +682,7 @@ function renderExplain(view) {
     h(
       'table',
       { class: 'explain-table' },
-      h('thead', {}, h('tr', {}, h('th', {}, 'executor'), h('th', {}, ''), h('th', {}, 'prio'), h('th', {}, 'why not'))),
+      h('thead', {}, h('tr', {}, h('th', {}, 'executor'), h('th', { title: 'could take it now' }, 'ok'), h('th', { class: 'prio', title: 'priority for this role (lower first)' }, 'prio'), h('th', {}, 'why not'))),
       h(
         'tbody',
         {},
@@ -662,7 +692,7 @@ function renderExplain(view) {
             { class: x.ok ? 'ok' : 'no', dataset: { executor: x.id, ok: String(x.ok) } },
             h('td', {}, x.id === result.pick ? h('b', {}, x.id) : x.id),
             h('td', {}, x.ok ? '✓' : '✗'),
-            h('td', {}, x.priority ?? '—'),
+            h('td', { class: 'prio' }, x.priority ?? '—'),
             h('td', { class: 'reasons' }, x.ok ? (x.id === result.pick ? 'free — the pick' : 'free') : x.reasons.join('; ')),
           ),
         ),
@@ -675,32 +705,70 @@ function renderExplain(view) {
 // ---------------------------------------------------------------------------------
 // replay
 
-async function loadTrace(text, name) {
+/** A file's text, decoded as it streams in (no single long decode), with progress. */
+async function readText(file, onProgress) {
+  const parts = []
+  let bytes = 0
+  const reader = file.stream().getReader()
+  const decoder = new TextDecoder()
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    bytes += value.byteLength
+    parts.push(decoder.decode(value, { stream: true }))
+    onProgress(bytes / Math.max(1, file.size))
+  }
+  parts.push(decoder.decode())
+  return parts.join('')
+}
+
+/**
+ * Opens a trace: reads it (`source` is its text or a File),
+ * parses and replays it in slices with a progress bar, the page answering input all
+ * along; Cancel (or opening another) abandons it.
+ */
+async function loadTrace(source, name) {
   stopPlaying()
-  const token = {}
+  const token = { cancelled: false }
+  if (app.loading) app.loading.cancelled = true
   app.loading = token
+  const live = () => app.loading === token && !token.cancelled
   $('#trace-error').textContent = ''
+  setMode('replay')
+  app.replay = null
+  $('#replay-body').hidden = true
+  $('#chart').replaceChildren()
+  $('#chart')._scale = null
+  $('#trace-name').textContent = name
+  render()
+  const started = performance.now()
+  const progress = loadingProgress(name)
   let trace
   let replay
   try {
-    trace = parseTrace(text)
+    progress('reading', 0)
+    const text = source instanceof Blob ? await readText(source, (share) => live() && progress('reading', share, `${(source.size / 1e6).toFixed(1)} MB`)) : source
+    if (!live()) return
+    progress('parsing', 0, `${(text.length / 1e6).toFixed(1)} MB`)
+    trace = await parseTraceInSlices(text, { onProgress: (share) => live() && progress('parsing', share, `${(text.length / 1e6).toFixed(1)} MB`) })
+    if (!live()) return
     replay = new Replay(rota.Policy, trace, { deferred: true })
   } catch (error) {
+    if (!live()) return
+    progress(null)
+    app.loading = null
     $('#trace-error').textContent = `${error.code ? `${error.code}: ` : ''}${error.message}`
     setStatus(`cannot replay ${name}: ${error.message}`, 'error')
     return
   }
-  // A long trace replays in slices: the page stays responsive and shows how far it is.
-  setMode('replay')
-  app.replay = null
-  $('#replay-body').hidden = true
-  render()
-  const progress = (done, total) => {
-    if (app.loading === token) $('#trace-name').textContent = `${name}: replaying ${done} / ${total} steps…`
-  }
-  progress(0, trace.steps.length)
-  await replay.complete(progress)
-  if (app.loading !== token) return // another trace was opened meanwhile
+  const total = trace.steps.length
+  const finished = await replay.complete((done) => live() && progress('replaying', done / Math.max(1, total), `${done.toLocaleString('en')} / ${total.toLocaleString('en')} steps`), {
+    cancelled: () => !live(),
+  })
+  if (!finished || !live()) return
+  progress('drawing', 0, 'the board')
+  await nextFrame() // the bar says so before the board takes the thread
+  if (!live()) return
   app.loading = null
   act(() => {
     app.replay = replay
@@ -717,9 +785,53 @@ async function loadTrace(text, name) {
     scrub.max = String(replay.length)
     scrub.value = '0'
     renderVerify()
-    drawChart()
-    return `trace loaded: ${name}`
   })
+  // The chart in a task of its own: the board above is painted first.
+  progress('drawing', 0.5, 'the chart')
+  await nextFrame()
+  if (app.replay !== replay) return
+  drawChart()
+  renderReplayPosition()
+  replay.loadMs = Math.round(performance.now() - started)
+  $('#trace-loading').dataset.loadMs = String(replay.loadMs)
+  setStatus(`trace loaded: ${name} (${total.toLocaleString('en')} steps in ${(replay.loadMs / 1000).toFixed(1)} s)`)
+  progress(null)
+}
+
+/** After the next paint. */
+function nextFrame() {
+  return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)))
+}
+
+/** The loading bar: `progress(phase, share, detail)`; `progress(null)` hides it. */
+function loadingProgress(name) {
+  // Each phase's part of the bar (replaying is most of the work).
+  const parts = { reading: [0, 0.05], parsing: [0.05, 0.2], replaying: [0.2, 0.97], drawing: [0.97, 1] }
+  return (phase, share = 0, detail = '') => {
+    const box = $('#trace-loading')
+    if (phase === null) {
+      box.hidden = true
+      delete box.dataset.phase
+      return
+    }
+    const [from, to] = parts[phase]
+    const value = from + (to - from) * Math.max(0, Math.min(1, share))
+    box.hidden = false
+    box.dataset.phase = phase
+    $('#trace-progress').value = value
+    $('#trace-progress-text').textContent = `${name}: ${phase}${detail ? ` ${detail}` : ''} · ${Math.floor(value * 100)}%`
+  }
+}
+
+function cancelLoading() {
+  const token = app.loading
+  if (!token) return
+  token.cancelled = true
+  app.loading = null
+  $('#trace-loading').hidden = true
+  $('#trace-name').textContent = ''
+  setStatus('stopped loading the trace')
+  render()
 }
 
 function renderVerify() {
@@ -931,10 +1043,13 @@ function outcome(step) {
 
 function wire() {
   $('#mode-explore').addEventListener('click', () => {
+    if (app.loading) cancelLoading() // a trace half loaded would pull the page back to Replay
+    if (app.mode !== 'explore') setStatus(app.session ? `explore: the session at ${clockText(app.session.now)} UTC (virtual)` : 'explore: start a session')
     setMode('explore')
     render()
   })
   $('#mode-replay').addEventListener('click', () => {
+    if (app.mode !== 'replay') setStatus(app.replay ? `replay: ${app.replay.name}` : 'replay: open a trace file, paste one, or replay this session')
     setMode('replay')
     render()
   })
@@ -1057,7 +1172,7 @@ function wire() {
   })
   $('#trace-file').addEventListener('change', async (ev) => {
     const file = ev.target.files[0]
-    if (file) loadTrace(await file.text(), file.name)
+    if (file) loadTrace(file, file.name)
     ev.target.value = ''
   })
   $('#trace-from-session').addEventListener('click', () => {
@@ -1065,6 +1180,7 @@ function wire() {
     loadTrace(JSON.stringify(app.session.trace()), 'this session')
   })
   $('#trace-paste-load').addEventListener('click', () => loadTrace($('#trace-paste').value, 'pasted trace'))
+  $('#trace-cancel').addEventListener('click', cancelLoading)
   $('#rp-play').addEventListener('click', play)
   $('#rp-start').addEventListener('click', () => (stopPlaying(), seek(0)))
   $('#rp-end').addEventListener('click', () => (stopPlaying(), seek(app.replay?.length ?? 0)))

@@ -128,7 +128,7 @@ test('the Roster driver in Chromium: fair queue, AbortSignal, timeoutMs, events'
     )
     const held = [await roster.lease('coder'), await roster.lease('coder')]
     const controller = new AbortController()
-    const aborted = roster.lease('coder', { signal: controller.signal }).catch((e) => e.code)
+    const aborted = roster.lease('coder', { signal: controller.signal }).catch((e) => e.name)
     controller.abort()
     const timedOut = await roster.lease('coder', { timeoutMs: 30 }).catch((e) => e.code)
     const tryNothing = await roster.tryLease('coder')
@@ -146,7 +146,7 @@ test('the Roster driver in Chromium: fair queue, AbortSignal, timeoutMs, events'
   })
   assert.deepEqual(result, {
     inOrder: true,
-    aborted: 'ABORT_ERR',
+    aborted: 'AbortError',
     timedOut: 'TIMEOUT',
     tryNothing: true,
     available: 2,

@@ -61,6 +61,12 @@ export function roleColor(roles, role) {
   return PALETTE[(i < 0 ? roles.length : i) % PALETTE.length]
 }
 
+/** A request's label when it says more than its id (`job 605` labelled `job 605`: none). */
+export function shownLabel(id, label) {
+  if (label === undefined || label === null || label === '') return null
+  return String(label).trim() === String(id).trim() ? null : label
+}
+
 /** A short text for an input, as the log shows it. */
 export function describeInput(input) {
   switch (input.type) {
@@ -71,7 +77,8 @@ export function describeInput(input) {
       if (input.prefer) extra.push(`prefer ${input.prefer}`)
       if (input.pin) extra.push(`pin ${input.pin}`)
       if (input.avoid?.length) extra.push(`avoid ${input.avoid.join(',')}`)
-      if (input.label) extra.push(`“${input.label}”`)
+      const label = shownLabel(input.id, input.label)
+      if (label) extra.push(`“${label}”`)
       return `${input.type} ${input.id} ${input.role}${extra.length ? ` (${extra.join('; ')})` : ''}`
     }
     case 'release':
@@ -117,8 +124,23 @@ export function describeEffect(output) {
     case 'preflight':
       return `host: preflight ${output.executor}`
     case 'persist':
-      return `host: persist ${output.state.exclusions.length} exclusion(s) for ${output.ids.join(', ')}`
+      return `host: persist: ${describePersist(output)}`
     default:
       return null
   }
+}
+
+/**
+ * What a persist writes, per executor: `codex excluded until 00:10:00` for an entry
+ * written, `a back in the round` for one removed (its id with no entry).
+ */
+export function describePersist({ ids, state }) {
+  return ids
+    .map((id) => {
+      const entry = state.exclusions.find((e) => e.id === id)
+      if (!entry) return `${id} back in the round`
+      if (entry.until != null) return `${id} excluded ${entry.kind === 'until' ? '' : `(${entry.kind}) `}until ${timeOfDay(entry.until)}`
+      return `${id} excluded (${entry.kind}${entry.kind === 'manual' ? ', until resumed' : ''})`
+    })
+    .join('; ')
 }

@@ -4,7 +4,18 @@
 // anywhere: checkpoints (`exportState`) every few steps make a seek cheap.
 //
 // Position p means "the first p steps applied": 0 is the fresh policy, `length` the end.
+//
+// The chart's timeline holds samples of the board (a snapshot each, the dear part of a
+// replay): after every step of a trace up to SAMPLES steps long; for a longer one every
+// few steps (still more than a chart has pixels) and after every step whose events may
+// change an exclusion, a provisioning pause, draining or the slots, so no band is lost.
 
+/** About this many samples on the grid of a long trace (the chart's resolution). */
+const SAMPLES = 4000
+/** Events of the lease flow: they change only busy slots and the queue (sampled on the grid). */
+const FLOW_EVENTS = new Set(['granted', 'waiting', 'creatingMachine'])
+
+import { StateFile } from './statefile.js'
 import { jsonEqual } from './trace.js'
 
 export class Replay {
@@ -14,11 +25,13 @@ export class Replay {
    * @param deferred when true, nothing is fed yet: call `complete()` (the page does, so
    *   that a long trace replays in slices and the page stays responsive)
    */
-  constructor(Policy, trace, { checkpointEvery = 32, deferred = false } = {}) {
+  constructor(Policy, trace, { checkpointEvery, sampleEvery, deferred = false } = {}) {
     this.Policy = Policy
     this.trace = trace
-    this.checkpointEvery = checkpointEvery
     this.length = trace.steps.length
+    // A seek replays at most this many steps; a long trace keeps about 1,000 checkpoints.
+    this.checkpointEvery = checkpointEvery ?? Math.max(32, Math.ceil(this.length / 1000))
+    this.sampleEvery = sampleEvery ?? Math.max(1, Math.ceil(this.length / SAMPLES))
     /** What the core answered at each step: `{ outputs, wakeAt }` or `{ error }`. */
     this.results = []
     /** Steps whose answer differs from the trace's: `{ step, expected, actual }`. */
@@ -27,14 +40,23 @@ export class Replay {
     this.unverified = 0
     /** Executor ids in order of first appearance (the chart's lanes). */
     this.executorIds = []
-    /** Per position: `{ now, queue, lanes: { id: { busy, slots, exclusion, draining, paused } } }`. */
+    /** The virtual time at each position. */
+    this.times = []
+    /**
+     * Samples of the board, by position: `{ position, now, queue, lanes: { id: { busy,
+     * slots, exclusion, draining, paused } } }`; each holds until the next.
+     */
     this.timeline = []
     this.checkpoints = new Map()
+    /** Steps that write the state file (a persist) or read it (a restore), in order. */
+    this.fileSteps = []
+    this.fileCache = null
     this.done = false
 
     this.building = new Policy(trace.document, trace.options)
     this.startNow = trace.steps.find((s) => Number.isSafeInteger(s.input.now))?.input.now ?? this.building.now
-    this.sample(this.building)
+    this.times.push(this.clock(this.building))
+    this.sample(this.building, 0)
     this.checkpoints.set(0, this.building.exportState())
     if (!deferred) this.feedSome(Infinity)
   }
@@ -48,8 +70,10 @@ export class Replay {
       const step = this.trace.steps[p]
       const result = feed(policy, step.input)
       this.results.push(result)
+      if (step.input.type === 'restore' || result.outputs?.some((o) => o.type === 'persist')) this.fileSteps.push(p)
       this.verify(p, step, result)
-      this.sample(policy)
+      this.times.push(this.clock(policy))
+      if ((p + 1) % this.sampleEvery === 0 || p + 1 === this.length || marksLanes(step.input, result)) this.sample(policy, p + 1)
       if ((p + 1) % this.checkpointEvery === 0) this.checkpoints.set(p + 1, policy.exportState())
       if ((p & 15) === 15 && performance.now() > until) break
     }
@@ -63,13 +87,17 @@ export class Replay {
     return this.results.length
   }
 
-  /** Feeds every step in slices, yielding to the event loop between them. */
-  async complete(onProgress = () => {}, { sliceMs = 40 } = {}) {
+  /**
+   * Feeds every step in slices, yielding to the event loop between them; stops early
+   * (returns false) once `cancelled()` says so.
+   */
+  async complete(onProgress = () => {}, { sliceMs = 40, cancelled = () => false } = {}) {
     while (!this.done) {
+      if (cancelled()) return false
       onProgress(this.feedSome(sliceMs), this.length)
       await new Promise((resolve) => setTimeout(resolve, 0))
     }
-    return this
+    return true
   }
 
   verify(p, step, result) {
@@ -84,7 +112,12 @@ export class Replay {
     if (!same) this.mismatches.push({ step: p, expected: { ...expected, wakeAt: step.wakeAt }, actual: { ...actual, wakeAt: result.wakeAt } })
   }
 
-  sample(policy) {
+  /** Before its first input a policy's clock reads 0: the trace starts at its first input. */
+  clock(policy) {
+    return Math.max(policy.now, this.startNow)
+  }
+
+  sample(policy, position) {
     const snap = policy.snapshot()
     const lanes = {}
     for (const e of snap.executors) {
@@ -97,13 +130,12 @@ export class Replay {
         paused: Boolean(e.pause?.blocked),
       }
     }
-    // Before its first input a policy's clock reads 0: the trace starts at its first input.
-    this.timeline.push({ now: Math.max(snap.now, this.startNow), queue: snap.queue.length, lanes })
+    this.timeline.push({ position, now: this.times[position], queue: snap.queue.length, lanes })
   }
 
   /** The virtual time at position p. */
   nowAt(p) {
-    return this.timeline[Math.max(0, Math.min(p, this.length))].now
+    return this.times[Math.max(0, Math.min(p, this.length))]
   }
 
   /** The first position whose time is at least `t` (`length + 1` when none is). */
@@ -112,7 +144,7 @@ export class Replay {
     let hi = this.length + 1
     while (lo < hi) {
       const mid = (lo + hi) >> 1
-      if (this.timeline[mid].now < t) lo = mid + 1
+      if (this.times[mid] < t) lo = mid + 1
       else hi = mid
     }
     return lo
@@ -136,6 +168,18 @@ export class Replay {
     return this.policy
   }
 
+  /** The state file after the first p steps: the persists so far, folded. */
+  stateFileAt(p) {
+    let cache = this.fileCache
+    if (!cache || cache.position > p) cache = this.fileCache = { position: 0, next: 0, file: new StateFile() }
+    while (cache.next < this.fileSteps.length && this.fileSteps[cache.next] < p) {
+      const n = this.fileSteps[cache.next++]
+      cache.file.applyStep({ input: this.trace.steps[n].input, outputs: this.results[n].outputs, error: this.results[n].error }, n)
+    }
+    cache.position = p
+    return cache.file
+  }
+
   /** Log entries (`{ step, now, kind, ... }`, as a session's) of the first p steps. */
   logUpTo(p, limit = Infinity) {
     const out = []
@@ -157,6 +201,14 @@ export class Replay {
       return result.error ? { input: step.input, error: result.error } : { input: step.input, outputs: result.outputs, wakeAt: result.wakeAt }
     })
   }
+}
+
+/** Whether a step may change more than busy slots and the queue (so its board is sampled). */
+function marksLanes(input, result) {
+  if (result.error) return false // a rejected input changes nothing
+  if (input.type === 'reload' || input.type === 'restore') return true
+  // Exclusions, pauses and draining change with an event of their own (the design says so).
+  return result.outputs.some((o) => o.type === 'event' && !FLOW_EVENTS.has(o.name))
 }
 
 /** One input into the policy: `{ outputs, wakeAt }` or `{ error: { code, message } }`. */

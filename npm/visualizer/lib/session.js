@@ -5,6 +5,8 @@
 // The module takes the `Policy` class as an argument: the page passes the browser
 // entry's, Node tests the Node entry's.
 
+import { StateFile } from './statefile.js'
+
 /** Virtual time starts here: 2026-01-01T00:00:00.000Z. */
 export const EPOCH = Date.UTC(2026, 0, 1)
 
@@ -35,11 +37,14 @@ export class Session {
     this.steps = from?.steps ? [...from.steps] : []
     /** The log: `{ step, now, kind: 'input'|'output'|'error', ... }`, oldest first. */
     this.log = []
-    for (const [n, step] of this.steps.entries()) this.logStep(n, step)
+    /** The state file a host would hold: every persist so far, folded. */
+    this.stateFile = new StateFile()
+    for (const [n, step] of this.steps.entries()) {
+      this.logStep(n, step)
+      this.stateFile.applyStep(step, n)
+    }
     this.nextRequest = 1 + this.steps.filter((s) => s.input.type === 'lease' || s.input.type === 'tryLease').length
     this.nextMachine = 1
-    /** The last state a persist decision asked to write. */
-    this.lastPersist = null
   }
 
   /** Feeds one input (without `now`: the session's virtual time is added). */
@@ -57,13 +62,11 @@ export class Session {
     }
     this.steps.push(step)
     this.logStep(n, step)
+    this.stateFile.applyStep(step, n)
     if (step.error) {
       const error = new Error(step.error.message)
       error.code = step.error.code
       throw error
-    }
-    for (const output of step.outputs) {
-      if (output.type === 'persist') this.lastPersist = output
     }
     return step
   }

@@ -37,6 +37,113 @@ export function parseTrace(text) {
   return normalizeTrace(raw)
 }
 
+/**
+ * `parseTrace` in slices, for long traces: the `steps` array of a JSON trace is cut
+ * into pieces of about `sliceChars` characters (at commas between its elements) and
+ * each piece parsed on its own, yielding to the event loop for `yieldFn` between
+ * slices. `onProgress(share)` (0..1) follows: the scan is the first half, parsing the
+ * second. Anything else (JSON Lines, the variants, a syntax error) goes to
+ * `parseTrace`, whose errors say what is wrong.
+ */
+export async function parseTraceInSlices(text, { onProgress = () => {}, sliceChars = 1 << 20, yieldFn = nextTask } = {}) {
+  const located = await locateSteps(text, { sliceChars, yieldFn, onProgress })
+  if (!located) return parseTrace(text)
+  let header
+  try {
+    header = JSON.parse(text.slice(0, located.open + 1) + text.slice(located.close))
+  } catch {
+    return parseTrace(text)
+  }
+  const steps = []
+  for (const [from, to] of located.pieces) {
+    let piece
+    try {
+      piece = JSON.parse(`[${text.slice(from, to)}]`)
+    } catch {
+      return parseTrace(text)
+    }
+    for (const step of piece) steps.push(step)
+    onProgress(0.5 + to / text.length / 2)
+    await yieldFn()
+  }
+  header.steps = steps
+  return normalizeTrace(header)
+}
+
+/** A macrotask boundary: lets input, timers and painting run. */
+export function nextTask() {
+  return new Promise((resolve) => setTimeout(resolve, 0))
+}
+
+const QUOTE = 34
+const BACKSLASH = 92
+const COMMA = 44
+const OPEN_BRACE = 123
+const CLOSE_BRACE = 125
+const OPEN_BRACKET = 91
+const CLOSE_BRACKET = 93
+
+/**
+ * Where the top-level `"steps": [ ... ]` array of a JSON object lies: `{ open, close,
+ * pieces }` (`open`/`close` the brackets' offsets, `pieces` `[from, to)` ranges of
+ * whole elements), or null when the text is not shaped so. Scans once, tracking only
+ * strings and nesting depth.
+ */
+async function locateSteps(text, { sliceChars, yieldFn, onProgress }) {
+  let i = 0
+  while (i < text.length && text.charCodeAt(i) <= 32) i++
+  if (text.charCodeAt(i) !== OPEN_BRACE) return null
+  let depth = 0
+  let open = -1
+  let close = -1
+  let lastKey = null
+  let stringStart = -1
+  let pieceFrom = -1
+  const pieces = []
+  let nextYield = i + sliceChars
+  for (; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === QUOTE) {
+      // A string: skip to its end (a key at depth 1 is remembered).
+      stringStart = i
+      i++
+      while (i < text.length) {
+        const d = text.charCodeAt(i)
+        if (d === BACKSLASH) i += 2
+        else if (d === QUOTE) break
+        else i++
+      }
+      if (depth === 1) lastKey = text.slice(stringStart + 1, i)
+      continue
+    }
+    if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      depth++
+      if (depth === 2 && c === OPEN_BRACKET && lastKey === 'steps' && open < 0) {
+        open = i
+        pieceFrom = i + 1
+      }
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      if (depth === 2 && c === CLOSE_BRACKET && open >= 0 && close < 0 && pieceFrom >= 0) {
+        close = i
+        if (text.slice(pieceFrom, i).trim()) pieces.push([pieceFrom, i])
+        pieceFrom = -1
+      }
+      depth--
+      if (depth === 0) break
+    } else if (c === COMMA && depth === 2 && pieceFrom >= 0 && close < 0 && i - pieceFrom >= sliceChars) {
+      pieces.push([pieceFrom, i])
+      pieceFrom = i + 1
+    }
+    if (i >= nextYield) {
+      nextYield = i + sliceChars
+      onProgress(i / text.length / 2)
+      await yieldFn()
+    }
+  }
+  if (open < 0 || close < 0 || depth !== 0) return null
+  return { open, close, pieces }
+}
+
 function parseJsonLines(text, jsonError) {
   const lines = text.split('\n').map((l) => l.trim()).filter(Boolean)
   if (lines.length < 2) throw new TraceError(`the trace is not JSON: ${jsonError.message}`)

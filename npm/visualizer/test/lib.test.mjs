@@ -6,9 +6,12 @@ import assert from 'node:assert/strict'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import * as rota from '../../src/node.js'
 import { parseWithPlaces, placeOf, JsonSyntaxError } from '../lib/jsonpos.js'
-import { parseTrace, normalizeTrace, jsonEqual, TraceError } from '../lib/trace.js'
+import { parseTrace, parseTraceInSlices, normalizeTrace, jsonEqual, TraceError } from '../lib/trace.js'
 import { Replay } from '../lib/replay.js'
 import { Session, EPOCH } from '../lib/session.js'
+import { StateFile, stateFileOf } from '../lib/statefile.js'
+import { describeEffect, describeInput, shownLabel } from '../lib/format.js'
+import { axisTicks, offsetLabel } from '../lib/chart.js'
 import { buildTrace, EXAMPLE } from './scenario.mjs'
 
 describe('jsonpos', () => {
@@ -113,7 +116,8 @@ describe('replay', () => {
     assert.equal(replay.unverified, 0)
     assert.deepEqual(replay.finalSnapshot, finalSnapshot)
     assert.deepEqual(replay.executorIds, ['claude-opus', 'codex', 'local-qwen', 'pi-gemini', 'ci-worker', 'sonnet-review'])
-    assert.equal(replay.timeline.length, trace.steps.length + 1)
+    assert.equal(replay.timeline.length, trace.steps.length + 1, 'a short trace: a sample at every position')
+    assert.deepEqual(replay.timeline.map((t) => t.position), replay.times.map((_, p) => p))
     assert.equal(replay.nowAt(0), trace.steps[0].input.now, 'the timeline starts at the first input')
   })
 
@@ -126,6 +130,31 @@ describe('replay', () => {
       assert.deepEqual(replay.seek(p).snapshot(), p === 0 ? new rota.Policy(parsed.document).snapshot() : prefixState(p), `position ${p}`)
       assert.equal(replay.position, p)
     }
+  })
+
+  test('a long trace samples the board on a grid and at every band change: the same bands', () => {
+    const { trace } = buildTrace(rota)
+    const parsed = parseTrace(JSON.stringify(trace))
+    const every = new Replay(rota.Policy, parsed)
+    const sparse = new Replay(rota.Policy, parsed, { sampleEvery: 7 })
+    assert.ok(sparse.timeline.length < every.timeline.length / 2, `${sparse.timeline.length} samples of ${every.timeline.length}`)
+    assert.deepEqual(sparse.times, every.times)
+    // Where each executor's exclusion, pause or draining changes, and to what.
+    const changes = (replay) => {
+      const out = []
+      let last = {}
+      for (const sample of replay.timeline) {
+        for (const [id, lane] of Object.entries(sample.lanes)) {
+          const key = `${lane.exclusion}|${lane.paused}|${lane.draining}|${lane.slots}`
+          if (last[id] !== key) out.push(`${sample.position} ${id} ${key}`)
+        }
+        last = Object.fromEntries(Object.entries(sample.lanes).map(([id, l]) => [id, `${l.exclusion}|${l.paused}|${l.draining}|${l.slots}`]))
+      }
+      return out
+    }
+    assert.deepEqual(changes(sparse), changes(every))
+    // every sample is the board at its position
+    for (const sample of sparse.timeline) assert.deepEqual(sample, every.timeline[sample.position])
   })
 
   test('a divergence is found at its step', () => {
@@ -156,5 +185,130 @@ describe('replay', () => {
     const again = new Replay(rota.Policy, normalizeTrace(s.trace()))
     assert.equal(again.length, 11)
     assert.deepEqual(again.mismatches, [])
+  })
+})
+
+describe('long traces parse in slices', () => {
+  const immediate = () => Promise.resolve()
+
+  test('the same trace as parseTrace, whatever the slice size, with progress to the end', async () => {
+    const { trace } = buildTrace(rota)
+    for (const text of [JSON.stringify(trace), JSON.stringify(trace, null, 1), JSON.stringify({ ...trace, steps: [] })]) {
+      for (const sliceChars of [1, 200, 1 << 20]) {
+        const shares = []
+        const sliced = await parseTraceInSlices(text, { sliceChars, yieldFn: immediate, onProgress: (x) => shares.push(x) })
+        assert.deepEqual(sliced, parseTrace(text), `slices of ${sliceChars}`)
+        assert.deepEqual(shares, [...shares].sort((a, b) => a - b), 'progress only grows')
+        assert.ok(shares.every((x) => x >= 0 && x <= 1))
+      }
+    }
+  })
+
+  test('strings with brackets, commas and escapes inside steps cut nowhere wrong', async () => {
+    const input = { type: 'lease', now: EPOCH, id: 'r,1]"\\', role: 'coder', label: '}{ ,[ "steps": [' }
+    const text = JSON.stringify({ document: EXAMPLE, steps: [{ input }, { input: { ...input, id: 'r2' } }], note: { steps: [1, 2] } })
+    assert.deepEqual(await parseTraceInSlices(text, { sliceChars: 1, yieldFn: immediate }), parseTrace(text))
+  })
+
+  test('JSON Lines, the variants and bad text go to parseTrace (and its errors)', async () => {
+    const input = { type: 'tick', now: EPOCH }
+    const lines = [JSON.stringify({ document: EXAMPLE }), JSON.stringify({ input })].join('\n')
+    assert.deepEqual(await parseTraceInSlices(lines, { yieldFn: immediate }), parseTrace(lines))
+    const bare = JSON.stringify({ document: EXAMPLE, inputs: [input] })
+    assert.deepEqual(await parseTraceInSlices(bare, { yieldFn: immediate }), parseTrace(bare))
+    await assert.rejects(parseTraceInSlices('{"document": {}, "steps": [ {"input": } ]}', { yieldFn: immediate }), TraceError)
+    await assert.rejects(parseTraceInSlices('nope', { yieldFn: immediate }), TraceError)
+  })
+})
+
+describe('the state file', () => {
+  const persist = (ids, exclusions) => ({ type: 'persist', ids, state: { version: 1, exclusions } })
+  const a = { id: 'a', kind: 'until', reason: 'rate limits', until: EPOCH + 600_000 }
+  const b = { id: 'b', kind: 'manual', reason: 'paused', until: null }
+
+  test('folds persists: each replaces its ids and keeps the others', () => {
+    const file = new StateFile()
+    file.applyStep({ input: { type: 'report', now: EPOCH }, outputs: [persist(['a'], [a])] }, 0)
+    file.applyStep({ input: { type: 'exclude', now: EPOCH }, outputs: [persist(['b'], [b])] }, 1)
+    assert.deepEqual(file.content(), { version: 1, exclusions: [a, b] })
+    file.applyStep({ input: { type: 'tick', now: EPOCH + 600_000 }, outputs: [persist(['a'], [])] }, 2)
+    assert.deepEqual(file.content(), { version: 1, exclusions: [b] }, 'a removed, b kept')
+    assert.deepEqual(file.last, { step: 2, now: EPOCH + 600_000, ids: ['a'], written: [], removed: ['a'] })
+    assert.equal(file.persists, 3)
+  })
+
+  test('a restore is the file read at start; a rejected step writes nothing', () => {
+    const file = stateFileOf([
+      { input: { type: 'restore', now: EPOCH, state: { version: 1, exclusions: [a, { ...b, kind: 'run' }] } }, outputs: [] },
+      { input: { type: 'exclude', now: EPOCH }, error: { code: 'UNKNOWN_EXECUTOR' } },
+    ])
+    assert.deepEqual(file.content().exclusions, [a])
+  })
+
+  test("equals the core's lasting exclusions at every step of a recorded run, in a session and in a replay", () => {
+    const { trace, session } = buildTrace(rota)
+    const replay = new Replay(rota.Policy, parseTrace(JSON.stringify(trace)))
+    const lasting = (snapshot) =>
+      snapshot.executors
+        .filter((e) => e.exclusion && e.exclusion.kind !== 'run' && !e.draining)
+        .map((e) => e.id)
+        .sort()
+    assert.ok(replay.fileSteps.length >= 3)
+    for (const p of [replay.length, 0, 5, 12, replay.length - 3, 20, 21]) {
+      const ids = replay.stateFileAt(p).content().exclusions.map((e) => e.id).sort()
+      assert.deepEqual(ids, lasting(replay.seek(p).snapshot()), `position ${p}`)
+    }
+    assert.deepEqual(session.stateFile.content(), replay.stateFileAt(replay.length).content())
+  })
+})
+
+describe('words', () => {
+  test('a persist says what it wrote and what it removed', () => {
+    const output = {
+      type: 'persist',
+      ids: ['a', 'b', 'c', 'd'],
+      state: { version: 1, exclusions: [{ id: 'b', kind: 'until', reason: 'x', until: EPOCH + 90_000 }, { id: 'c', kind: 'manual', reason: 'x', until: null }, { id: 'd', kind: 'health', reason: 'x', until: null }] },
+    }
+    assert.equal(describeEffect(output), 'host: persist: a back in the round; b excluded until 00:01:30; c excluded (manual, until resumed); d excluded (health)')
+  })
+
+  test('a label shows only when it differs from the id', () => {
+    assert.equal(shownLabel('job 605', 'job 605'), null)
+    assert.equal(shownLabel('j605', 'job 605'), 'job 605')
+    assert.equal(shownLabel('r1', undefined), null)
+    assert.equal(describeInput({ type: 'lease', id: 'job 605', role: 'coder', label: 'job 605' }), 'lease job 605 coder')
+    assert.equal(describeInput({ type: 'lease', id: 'j605', role: 'coder', label: 'job 605' }), 'lease j605 coder (“job 605”)')
+  })
+})
+
+describe('chart ticks', () => {
+  const LABEL = 120
+  const scale = (t0, spanMs, plot) => ({ axis: 'time', plot, t0, end: t0 + spanMs, xt: (t) => LABEL + ((t - t0) / spanMs) * plot })
+  const stepScale = (n, plot) => ({ axis: 'step', plot, x: (p) => LABEL + (p / (n + 1)) * plot })
+  const apart = (ticks, cw) => ticks.every((t, i) => i === 0 || t.x - ticks[i - 1].x >= ((t.label.length + ticks[i - 1].label.length) / 2) * cw + 6)
+
+  test('round times, as many as fit, never touching, at any width', () => {
+    for (const [spanMs, width] of [[200 * 3_600_000, 400], [200 * 3_600_000, 1800], [2 * 3_600_000, 500], [90_000, 700], [30 * 3_600_000, 480]]) {
+      const ticks = axisTicks(scale(EPOCH, spanMs, width - LABEL - 12), 0, width, 6.5)
+      assert.ok(ticks.length >= 2, `${spanMs} ms over ${width} px: ${ticks.map((t) => t.label)}`)
+      assert.ok(apart(ticks, 6.5), `${spanMs} ms over ${width} px: ${ticks.map((t) => `${t.label}@${t.x.toFixed(0)}`)}`)
+      assert.ok(ticks.every((t) => t.x - (t.label.length * 6.5) / 2 >= 0 && t.x + (t.label.length * 6.5) / 2 <= width))
+    }
+    const long = axisTicks(scale(EPOCH, 200 * 3_600_000, 600), 0, 732, 6.5).map((t) => t.label)
+    assert.ok(long.every((l) => /^\+(\d+d( \d+h)?|\d+h|0)$/.test(l)), long.join(', '))
+  })
+
+  test('round step counts', () => {
+    const ticks = axisTicks(stepScale(75_739, 500), 75_739, 632, 6.5)
+    assert.ok(apart(ticks, 6.5), ticks.map((t) => t.label).join(', '))
+    assert.ok(ticks.slice(1).every((t) => Number(t.label) % 10_000 === 0), ticks.map((t) => t.label).join(', '))
+  })
+
+  test('offsets since the start, two units at most', () => {
+    assert.equal(offsetLabel(0), '+0')
+    assert.equal(offsetLabel(45_000), '+45s')
+    assert.equal(offsetLabel(90 * 60_000), '+1h 30m')
+    assert.equal(offsetLabel(24 * 3_600_000), '+1d')
+    assert.equal(offsetLabel(200 * 3_600_000), '+8d 8h')
   })
 })

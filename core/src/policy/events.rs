@@ -1,0 +1,150 @@
+//! Events: every decision's human message and structured fields.
+
+use serde_json::Value;
+
+use crate::protocol::{Level, Output};
+
+use super::Policy;
+
+/// The stable name of every event the policy emits (`Output::Event::name`): hosts
+/// and logs key on these strings, so a name never changes once released.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum EventName {
+    /// A request was granted a lease.
+    Granted,
+    /// A request started to wait (announced once, with the waiting report).
+    Waiting,
+    /// A `tryLease` found no free slot.
+    Unavailable,
+    /// A waiting request was cancelled.
+    Cancelled,
+    /// A request reached its deadline without a lease.
+    TimedOut,
+    /// Nothing can ever serve a request.
+    Exhausted,
+    /// Work already running took a slot (`occupy`).
+    Occupied,
+    /// Work already running took a slot beyond the executor's slots.
+    OccupiedBeyondCapacity,
+    /// Work already runs on an executor the roster does not have.
+    OccupiedUnknown,
+    /// A lease ended on an executor running more leases than it has slots.
+    Retired,
+    /// A removed executor's last slot was freed: it leaves the roster.
+    Left,
+    /// An executor is out of the round.
+    Excluded,
+    /// A weaker or earlier-ending exclusion left the stronger one as it was.
+    ExclusionKept,
+    /// A timed exclusion now waits under a stronger one.
+    ExclusionQueued,
+    /// An exclusion ended and the timed one it shadowed took over.
+    ExclusionChanged,
+    /// An executor is back in the round.
+    Back,
+    /// An operator resumed an executor.
+    Resumed,
+    /// A rate limit was counted, short of an exclusion.
+    RateLimited,
+    /// A failure that takes no executor out of the round.
+    FailureIgnored,
+    /// A health probe found the engine still down.
+    ProbeDown,
+    /// A probe result nothing waited for.
+    ProbeIgnored,
+    /// A slot is held while its machine is created.
+    CreatingMachine,
+    /// A machine arrived for a cancelled request: it is deleted.
+    MachineDiscarded,
+    /// Machine creation failed: the executor pauses creating machines.
+    ProvisionPaused,
+    /// A machine-creation pause ended.
+    ProvisionResumed,
+    /// A reload waits for the preflights of the executors it adds or grows.
+    Preflighting,
+    /// A newer reload replaced one waiting for preflights.
+    ReloadSuperseded,
+    /// A preflight failed: the reload is refused.
+    ReloadRefused,
+    /// A reload added an executor (or declared a draining one again).
+    Added,
+    /// A reload changed an executor's slots.
+    Resized,
+    /// A reload removed an executor.
+    Removed,
+    /// A reload applied.
+    Reloaded,
+}
+
+impl EventName {
+    /// The name as it appears in the event output.
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            EventName::Granted => "granted",
+            EventName::Waiting => "waiting",
+            EventName::Unavailable => "unavailable",
+            EventName::Cancelled => "cancelled",
+            EventName::TimedOut => "timedOut",
+            EventName::Exhausted => "exhausted",
+            EventName::Occupied => "occupied",
+            EventName::OccupiedBeyondCapacity => "occupiedBeyondCapacity",
+            EventName::OccupiedUnknown => "occupiedUnknown",
+            EventName::Retired => "retired",
+            EventName::Left => "left",
+            EventName::Excluded => "excluded",
+            EventName::ExclusionKept => "exclusionKept",
+            EventName::ExclusionQueued => "exclusionQueued",
+            EventName::ExclusionChanged => "exclusionChanged",
+            EventName::Back => "back",
+            EventName::Resumed => "resumed",
+            EventName::RateLimited => "rateLimited",
+            EventName::FailureIgnored => "failureIgnored",
+            EventName::ProbeDown => "probeDown",
+            EventName::ProbeIgnored => "probeIgnored",
+            EventName::CreatingMachine => "creatingMachine",
+            EventName::MachineDiscarded => "machineDiscarded",
+            EventName::ProvisionPaused => "provisionPaused",
+            EventName::ProvisionResumed => "provisionResumed",
+            EventName::Preflighting => "preflighting",
+            EventName::ReloadSuperseded => "reloadSuperseded",
+            EventName::ReloadRefused => "reloadRefused",
+            EventName::Added => "added",
+            EventName::Resized => "resized",
+            EventName::Removed => "removed",
+            EventName::Reloaded => "reloaded",
+        }
+    }
+}
+
+impl Policy {
+    pub(super) fn event(
+        &mut self,
+        level: Level,
+        name: EventName,
+        message: String,
+        fields: Vec<(&'static str, Value)>,
+    ) {
+        if level < self.options.min_event_level {
+            return;
+        }
+        self.outputs.push_back(Output::Event {
+            level,
+            name: name.as_str().to_string(),
+            message,
+            fields: crate::protocol::Fields::from_static(fields),
+        });
+    }
+}
+
+pub(super) fn for_label(label: Option<&str>) -> String {
+    label.map(|l| format!(" for {l}")).unwrap_or_default()
+}
+
+/// "1 running lease", "2 running leases".
+pub(super) fn plural(n: u32, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("{n} {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}

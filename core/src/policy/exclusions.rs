@@ -1,0 +1,488 @@
+//! Exclusions: the failure rules that earn one, the strength rules between two,
+//! and how one ends.
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::classify::{excerpt, is_model_unavailable_message};
+use crate::duration::format_duration;
+use crate::protocol::{ExclusionKind, Failure, FailureKind, Level};
+use crate::sorted;
+use crate::time::{iso, Iso};
+
+use super::events::EventName;
+use super::keys::{timer_key, Index};
+use super::queue::Ending;
+use super::Policy;
+
+/// An exclusion in force, with the timed one that takes over when it ends.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ActiveExclusion {
+    pub(super) kind: ExclusionKind,
+    pub(super) reason: String,
+    pub(super) until: Option<u64>,
+    pub(super) since: u64,
+    /// A timed exclusion a stronger one shadows: `(end, reason)`.
+    pub(super) then: Option<(u64, String)>,
+}
+
+impl ActiveExclusion {
+    /// The instant a timer must end it, if any.
+    pub(super) fn end(&self) -> Option<u64> {
+        match self.kind {
+            ExclusionKind::Until | ExclusionKind::Manual => self.until,
+            _ => None,
+        }
+    }
+}
+
+/// The exclusion timers: executors whose exclusion ends at an instant, keyed
+/// (end, executor). The exclusions themselves are the executors' (`Runtime`).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Exclusions {
+    pub(super) ends: Index,
+}
+
+impl Exclusions {
+    /// When an exclusion next ends.
+    pub(super) fn next_end(&self) -> Option<u64> {
+        self.ends.first_key_value().map(|(k, _)| k[0])
+    }
+
+    /// Takes the first exclusion timer due at `at` or earlier: its executor.
+    pub(super) fn pop_due(&mut self, at: u64) -> Option<usize> {
+        let (&[t, e, ..], _) = self.ends.first_key_value()?;
+        if t > at {
+            return None;
+        }
+        self.ends.pop_first();
+        Some(e as usize)
+    }
+
+    /// Moves executor `e`'s timer from the end of its old exclusion to the end of
+    /// its new one (either may have none).
+    pub(super) fn retime(&mut self, e: usize, old: Option<u64>, new: Option<u64>) {
+        if let Some(end) = old {
+            // Gone already when the time advance took it (`pop_due`).
+            self.ends.remove(&timer_key(end, e));
+        }
+        if let Some(end) = new {
+            self.ends.insert(timer_key(end, e), 0);
+        }
+    }
+}
+
+impl Policy {
+    pub(super) fn report(&mut self, executor: &str, failure: &Failure) {
+        let Some(e) = self.roster.index.get(executor) else {
+            debug_assert!(false, "report: the executor was checked");
+            return;
+        };
+        let now = self.now;
+        let spec = &self.roster.executors[e].spec;
+        let model_unavailable = failure.kind == FailureKind::ModelUnavailable
+            || is_model_unavailable_message(&failure.message);
+        let exclusion = if model_unavailable {
+            Some(self.new_exclusion(
+                ExclusionKind::Run,
+                format!(
+                    "its model{} is unavailable ({})",
+                    spec.model
+                        .as_ref()
+                        .map(|m| format!(" '{m}'"))
+                        .unwrap_or_default(),
+                    excerpt(&failure.message, 200)
+                ),
+                None,
+            ))
+        } else {
+            match failure.kind {
+                FailureKind::UsageLimit => {
+                    let until = failure
+                        .reset_at
+                        .filter(|t| *t > now)
+                        .or(failure.retry_after_ms.map(|ms| now.saturating_add(ms)))
+                        .filter(|t| *t > now)
+                        .unwrap_or(now + spec.cooldown.usage_limit_ms);
+                    Some(self.new_exclusion(
+                        ExclusionKind::Until,
+                        format!("usage limit ({})", excerpt(&failure.message, 160)),
+                        Some(until),
+                    ))
+                }
+                FailureKind::RateLimit => self.count_rate_limit(e, failure),
+                FailureKind::Authentication => Some(self.new_exclusion(
+                    ExclusionKind::Run,
+                    format!("not signed in ({})", excerpt(&failure.message, 160)),
+                    None,
+                )),
+                FailureKind::Outage => {
+                    let reason =
+                        format!("serving engine down ({})", excerpt(&failure.message, 160));
+                    Some(self.exclusion_of_kind(e, ExclusionKind::Health, reason, None))
+                }
+                FailureKind::ModelUnavailable | FailureKind::Other => None,
+            }
+        };
+        match exclusion {
+            Some(exclusion) => {
+                if failure.kind == FailureKind::RateLimit {
+                    self.roster.executors[e].runtime.rate_limits.clear();
+                }
+                self.exclude(e, exclusion);
+            }
+            None if failure.kind == FailureKind::RateLimit => {}
+            None => self.event(
+                Level::Debug,
+                EventName::FailureIgnored,
+                format!(
+                    "{executor} failed ({}); that does not take it out of the round",
+                    excerpt(&failure.message, 160)
+                ),
+                vec![("executor", json!(executor))],
+            ),
+        }
+    }
+
+    /// Counts a rate limit in the sliding window; the exclusion it earns, if any.
+    pub(super) fn count_rate_limit(
+        &mut self,
+        e: usize,
+        failure: &Failure,
+    ) -> Option<ActiveExclusion> {
+        let now = self.now;
+        let window = self.options.rate_limit_window_ms;
+        let threshold = self.options.rate_limits_to_exclude.max(1) as usize;
+        let limits = &mut self.roster.executors[e].runtime.rate_limits;
+        while limits.front().is_some_and(|&t| t + window <= now) {
+            limits.pop_front();
+        }
+        limits.push_back(now);
+        let count = limits.len();
+        let id = self.roster.executors[e].spec.id.clone();
+        if let Some(ms) = failure.retry_after_ms.filter(|ms| *ms > 0) {
+            return Some(self.new_exclusion(
+                ExclusionKind::Until,
+                format!("rate limited; retry after {}", format_duration(ms)),
+                Some(now.saturating_add(ms)),
+            ));
+        }
+        if count >= threshold {
+            let until = now + self.roster.executors[e].spec.cooldown.rate_limit_ms;
+            return Some(self.new_exclusion(
+                ExclusionKind::Until,
+                format!("{count} rate limits within {}", format_duration(window)),
+                Some(until),
+            ));
+        }
+        self.event(
+            Level::Info,
+            EventName::RateLimited,
+            format!(
+                "{id} hit a rate limit ({count} of {threshold} within {})",
+                format_duration(window)
+            ),
+            vec![("executor", json!(id)), ("count", json!(count))],
+        );
+        None
+    }
+
+    pub(super) fn new_exclusion(
+        &self,
+        kind: ExclusionKind,
+        reason: String,
+        until: Option<u64>,
+    ) -> ActiveExclusion {
+        ActiveExclusion {
+            kind,
+            reason,
+            until,
+            since: self.now,
+            then: None,
+        }
+    }
+
+    /// An exclusion of `kind` on `e`; a health one becomes the outage cooldown when
+    /// the executor has no health URL or the host cannot probe.
+    pub(super) fn exclusion_of_kind(
+        &self,
+        e: usize,
+        kind: ExclusionKind,
+        reason: String,
+        until: Option<u64>,
+    ) -> ActiveExclusion {
+        let spec = &self.roster.executors[e].spec;
+        if kind == ExclusionKind::Health && (spec.health.is_none() || !self.options.can_probe) {
+            return self.new_exclusion(
+                ExclusionKind::Until,
+                reason,
+                Some(self.now + spec.cooldown.outage_ms),
+            );
+        }
+        let until = match kind {
+            ExclusionKind::Run | ExclusionKind::Health => None,
+            _ => until,
+        };
+        self.new_exclusion(kind, reason, until)
+    }
+
+    /// Applies an exclusion under the strength rules: `run` lasts the run; a manual
+    /// pause ends only by resume or its own end; between timed ends the later wins;
+    /// a weaker exclusion never replaces a stronger one but may take over after it.
+    pub(super) fn exclude(&mut self, e: usize, new: ActiveExclusion) {
+        let old = self.roster.executors[e].runtime.exclusion.clone();
+        let merged = match &old {
+            None => new,
+            Some(old) => merge_exclusions(old.clone(), new),
+        };
+        if Some(&merged) == old.as_ref() {
+            let id = self.roster.executors[e].spec.id.clone();
+            self.event(
+                Level::Debug,
+                EventName::ExclusionKept,
+                format!(
+                    "{id} stays out of the round {} (a weaker or earlier-ending exclusion does not shorten it)",
+                    Described(&merged)
+                ),
+                vec![("executor", json!(id))],
+            );
+            return;
+        }
+        let id = self.roster.executors[e].spec.id.clone();
+        if let Some(old) = old.as_ref().filter(|old| {
+            old.kind == merged.kind && old.reason == merged.reason && old.until == merged.until
+        }) {
+            // Only the timed exclusion waiting under it changed: say so, quietly.
+            let then = merged.then.as_ref().map_or(0, |(t, _)| *t);
+            self.event(
+                Level::Info,
+                EventName::ExclusionQueued,
+                format!(
+                    "{id} stays out of the round {}; then until {} ({})",
+                    Described(old),
+                    iso(then),
+                    merged.then.as_ref().map_or("", |(_, r)| r.as_str())
+                ),
+                vec![("executor", json!(id)), ("thenUntil", json!(then))],
+            );
+            self.set_exclusion(e, Some(merged));
+            return;
+        }
+        let mut fields = vec![
+            ("executor", json!(id)),
+            ("kind", json!(merged.kind)),
+            ("reason", json!(merged.reason)),
+        ];
+        if let Some(until) = merged.until {
+            fields.push(("until", json!(until)));
+        }
+        self.event(
+            Level::Warn,
+            EventName::Excluded,
+            format!("{id} out of the round {}", Described(&merged)),
+            fields,
+        );
+        self.set_exclusion(e, Some(merged));
+    }
+
+    /// Sets or clears `e`'s exclusion and keeps every index in step with it.
+    pub(super) fn set_exclusion(&mut self, e: usize, exclusion: Option<ActiveExclusion>) {
+        self.roster.unready(e);
+        self.probe_unwait(e);
+        let old = self.roster.executors[e].runtime.exclusion.take();
+        let end = |x: &Option<ActiveExclusion>| x.as_ref().and_then(ActiveExclusion::end);
+        self.exclusions.retime(e, end(&old), end(&exclusion));
+        let kind = |x: &Option<ActiveExclusion>| x.as_ref().map(|x| x.kind);
+        let (was, is) = (kind(&old), kind(&exclusion));
+        let (was_run, is_run) = (
+            was == Some(ExclusionKind::Run),
+            is == Some(ExclusionKind::Run),
+        );
+        let is_health = is == Some(ExclusionKind::Health);
+        self.set_health(e, is_health);
+        if is_health && was != Some(ExclusionKind::Health) {
+            let runtime = &mut self.roster.executors[e].runtime;
+            runtime.last_probe_at = None;
+            runtime.probe_in_flight = false;
+        }
+        // `run` exclusions are never written.
+        let lasting = |kind: Option<ExclusionKind>| kind.is_some_and(|k| k != ExclusionKind::Run);
+        if lasting(was) || lasting(is) {
+            self.persistence.touch(e);
+        }
+        let back = exclusion.is_none();
+        self.roster.executors[e].runtime.exclusion = exclusion;
+        self.probe_wait(e);
+        self.roster.ready_up(e);
+        if was_run != is_run {
+            self.roster
+                .roles
+                .count_servable(&self.roster.executors[e], !is_run);
+            let roles = self.roster.executors[e].role_indexes.clone();
+            if is_run {
+                self.recheck_exhaustion(&roles);
+                let id = self.roster.executors[e].spec.id.clone();
+                let pinned: Vec<String> = sorted::get(&self.queue.pinned, &id)
+                    .map(|q| {
+                        q.values()
+                            .filter_map(|&s| self.queue.requests.at(s))
+                            .map(|q| q.id.to_string())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                for id in pinned {
+                    self.end_request(&id, Ending::Exhausted);
+                }
+            }
+        }
+        if back {
+            self.roster.dirty.push(e);
+        }
+    }
+
+    /// An exclusion's time has come (or its health check answered): the timed one
+    /// it shadowed takes over if still in the future, else the executor is back.
+    pub(super) fn end_exclusion(&mut self, e: usize, at: u64, answered: bool) {
+        let Some(exclusion) = self.roster.executors[e].runtime.exclusion.clone() else {
+            debug_assert!(false, "end_exclusion: an exclusion ends only where one is");
+            return;
+        };
+        let id = self.roster.executors[e].spec.id.clone();
+        match exclusion.then.clone().filter(|(end, _)| *end > at) {
+            Some((end, reason)) => {
+                let next = ActiveExclusion {
+                    kind: ExclusionKind::Until,
+                    reason,
+                    until: Some(end),
+                    since: exclusion.since,
+                    then: None,
+                };
+                let message = format!(
+                    "{id}'s {} exclusion ended; it stays out of the round {}",
+                    kind_name(exclusion.kind),
+                    Described(&next)
+                );
+                self.set_exclusion(e, Some(next));
+                self.event(
+                    Level::Info,
+                    EventName::ExclusionChanged,
+                    message,
+                    vec![("executor", json!(id))],
+                );
+            }
+            None => {
+                self.set_exclusion(e, None);
+                let message = if answered {
+                    format!("{id} answers its health check again; back in the round")
+                } else {
+                    format!("{id} back in the round")
+                };
+                self.event(
+                    Level::Info,
+                    EventName::Back,
+                    message,
+                    vec![("executor", json!(id))],
+                );
+            }
+        }
+    }
+
+    pub(super) fn resume(&mut self, executor: &str) {
+        let Some(e) = self.roster.index.get(executor) else {
+            debug_assert!(false, "resume: the executor was checked");
+            return;
+        };
+        if self.roster.executors[e].runtime.exclusion.is_none() {
+            return;
+        }
+        self.set_exclusion(e, None);
+        self.event(
+            Level::Info,
+            EventName::Resumed,
+            format!("{executor} resumed"),
+            vec![("executor", json!(executor))],
+        );
+    }
+}
+
+/// The strength rules, for an executor already out with `old`.
+pub(super) fn merge_exclusions(old: ActiveExclusion, new: ActiveExclusion) -> ActiveExclusion {
+    use ExclusionKind::*;
+    // The timed end a shadow keeps: the later of the old shadow and a new timed end.
+    let later = |shadow: Option<(u64, String)>, timed: Option<(u64, String)>| match (shadow, timed)
+    {
+        (Some(a), Some(b)) => Some(if b.0 > a.0 { b } else { a }),
+        (a, b) => a.or(b),
+    };
+    let timed = |x: &ActiveExclusion| match x.kind {
+        Until => x.until.map(|t| (t, x.reason.clone())),
+        _ => None,
+    };
+    match (old.kind, new.kind) {
+        (Run, _) => old,
+        (_, Run) => ActiveExclusion { then: None, ..new },
+        (Manual, Manual) => ActiveExclusion {
+            then: old.then.clone(),
+            ..new
+        },
+        (Manual, Until) | (Health, Until) => {
+            let then = later(old.then.clone(), timed(&new));
+            ActiveExclusion { then, ..old }
+        }
+        (Manual, Health) | (Health, Health) => old,
+        (Health, Manual) | (Until, Manual) => {
+            let then = later(old.then.clone(), timed(&old));
+            ActiveExclusion { then, ..new }
+        }
+        (Until, Health) => {
+            let then = later(old.then.clone(), timed(&old));
+            ActiveExclusion { then, ..new }
+        }
+        (Until, Until) => {
+            if new.until > old.until {
+                new
+            } else {
+                old
+            }
+        }
+    }
+}
+
+pub(super) fn kind_name(kind: ExclusionKind) -> &'static str {
+    match kind {
+        ExclusionKind::Until => "timed",
+        ExclusionKind::Health => "health",
+        ExclusionKind::Run => "run",
+        ExclusionKind::Manual => "manual",
+    }
+}
+
+/// The seed's `describeExclusion`.
+pub(super) fn describe(exclusion: &ActiveExclusion) -> String {
+    Described(exclusion).to_string()
+}
+
+/// How an exclusion reads in messages ("until <instant>: <reason>" ...), written
+/// straight into the message being built.
+pub(super) struct Described<'a>(pub(super) &'a ActiveExclusion);
+
+impl std::fmt::Display for Described<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let exclusion = self.0;
+        match exclusion.kind {
+            ExclusionKind::Until => match exclusion.until {
+                Some(t) => write!(f, "until {}: {}", Iso(t), exclusion.reason),
+                None => write!(f, "until ?: {}", exclusion.reason),
+            },
+            ExclusionKind::Health => {
+                write!(f, "until its health check answers: {}", exclusion.reason)
+            }
+            ExclusionKind::Run => write!(f, "for this run: {}", exclusion.reason),
+            ExclusionKind::Manual => match exclusion.until {
+                Some(t) => write!(f, "paused until {}: {}", Iso(t), exclusion.reason),
+                None => write!(f, "paused: {}", exclusion.reason),
+            },
+        }
+    }
+}

@@ -1,0 +1,705 @@
+//! The live swap: export and import of the whole state, and its JSON shape.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::document::Document;
+use crate::error::Error;
+use crate::protocol::{Exclusion, ExclusionKind, Options, Output};
+use crate::read::{self, at, list_in, map_in, object, Read};
+use crate::sorted::{self, StrMap, StrSet};
+use crate::status::PreflightRecord;
+use crate::write::{Obj, WriteJson};
+
+use super::exclusions::ActiveExclusion;
+use super::keys::{key_parts, order_key, ByName, KeyParts};
+use super::leases::{Lease, LeaseTable};
+use super::provisioning::Pause;
+use super::queue::{request_extra, Creating, Request};
+use super::reload::PendingReload;
+use super::roster::{Executor, Runtime};
+use super::Policy;
+
+impl Policy {
+    /// Everything, as JSON, for a live swap to another module version. Drain the
+    /// outputs first: pending outputs are carried but a host should not rely on it.
+    pub fn export_state(&self) -> Value {
+        crate::write::to_json_value(&self.exported())
+    }
+
+    /// The exported state's text as the hand-written writer (what hosts get) and as
+    /// serde_json over the derived `Serialize` write it: the tests compare the two.
+    #[doc(hidden)]
+    pub fn export_texts(&self) -> (String, String) {
+        let exported = self.exported();
+        (
+            crate::write::to_json_text(&exported),
+            serde_json::to_string(&exported).unwrap_or_default(),
+        )
+    }
+
+    pub(super) fn exported(&self) -> Exported {
+        Exported {
+            version: EXPORT_VERSION,
+            options: self.options.clone(),
+            document: self.document.raw.clone(),
+            draining: self
+                .roster
+                .executors
+                .iter()
+                .filter(|x| x.draining)
+                .map(|x| Value::Object(x.spec.raw.clone()))
+                .collect(),
+            runtime: {
+                let mut runtime: Vec<(String, Runtime)> = self
+                    .roster
+                    .executors
+                    .iter()
+                    .map(|x| (x.spec.id.clone(), x.runtime.clone()))
+                    .collect();
+                runtime.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                runtime
+            },
+            now: self.now,
+            requests: self
+                .queue
+                .requests
+                .values()
+                .map(|q| self.export_request(q))
+                .collect(),
+            leases: self.leases.open.to_pairs(),
+            abandoned: self.provisioning.abandoned.clone(),
+            next_lease: self.leases.next_id,
+            next_arrival: self.queue.next_arrival,
+            lease_clock: self.roster.lease_clock,
+            last_persisted: {
+                let mut entries: Vec<Exclusion> =
+                    self.persistence.last.iter().flatten().cloned().collect();
+                entries.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+                entries
+            },
+            known_ids: self.reloads.known_ids.clone(),
+            pending_reload: self.reloads.pending.as_ref().map(|p| ExportedReload {
+                document: p.document.raw.clone(),
+                awaiting: p.awaiting.clone(),
+                since: p.since,
+            }),
+            preflights: self.reloads.preflights.clone(),
+            outputs: self.outputs.iter().cloned().collect(),
+        }
+    }
+
+    /// Rebuilds a policy from `export_state` (of this or an earlier version).
+    pub fn import_state(state: &Value) -> Result<Policy, Error> {
+        let bad = |message: String| Error::InvalidState { message };
+        let exported = Exported::from_json(state).map_err(bad)?;
+        let mut policy = Policy::new(&exported.document, exported.options.clone())
+            .map_err(|e| bad(format!("its document: {e}")))?;
+        if !exported.draining.is_empty() {
+            // A draining executor was declared under an earlier role list: read it
+            // with the roles it names too (it keeps only the current ones, as it
+            // did before the export).
+            let mut roles = policy.document.roles.clone();
+            for raw in &exported.draining {
+                let named = raw
+                    .get("roles")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .chain(
+                        ["roleSlots", "priority"]
+                            .into_iter()
+                            .filter_map(|field| raw.get(field).and_then(Value::as_object))
+                            .flat_map(|o| o.keys().map(String::as_str))
+                            .filter(|k| *k != "default"),
+                    );
+                for role in named {
+                    if !roles.iter().any(|r| r == role) {
+                        roles.push(role.to_string());
+                    }
+                }
+            }
+            let mut doc = serde_json::Map::new();
+            doc.insert("roles".into(), json!(roles));
+            doc.insert("executors".into(), Value::Array(exported.draining.clone()));
+            let drained = Document::from_json(&Value::Object(doc), None)
+                .map_err(|v| bad(format!("its draining executors: {}", join_violations(&v))))?;
+            for spec in drained.executors {
+                let mut x = Executor::new(spec, Runtime::default(), &policy.document.roles);
+                x.draining = true;
+                policy.roster.executors.push(x);
+            }
+        }
+        for x in &mut policy.roster.executors {
+            if let Ok(i) = exported
+                .runtime
+                .binary_search_by(|(id, _)| id.as_str().cmp(&x.spec.id))
+            {
+                x.runtime = exported.runtime[i].1.clone();
+            }
+        }
+        policy.now = exported.now;
+        for q in exported.requests {
+            // Rank and event time are read back from the key: they must agree.
+            let rank = (q.key.0 == 0).then_some(q.key.1);
+            if q.rank != rank || q.event_time.is_some_and(|t| t != q.key.2) {
+                return Err(bad(format!(
+                    "request '{}': its rank or event time differs from its key",
+                    q.id
+                )));
+            }
+            let req = Request {
+                role: policy.roster.roles.intern(&q.role),
+                id: q.id.into_boxed_str(),
+                key: order_key(q.key),
+                since: q.since,
+                announced: q.announced,
+                try_only: q.try_only,
+                has_event_time: q.event_time.is_some(),
+                label: q.label.map(String::into_boxed_str),
+                extra: request_extra(q.avoid, q.prefer, q.pin, q.deadline),
+                creating: match q.state {
+                    RequestState::Waiting => None,
+                    RequestState::Creating { executor, passed } => {
+                        Some(Box::new(Creating { executor, passed }))
+                    }
+                },
+            };
+            // A repeated id: the last one stands (as a map built from the list).
+            policy.queue.requests.remove(&req.id);
+            policy.queue.requests.insert(req);
+        }
+        policy.leases.open = LeaseTable::from_pairs(exported.leases);
+        policy.provisioning.abandoned = exported.abandoned;
+        policy.leases.next_id = exported.next_lease;
+        policy.queue.next_arrival = exported.next_arrival;
+        policy.roster.lease_clock = exported.lease_clock;
+        policy.reloads.known_ids = exported.known_ids;
+        policy.reloads.preflights = exported.preflights;
+        policy.outputs = exported.outputs.into();
+        if let Some(p) = exported.pending_reload {
+            let document = Document::from_json(&p.document, policy.options.kinds.as_deref())
+                .map_err(|v| bad(format!("its pending reload: {}", join_violations(&v))))?;
+            policy.reloads.pending = Some(PendingReload {
+                document,
+                awaiting: p.awaiting,
+                since: p.since,
+            });
+        }
+        policy.rebuild();
+        // By executor index: the file's entries are this roster's.
+        let mut last_persisted = vec![None; policy.roster.executors.len()];
+        for x in exported.last_persisted {
+            let Some(e) = policy.roster.index.get(&x.id) else {
+                return Err(bad(format!(
+                    "lastPersisted: '{}' is not an executor of the roster",
+                    x.id
+                )));
+            };
+            if last_persisted[e].is_some() {
+                return Err(bad(format!("lastPersisted: '{}' is listed twice", x.id)));
+            }
+            last_persisted[e] = Some(x);
+        }
+        policy.persistence.last = last_persisted;
+        policy.check_whole().map_err(bad)?;
+        policy
+            .verify()
+            .map_err(|violation| bad(violation.to_string()))?;
+        Ok(policy)
+    }
+
+    /// The imported state against itself as a whole, field by field: what a
+    /// hand-edited or mixed-up export can contradict that the invariants would
+    /// report less plainly or not at all (a counter below what it counted).
+    fn check_whole(&self) -> Result<(), String> {
+        let mut requests = ByName::new();
+        for (id, lease) in self.leases.open.iter() {
+            if id == 0 {
+                return Err("leases: lease 0 was never granted (lease ids start at 1)".into());
+            }
+            if lease.counted && !self.roster.index.contains_key(&lease.executor) {
+                return Err(format!(
+                    "leases.{id}: it holds a slot on '{}', which the roster does not have",
+                    lease.executor
+                ));
+            }
+            if let Some(other) = requests.insert(lease.request.as_str().into(), id) {
+                return Err(format!(
+                    "leases.{id}: request '{}' holds lease {other} too",
+                    lease.request
+                ));
+            }
+        }
+        if let Some((last, _)) = self.leases.open.iter().last() {
+            if self.leases.next_id <= last {
+                return Err(format!(
+                    "nextLease {} is not above lease {last}",
+                    self.leases.next_id
+                ));
+            }
+        }
+        for q in self.queue.requests.values() {
+            if let Some(lease) = requests.get(&q.id) {
+                return Err(format!(
+                    "requests: '{}' is also the request of lease {lease}",
+                    q.id
+                ));
+            }
+            let arrival = q.key[3];
+            if arrival >= self.queue.next_arrival {
+                return Err(format!(
+                    "nextArrival {} is not above the arrival {arrival} of request '{}'",
+                    self.queue.next_arrival, q.id
+                ));
+            }
+            if let Some(creating) = &q.creating {
+                if !self.roster.index.contains_key(&creating.executor) {
+                    return Err(format!(
+                        "requests: '{}' creates a machine on '{}', which the roster does not have",
+                        q.id, creating.executor
+                    ));
+                }
+            }
+        }
+        for x in &self.roster.executors {
+            if x.runtime.last_leased > self.roster.lease_clock {
+                return Err(format!(
+                    "leaseClock {} is below runtime.{}.lastLeased {}",
+                    self.roster.lease_clock, x.spec.id, x.runtime.last_leased
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A request in the shape `export_state` writes.
+    pub(super) fn export_request(&self, q: &Request) -> ExportedRequest {
+        ExportedRequest {
+            id: q.id.to_string(),
+            role: self.roster.request_role_name(q).to_string(),
+            avoid: q.avoid().to_vec(),
+            prefer: q.prefer().map(str::to_string),
+            pin: q.pin().map(str::to_string),
+            rank: q.rank(),
+            event_time: q.event_time(),
+            label: q.label().map(str::to_string),
+            deadline: q.deadline(),
+            key: key_parts(&q.key),
+            since: q.since,
+            announced: q.announced,
+            try_only: q.try_only,
+            state: match &q.creating {
+                None => RequestState::Waiting,
+                Some(c) => RequestState::Creating {
+                    executor: c.executor.clone(),
+                    passed: c.passed,
+                },
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) enum RequestState {
+    Waiting,
+    /// A slot is held on `executor` while its machine is created.
+    Creating {
+        executor: String,
+        passed: u32,
+    },
+}
+
+/// A request as `export_state` writes it (the shape other hosts and saved states
+/// depend on; the internal `Request` is laid out for memory).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ExportedRequest {
+    pub(super) id: String,
+    pub(super) role: String,
+    pub(super) avoid: Vec<String>,
+    pub(super) prefer: Option<String>,
+    pub(super) pin: Option<String>,
+    pub(super) rank: Option<i64>,
+    pub(super) event_time: Option<u64>,
+    pub(super) label: Option<String>,
+    pub(super) deadline: Option<u64>,
+    pub(super) key: KeyParts,
+    pub(super) since: u64,
+    pub(super) announced: bool,
+    /// A `tryLease`: it never waits, even after a failed machine creation.
+    #[serde(default)]
+    pub(super) try_only: bool,
+    pub(super) state: RequestState,
+}
+
+pub(super) const EXPORT_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Exported {
+    pub(super) version: u32,
+    pub(super) options: Options,
+    pub(super) document: Value,
+    pub(super) draining: Vec<Value>,
+    /// By executor id, in id order (written as an object).
+    #[serde(serialize_with = "as_map")]
+    pub(super) runtime: Vec<(String, Runtime)>,
+    pub(super) now: u64,
+    pub(super) requests: Vec<ExportedRequest>,
+    /// By lease id, in id order (written as an object).
+    #[serde(serialize_with = "as_map")]
+    pub(super) leases: Vec<(u64, Lease)>,
+    #[serde(serialize_with = "as_map")]
+    pub(super) abandoned: StrMap<String>,
+    pub(super) next_lease: u64,
+    pub(super) next_arrival: u64,
+    pub(super) lease_clock: u64,
+    pub(super) last_persisted: Vec<Exclusion>,
+    pub(super) known_ids: StrSet,
+    pub(super) pending_reload: Option<ExportedReload>,
+    #[serde(serialize_with = "as_map")]
+    pub(super) preflights: StrMap<PreflightRecord>,
+    pub(super) outputs: Vec<Output>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ExportedReload {
+    pub(super) document: Value,
+    pub(super) awaiting: StrSet,
+    pub(super) since: u64,
+}
+
+// ---- Writing an export ------------------------------------------------------------
+//
+// By hand (`write.rs`), the text of the derived `Serialize` byte for byte (the derives
+// stay as the tests' reference).
+
+impl WriteJson for Exported {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("version", &self.version)
+            .field("options", &self.options)
+            .field("document", &self.document)
+            .field("draining", &self.draining)
+            .pairs("runtime", &self.runtime)
+            .field("now", &self.now)
+            .field("requests", &self.requests)
+            .pairs("leases", &self.leases)
+            .pairs("abandoned", &self.abandoned)
+            .field("nextLease", &self.next_lease)
+            .field("nextArrival", &self.next_arrival)
+            .field("leaseClock", &self.lease_clock)
+            .field("lastPersisted", &self.last_persisted)
+            .field("knownIds", &self.known_ids)
+            .field("pendingReload", &self.pending_reload)
+            .pairs("preflights", &self.preflights)
+            .field("outputs", &self.outputs)
+            .end();
+    }
+}
+
+impl WriteJson for ExportedReload {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("document", &self.document)
+            .field("awaiting", &self.awaiting)
+            .field("since", &self.since)
+            .end();
+    }
+}
+
+impl WriteJson for ExportedRequest {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("id", &self.id)
+            .field("role", &self.role)
+            .field("avoid", &self.avoid)
+            .field("prefer", &self.prefer)
+            .field("pin", &self.pin)
+            .field("rank", &self.rank)
+            .field("eventTime", &self.event_time)
+            .field("label", &self.label)
+            .field("deadline", &self.deadline)
+            .field("key", &self.key)
+            .field("since", &self.since)
+            .field("announced", &self.announced)
+            .field("tryOnly", &self.try_only)
+            .field("state", &self.state)
+            .end();
+    }
+}
+
+impl WriteJson for RequestState {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            RequestState::Waiting => out.extend_from_slice(b"\"waiting\""),
+            RequestState::Creating { executor, passed } => {
+                out.extend_from_slice(b"{\"creating\":");
+                Obj::new(out)
+                    .field("executor", executor)
+                    .field("passed", passed)
+                    .end();
+                out.push(b'}');
+            }
+        }
+    }
+}
+
+impl WriteJson for Lease {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("request", &self.request)
+            .field("executor", &self.executor)
+            .field("role", &self.role)
+            .field("label", &self.label)
+            .field("hold", &self.hold)
+            .field("since", &self.since)
+            .field("occupied", &self.occupied)
+            .field("counted", &self.counted)
+            .end();
+    }
+}
+
+impl WriteJson for Runtime {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("lastLeased", &self.last_leased)
+            .field("exclusion", &self.exclusion)
+            .field("rateLimits", &self.rate_limits)
+            .field("pause", &self.pause)
+            .field("probeInFlight", &self.probe_in_flight)
+            .field("lastProbeAt", &self.last_probe_at)
+            .end();
+    }
+}
+
+impl WriteJson for ActiveExclusion {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("kind", &self.kind)
+            .field("reason", &self.reason)
+            .field("until", &self.until)
+            .field("since", &self.since)
+            .field("then", &self.then)
+            .end();
+    }
+}
+
+impl WriteJson for Pause {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("failures", &self.failures)
+            .field("until", &self.until)
+            .field("message", &self.message)
+            .field("blocked", &self.blocked)
+            .end();
+    }
+}
+
+// ---- Reading an export ------------------------------------------------------------
+//
+// By hand from the `Value` (`read.rs`): an export is read once per live swap, and a
+// derived deserializer per type would cost more WebAssembly than the rest of the
+// import. Errors name the place: "requests[2].state: ...".
+
+/// A JSON array of exactly `N` items.
+pub(super) fn tuple<const N: usize>(value: &Value) -> Read<&[Value; N]> {
+    let items = read::array(value)?;
+    items.as_slice().try_into().map_err(|_| {
+        format!(
+            "invalid length {}, expected a tuple of size {N}",
+            items.len()
+        )
+    })
+}
+
+impl ActiveExclusion {
+    pub(super) fn from_json(value: &Value) -> Read<ActiveExclusion> {
+        let o = object(value, "struct Excl")?;
+        Ok(ActiveExclusion {
+            kind: o.req("kind", ExclusionKind::from_json)?,
+            reason: o.req("reason", read::string)?,
+            until: o.opt("until", read::u64)?,
+            since: o.req("since", read::u64)?,
+            then: o.opt("then", |v| {
+                let [end, reason] = tuple(v)?;
+                Ok((read::u64(end)?, read::string(reason)?))
+            })?,
+        })
+    }
+}
+
+impl Pause {
+    pub(super) fn from_json(value: &Value) -> Read<Pause> {
+        let o = object(value, "struct Pause")?;
+        Ok(Pause {
+            failures: o.req("failures", read::u32)?,
+            until: o.req("until", read::u64)?,
+            message: o.req("message", read::string)?,
+            blocked: o.req("blocked", read::bool)?,
+        })
+    }
+}
+
+impl Runtime {
+    pub(super) fn from_json(value: &Value) -> Read<Runtime> {
+        let o = object(value, "struct Runtime")?;
+        Ok(Runtime {
+            last_leased: o.req("lastLeased", read::u64)?,
+            exclusion: at("exclusion", o.opt("exclusion", ActiveExclusion::from_json))?,
+            rate_limits: o.req("rateLimits", |v| read::list(v, read::u64))?.into(),
+            pause: at("pause", o.opt("pause", Pause::from_json))?,
+            probe_in_flight: o.req("probeInFlight", read::bool)?,
+            last_probe_at: o.opt("lastProbeAt", read::u64)?,
+        })
+    }
+}
+
+impl RequestState {
+    pub(super) fn from_json(value: &Value) -> Read<RequestState> {
+        const NAMES: &[&str] = &["waiting", "creating"];
+        if let Some((name, fields)) = value.as_object().and_then(|o| o.iter().next()) {
+            if name == "creating" && value.as_object().is_some_and(|o| o.len() == 1) {
+                let o = object(fields, "struct variant ReqState::Creating")?;
+                return Ok(RequestState::Creating {
+                    executor: o.req("executor", read::string)?,
+                    passed: o.req("passed", read::u32)?,
+                });
+            }
+        }
+        match read::variant(value, NAMES)? {
+            0 => Ok(RequestState::Waiting),
+            _ => Err(read::invalid_type(
+                value,
+                "struct variant ReqState::Creating",
+            )),
+        }
+    }
+}
+
+impl ExportedRequest {
+    pub(super) fn from_json(value: &Value) -> Read<ExportedRequest> {
+        let o = object(value, "struct ExportedRequest")?;
+        let key = at(
+            "key",
+            o.need("key")
+                .and_then(tuple::<4>)
+                .and_then(|[ranked, rank, time, arrival]| {
+                    let ranked = read::u64(ranked)?;
+                    Ok((
+                        u8::try_from(ranked).map_err(|_| format!("{ranked} is not 0 or 1"))?,
+                        read::i64(rank)?,
+                        read::u64(time)?,
+                        read::u64(arrival)?,
+                    ))
+                }),
+        )?;
+        Ok(ExportedRequest {
+            id: o.req("id", read::string)?,
+            role: o.req("role", read::string)?,
+            avoid: o.req("avoid", read::strings)?,
+            prefer: o.opt("prefer", read::string)?,
+            pin: o.opt("pin", read::string)?,
+            rank: o.opt("rank", read::i64)?,
+            event_time: o.opt("eventTime", read::u64)?,
+            label: o.opt("label", read::string)?,
+            deadline: o.opt("deadline", read::u64)?,
+            key,
+            since: o.req("since", read::u64)?,
+            announced: o.req("announced", read::bool)?,
+            try_only: o.or("tryOnly", read::bool, false)?,
+            state: at("state", o.req("state", RequestState::from_json))?,
+        })
+    }
+}
+
+impl Lease {
+    pub(super) fn from_json(value: &Value) -> Read<Lease> {
+        let o = object(value, "struct Lease")?;
+        Ok(Lease {
+            request: o.req("request", read::string)?,
+            executor: o.req("executor", read::string)?,
+            role: o.opt("role", read::string)?,
+            label: o.opt("label", read::string)?,
+            hold: o.opt("hold", read::value)?,
+            since: o.req("since", read::u64)?,
+            occupied: o.req("occupied", read::bool)?,
+            counted: o.req("counted", read::bool)?,
+        })
+    }
+}
+
+impl ExportedReload {
+    pub(super) fn from_json(value: &Value) -> Read<ExportedReload> {
+        let o = object(value, "struct ExportedReload")?;
+        Ok(ExportedReload {
+            document: o.req("document", read::value)?,
+            awaiting: sorted::set_from(o.req("awaiting", read::strings)?),
+            since: o.req("since", read::u64)?,
+        })
+    }
+}
+
+impl Exported {
+    pub(super) fn from_json(value: &Value) -> Read<Exported> {
+        let o = object(value, "struct Exported")?;
+        let version = o.req("version", read::u32)?;
+        if version != EXPORT_VERSION {
+            return Err(format!("export version {version} is not {EXPORT_VERSION}"));
+        }
+        let leases = map_in(o, "leases", Lease::from_json)?
+            .into_iter()
+            .map(|(k, lease)| match k.parse::<u64>() {
+                Ok(id) => Ok((id, lease)),
+                Err(_) => Err(format!("leases: `{k}` is not a lease number")),
+            })
+            .collect::<Read<Vec<_>>>()?;
+        Ok(Exported {
+            version,
+            options: at("options", o.req("options", Options::from_json))?,
+            document: o.req("document", read::value)?,
+            draining: at(
+                "draining",
+                o.req("draining", |v| read::list(v, read::value)),
+            )?,
+            runtime: map_in(o, "runtime", Runtime::from_json)?
+                .into_iter()
+                .collect(),
+            now: at("now", o.req("now", read::u64))?,
+            requests: list_in(o, "requests", ExportedRequest::from_json)?,
+            leases,
+            abandoned: sorted::map_from(map_in(o, "abandoned", read::string)?),
+            next_lease: at("nextLease", o.req("nextLease", read::u64))?,
+            next_arrival: at("nextArrival", o.req("nextArrival", read::u64))?,
+            lease_clock: at("leaseClock", o.req("leaseClock", read::u64))?,
+            last_persisted: list_in(o, "lastPersisted", Exclusion::from_json)?,
+            known_ids: sorted::set_from(at("knownIds", o.req("knownIds", read::strings))?),
+            pending_reload: at(
+                "pendingReload",
+                o.opt("pendingReload", ExportedReload::from_json),
+            )?,
+            preflights: sorted::map_from(map_in(o, "preflights", PreflightRecord::from_json)?),
+            outputs: list_in(o, "outputs", Output::from_json)?,
+        })
+    }
+}
+
+/// Pairs in key order, written as a JSON object.
+pub(super) fn as_map<S: serde::Serializer, K: Serialize, V: Serialize>(
+    pairs: &[(K, V)],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(pairs.iter().map(|(k, v)| (k, v)))
+}
+
+pub(super) fn join_violations(violations: &[crate::document::Violation]) -> String {
+    violations
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}

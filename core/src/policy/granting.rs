@@ -1,0 +1,318 @@
+//! Granting: admitting a request, choosing its executor, taking a slot, and the
+//! grant pass that offers every freed slot to the queue in lease order.
+
+use serde_json::json;
+
+use crate::protocol::{LeaseRequest, Level, Output};
+use crate::sorted;
+
+use super::events::for_label;
+use super::events::EventName;
+use super::keys::{order_key, OrderKey};
+use super::queue::{request_extra, Creating, Ending, Request};
+use super::Policy;
+
+/// What one pass through an input decided to do with a lease request.
+pub(super) enum Admission {
+    Granted,
+    Queued,
+    Ended,
+}
+
+impl Policy {
+    pub(super) fn admit(&mut self, request: LeaseRequest, try_only: bool) {
+        let Ok(r) = self.role_index(&request.role) else {
+            debug_assert!(false, "admit: the role was checked");
+            return;
+        };
+        let key = order_key((
+            u8::from(request.rank.is_none()),
+            request.rank.unwrap_or(0),
+            request.event_time.unwrap_or(self.now),
+            self.queue.next_arrival,
+        ));
+        self.queue.next_arrival += 1;
+        let req = Request {
+            id: request.id.into_boxed_str(),
+            key,
+            since: self.now,
+            role: self.roster.roles.ids.get(r).copied().unwrap_or(0),
+            announced: false,
+            try_only,
+            has_event_time: request.event_time.is_some(),
+            label: request.label.map(String::into_boxed_str),
+            extra: request_extra(request.avoid, request.prefer, request.pin, request.deadline),
+            creating: None,
+        };
+        // A free slot now: granted at once, without a trip through `requests`.
+        if let Some(e) = self.choose(&req, r) {
+            let passed = self.passed_by(e, &req.key);
+            self.take_slot_with(req, e, r, passed);
+            return;
+        }
+        let id = req.id.to_string();
+        self.queue.requests.insert(req);
+        match self.try_place(&id, r, !try_only) {
+            Admission::Granted | Admission::Ended => {}
+            Admission::Queued if try_only => self.unavailable(&id, r),
+            Admission::Queued => self.enqueue(&id, r),
+        }
+    }
+
+    /// Ends a `tryLease` that found no free slot.
+    pub(super) fn unavailable(&mut self, id: &str, r: usize) {
+        self.queue.requests.remove(id);
+        self.outputs.push_back(Output::Unavailable {
+            request: id.to_string(),
+        });
+        self.event(
+            Level::Debug,
+            EventName::Unavailable,
+            format!("no free executor takes {} now", self.role_name(r)),
+            vec![("request", json!(id))],
+        );
+    }
+
+    /// Grants a request now if a free slot serves it, ends it if nothing ever can,
+    /// or says it must wait. The request is in `requests` and in no queue.
+    pub(super) fn try_place(&mut self, id: &str, r: usize, may_wait: bool) -> Admission {
+        let Some(req) = self.queue.requests.get(id) else {
+            debug_assert!(false, "try_place: the request is stored");
+            return Admission::Ended;
+        };
+        if let Some(e) = self.choose(req, r) {
+            let passed = self.passed_by(e, &req.key);
+            self.take_slot(id, e, r, passed);
+            return Admission::Granted;
+        }
+        if !may_wait {
+            return Admission::Queued;
+        }
+        if !self.can_serve_request(req, r) {
+            self.end_request(id, Ending::Exhausted);
+            return Admission::Ended;
+        }
+        if req.deadline().is_some_and(|d| d <= self.now) {
+            self.end_request(id, Ending::TimedOut);
+            return Admission::Ended;
+        }
+        Admission::Queued
+    }
+
+    /// The executor that serves `req` now, if any: its pin, or the pick.
+    pub(super) fn choose(&self, req: &Request, r: usize) -> Option<usize> {
+        match req.pin() {
+            Some(pin) => self
+                .roster
+                .index
+                .get(pin)
+                .filter(|&e| self.pin_ready(e, r) && !req.avoids(pin)),
+            None => self.pick(req, r),
+        }
+    }
+
+    pub(super) fn pin_ready(&self, e: usize, r: usize) -> bool {
+        let x = &self.roster.executors[e];
+        x.has_role(r) && x.free_for(r) && x.runtime.exclusion.is_none()
+    }
+
+    /// Among the free executors for a request: `prefer` first; else the lowest
+    /// priority for the role; ties to the one leased least recently.
+    pub(super) fn pick(&self, req: &Request, r: usize) -> Option<usize> {
+        let avoid = req.avoid();
+        if let Some(prefer) = req.prefer() {
+            if let Some(e) = self.roster.index.get(prefer) {
+                if self.roster.executors[e].has_role(r)
+                    && self.roster.executors[e].ready_for(r)
+                    && !req.avoids(prefer)
+                {
+                    return Some(e);
+                }
+            }
+        }
+        self.roster.ready[r]
+            .keys()
+            .map(|k| k[2] as usize)
+            .find(|&e| avoid.is_empty() || !avoid.contains(&self.roster.executors[e].spec.id))
+    }
+
+    /// Takes a slot on `e` for request `id`: a lease, or a machine creation first.
+    pub(super) fn take_slot(&mut self, id: &str, e: usize, r: usize, passed: u32) {
+        let slot = self.queue.requests.slot(id);
+        debug_assert!(slot.is_some(), "take_slot: request {id} is stored");
+        if let Some(s) = slot {
+            self.take_slot_at(s, e, r, passed);
+        }
+    }
+
+    pub(super) fn take_slot_at(&mut self, s: u32, e: usize, r: usize, passed: u32) {
+        self.dequeue_at(s);
+        let Some(req) = self.queue.requests.remove_at(s) else {
+            debug_assert!(false, "take_slot_at: the slot holds a request");
+            return;
+        };
+        self.take_slot_with(req, e, r, passed);
+    }
+
+    /// Takes a slot on `e` for `req`, which is in no queue and not in `requests`.
+    pub(super) fn take_slot_with(&mut self, mut req: Request, e: usize, r: usize, passed: u32) {
+        debug_assert!(
+            self.roster.executors[e].free_for(r),
+            "invariant: a grant takes a free slot"
+        );
+        self.roster.lease_clock += 1;
+        let x = &mut self.roster.executors[e];
+        x.busy += 1;
+        x.busy_by_role[r] += 1;
+        x.runtime.last_leased = self.roster.lease_clock;
+        debug_assert!(
+            x.busy <= x.spec.slots && x.busy_by_role[r] <= x.caps[r],
+            "a grant stays within {}'s slots and its cap",
+            x.spec.id
+        );
+        let provision = x.spec.provision;
+        let executor_id = x.spec.id.clone();
+        self.roster.ready_up(e);
+        if provision && req.pin().is_none() {
+            req.creating = Some(Box::new(Creating {
+                executor: executor_id.clone(),
+                passed,
+            }));
+            let label = req.label.clone();
+            let id = req.id.to_string();
+            let (deadline, key) = (req.deadline(), req.key);
+            let s = self.queue.requests.insert(req);
+            if let Some(deadline) = deadline {
+                // The deadline still applies while the machine is created.
+                self.queue.deadlines.insert(deadline, &key, s);
+            }
+            self.outputs.push_back(Output::CreateMachine {
+                request: id.to_string(),
+                executor: executor_id.clone(),
+            });
+            let role = self.role_name(r).to_string();
+            self.event(
+                Level::Info,
+                EventName::CreatingMachine,
+                format!(
+                    "{executor_id} takes {role}{} in lease order; creating its machine",
+                    for_label(label.as_deref())
+                ),
+                vec![
+                    ("request", json!(id)),
+                    ("executor", json!(executor_id)),
+                    ("role", json!(role)),
+                    ("passed", json!(passed)),
+                ],
+            );
+            return;
+        }
+        self.open_lease(req, executor_id, None, passed);
+    }
+
+    /// Grants, in lease order, every waiting request that a newly usable slot can
+    /// serve. Only executors that gained a slot this input (`dirty`) are looked at,
+    /// and only the heads of their roles' queues, so the cost does not grow with the
+    /// number of waiters.
+    pub(super) fn grant_pass(&mut self) {
+        for id in std::mem::take(&mut self.queue.retry) {
+            let Some(req) = self.queue.requests.get(&id) else {
+                debug_assert!(false, "a retried request is stored");
+                continue;
+            };
+            if !req.waiting() {
+                continue;
+            }
+            let Some(r) = self.roster.request_role(req) else {
+                // Its machine failed after a reload removed its role: nothing can
+                // ever serve it now.
+                self.end_request(&id, Ending::Exhausted);
+                continue;
+            };
+            let try_only = req.try_only;
+            self.dequeue(&id);
+            match self.try_place(&id, r, !try_only) {
+                Admission::Queued if try_only => self.unavailable(&id, r),
+                Admission::Queued => self.enqueue(&id, r),
+                Admission::Granted | Admission::Ended => {}
+            }
+        }
+        while let Some((s, pinned_to)) = self.next_candidate() {
+            let Some(req) = self.queue.requests.at(s) else {
+                debug_assert!(false, "a candidate is stored");
+                break;
+            };
+            let Some(r) = self.roster.request_role(req) else {
+                debug_assert!(false, "a candidate has a role");
+                break;
+            };
+            let choice = match pinned_to {
+                Some(e) => Some(e),
+                None => self.pick(req, r),
+            };
+            let Some(e) = choice else {
+                debug_assert!(false, "a candidate was found on a ready executor");
+                break; // the assertion above: in release, stop rather than loop
+            };
+            let passed = self.passed_by(e, &req.key);
+            self.take_slot_at(s, e, r, passed);
+        }
+        self.roster.dirty.clear();
+    }
+
+    /// The earliest waiting request, in lease order, that one of the dirty
+    /// executors can serve now.
+    pub(super) fn next_candidate(&self) -> Option<(u32, Option<usize>)> {
+        let mut best: Option<(OrderKey, u32, Option<usize>)> = None;
+        for &e in &self.roster.dirty {
+            let x = &self.roster.executors[e];
+            if x.draining || x.runtime.exclusion.is_some() || x.busy >= x.spec.slots {
+                continue;
+            }
+            if !x.blocked() {
+                for &r in &x.role_indexes {
+                    if !x.free_for(r) {
+                        continue;
+                    }
+                    for (key, &s) in &self.queue.by_role[r] {
+                        if best.as_ref().is_some_and(|(b, _, _)| b <= key) {
+                            break;
+                        }
+                        let Some(req) = self.queue.requests.at(s) else {
+                            debug_assert!(false, "a queued slot holds a request");
+                            continue;
+                        };
+                        if req.pin().is_some() || req.avoids(&x.spec.id) {
+                            continue;
+                        }
+                        best = Some((*key, s, None));
+                        break;
+                    }
+                }
+            }
+            if let Some(queue) = sorted::get(&self.queue.pinned, &x.spec.id) {
+                for (key, &s) in queue {
+                    if best.as_ref().is_some_and(|(b, _, _)| b <= key) {
+                        break;
+                    }
+                    let Some(req) = self.queue.requests.at(s) else {
+                        debug_assert!(false, "a pinned slot holds a request");
+                        continue;
+                    };
+                    let Some(r) = self.roster.request_role(req) else {
+                        debug_assert!(
+                            false,
+                            "a pinned request has a role (a reload ends those whose role it drops)"
+                        );
+                        continue;
+                    };
+                    if x.has_role(r) && x.free_for(r) && !req.avoids(&x.spec.id) {
+                        best = Some((*key, s, Some(e)));
+                        break;
+                    }
+                }
+            }
+        }
+        best.map(|(_, s, e)| (s, e))
+    }
+}

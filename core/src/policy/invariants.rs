@@ -1,0 +1,291 @@
+//! Invariants: DESIGN.md's, and every index's agreement with what it indexes,
+//! checked on the whole state.
+//!
+//! `verify` says which one broke; `check_invariants` panics on it (a broken
+//! invariant after an input is a bug: it runs after every input in debug builds
+//! and in every test), and `import_state` refuses a state that breaks one.
+
+use std::fmt;
+
+use super::keys::{ready_key, Index};
+use super::Policy;
+
+/// A broken invariant: which one, and what breaks it (the executor, lease or
+/// request involved).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvariantViolation {
+    /// The invariant's short name, e.g. `busy` or `grant pass`.
+    pub invariant: &'static str,
+    pub detail: String,
+}
+
+impl fmt::Display for InvariantViolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invariant `{}` broken: {}", self.invariant, self.detail)
+    }
+}
+
+impl std::error::Error for InvariantViolation {}
+
+/// `Err` naming `invariant` unless `holds`.
+fn ensure(
+    holds: bool,
+    invariant: &'static str,
+    detail: impl FnOnce() -> String,
+) -> Result<(), InvariantViolation> {
+    if holds {
+        Ok(())
+    } else {
+        Err(InvariantViolation {
+            invariant,
+            detail: detail(),
+        })
+    }
+}
+
+impl Policy {
+    /// Checks DESIGN.md's invariants on the current state; panics naming the broken
+    /// one. Runs after every input in debug builds and in every test.
+    pub fn check_invariants(&self) {
+        if let Err(violation) = self.verify() {
+            panic!("{violation}");
+        }
+    }
+
+    /// Checks every invariant on the current state: `Err` names the first broken.
+    pub fn verify(&self) -> Result<(), InvariantViolation> {
+        self.verify_probes()?;
+        self.verify_persistence()?;
+        self.verify_slots()?;
+        self.verify_requests()?;
+        self.verify_queues()
+    }
+
+    /// Probes: the wait index holds exactly the health-excluded executors with no
+    /// probe in flight, under their current keys.
+    fn verify_probes(&self) -> Result<(), InvariantViolation> {
+        let waits: Index = (0..self.roster.executors.len())
+            .filter_map(|e| Some((self.probe_floor(e)?, 0)))
+            .collect();
+        ensure(self.probes.waits == waits, "probe waits", || {
+            "the probe wait index differs from the health-excluded executors awaiting a probe"
+                .to_string()
+        })
+    }
+
+    /// Persists: what they said is the lasting state (no change went unwritten).
+    fn verify_persistence(&self) -> Result<(), InvariantViolation> {
+        ensure(self.persistence.settled(), "persist pending", || {
+            "a persist is pending after the input".to_string()
+        })?;
+        let lasting = self.persisted_aligned();
+        ensure(self.persistence.last == lasting, "persisted", || {
+            let differs = |(e, last): (usize, &Option<_>)| lasting.get(e) != Some(last);
+            let at = self.persistence.last.iter().enumerate().position(differs);
+            match at.and_then(|e| self.roster.executors.get(e)) {
+                Some(x) => format!(
+                    "the persisted entry of {} differs from its lasting exclusion",
+                    x.spec.id
+                ),
+                None => "a persisted entry names no executor of the roster".to_string(),
+            }
+        })
+    }
+
+    /// Slots: busy counts equal what holds them; the ready sets hold exactly the
+    /// executors that can take an unpinned request now; a draining executor holds
+    /// a slot.
+    fn verify_slots(&self) -> Result<(), InvariantViolation> {
+        let roles = &self.document.roles;
+        let executors = &self.roster.executors;
+        let mut busy = vec![0u32; executors.len()];
+        let mut by_role = vec![vec![0u32; roles.len()]; executors.len()];
+        let table = &self.leases.open;
+        ensure(
+            table.slots.windows(2).all(|w| w[0].0 < w[1].0) && table.live == table.values().count(),
+            "lease order",
+            || "the leases are out of id order or miscounted".to_string(),
+        )?;
+        for (id, lease) in table.iter() {
+            ensure(id > 0 && id < self.leases.next_id, "lease ids", || {
+                format!(
+                    "lease {id} is not below the next lease id {}",
+                    self.leases.next_id
+                )
+            })?;
+            ensure(
+                self.leases.by_request.get(lease.request.as_str()) == Some(&id),
+                "lease requests",
+                || format!("lease {id} is not indexed by its request {}", lease.request),
+            )?;
+            if !lease.counted {
+                continue;
+            }
+            let Some(e) = self.roster.index.get(&lease.executor) else {
+                return Err(InvariantViolation {
+                    invariant: "lease executor",
+                    detail: format!(
+                        "lease {id} holds a slot on {}, which the roster does not have",
+                        lease.executor
+                    ),
+                });
+            };
+            busy[e] += 1;
+            if let Some(r) = lease
+                .role
+                .as_ref()
+                .and_then(|x| roles.iter().position(|y| y == x))
+            {
+                if executors[e].has_role(r) {
+                    by_role[e][r] += 1;
+                }
+            }
+        }
+        ensure(
+            self.leases.by_request.len() == table.live,
+            "lease requests",
+            || "a request id names a lease that is not open".to_string(),
+        )?;
+        for q in self.queue.requests.values() {
+            if let Some(creating) = &q.creating {
+                let Some(e) = self.roster.index.get(&creating.executor) else {
+                    return Err(InvariantViolation {
+                        invariant: "creating executor",
+                        detail: format!(
+                            "request {} creates a machine on {}, which the roster does not have",
+                            q.id, creating.executor
+                        ),
+                    });
+                };
+                busy[e] += 1;
+                if let Some(r) = roles
+                    .iter()
+                    .position(|y| y == self.roster.request_role_name(q))
+                {
+                    by_role[e][r] += 1;
+                }
+            }
+        }
+        for (e, x) in executors.iter().enumerate() {
+            let id = &x.spec.id;
+            ensure(x.busy == busy[e], "busy", || {
+                format!(
+                    "executor {id} counts {} busy slots where {} are held",
+                    x.busy, busy[e]
+                )
+            })?;
+            for &r in &x.role_indexes {
+                ensure(x.busy_by_role[r] == by_role[e][r], "role busy", || {
+                    format!(
+                        "executor {id} counts {} busy {} slots where {} are held",
+                        x.busy_by_role[r], roles[r], by_role[e][r]
+                    )
+                })?;
+                let want = x.ready_for(r);
+                let key = ready_key(x.priorities[r], x.ready_stamp, e);
+                let has = self.roster.ready[r].contains_key(&key);
+                ensure(want == has, "ready", || {
+                    format!(
+                        "executor {id} is {} the ready set of {} and should {}be",
+                        if has { "in" } else { "not in" },
+                        roles[r],
+                        if want { "" } else { "not " }
+                    )
+                })?;
+            }
+            ensure(!x.draining || x.busy > 0, "drained", || {
+                format!("executor {id} was removed by a reload, holds no slot and is still listed")
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The request store: each id names the slot that holds it, and nothing else
+    /// is stored; timers and pin queues name stored requests by slot (no stale
+    /// slot: it could name a later request that reused it).
+    fn verify_requests(&self) -> Result<(), InvariantViolation> {
+        let requests = &self.queue.requests;
+        for (id, &s) in &requests.by_id {
+            let stored = requests.at(s as u32);
+            ensure(stored.is_some_and(|q| &q.id == id), "request store", || {
+                format!("request {id} is not stored under its id")
+            })?;
+        }
+        ensure(
+            requests.occupied() == requests.len(),
+            "request store",
+            || "a stored request is not known by its id".to_string(),
+        )?;
+        for (t, key, s) in self.queue.deadlines.iter() {
+            let named = requests.at(s);
+            ensure(
+                named.is_some_and(|q| q.deadline() == Some(t) && q.key == key),
+                "deadlines",
+                || format!("the deadline at {t} does not name its request"),
+            )?;
+        }
+        let with_deadline = requests.values().filter(|q| q.deadline().is_some());
+        ensure(
+            self.queue.deadlines.len() == with_deadline.count(),
+            "deadlines",
+            || "a request with a deadline has no timer, or two".to_string(),
+        )?;
+        for (pin, queue) in &self.queue.pinned {
+            for (key, &s) in queue {
+                let named = requests.at(s);
+                ensure(
+                    named.is_some_and(|q| q.waiting() && q.key == *key && q.pin() == Some(pin)),
+                    "pin queues",
+                    || format!("the queue pinned to {pin} names a request not pinned to it"),
+                )?;
+            }
+        }
+        let pinned: usize = self.queue.pinned.iter().map(|(_, q)| q.len()).sum();
+        let waiting_pinned = requests
+            .values()
+            .filter(|q| q.waiting() && q.pin().is_some());
+        ensure(pinned == waiting_pinned.count(), "pin queues", || {
+            "a waiting pinned request is not in its pin's queue".to_string()
+        })
+    }
+
+    /// The queue: every waiting request is queued once, under its role and key;
+    /// none of them could be served by a free slot (the grant pass is complete).
+    fn verify_queues(&self) -> Result<(), InvariantViolation> {
+        let roles = &self.document.roles;
+        let requests = &self.queue.requests;
+        let queued: usize = self.queue.by_role.iter().map(Index::len).sum();
+        let waiting = requests.values().filter(|q| q.waiting()).count();
+        ensure(queued == waiting, "queue", || {
+            format!("{queued} requests are queued where {waiting} wait")
+        })?;
+        for (r, queue) in self.queue.by_role.iter().enumerate() {
+            for (key, &s) in queue {
+                let Some(q) = requests.at(s) else {
+                    return Err(InvariantViolation {
+                        invariant: "queue",
+                        detail: format!("the queue of {} names an empty slot", roles[r]),
+                    });
+                };
+                let id = &q.id;
+                ensure(
+                    q.waiting() && q.key == *key && self.roster.request_role(q) == Some(r),
+                    "queue",
+                    || format!("request {id} is not queued under its role and key"),
+                )?;
+                let servable_now = match q.pin() {
+                    Some(pin) => self
+                        .roster
+                        .index
+                        .get(pin)
+                        .is_some_and(|e| self.pin_ready(e, r) && !q.avoids(pin)),
+                    None => self.pick(q, r).is_some(),
+                };
+                ensure(!servable_now, "grant pass", || {
+                    format!("waiting request {id} could be served by a free slot")
+                })?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,394 @@
+//! Leases: the open leases, granting, releasing and occupying slots.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::protocol::{Level, Output};
+
+use super::events::EventName;
+use super::keys::ByName;
+use super::queue::Request;
+use super::Policy;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Lease {
+    pub(super) request: String,
+    pub(super) executor: String,
+    pub(super) role: Option<String>,
+    pub(super) label: Option<String>,
+    pub(super) hold: Option<Value>,
+    pub(super) since: u64,
+    pub(super) occupied: bool,
+    /// False for work occupying an executor the roster does not have.
+    pub(super) counted: bool,
+}
+
+/// The open leases by id, in id order: a `Vec` sorted by id, where a released
+/// lease leaves a hole until holes outnumber leases (issue 4: a `BTreeMap<u64,
+/// Lease>` was another copy of the B-tree code in the WebAssembly module). Lease
+/// ids are handed out in increasing order, so a new lease is pushed at the end; a
+/// lookup is a binary search; holes are swept out in one pass, amortized O(1) per
+/// release. Iteration order is id order, as the map's was.
+#[derive(Debug, Clone, Default)]
+pub(super) struct LeaseTable {
+    /// Sorted by id, ids unique; `None` is a released lease's hole.
+    pub(super) slots: Vec<(u64, Option<Lease>)>,
+    /// The `Some` entries.
+    pub(super) live: usize,
+}
+
+impl LeaseTable {
+    /// From pairs in any order; of a repeated id the last stands (as collecting
+    /// into a map does).
+    pub(super) fn from_pairs(mut pairs: Vec<(u64, Lease)>) -> LeaseTable {
+        // Stable: equal ids keep their order, and the last of each run is kept.
+        pairs.sort_by_key(|&(id, _)| id);
+        let mut leases = LeaseTable::default();
+        for (id, lease) in pairs {
+            leases.insert(id, lease);
+        }
+        leases
+    }
+
+    pub(super) fn find(&self, id: u64) -> Result<usize, usize> {
+        self.slots.binary_search_by_key(&id, |&(k, _)| k)
+    }
+
+    pub(super) fn insert(&mut self, id: u64, lease: Lease) {
+        if self.slots.last().is_none_or(|&(last, _)| last < id) {
+            self.slots.push((id, Some(lease)));
+            self.live += 1;
+            return;
+        }
+        match self.find(id) {
+            Ok(i) => {
+                if self.slots[i].1.replace(lease).is_none() {
+                    self.live += 1;
+                }
+            }
+            Err(i) => {
+                self.slots.insert(i, (id, Some(lease)));
+                self.live += 1;
+            }
+        }
+    }
+
+    pub(super) fn remove(&mut self, id: u64) -> Option<Lease> {
+        let i = self.find(id).ok()?;
+        let lease = self.slots[i].1.take()?;
+        self.live -= 1;
+        if self.live == 0 {
+            self.slots = Vec::new();
+        } else if self.slots.len() >= 2 * self.live + 16 {
+            self.slots.retain(|(_, l)| l.is_some());
+        }
+        Some(lease)
+    }
+
+    /// In id order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (u64, &Lease)> {
+        self.slots
+            .iter()
+            .filter_map(|(id, l)| l.as_ref().map(|l| (*id, l)))
+    }
+
+    pub(super) fn values(&self) -> impl Iterator<Item = &Lease> {
+        self.iter().map(|(_, l)| l)
+    }
+
+    /// In id order, for the export.
+    pub(super) fn to_pairs(&self) -> Vec<(u64, Lease)> {
+        self.iter().map(|(id, l)| (id, l.clone())).collect()
+    }
+}
+
+/// The open leases, the request each was granted to, and the next lease id.
+#[derive(Debug, Clone)]
+pub(super) struct Leases {
+    pub(super) open: LeaseTable,
+    /// Request ids to their lease (a request id stays in use while its lease runs).
+    pub(super) by_request: ByName,
+    /// The id the next grant gets; every id below it was granted once.
+    pub(super) next_id: u64,
+}
+
+impl Default for Leases {
+    fn default() -> Leases {
+        Leases {
+            open: LeaseTable::default(),
+            by_request: ByName::new(),
+            next_id: 1,
+        }
+    }
+}
+
+impl Leases {
+    /// The id of a new lease (ids are never reused).
+    pub(super) fn allocate(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// Opens lease `id` (from `allocate`), indexed by its request.
+    pub(super) fn open(&mut self, id: u64, lease: Lease) {
+        debug_assert!(id < self.next_id, "lease {id} was not allocated");
+        let previous = self.by_request.insert(lease.request.as_str().into(), id);
+        debug_assert!(
+            previous.is_none(),
+            "request {} holds two leases",
+            lease.request
+        );
+        self.open.insert(id, lease);
+    }
+
+    /// Closes lease `id`; `None` if it is not open (released before).
+    pub(super) fn close(&mut self, id: u64) -> Option<Lease> {
+        let lease = self.open.remove(id)?;
+        let indexed = self.by_request.remove(lease.request.as_str());
+        debug_assert_eq!(indexed, Some(id), "lease {id} indexed by its request");
+        Some(lease)
+    }
+
+    /// Rebuilds the request index from the open leases (after an import).
+    pub(super) fn reindex(&mut self) {
+        self.by_request = self
+            .open
+            .iter()
+            .map(|(id, lease)| (lease.request.as_str().into(), id))
+            .collect();
+    }
+}
+
+impl Policy {
+    pub(super) fn open_lease(
+        &mut self,
+        req: Request,
+        executor_id: String,
+        hold: Option<Value>,
+        passed: u32,
+    ) {
+        let lease = self.leases.allocate();
+        let role = self.roster.request_role_name(&req).to_string();
+        let label = req.label.map(String::from);
+        let id = String::from(req.id);
+        self.outputs.push_back(Output::Granted {
+            request: id.clone(),
+            lease,
+            executor: executor_id.clone(),
+            role: role.clone(),
+            hold: hold.clone(),
+            passed,
+            occupied: false,
+        });
+        // The hot path of every grant: nothing is built for a filtered event, the
+        // message without `format!`, the fields in key order.
+        if Level::Info >= self.options.min_event_level {
+            let mut message = String::with_capacity(
+                executor_id.len() + role.len() + label.as_ref().map_or(0, |l| l.len() + 5) + 27,
+            );
+            message.push_str(&executor_id);
+            message.push_str(" takes ");
+            message.push_str(&role);
+            if let Some(label) = &label {
+                message.push_str(" for ");
+                message.push_str(label);
+            }
+            if hold.is_some() {
+                message.push_str(" with a new machine");
+            }
+            self.event(
+                Level::Info,
+                EventName::Granted,
+                message,
+                vec![
+                    ("executor", Value::String(executor_id.clone())),
+                    ("lease", Value::from(lease)),
+                    ("passed", Value::from(passed)),
+                    ("request", Value::String(id.clone())),
+                    ("role", Value::String(role.clone())),
+                ],
+            );
+        }
+        self.leases.open(
+            lease,
+            Lease {
+                request: id,
+                executor: executor_id,
+                role: Some(role),
+                label,
+                hold,
+                since: self.now,
+                occupied: false,
+                counted: true,
+            },
+        );
+    }
+
+    /// Frees one slot on `e` (and its role count), and offers it to the queue.
+    pub(super) fn free_slot(&mut self, e: usize, r: Option<usize>) {
+        let x = &mut self.roster.executors[e];
+        debug_assert!(
+            x.busy > 0,
+            "freeing a slot on {}, which holds none",
+            x.spec.id
+        );
+        x.busy = x.busy.saturating_sub(1);
+        if let Some(r) = r {
+            if let Some(count) = x.busy_by_role.get_mut(r) {
+                *count = count.saturating_sub(1);
+            }
+        }
+        self.roster.ready_up(e);
+        self.roster.dirty.push(e);
+    }
+
+    /// A removed executor whose last slot was a machine creation that just ended
+    /// leaves the roster, as it does when its last lease ends.
+    pub(super) fn leave_if_drained(&mut self, e: usize) {
+        let x = &self.roster.executors[e];
+        if !(x.draining && x.busy == 0) {
+            return;
+        }
+        let id = x.spec.id.clone();
+        self.event(
+            Level::Info,
+            EventName::Left,
+            format!(
+                "the last slot on {id}, which a reload removed, was freed; it leaves the roster"
+            ),
+            vec![("executor", json!(id))],
+        );
+        self.remove_drained(e);
+    }
+
+    pub(super) fn release(&mut self, lease_id: u64) {
+        let Some(lease) = self.leases.close(lease_id) else {
+            return; // released before: releasing is idempotent
+        };
+        if let Some(hold) = &lease.hold {
+            self.outputs.push_back(Output::DeleteMachine {
+                executor: lease.executor.clone(),
+                hold: hold.clone(),
+            });
+        }
+        if !lease.counted {
+            return;
+        }
+        let Some(e) = self.roster.index.get(&lease.executor) else {
+            debug_assert!(false, "a counted lease is on an executor of the roster");
+            return;
+        };
+        let r = lease
+            .role
+            .as_ref()
+            .and_then(|role| self.document.roles.iter().position(|x| x == role));
+        let over = self.roster.executors[e].busy > self.roster.executors[e].spec.slots
+            && !self.roster.executors[e].draining;
+        self.free_slot(e, r);
+        let x = &self.roster.executors[e];
+        if x.draining && x.busy == 0 {
+            let id = x.spec.id.clone();
+            self.event(
+                Level::Info,
+                EventName::Left,
+                format!(
+                    "the last lease on {id}, which a reload removed, ended; it leaves the roster"
+                ),
+                vec![("executor", json!(id))],
+            );
+            self.remove_drained(e);
+        } else if over {
+            let (id, busy, slots) = (x.spec.id.clone(), x.busy, x.spec.slots);
+            self.event(
+                Level::Info,
+                EventName::Retired,
+                format!(
+                    "a lease ended on {id}, which runs more leases than it has slots; its slot retires ({busy} running, {slots} slots)"
+                ),
+                vec![("executor", json!(id)), ("running", json!(busy)), ("slots", json!(slots))],
+            );
+        }
+    }
+
+    pub(super) fn occupy(
+        &mut self,
+        id: String,
+        executor: String,
+        role: Option<String>,
+        hold: Option<Value>,
+    ) {
+        let r = role.as_ref().and_then(|role| self.role_index(role).ok());
+        let lease = self.leases.allocate();
+        let counted = match self.roster.index.get(&executor) {
+            Some(e) => {
+                self.roster.unready(e);
+                let x = &mut self.roster.executors[e];
+                x.busy += 1;
+                if let Some(r) = r.filter(|&r| x.has_role(r)) {
+                    x.busy_by_role[r] += 1;
+                }
+                let (busy, slots) = (x.busy, x.spec.slots);
+                self.roster.ready_up(e);
+                let fields = vec![
+                    ("executor", json!(executor)),
+                    ("running", json!(busy)),
+                    ("slots", json!(slots)),
+                    ("lease", json!(lease)),
+                ];
+                if busy <= slots {
+                    self.event(
+                        Level::Info,
+                        EventName::Occupied,
+                        format!("work that already runs on {executor} occupies a slot ({busy} of {slots})"),
+                        fields,
+                    );
+                } else {
+                    self.event(
+                        Level::Warn,
+                        EventName::OccupiedBeyondCapacity,
+                        format!(
+                            "work that already runs on {executor} occupies a slot beyond its {slots} slots; {executor} takes no new lease until enough of its leases end"
+                        ),
+                        fields,
+                    );
+                }
+                true
+            }
+            None => {
+                self.event(
+                    Level::Warn,
+                    EventName::OccupiedUnknown,
+                    format!(
+                        "work already runs on {executor}, which the roster does not have; it occupies no slot"
+                    ),
+                    vec![("executor", json!(executor)), ("lease", json!(lease))],
+                );
+                false
+            }
+        };
+        self.outputs.push_back(Output::Granted {
+            request: id.clone(),
+            lease,
+            executor: executor.clone(),
+            role: role.clone().unwrap_or_default(),
+            hold: hold.clone(),
+            passed: 0,
+            occupied: true,
+        });
+        self.leases.open(
+            lease,
+            Lease {
+                request: id,
+                executor,
+                role,
+                label: None,
+                hold,
+                since: self.now,
+                occupied: true,
+                counted,
+            },
+        );
+    }
+}

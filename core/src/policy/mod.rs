@@ -1,0 +1,335 @@
+//! The policy: one deterministic, sans-IO state machine.
+//!
+//! The run loop is `handle(input)`, then `poll_output()` until `None`, then
+//! `poll_timeout()`. Internally every input goes through the same steps:
+//! validate (nothing changes on error), advance time (expiries, pause ends,
+//! deadlines, in time order), apply the input, grant every waiting request a free
+//! slot can serve (in lease order), schedule probes, persist once if the lasting
+//! exclusions changed.
+//!
+//! Indexes keep the cost of a decision independent of the number of waiters and
+//! nearly independent of the number of executors: a per-role ordered set of the
+//! executors that can take that role now (priority, then least recently leased),
+//! per-role queues in lease order, and timer sets for exclusion ends, pause ends
+//! and deadlines.
+
+mod events;
+mod exclusions;
+mod exhaustion;
+mod export;
+mod granting;
+mod invariants;
+mod keys;
+mod leases;
+mod persistence;
+mod probes;
+mod provisioning;
+mod queries;
+mod queue;
+mod reload;
+mod roster;
+mod timers;
+
+pub use invariants::InvariantViolation;
+
+use std::collections::VecDeque;
+
+use serde_json::Value;
+
+use crate::document::Document;
+use crate::error::Error;
+use crate::protocol::{ExclusionKind, Input, Options, Output, STATE_VERSION};
+use crate::sorted;
+use crate::time::iso;
+
+use exclusions::Exclusions;
+use leases::Leases;
+use persistence::Persistence;
+use probes::Probes;
+use provisioning::Provisioning;
+use queue::{Ending, Queue};
+use reload::Reloads;
+use roster::Roster;
+
+/// The roster policy. See the crate docs for the run loop.
+///
+/// Its state is a handful of sub-states, each in the module of its concept and
+/// each owning the indexes kept in step with it: the roster (executors, role
+/// tables, ready sets), the queue (requests, per-role and pinned queues,
+/// deadlines), the open leases, the exclusion timers, the probe schedule,
+/// provisioning (pause timers, abandoned creations), reloads and persistence.
+/// What needs several of them is a method of `Policy`, in the concept's module.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    options: Options,
+    document: Document,
+    now: u64,
+    roster: Roster,
+    queue: Queue,
+    leases: Leases,
+    exclusions: Exclusions,
+    probes: Probes,
+    provisioning: Provisioning,
+    reloads: Reloads,
+    persistence: Persistence,
+    outputs: VecDeque<Output>,
+}
+
+/// An input checked against the state, carrying what checking it produced.
+enum Checked {
+    Plain,
+    Reload(Document),
+}
+
+impl Policy {
+    /// Builds a policy from a roster document, validated against `options.kinds`:
+    /// a bad one is refused with every violation listed.
+    pub fn new(document: &Value, options: Options) -> Result<Policy, Error> {
+        let document = Document::from_json(document, options.kinds.as_deref())
+            .map_err(|violations| Error::InvalidDocument { violations })?;
+        let roster = Roster::new(&document);
+        let reloads = Reloads::new(&document);
+        let mut policy = Policy {
+            options,
+            document,
+            now: 0,
+            roster,
+            queue: Queue::default(),
+            leases: Leases::default(),
+            exclusions: Exclusions::default(),
+            probes: Probes::default(),
+            provisioning: Provisioning::default(),
+            reloads,
+            persistence: Persistence::default(),
+            outputs: VecDeque::new(),
+        };
+        policy.rebuild();
+        policy.persistence.last = vec![None; policy.roster.executors.len()];
+        Ok(policy)
+    }
+
+    // ---- The run loop ---------------------------------------------------------
+
+    /// Feeds one input. On error nothing changed (time did not advance either).
+    pub fn handle(&mut self, input: Input) -> Result<(), Error> {
+        let checked = self.check(&input)?;
+        self.now = self.now.max(input.now());
+        self.advance_time();
+        self.apply(input, checked);
+        self.grant_pass();
+        self.schedule_probes();
+        self.flush_persist();
+        #[cfg(debug_assertions)]
+        self.check_invariants();
+        Ok(())
+    }
+
+    /// The next output, until `None`. Drain completely after every input.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    /// The time of the last input (epoch ms).
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// The running document as written.
+    pub fn document(&self) -> &Value {
+        &self.document.raw
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    fn role_index(&self, role: &str) -> Result<usize, Error> {
+        self.document
+            .roles
+            .iter()
+            .position(|r| r == role)
+            .ok_or_else(|| Error::UnknownRole {
+                role: role.to_string(),
+                known: self.document.roles.join(", "),
+            })
+    }
+
+    fn known_exec(&self, id: &str) -> Result<usize, Error> {
+        self.roster
+            .index
+            .get(id)
+            .ok_or_else(|| Error::UnknownExecutor { id: id.to_string() })
+    }
+
+    fn check_new_id(&self, id: &str) -> Result<(), Error> {
+        if id.is_empty() {
+            return Err(Error::input("a request id is a non-empty string"));
+        }
+        if self.queue.requests.contains_key(id)
+            || self.leases.by_request.contains_key(id)
+            || sorted::contains_key(&self.provisioning.abandoned, id)
+        {
+            return Err(Error::DuplicateRequest { id: id.to_string() });
+        }
+        Ok(())
+    }
+
+    fn check(&self, input: &Input) -> Result<Checked, Error> {
+        let now = self.now.max(input.now());
+        if input.now() > 9_007_199_254_740_991 {
+            return Err(Error::input(
+                "`now` is beyond what a JSON number holds exactly",
+            ));
+        }
+        match input {
+            Input::Lease(request) | Input::TryLease(request) => {
+                self.check_new_id(&request.id)?;
+                self.role_index(&request.role)?;
+            }
+            Input::Cancel { id, .. } => {
+                if !self.queue.requests.contains_key(id) {
+                    return Err(Error::UnknownRequest { id: id.clone() });
+                }
+            }
+            Input::Release { lease, .. } => {
+                if *lease == 0 || *lease >= self.leases.next_id {
+                    return Err(Error::UnknownLease { lease: *lease });
+                }
+            }
+            Input::Occupy { id, role, .. } => {
+                self.check_new_id(id)?;
+                if let Some(role) = role {
+                    self.role_index(role)?;
+                }
+            }
+            Input::Report { executor, .. } | Input::Resume { executor, .. } => {
+                self.known_exec(executor)?;
+            }
+            Input::Exclude {
+                executor,
+                kind,
+                until,
+                ..
+            } => {
+                self.known_exec(executor)?;
+                match (kind, until) {
+                    (ExclusionKind::Until, None) => {
+                        return Err(Error::input("exclude: kind `until` needs `until`"))
+                    }
+                    (ExclusionKind::Until | ExclusionKind::Manual, Some(t)) if *t <= now => {
+                        return Err(Error::input(format!(
+                            "exclude: `until` {} is not after now {}",
+                            iso(*t),
+                            iso(now)
+                        )))
+                    }
+                    _ => {}
+                }
+            }
+            Input::ProbeResult { executor, .. } => {
+                self.known_exec(executor)?;
+            }
+            Input::MachineCreated { id, .. } | Input::MachineFailed { id, .. } => {
+                let creating = self.queue.requests.get(id).is_some_and(|r| !r.waiting());
+                if !creating && !sorted::contains_key(&self.provisioning.abandoned, id) {
+                    return Err(Error::UnknownRequest { id: id.clone() });
+                }
+            }
+            Input::Reload { document, .. } => {
+                let parsed = Document::from_json(document, self.options.kinds.as_deref())
+                    .map_err(|violations| Error::InvalidDocument { violations })?;
+                return Ok(Checked::Reload(parsed));
+            }
+            Input::PreflightResult { executor, .. } => {
+                let pending = self
+                    .reloads
+                    .pending
+                    .as_ref()
+                    .is_some_and(|p| p.document.executor(executor).is_some());
+                if !pending && !self.roster.index.contains_key(executor) {
+                    return Err(Error::UnknownExecutor {
+                        id: executor.clone(),
+                    });
+                }
+            }
+            Input::Restore { state, .. } => {
+                if state.version != STATE_VERSION {
+                    return Err(Error::InvalidState {
+                        message: format!("state version {} is not {STATE_VERSION}", state.version),
+                    });
+                }
+                for (i, x) in state.exclusions.iter().enumerate() {
+                    if x.kind == ExclusionKind::Until && x.until.is_none() {
+                        return Err(Error::InvalidState {
+                            message: format!(
+                                "exclusions[{i}] ('{}') is `until` without `until`",
+                                x.id
+                            ),
+                        });
+                    }
+                }
+            }
+            Input::Tick { .. } => {}
+        }
+        Ok(Checked::Plain)
+    }
+
+    fn apply(&mut self, input: Input, checked: Checked) {
+        match input {
+            Input::Lease(request) => self.admit(request, false),
+            Input::TryLease(request) => self.admit(request, true),
+            Input::Cancel { id, .. } => {
+                if self.queue.requests.contains_key(&id) {
+                    self.end_request(&id, Ending::Cancelled);
+                }
+            }
+            Input::Release { lease, .. } => self.release(lease),
+            Input::Occupy {
+                id,
+                executor,
+                role,
+                hold,
+                ..
+            } => self.occupy(id, executor, role, hold),
+            Input::Report {
+                executor, failure, ..
+            } => self.report(&executor, &failure),
+            Input::Exclude {
+                executor,
+                kind,
+                reason,
+                until,
+                ..
+            } => {
+                let e = self.roster.index.get(&executor);
+                debug_assert!(e.is_some(), "exclude: the executor was checked");
+                if let Some(e) = e {
+                    let reason = if reason.is_empty() {
+                        "excluded by an operator".to_string()
+                    } else {
+                        reason
+                    };
+                    let exclusion = self.exclusion_of_kind(e, kind, reason, until);
+                    self.exclude(e, exclusion);
+                }
+            }
+            Input::Resume { executor, .. } => self.resume(&executor),
+            Input::ProbeResult { executor, up, .. } => self.probe_result(&executor, up),
+            Input::MachineCreated { id, hold, .. } => self.machine_created(&id, hold),
+            Input::MachineFailed { id, message, .. } => self.machine_failed(&id, &message),
+            Input::Reload { .. } => {
+                if let Checked::Reload(document) = checked {
+                    self.reload(document);
+                }
+            }
+            Input::PreflightResult {
+                executor,
+                ok,
+                error,
+                ..
+            } => self.preflight_result(executor, ok, error),
+            Input::Restore { state, .. } => self.restore(state),
+            Input::Tick { .. } => {}
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! Provisioning: machine creation, its pauses after failures, abandoned creations.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::classify::excerpt;
+use crate::duration::format_duration;
+use crate::protocol::{Level, Output};
+use crate::sorted::{self, StrMap};
+
+use super::events::EventName;
+use super::keys::{timer_key, Index};
+use super::queue::Creating;
+use super::Policy;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Pause {
+    pub(super) failures: u32,
+    pub(super) until: u64,
+    pub(super) message: String,
+    pub(super) blocked: bool,
+}
+
+/// Machine creation's own state: the pause timers of executors whose creations
+/// failed, and the requests cancelled while their machine was created.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Provisioning {
+    /// Blocked pauses, keyed (until, executor).
+    pub(super) pause_ends: Index,
+    /// Requests cancelled while their machine was created, with the executor: the
+    /// machine is deleted when it arrives.
+    pub(super) abandoned: StrMap<String>,
+}
+
+impl Provisioning {
+    /// When a pause next ends.
+    pub(super) fn next_pause_end(&self) -> Option<u64> {
+        self.pause_ends.first_key_value().map(|(k, _)| k[0])
+    }
+
+    /// Takes the first pause timer due at `at` or earlier: its executor.
+    pub(super) fn pop_due_pause(&mut self, at: u64) -> Option<usize> {
+        let (&[t, e, ..], _) = self.pause_ends.first_key_value()?;
+        if t > at {
+            return None;
+        }
+        self.pause_ends.pop_first();
+        Some(e as usize)
+    }
+
+    /// Starts executor `e`'s pause timer.
+    pub(super) fn time_pause(&mut self, e: usize, until: u64) {
+        self.pause_ends.insert(timer_key(until, e), 0);
+    }
+
+    /// Stops executor `e`'s pause timer (a pause that is no longer blocked has none).
+    pub(super) fn untime_pause(&mut self, e: usize, until: u64) {
+        self.pause_ends.remove(&timer_key(until, e));
+    }
+}
+
+impl Policy {
+    pub(super) fn machine_created(&mut self, id: &str, hold: Value) {
+        if let Some(executor) = sorted::remove(&mut self.provisioning.abandoned, id) {
+            self.outputs.push_back(Output::DeleteMachine {
+                executor: executor.clone(),
+                hold,
+            });
+            self.event(
+                Level::Info,
+                EventName::MachineDiscarded,
+                format!(
+                    "the request stopped waiting while its machine was created on {executor}; the machine is deleted"
+                ),
+                vec![("request", json!(id)), ("executor", json!(executor))],
+            );
+            return;
+        }
+        // Only a request whose machine is being created: it is in no queue.
+        let Some(Creating { executor, passed }) = self
+            .queue
+            .requests
+            .get(id)
+            .and_then(|q| q.creating.as_deref())
+            .cloned()
+        else {
+            debug_assert!(false, "machine_created: the request was checked");
+            return;
+        };
+        self.dequeue(id);
+        let Some(req) = self.queue.requests.remove(id) else {
+            debug_assert!(false, "machine_created: the request is stored");
+            return;
+        };
+        if let Some(e) = self.roster.index.get(&executor) {
+            if self.roster.executors[e].runtime.pause.is_some() {
+                self.roster.unready(e);
+                if let Some(p) = self.roster.executors[e].runtime.pause.take() {
+                    self.provisioning.untime_pause(e, p.until);
+                }
+                self.roster.ready_up(e);
+                self.roster.dirty.push(e);
+            }
+        }
+        self.open_lease(req, executor, Some(hold), passed);
+    }
+
+    pub(super) fn machine_failed(&mut self, id: &str, message: &str) {
+        let executor = match sorted::remove(&mut self.provisioning.abandoned, id) {
+            Some(executor) => executor,
+            None => {
+                let Some(req) = self.queue.requests.get_mut(id) else {
+                    debug_assert!(false, "machine_failed: the request was checked");
+                    return;
+                };
+                let Some(creating) = req.creating.take() else {
+                    debug_assert!(false, "machine_failed: the request creates a machine");
+                    return;
+                };
+                let executor = creating.executor;
+                // Back in its place in the queue: its key is unchanged.
+                let role = req.role;
+                let r = self.roster.roles.at.get(role as usize).copied().flatten();
+                if let Some(e) = self.roster.index.get(&executor) {
+                    self.free_slot(e, r);
+                    self.leave_if_drained(e);
+                }
+                // The grant pass puts it back in its place, or grants it elsewhere.
+                self.queue.retry.push(id.to_string());
+                executor
+            }
+        };
+        let Some(e) = self.roster.index.get(&executor) else {
+            return;
+        };
+        self.roster.unready(e);
+        let failures = self.roster.executors[e]
+            .runtime
+            .pause
+            .as_ref()
+            .map_or(0, |p| p.failures)
+            + 1;
+        let doubling = 1u64 << (failures - 1).min(20);
+        let delay = self
+            .options
+            .provision_first_pause_ms
+            .saturating_mul(doubling)
+            .min(self.options.provision_max_pause_ms);
+        if let Some(p) = self.roster.executors[e].runtime.pause.take() {
+            self.provisioning.untime_pause(e, p.until);
+        }
+        let until = self.now + delay;
+        self.roster.executors[e].runtime.pause = Some(Pause {
+            failures,
+            until,
+            message: message.to_string(),
+            blocked: true,
+        });
+        self.provisioning.time_pause(e, until);
+        self.roster.ready_up(e);
+        self.event(
+            Level::Warn,
+            EventName::ProvisionPaused,
+            format!(
+                "{executor} could not create a machine ({}); its requests keep waiting, and it tries again after {} (failure {failures})",
+                excerpt(message, 160),
+                format_duration(delay)
+            ),
+            vec![
+                ("executor", json!(executor)),
+                ("failures", json!(failures)),
+                ("retryAt", json!(until)),
+            ],
+        );
+    }
+
+    pub(super) fn end_pause(&mut self, e: usize) {
+        let Some(p) = self.roster.executors[e].runtime.pause.as_mut() else {
+            debug_assert!(false, "end_pause: a pause timer belongs to a pause");
+            return;
+        };
+        debug_assert!(p.blocked, "end_pause: only a blocked pause has a timer");
+        let failures = p.failures;
+        self.roster.unready(e);
+        if let Some(p) = self.roster.executors[e].runtime.pause.as_mut() {
+            p.blocked = false;
+        }
+        self.roster.ready_up(e);
+        self.roster.dirty.push(e);
+        let id = self.roster.executors[e].spec.id.clone();
+        self.event(
+            Level::Info,
+            EventName::ProvisionResumed,
+            format!("{id}'s pause ended; it creates machines again"),
+            vec![("executor", json!(id)), ("failures", json!(failures))],
+        );
+    }
+}

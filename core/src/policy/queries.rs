@@ -1,0 +1,393 @@
+//! Queries: they change nothing (snapshot, explain, plan, available, slots).
+
+use serde_json::Value;
+
+use crate::document::Document;
+use crate::error::Error;
+use crate::protocol::{ExclusionKind, ExplainRequest, Output};
+use crate::sorted;
+use crate::status::{
+    CreatingRequest, ExclusionStatus, ExecutorExplanation, ExecutorStatus, Explanation,
+    LeaseStatus, PauseStatus, PendingReloadStatus, Plan, PlannedGrant, QueuedRequest, Resize,
+    Snapshot,
+};
+use crate::time::iso;
+
+use super::exclusions::{describe, Described};
+use super::keys::{order_key, OrderKey};
+use super::queue::{request_extra, Request};
+use super::Policy;
+
+impl Policy {
+    /// Free slots for `role` now, across executors in the round (not excluded, not
+    /// paused, not draining).
+    pub fn available(&self, role: &str) -> Result<u32, Error> {
+        let r = self.role_index(role)?;
+        Ok(self.roster.roles.members[r]
+            .iter()
+            .map(|&e| {
+                let x = &self.roster.executors[e];
+                if x.draining || x.runtime.exclusion.is_some() || x.blocked() {
+                    return 0;
+                }
+                let total = x.spec.slots.saturating_sub(x.busy);
+                let for_role = x.caps[r].saturating_sub(x.busy_by_role[r]);
+                total.min(for_role)
+            })
+            .sum())
+    }
+
+    /// Configured slots for `role` (role caps applied).
+    pub fn slots(&self, role: &str) -> Result<u32, Error> {
+        let r = self.role_index(role)?;
+        Ok(self.roster.roles.members[r]
+            .iter()
+            .filter(|&&e| !self.roster.executors[e].draining)
+            .map(|&e| self.roster.executors[e].caps[r])
+            .sum())
+    }
+
+    /// Whether an executor outside `avoid` has the role and is not out for the run.
+    pub fn can_ever_serve(&self, role: &str, avoid: &[String]) -> Result<bool, Error> {
+        let r = self.role_index(role)?;
+        Ok(self.can_serve(r, avoid, None))
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        let roles = &self.document.roles;
+        // Each executor's leases, in lease order (by executor index; leases on an
+        // executor the roster does not have are listed nowhere).
+        let mut leases_of: Vec<Vec<LeaseStatus>> = vec![Vec::new(); self.roster.executors.len()];
+        for (id, lease) in self.leases.open.iter() {
+            let Some(list) = self
+                .roster
+                .index
+                .get(&lease.executor)
+                .and_then(|e| leases_of.get_mut(e))
+            else {
+                continue;
+            };
+            list.push(LeaseStatus {
+                lease: id,
+                request: lease.request.clone(),
+                role: lease.role.clone(),
+                label: lease.label.clone(),
+                hold: lease.hold.clone(),
+                since: lease.since,
+                occupied: lease.occupied,
+            });
+        }
+        let executors = self
+            .roster
+            .executors
+            .iter()
+            .enumerate()
+            .map(|(e, x)| ExecutorStatus {
+                id: x.spec.id.clone(),
+                harness: x.spec.harness.clone(),
+                model: x.spec.model.clone(),
+                roles: x.spec.roles.clone(),
+                slots: if x.draining { 0 } else { x.spec.slots },
+                role_caps: x
+                    .role_indexes
+                    .iter()
+                    .map(|&r| (roles[r].clone(), x.caps[r]))
+                    .collect(),
+                priority: x
+                    .role_indexes
+                    .iter()
+                    .map(|&r| (roles[r].clone(), x.priorities[r].0))
+                    .collect(),
+                busy: x.busy,
+                busy_by_role: x
+                    .role_indexes
+                    .iter()
+                    .map(|&r| (roles[r].clone(), x.busy_by_role[r]))
+                    .collect(),
+                exclusion: x
+                    .runtime
+                    .exclusion
+                    .as_ref()
+                    .map(|exclusion| ExclusionStatus {
+                        kind: exclusion.kind,
+                        reason: exclusion.reason.clone(),
+                        until: exclusion.end(),
+                        since: exclusion.since,
+                        next_probe_at: (exclusion.kind == ExclusionKind::Health
+                            && self.options.can_probe)
+                            .then(|| self.probe_due(e)),
+                        then_until: exclusion.then.as_ref().map(|(t, _)| *t),
+                        description: describe(exclusion),
+                    }),
+                pause: x.runtime.pause.as_ref().map(|p| PauseStatus {
+                    failures: p.failures,
+                    until: p.until,
+                    message: p.message.clone(),
+                    blocked: p.blocked,
+                }),
+                draining: x.draining,
+                provision: x.spec.provision,
+                leases: std::mem::take(&mut leases_of[e]),
+                preflight: sorted::get(&self.reloads.preflights, &x.spec.id).cloned(),
+                probe_in_flight: x.runtime.probe_in_flight,
+                recent_rate_limits: x
+                    .runtime
+                    .rate_limits
+                    .iter()
+                    .filter(|&&t| t + self.options.rate_limit_window_ms > self.now)
+                    .count() as u32,
+            })
+            .collect();
+        let mut queue: Vec<(OrderKey, usize, QueuedRequest)> = Vec::new();
+        for (r, entries) in self.queue.by_role.iter().enumerate() {
+            for &s in entries.values() {
+                let Some(q) = self.queue.requests.at(s) else {
+                    debug_assert!(false, "a queued slot holds a request");
+                    continue;
+                };
+                queue.push((
+                    q.key,
+                    r,
+                    QueuedRequest {
+                        request: q.id.to_string(),
+                        role: roles[r].clone(),
+                        rank: q.rank(),
+                        event_time: q.event_time(),
+                        label: q.label().map(str::to_string),
+                        pin: q.pin().map(str::to_string),
+                        avoid: q.avoid().to_vec(),
+                        prefer: q.prefer().map(str::to_string),
+                        deadline: q.deadline(),
+                        ahead: 0,
+                        waiting_since: q.since,
+                    },
+                ));
+            }
+        }
+        queue.sort_by_key(|a| a.0);
+        // In lease order, with a running count per role: ahead of each request are the
+        // earlier ones of the roles that compete with its own.
+        let mut seen = vec![0u32; roles.len()];
+        for (_, r, q) in &mut queue {
+            q.ahead = self
+                .roster
+                .roles
+                .overlap
+                .get(*r)
+                .map_or(seen[*r], |roles| roles.iter().map(|&o| seen[o]).sum());
+            seen[*r] += 1;
+        }
+        let creating = self
+            .queue
+            .requests
+            .values()
+            .filter_map(|q| {
+                q.creating.as_ref().map(|c| CreatingRequest {
+                    request: q.id.to_string(),
+                    executor: c.executor.clone(),
+                    role: self.roster.request_role_name(q).to_string(),
+                    since: q.since,
+                })
+            })
+            .collect();
+        Snapshot {
+            now: self.now,
+            roles: roles.clone(),
+            executors,
+            queue: queue.into_iter().map(|(_, _, q)| q).collect(),
+            creating,
+            pending_reload: self.reloads.pending.as_ref().map(|p| PendingReloadStatus {
+                since: p.since,
+                awaiting: p.awaiting.clone(),
+            }),
+            wake_at: self.poll_timeout(),
+        }
+    }
+
+    /// Why each executor can or cannot take a request (waiting or hypothetical) now.
+    pub fn explain(&self, request: &ExplainRequest) -> Result<Explanation, Error> {
+        let (role, avoid, prefer, pin) = match &request.request {
+            Some(id) => {
+                let q = self
+                    .queue
+                    .requests
+                    .get(id)
+                    .ok_or_else(|| Error::UnknownRequest { id: id.clone() })?;
+                (
+                    self.roster.request_role_name(q).to_string(),
+                    q.avoid().to_vec(),
+                    q.prefer().map(str::to_string),
+                    q.pin().map(str::to_string),
+                )
+            }
+            None => (
+                request.role.clone(),
+                request.avoid.clone(),
+                request.prefer.clone(),
+                request.pin.clone(),
+            ),
+        };
+        let r = self.role_index(&role)?;
+        let executors = self
+            .roster
+            .executors
+            .iter()
+            .map(|x| {
+                let mut reasons = Vec::new();
+                let id = &x.spec.id;
+                if !x.has_role(r) {
+                    reasons.push(format!("lacks the role {role}"));
+                }
+                if pin.as_ref().is_some_and(|p| p != id) {
+                    reasons.push(format!(
+                        "the request is pinned to {}",
+                        pin.clone().unwrap_or_default()
+                    ));
+                }
+                if avoid.contains(id) {
+                    reasons.push("avoided by the request".to_string());
+                }
+                if x.draining {
+                    reasons.push("removed by a reload; draining".to_string());
+                }
+                if let Some(exclusion) = &x.runtime.exclusion {
+                    reasons.push(format!("out of the round {}", Described(exclusion)));
+                }
+                if pin.is_none() && x.spec.provision {
+                    if let Some(p) = x.runtime.pause.as_ref().filter(|p| p.blocked) {
+                        reasons.push(format!(
+                            "paused creating machines until {} after {} failure(s)",
+                            iso(p.until),
+                            p.failures
+                        ));
+                    }
+                }
+                if x.has_role(r) && !x.draining {
+                    if x.busy >= x.spec.slots {
+                        reasons.push(format!("busy ({} of {} slots)", x.busy, x.spec.slots));
+                    } else if x.busy_by_role[r] >= x.caps[r] {
+                        reasons.push(format!(
+                            "role cap reached ({role} {} of {})",
+                            x.busy_by_role[r], x.caps[r]
+                        ));
+                    }
+                }
+                ExecutorExplanation {
+                    id: id.clone(),
+                    ok: reasons.is_empty(),
+                    reasons,
+                    priority: x.has_role(r).then_some(x.priorities[r].0),
+                }
+            })
+            .collect::<Vec<_>>();
+        let hypothetical = Request {
+            id: Box::from(""),
+            key: order_key((0, 0, 0, 0)),
+            since: self.now,
+            role: self.roster.roles.ids.get(r).copied().unwrap_or(0),
+            announced: true,
+            try_only: false,
+            has_event_time: false,
+            label: None,
+            extra: request_extra(avoid.clone(), prefer, pin.clone(), None),
+            creating: None,
+        };
+        let pick = match &pin {
+            Some(p) => self
+                .roster
+                .index
+                .get(p)
+                .filter(|&e| self.pin_ready(e, r) && !avoid.contains(p)),
+            None => self.pick(&hypothetical, r),
+        }
+        .map(|e| self.roster.executors[e].spec.id.clone());
+        let mut explanation = Explanation {
+            role,
+            pick,
+            can_ever_serve: self.can_serve(r, &avoid, pin.as_deref()),
+            executors,
+        };
+        if let Some(p) = &pin {
+            if !self.roster.index.contains_key(p) {
+                explanation.executors.push(ExecutorExplanation {
+                    id: p.clone(),
+                    ok: false,
+                    reasons: vec!["not in the roster (the pinned request waits for a reload that declares it)".into()],
+                    priority: None,
+                });
+            }
+        }
+        Ok(explanation)
+    }
+
+    /// A dry run of a reload: which executors drain, which waiters would be granted
+    /// or exhausted. Changes nothing.
+    pub fn plan(&self, document: &Value) -> Result<Plan, Error> {
+        let parsed = Document::from_json(document, self.options.kinds.as_deref())
+            .map_err(|violations| Error::InvalidDocument { violations })?;
+        let mut plan = Plan {
+            added: Vec::new(),
+            draining: Vec::new(),
+            leaving: Vec::new(),
+            resized: Vec::new(),
+            changed: Vec::new(),
+            granted: Vec::new(),
+            exhausted: Vec::new(),
+            preflight: if self.options.preflight_reloads {
+                self.needs_preflight(&parsed).into_iter().collect()
+            } else {
+                Vec::new()
+            },
+        };
+        for spec in &parsed.executors {
+            match self.roster.index.get(&spec.id) {
+                None => plan.added.push(spec.id.clone()),
+                Some(e) => {
+                    let x = &self.roster.executors[e];
+                    if x.draining {
+                        plan.added.push(spec.id.clone());
+                    } else if x.spec.slots != spec.slots {
+                        plan.resized.push(Resize {
+                            id: spec.id.clone(),
+                            from: x.spec.slots,
+                            to: spec.slots,
+                            running: x.busy,
+                        });
+                    } else if x.spec.roles != spec.roles
+                        || x.spec.role_caps != spec.role_caps
+                        || x.spec.priority != spec.priority
+                        || x.spec.raw != spec.raw
+                    {
+                        plan.changed.push(spec.id.clone());
+                    }
+                }
+            }
+        }
+        for x in &self.roster.executors {
+            if parsed.executor(&x.spec.id).is_none() && !x.draining {
+                if x.busy > 0 {
+                    plan.draining.push(x.spec.id.clone());
+                } else {
+                    plan.leaving.push(x.spec.id.clone());
+                }
+            }
+        }
+        let mut trial = self.clone();
+        trial.outputs.clear();
+        trial.apply_reload(parsed);
+        trial.grant_pass();
+        for output in trial.outputs {
+            match output {
+                Output::Granted {
+                    request, executor, ..
+                }
+                | Output::CreateMachine { request, executor } => {
+                    plan.granted.push(PlannedGrant { request, executor })
+                }
+                Output::Exhausted { request, .. } => plan.exhausted.push(request),
+                _ => {}
+            }
+        }
+        Ok(plan)
+    }
+}

@@ -1,0 +1,585 @@
+//! Requests and the queue: the request store, the per-role and pinned queues in
+//! lease order, deadlines, and how a request without a lease ends.
+
+use serde_json::json;
+
+use crate::protocol::{Level, Output};
+use crate::sorted::{self, StrMap};
+
+use super::events::for_label;
+use super::events::EventName;
+use super::keys::{key_parts, ByName, Index, Key, OrderKey};
+use super::roster::RoleTable;
+use super::Policy;
+
+/// A request that has no lease yet: waiting, or holding a slot while its machine is
+/// created. Every waiting request holds one, so it is kept small (issue 3: under
+/// 300 bytes per waiting request, indexes included): rank and event time are read
+/// back from its key, the role is interned, and what few requests carry lives
+/// behind one optional box.
+#[derive(Debug, Clone)]
+pub(super) struct Request {
+    pub(super) id: Box<str>,
+    pub(super) key: OrderKey,
+    pub(super) since: u64,
+    /// Index into `Policy::role_names` (the role may leave the document on reload).
+    pub(super) role: u32,
+    pub(super) announced: bool,
+    /// A `tryLease`: it never waits, even after a failed machine creation.
+    pub(super) try_only: bool,
+    /// `key.2` is the request's `eventTime` (else its arrival time).
+    pub(super) has_event_time: bool,
+    /// Many callers name themselves, so the label stays out of the box.
+    pub(super) label: Option<Box<str>>,
+    pub(super) extra: Option<Box<RequestExtra>>,
+    /// Set while a slot is held on an executor for its machine.
+    pub(super) creating: Option<Box<Creating>>,
+}
+
+/// The fields of a request that most requests leave empty.
+#[derive(Debug, Clone, Default)]
+pub(super) struct RequestExtra {
+    pub(super) avoid: Vec<String>,
+    pub(super) prefer: Option<Box<str>>,
+    pub(super) pin: Option<Box<str>>,
+    pub(super) deadline: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Creating {
+    pub(super) executor: String,
+    pub(super) passed: u32,
+}
+
+impl Request {
+    pub(super) fn avoid(&self) -> &[String] {
+        self.extra.as_ref().map_or(&[], |x| &x.avoid)
+    }
+
+    pub(super) fn avoids(&self, executor: &str) -> bool {
+        self.avoid().iter().any(|a| a == executor)
+    }
+
+    pub(super) fn prefer(&self) -> Option<&str> {
+        self.extra.as_ref().and_then(|x| x.prefer.as_deref())
+    }
+
+    pub(super) fn pin(&self) -> Option<&str> {
+        self.extra.as_ref().and_then(|x| x.pin.as_deref())
+    }
+
+    pub(super) fn label(&self) -> Option<&str> {
+        self.label.as_deref()
+    }
+
+    pub(super) fn deadline(&self) -> Option<u64> {
+        self.extra.as_ref().and_then(|x| x.deadline)
+    }
+
+    pub(super) fn rank(&self) -> Option<i64> {
+        (self.key[0] == 0).then_some(key_parts(&self.key).1)
+    }
+
+    pub(super) fn event_time(&self) -> Option<u64> {
+        self.has_event_time.then_some(self.key[2])
+    }
+
+    pub(super) fn waiting(&self) -> bool {
+        self.creating.is_none()
+    }
+}
+
+/// Boxes the rarely used fields, or nothing when all are empty.
+pub(super) fn request_extra(
+    avoid: Vec<String>,
+    prefer: Option<String>,
+    pin: Option<String>,
+    deadline: Option<u64>,
+) -> Option<Box<RequestExtra>> {
+    let empty = avoid.is_empty() && prefer.is_none() && pin.is_none() && deadline.is_none();
+    (!empty).then(|| {
+        Box::new(RequestExtra {
+            avoid,
+            prefer: prefer.map(String::into_boxed_str),
+            pin: pin.map(String::into_boxed_str),
+            deadline,
+        })
+    })
+}
+
+#[derive(Debug, Clone, Default)]
+pub(super) struct Requests {
+    pub(super) chunks: Vec<Vec<Option<Request>>>,
+    pub(super) free: Vec<u32>,
+    /// Slots by id.
+    pub(super) by_id: ByName,
+}
+
+pub(super) const CHUNK: usize = 256;
+
+impl Requests {
+    pub(super) fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    pub(super) fn slot(&self, id: &str) -> Option<u32> {
+        self.by_id.get(id).map(|&s| s as u32)
+    }
+
+    pub(super) fn contains_key(&self, id: &str) -> bool {
+        self.by_id.contains_key(id)
+    }
+
+    pub(super) fn at(&self, s: u32) -> Option<&Request> {
+        let s = s as usize;
+        self.chunks.get(s / CHUNK)?.get(s % CHUNK)?.as_ref()
+    }
+
+    pub(super) fn at_mut(&mut self, s: u32) -> Option<&mut Request> {
+        let s = s as usize;
+        self.chunks.get_mut(s / CHUNK)?.get_mut(s % CHUNK)?.as_mut()
+    }
+
+    pub(super) fn get(&self, id: &str) -> Option<&Request> {
+        self.at(self.slot(id)?)
+    }
+
+    pub(super) fn get_mut(&mut self, id: &str) -> Option<&mut Request> {
+        let s = self.slot(id)?;
+        self.at_mut(s)
+    }
+
+    /// Stores a request whose id is not stored yet; its slot.
+    pub(super) fn insert(&mut self, req: Request) -> u32 {
+        let id = req.id.clone();
+        let free = self.free.pop().and_then(|s| {
+            let i = s as usize;
+            let place = self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)?;
+            Some((s, place))
+        });
+        let s = match free {
+            Some((s, place)) => {
+                *place = Some(req);
+                s
+            }
+            None => {
+                if self.chunks.last().is_none_or(|c| c.len() == CHUNK) {
+                    self.chunks.push(Vec::new());
+                }
+                let n = self.chunks.len() - 1;
+                let chunk = &mut self.chunks[n];
+                chunk.push(Some(req));
+                (n * CHUNK + chunk.len() - 1) as u32
+            }
+        };
+        self.by_id.insert(id, u64::from(s));
+        s
+    }
+
+    pub(super) fn remove_at(&mut self, s: u32) -> Option<Request> {
+        let i = s as usize;
+        let req = self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)?.take()?;
+        self.by_id.remove(&req.id);
+        if self.by_id.is_empty() {
+            // The queue drained: give back what a burst of waiters grew.
+            self.chunks = Vec::new();
+            self.free = Vec::new();
+        } else {
+            self.free.push(s);
+        }
+        Some(req)
+    }
+
+    pub(super) fn remove(&mut self, id: &str) -> Option<Request> {
+        let s = self.slot(id)?;
+        self.remove_at(s)
+    }
+
+    /// In id order (as the map they replaced iterated).
+    pub(super) fn values(&self) -> impl Iterator<Item = &Request> {
+        self.by_id.values().filter_map(|&s| self.at(s as u32))
+    }
+
+    /// Occupied slots (for the invariants).
+    pub(super) fn occupied(&self) -> usize {
+        self.chunks.iter().flatten().filter(|q| q.is_some()).count()
+    }
+}
+
+/// The request deadlines in (deadline, lease order) order, each with its request's
+/// slot: one `Index` per value of the order key's first word (the unranked flag),
+/// keyed `[deadline, rank, time, arrival]` (issue 4: a `BTreeSet<(u64, OrderKey,
+/// u32)>` was another copy of the B-tree code in the WebAssembly module). The first
+/// deadline is the least of the indexes' first entries, the lower flag first on a
+/// tie: the order of the tuples `(deadline, order key)` exactly. Order keys are
+/// unique (arrival), so a key maps to one slot.
+#[derive(Debug, Clone)]
+pub(super) struct Deadlines(pub(super) Vec<Index>);
+
+impl Default for Deadlines {
+    fn default() -> Deadlines {
+        // Ranked and unranked (an imported key may name other flags: more indexes).
+        Deadlines(vec![Index::new(), Index::new()])
+    }
+}
+
+impl Deadlines {
+    pub(super) fn split(deadline: u64, key: &OrderKey) -> (usize, Key) {
+        (key[0] as usize, [deadline, key[1], key[2], key[3]])
+    }
+
+    pub(super) fn insert(&mut self, deadline: u64, key: &OrderKey, s: u32) {
+        let (flag, k) = Self::split(deadline, key);
+        if self.0.len() <= flag {
+            self.0.resize(flag + 1, Index::new());
+        }
+        self.0[flag].insert(k, s);
+    }
+
+    pub(super) fn remove(&mut self, deadline: u64, key: &OrderKey) {
+        let (flag, k) = Self::split(deadline, key);
+        if let Some(index) = self.0.get_mut(flag) {
+            index.remove(&k);
+        }
+    }
+
+    /// The index holding the first deadline.
+    pub(super) fn first_index(&self) -> Option<usize> {
+        let mut best: Option<(u64, usize)> = None;
+        for (flag, index) in self.0.iter().enumerate() {
+            if let Some((k, _)) = index.first_key_value() {
+                // Strictly earlier only: on a tie the lower flag (seen first) wins.
+                if best.is_none_or(|(t, _)| k[0] < t) {
+                    best = Some((k[0], flag));
+                }
+            }
+        }
+        best.map(|(_, flag)| flag)
+    }
+
+    /// The first deadline and its request's slot.
+    pub(super) fn first(&self) -> Option<(u64, u32)> {
+        let (k, &s) = self.0[self.first_index()?].first_key_value()?;
+        Some((k[0], s))
+    }
+
+    pub(super) fn pop_first(&mut self) {
+        if let Some(flag) = self.first_index() {
+            self.0[flag].pop_first();
+        }
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.0.iter_mut().for_each(Index::clear);
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.0.iter().map(Index::len).sum()
+    }
+
+    /// Every entry as (deadline, order key, slot).
+    pub(super) fn iter(&self) -> impl Iterator<Item = (u64, OrderKey, u32)> + '_ {
+        self.0.iter().enumerate().flat_map(|(flag, index)| {
+            index
+                .iter()
+                .map(move |(k, &s)| (k[0], [flag as u64, k[1], k[2], k[3]], s))
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Ending {
+    Cancelled,
+    TimedOut,
+    Exhausted,
+}
+
+/// The requests without a lease and every index over them: one queue per role and
+/// one per pinned executor, in lease order, and the deadlines. Queues and timers
+/// hold request slots (`requests`), not ids.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Queue {
+    pub(super) requests: Requests,
+    /// Per document role: its waiting unpinned and pinned requests, by order key.
+    pub(super) by_role: Vec<Index>,
+    /// Per pinned executor id: its waiting requests, by order key.
+    pub(super) pinned: StrMap<Index>,
+    pub(super) deadlines: Deadlines,
+    /// The arrival number of the next request (the last word of its order key).
+    pub(super) next_arrival: u64,
+    /// Requests put back in the queue this input that may find a slot elsewhere.
+    pub(super) retry: Vec<String>,
+}
+
+impl Queue {
+    /// When the queue next needs the time: its first deadline.
+    pub(super) fn next_deadline(&self) -> Option<u64> {
+        self.deadlines.first().map(|(t, _)| t)
+    }
+
+    /// Takes the first deadline due at `at` or earlier: its request's slot.
+    pub(super) fn pop_due_deadline(&mut self, at: u64) -> Option<u32> {
+        let (t, s) = self.deadlines.first()?;
+        if t > at {
+            return None;
+        }
+        self.deadlines.pop_first();
+        Some(s)
+    }
+
+    /// Puts the waiting request in slot `s` in the queue of role `r`, its pin's
+    /// queue, and its deadline's timer.
+    pub(super) fn queue_waiting(&mut self, s: u32, r: usize) {
+        let Some(request) = self.requests.at(s) else {
+            debug_assert!(false, "queueing an empty slot {s}");
+            return;
+        };
+        debug_assert!(
+            request.waiting(),
+            "{} is queued while it creates",
+            request.id
+        );
+        let key = request.key;
+        let previous = self.by_role[r].insert(key, s);
+        debug_assert!(previous.is_none(), "{} queued twice", request.id);
+        if let Some(pin) = request.pin() {
+            sorted::entry(&mut self.pinned, pin).insert(key, s);
+        }
+        if let Some(deadline) = request.deadline() {
+            self.deadlines.insert(deadline, &key, s);
+        }
+    }
+
+    /// Takes the request in slot `s` out of its queues and timers.
+    pub(super) fn unqueue(&mut self, s: u32, roles: &RoleTable) {
+        let Some(request) = self.requests.at(s) else {
+            debug_assert!(false, "unqueueing an empty slot {s}");
+            return;
+        };
+        let key = request.key;
+        if let Some(r) = roles.of(request.role) {
+            self.by_role[r].remove(&key);
+        }
+        if let Some(pin) = request.pin() {
+            if let Some(queue) = sorted::get_mut(&mut self.pinned, pin) {
+                queue.remove(&key);
+                if queue.is_empty() {
+                    sorted::remove(&mut self.pinned, pin);
+                }
+            }
+        }
+        if let Some(deadline) = request.deadline() {
+            self.deadlines.remove(deadline, &key);
+        }
+    }
+
+    /// Rebuilds the queues and timers from the stored requests (after a reload or
+    /// an import; `roles` as aligned with the document of `role_count` roles).
+    pub(super) fn reindex(&mut self, roles: &RoleTable, role_count: usize) {
+        self.by_role = vec![Index::new(); role_count];
+        self.pinned.clear();
+        self.deadlines.clear();
+        for s in self.requests.by_id.values().map(|&s| s as u32) {
+            let Some(request) = self.requests.at(s) else {
+                debug_assert!(false, "request id names an empty slot {s}");
+                continue;
+            };
+            if let Some(deadline) = request.deadline() {
+                self.deadlines.insert(deadline, &request.key, s);
+            }
+            if !request.waiting() {
+                continue;
+            }
+            if let Some(r) = roles.of(request.role) {
+                self.by_role[r].insert(request.key, s);
+            }
+            if let Some(pin) = request.pin() {
+                sorted::entry(&mut self.pinned, pin).insert(request.key, s);
+            }
+        }
+    }
+
+    /// Waiting requests for role `r` earlier in lease order than `key`.
+    ///
+    /// Walks both sides of `key` in step and stops at the shorter one, so the head
+    /// of the queue (a grant) and its tail (a new waiter) cost O(1), not O(waiters).
+    pub(super) fn count_before(&self, r: usize, key: &OrderKey) -> u32 {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let queue = &self.by_role[r];
+        if queue.is_empty() {
+            return 0; // nobody waits for this role: the common case of a grant
+        }
+        let at = usize::from(queue.contains_key(key));
+        let mut before = queue.range(..*key);
+        let mut after = queue.range((Excluded(*key), Unbounded));
+        let mut i = 0;
+        loop {
+            if before.next().is_none() {
+                return i as u32;
+            }
+            if after.next().is_none() {
+                return (queue.len() - at - i) as u32;
+            }
+            i += 1;
+        }
+    }
+}
+
+impl Policy {
+    pub(super) fn enqueue(&mut self, id: &str, r: usize) {
+        let Some(s) = self.queue.requests.slot(id) else {
+            debug_assert!(false, "enqueue: the request is stored");
+            return;
+        };
+        let Some(req) = self.queue.requests.at_mut(s) else {
+            debug_assert!(false, "enqueue: the slot holds the request");
+            return;
+        };
+        req.creating = None;
+        let key = req.key;
+        let announce = !req.announced;
+        req.announced = true;
+        let pin = req.pin().map(str::to_string);
+        let label = req.label().map(str::to_string);
+        let avoid = req.avoid().to_vec();
+        self.queue.queue_waiting(s, r);
+        if announce {
+            let ahead = self.ahead_of(r, &key);
+            let report = self.waiting_report(r, &avoid, pin.as_deref());
+            let role = self.role_name(r).to_string();
+            self.outputs.push_back(Output::Waiting {
+                request: id.to_string(),
+                role: role.clone(),
+                report: report.clone(),
+                ahead,
+            });
+            let mut message = format!("waiting for an executor to take {role}");
+            if let Some(label) = &label {
+                message.push_str(&format!(" for {label}"));
+            }
+            message.push_str(&format!(": {report}"));
+            if let Some(pin) = &pin {
+                if !self.roster.index.contains_key(pin) {
+                    message.push_str(&format!(
+                        " ({pin} is not in the roster; the request waits until a reload declares it or it is cancelled)"
+                    ));
+                }
+            }
+            self.event(
+                Level::Info,
+                EventName::Waiting,
+                message,
+                vec![
+                    ("request", json!(id)),
+                    ("role", json!(role)),
+                    ("ahead", json!(ahead)),
+                ],
+            );
+        }
+    }
+
+    /// Waiting requests ahead of `key` in lease order that compete with role `r` for
+    /// an executor (requests of every role some executor takes along with `r`).
+    pub(super) fn ahead_of(&self, r: usize, key: &OrderKey) -> u32 {
+        match self.roster.roles.overlap.get(r) {
+            Some(roles) => roles.iter().map(|&o| self.queue.count_before(o, key)).sum(),
+            None => self.queue.count_before(r, key),
+        }
+    }
+
+    /// Waiting requests ahead of `key` in lease order that executor `e` could have
+    /// served: what a grant on `e` passed.
+    pub(super) fn passed_by(&self, e: usize, key: &OrderKey) -> u32 {
+        let x = &self.roster.executors[e];
+        x.role_indexes
+            .iter()
+            .filter(|&&r| x.caps[r] > 0)
+            .map(|&r| self.queue.count_before(r, key))
+            .sum()
+    }
+
+    pub(super) fn dequeue(&mut self, id: &str) {
+        let slot = self.queue.requests.slot(id);
+        debug_assert!(slot.is_some(), "dequeue: request {id} is stored");
+        if let Some(s) = slot {
+            self.dequeue_at(s);
+        }
+    }
+
+    /// Takes the request in slot `s` out of its queues and timers.
+    pub(super) fn dequeue_at(&mut self, s: u32) {
+        self.queue.unqueue(s, &self.roster.roles);
+    }
+
+    /// Ends a request that has no lease: cancelled, timed out or exhausted. A slot
+    /// held for its machine is freed, and the machine deleted when it arrives.
+    pub(super) fn end_request(&mut self, id: &str, ending: Ending) {
+        self.dequeue(id);
+        let Some(req) = self.queue.requests.remove(id) else {
+            debug_assert!(false, "end_request: the request is stored");
+            return;
+        };
+        if let Some(creating) = &req.creating {
+            let executor = &creating.executor;
+            sorted::insert(
+                &mut self.provisioning.abandoned,
+                id.to_string(),
+                executor.clone(),
+            );
+            if let Some(e) = self.roster.index.get(executor) {
+                let r = self.roster.request_role(&req);
+                self.free_slot(e, r);
+                self.leave_if_drained(e);
+            }
+        }
+        let role = self.roster.request_role_name(&req).to_string();
+        match ending {
+            Ending::Cancelled => {
+                self.outputs.push_back(Output::Cancelled {
+                    request: id.to_string(),
+                });
+                self.event(
+                    Level::Info,
+                    EventName::Cancelled,
+                    format!(
+                        "the request for {role}{} stopped waiting",
+                        for_label(req.label())
+                    ),
+                    vec![("request", json!(id))],
+                );
+            }
+            Ending::TimedOut => {
+                self.outputs.push_back(Output::TimedOut {
+                    request: id.to_string(),
+                });
+                self.event(
+                    Level::Warn,
+                    EventName::TimedOut,
+                    format!(
+                        "no executor took {role}{} before its deadline",
+                        for_label(req.label())
+                    ),
+                    vec![("request", json!(id))],
+                );
+            }
+            Ending::Exhausted => {
+                let reasons = self.exhausted_reasons(&req);
+                self.event(
+                    Level::Warn,
+                    EventName::Exhausted,
+                    format!(
+                        "no executor can ever take {role}{}: {}",
+                        for_label(req.label()),
+                        reasons.join("; ")
+                    ),
+                    vec![("request", json!(id)), ("role", json!(role))],
+                );
+                self.outputs.push_back(Output::Exhausted {
+                    request: id.to_string(),
+                    role,
+                    reasons,
+                });
+            }
+        }
+    }
+}

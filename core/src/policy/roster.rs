@@ -1,0 +1,398 @@
+//! The roster: executors, what each carries from input to input, and the tables
+//! derived from them (caps and priorities per role, role members, the ready sets).
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+use crate::document::ExecutorSpec;
+use crate::protocol::ExclusionKind;
+
+use super::exclusions::ActiveExclusion;
+use super::keys::{ready_key, ByName, Index, Priority};
+use super::provisioning::Pause;
+use super::queue::Request;
+use super::Policy;
+use crate::document::Document;
+
+/// What an executor carries from input to input (and across a live swap).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Runtime {
+    pub(super) last_leased: u64,
+    pub(super) exclusion: Option<ActiveExclusion>,
+    pub(super) rate_limits: VecDeque<u64>,
+    pub(super) pause: Option<Pause>,
+    pub(super) probe_in_flight: bool,
+    pub(super) last_probe_at: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Executor {
+    pub(super) spec: ExecutorSpec,
+    /// Removed by a reload; leaves when its last lease ends.
+    pub(super) draining: bool,
+    pub(super) runtime: Runtime,
+    // Derived (rebuilt on reload and import):
+    pub(super) busy: u32,
+    pub(super) busy_by_role: Vec<u32>,
+    /// Per role index: cap (0 when it lacks the role) and priority.
+    pub(super) caps: Vec<u32>,
+    pub(super) priorities: Vec<Priority>,
+    pub(super) role_indexes: Vec<usize>,
+    /// The ready-set entries it has now: per role, and the stamp they were keyed by.
+    pub(super) in_ready: Vec<bool>,
+    pub(super) ready_stamp: u64,
+}
+
+impl Executor {
+    pub(super) fn new(spec: ExecutorSpec, runtime: Runtime, roles: &[String]) -> Executor {
+        let mut exec = Executor {
+            spec,
+            draining: false,
+            runtime,
+            busy: 0,
+            busy_by_role: Vec::new(),
+            caps: Vec::new(),
+            priorities: Vec::new(),
+            role_indexes: Vec::new(),
+            in_ready: Vec::new(),
+            ready_stamp: 0,
+        };
+        exec.derive(roles);
+        exec
+    }
+
+    pub(super) fn derive(&mut self, roles: &[String]) {
+        self.busy = 0;
+        self.busy_by_role = vec![0; roles.len()];
+        self.in_ready = vec![false; roles.len()];
+        self.caps = roles
+            .iter()
+            .map(|r| {
+                if self.spec.has_role(r) {
+                    self.spec.cap_for(r)
+                } else {
+                    0
+                }
+            })
+            .collect();
+        self.priorities = roles
+            .iter()
+            .map(|r| Priority(self.spec.priority_for(r)))
+            .collect();
+        self.role_indexes = (0..roles.len())
+            .filter(|&i| self.spec.has_role(&roles[i]))
+            .collect();
+    }
+
+    pub(super) fn has_role(&self, r: usize) -> bool {
+        self.role_indexes.contains(&r)
+    }
+
+    pub(super) fn free_for(&self, r: usize) -> bool {
+        !self.draining
+            && self.busy < self.spec.slots
+            && self.busy_by_role.get(r).copied().unwrap_or(0)
+                < self.caps.get(r).copied().unwrap_or(0)
+    }
+
+    pub(super) fn blocked(&self) -> bool {
+        self.runtime.pause.as_ref().is_some_and(|p| p.blocked)
+    }
+
+    /// It can take an unpinned request for role `r` now.
+    pub(super) fn ready_for(&self, r: usize) -> bool {
+        self.free_for(r) && self.runtime.exclusion.is_none() && !self.blocked()
+    }
+
+    /// It can ever serve role `r` (in this run, as declared now).
+    pub(super) fn servable(&self, r: usize) -> bool {
+        !self.draining
+            && self.caps.get(r).copied().unwrap_or(0) > 0
+            && self
+                .runtime
+                .exclusion
+                .as_ref()
+                .is_none_or(|x| x.kind != ExclusionKind::Run)
+    }
+}
+
+/// Executor ids to their index in `Roster::executors`.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ExecutorIndex(pub(super) ByName);
+
+impl ExecutorIndex {
+    pub(super) fn get(&self, id: &str) -> Option<usize> {
+        self.0.get(id).map(|&e| e as usize)
+    }
+
+    pub(super) fn contains_key(&self, id: &str) -> bool {
+        self.0.contains_key(id)
+    }
+}
+
+/// The roles of this run: interned names (requests keep their role as an index
+/// here, since a reload may drop it) and, per role of the running document, who
+/// takes it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct RoleTable {
+    /// Every role name a document of this run declared (append-only).
+    pub(super) names: Vec<String>,
+    /// Per interned role: its index among the document's roles, if it is there.
+    pub(super) at: Vec<Option<usize>>,
+    /// Per document role: its index in `names`.
+    pub(super) ids: Vec<u32>,
+    /// Per document role: the executors that have it, in declaration order.
+    pub(super) members: Vec<Vec<usize>>,
+    /// For each role, the roles whose requests compete with it for an executor (some
+    /// executor in the round takes both; a role always competes with itself).
+    pub(super) overlap: Vec<Vec<usize>>,
+    /// Per document role: executors that can ever serve it (`Executor::servable`).
+    pub(super) servable: Vec<u32>,
+}
+
+impl RoleTable {
+    /// The interned index of a role name, added if new.
+    pub(super) fn intern(&mut self, name: &str) -> u32 {
+        match self.names.iter().position(|n| n == name) {
+            Some(i) => i as u32,
+            None => {
+                self.names.push(name.to_string());
+                (self.names.len() - 1) as u32
+            }
+        }
+    }
+
+    /// An interned role among the document's roles (none if a reload dropped it).
+    pub(super) fn of(&self, interned: u32) -> Option<usize> {
+        self.at.get(interned as usize).copied().flatten()
+    }
+
+    /// An interned role's name.
+    pub(super) fn name(&self, interned: u32) -> &str {
+        self.names
+            .get(interned as usize)
+            .map_or("?", String::as_str)
+    }
+
+    /// Re-interns the document's roles (after creation, a reload, an import).
+    fn align(&mut self, roles: &[String]) {
+        self.ids = roles.iter().map(|r| self.intern(r)).collect();
+        self.at = vec![None; self.names.len()];
+        for (r, &i) in self.ids.iter().enumerate() {
+            self.at[i as usize] = Some(r);
+        }
+    }
+
+    /// The members, servable counts and overlaps of the roles, from the executors.
+    fn derive(&mut self, executors: &[Executor], roles: usize) {
+        self.members = vec![Vec::new(); roles];
+        self.servable = vec![0; roles];
+        for (e, x) in executors.iter().enumerate() {
+            for &r in &x.role_indexes {
+                self.members[r].push(e);
+                if x.servable(r) {
+                    self.servable[r] += 1;
+                }
+            }
+        }
+        let mut overlap = vec![vec![false; roles]; roles];
+        for x in executors.iter().filter(|x| !x.draining) {
+            let takes: Vec<usize> = x
+                .role_indexes
+                .iter()
+                .copied()
+                .filter(|&r| x.caps[r] > 0)
+                .collect();
+            for &a in &takes {
+                for &b in &takes {
+                    overlap[a][b] = true;
+                }
+            }
+        }
+        self.overlap = overlap
+            .iter()
+            .enumerate()
+            .map(|(r, row)| (0..row.len()).filter(|&o| o == r || row[o]).collect())
+            .collect();
+    }
+
+    /// An executor left or joined the ones that can ever serve its roles.
+    pub(super) fn count_servable(&mut self, x: &Executor, joined: bool) {
+        for &r in &x.role_indexes {
+            if x.caps[r] > 0 && !x.draining {
+                if joined {
+                    self.servable[r] += 1;
+                } else {
+                    debug_assert!(self.servable[r] > 0, "servable count of role {r}");
+                    self.servable[r] -= 1;
+                }
+            }
+        }
+    }
+}
+
+/// The executors and every table derived from them.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Roster {
+    /// In document order (draining ones after a reload stay where they were).
+    pub(super) executors: Vec<Executor>,
+    pub(super) index: ExecutorIndex,
+    pub(super) roles: RoleTable,
+    /// Per document role: the executors that can take an unpinned request of it
+    /// now, keyed (priority, stamp, executor): the first is the pick.
+    pub(super) ready: Vec<Index>,
+    /// Counts grants; an executor's `last_leased` stamp is its value at its last.
+    pub(super) lease_clock: u64,
+    /// Executors that may have gained a usable slot during this input.
+    /// (A list, cleared without freeing: a repeat is harmless.)
+    pub(super) dirty: Vec<usize>,
+}
+
+impl Roster {
+    pub(super) fn new(document: &Document) -> Roster {
+        let executors = document
+            .executors
+            .iter()
+            .map(|spec| Executor::new(spec.clone(), Runtime::default(), &document.roles))
+            .collect();
+        Roster {
+            executors,
+            ..Roster::default()
+        }
+    }
+
+    /// Takes `e` out of every ready set (before a change to what keys or admits it).
+    pub(super) fn unready(&mut self, e: usize) {
+        let x = &mut self.executors[e];
+        for &r in &x.role_indexes {
+            if x.in_ready[r] {
+                let removed = self.ready[r].remove(&ready_key(x.priorities[r], x.ready_stamp, e));
+                debug_assert!(
+                    removed.is_some(),
+                    "ready entry of {} for role {r}",
+                    x.spec.id
+                );
+                x.in_ready[r] = false;
+            }
+        }
+    }
+
+    /// Puts `e` into the ready set of every role it can take now, and out of the
+    /// others (after a change). Entries whose key did not change stay in place.
+    pub(super) fn ready_up(&mut self, e: usize) {
+        let x = &mut self.executors[e];
+        let old = x.ready_stamp;
+        let stamp = x.runtime.last_leased;
+        x.ready_stamp = stamp;
+        for i in 0..x.role_indexes.len() {
+            let r = x.role_indexes[i];
+            let (want, has, priority) = (x.ready_for(r), x.in_ready[r], x.priorities[r]);
+            if has && (!want || old != stamp) {
+                self.ready[r].remove(&ready_key(priority, old, e));
+            }
+            if want && (!has || old != stamp) {
+                self.ready[r].insert(ready_key(priority, stamp, e), 0);
+            }
+            x.in_ready[r] = want;
+        }
+    }
+
+    /// A request's role among the document's roles (none if a reload dropped it).
+    pub(super) fn request_role(&self, request: &Request) -> Option<usize> {
+        self.roles.of(request.role)
+    }
+
+    pub(super) fn request_role_name(&self, request: &Request) -> &str {
+        self.roles.name(request.role)
+    }
+
+    /// Re-derives the executors' tables and counts, the id index and the role
+    /// tables; every executor's busy count is 0 after it (the caller counts).
+    fn derive(&mut self, roles: &[String]) {
+        self.roles.align(roles);
+        self.index = ExecutorIndex(
+            self.executors
+                .iter()
+                .enumerate()
+                .map(|(i, x)| (x.spec.id.as_str().into(), i as u64))
+                .collect(),
+        );
+        for x in &mut self.executors {
+            x.derive(roles);
+        }
+    }
+
+    /// One slot held on executor `id` for `role` (a lease or a machine creation),
+    /// counted when the roster is rebuilt.
+    fn count_busy(&mut self, id: &str, role: Option<usize>) {
+        if let Some(e) = self.index.get(id) {
+            let x = &mut self.executors[e];
+            x.busy += 1;
+            if let Some(r) = role.filter(|&r| x.has_role(r)) {
+                x.busy_by_role[r] += 1;
+            }
+        }
+    }
+}
+
+impl Policy {
+    /// Recomputes every derived index from the executors, leases and requests
+    /// (after creation, a reload, a drained executor leaving, an import).
+    pub(super) fn rebuild(&mut self) {
+        let roles = self.document.roles.clone();
+        self.roster.derive(&roles);
+        for lease in self.leases.open.values().filter(|lease| lease.counted) {
+            let r = lease
+                .role
+                .as_ref()
+                .and_then(|role| roles.iter().position(|x| x == role));
+            self.roster.count_busy(&lease.executor, r);
+        }
+        for request in self.queue.requests.values() {
+            if let Some(creating) = &request.creating {
+                let r = self.roster.request_role(request);
+                self.roster.count_busy(&creating.executor, r);
+            }
+        }
+        self.roster.ready = vec![Index::new(); roles.len()];
+        self.exclusions.ends.clear();
+        self.provisioning.pause_ends.clear();
+        self.probes.health = vec![false; self.roster.executors.len()];
+        self.probes.waits.clear();
+        for e in 0..self.roster.executors.len() {
+            self.roster.ready_up(e);
+            let x = &self.roster.executors[e];
+            if let Some(end) = x.runtime.exclusion.as_ref().and_then(ActiveExclusion::end) {
+                self.exclusions.retime(e, None, Some(end));
+            }
+            if x.runtime.exclusion.as_ref().map(|x| x.kind) == Some(ExclusionKind::Health) {
+                self.probes.health[e] = true;
+            }
+            self.probe_wait(e);
+            let x = &self.roster.executors[e];
+            if let Some(p) = x.runtime.pause.as_ref().filter(|p| p.blocked) {
+                self.provisioning.time_pause(e, p.until);
+            }
+        }
+        self.roster
+            .roles
+            .derive(&self.roster.executors, roles.len());
+        self.queue.reindex(&self.roster.roles, roles.len());
+        self.leases.reindex();
+    }
+
+    pub(super) fn remove_drained(&mut self, e: usize) {
+        self.roster.executors.remove(e);
+        self.rebuild();
+        // Indexes moved: every executor may be offered again, and the next persist
+        // compares every entry (cheap: rare).
+        self.roster.dirty = (0..self.roster.executors.len()).collect();
+        self.persistence.all = true;
+    }
+
+    pub(super) fn role_name(&self, r: usize) -> &str {
+        self.document.roles.get(r).map_or("?", String::as_str)
+    }
+}

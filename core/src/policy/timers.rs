@@ -1,0 +1,83 @@
+//! Timers: the one answer to "when do you next need me?", and the time advance.
+//!
+//! Each sub-state answers for its own timers (`Exclusions::next_end`,
+//! `Provisioning::next_pause_end`, `Queue::next_deadline`, `Policy::next_probe_due`);
+//! `next_timer` combines them, and both `poll_timeout` and `advance_time` ask it.
+
+use super::queue::Ending;
+use super::Policy;
+
+/// Why the next timer fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Timer {
+    /// An `until` or manual exclusion ends.
+    ExclusionEnd,
+    /// A machine-creation pause ends.
+    PauseEnd,
+    /// A request's deadline passes.
+    Deadline,
+    /// A health-excluded executor is due a probe (only when the host can probe).
+    ProbeDue,
+}
+
+/// Which timers `next_timer` considers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Timers {
+    /// Every timer: what `poll_timeout` answers.
+    All,
+    /// The timers the time advance ends (a due probe is scheduled after it).
+    Expiries,
+}
+
+impl Policy {
+    /// The next timer and why it fires; on a tie, the first in `Timer` order.
+    pub(super) fn next_timer(&self, which: Timers) -> Option<(u64, Timer)> {
+        let probe = match which {
+            Timers::All if self.options.can_probe => self.next_probe_due(),
+            _ => None,
+        };
+        [
+            (self.exclusions.next_end(), Timer::ExclusionEnd),
+            (self.provisioning.next_pause_end(), Timer::PauseEnd),
+            (self.queue.next_deadline(), Timer::Deadline),
+            (probe, Timer::ProbeDue),
+        ]
+        .into_iter()
+        .filter_map(|(at, timer)| Some((at?, timer)))
+        // `min_by_key` keeps the first of equal keys: the tie order above.
+        .min_by_key(|&(at, _)| at)
+    }
+
+    /// When the core wants a `tick` (epoch ms), if ever. Early or repeated ticks
+    /// are harmless.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.next_timer(Timers::All).map(|(at, _)| at)
+    }
+
+    /// Ends what the passing of time ends, in time order, granting between steps so
+    /// that a slot that came back before a deadline is offered before it passes.
+    /// At each instant: exclusion ends, then pause ends, then a grant pass, then
+    /// the deadlines.
+    pub(super) fn advance_time(&mut self) {
+        while let Some((at, _)) = self
+            .next_timer(Timers::Expiries)
+            .filter(|&(at, _)| at <= self.now)
+        {
+            while let Some(e) = self.exclusions.pop_due(at) {
+                self.end_exclusion(e, at, false);
+            }
+            while let Some(e) = self.provisioning.pop_due_pause(at) {
+                self.end_pause(e);
+            }
+            self.grant_pass();
+            while let Some(s) = self.queue.pop_due_deadline(at) {
+                let id = self.queue.requests.at(s).map(|q| q.id.to_string());
+                debug_assert!(id.is_some(), "the deadline names an empty slot {s}");
+                if let Some(id) = id {
+                    self.end_request(&id, Ending::TimedOut);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,39 @@
+// `rota/inline` outside Node: the browser entry with the WebAssembly module's bytes
+// built into the JavaScript (about a third larger than the .wasm file), compiled
+// synchronously at import. No file to serve, no top-level await, no `import.meta.url`:
+// for a bundler that does not follow `new URL(…, import.meta.url)` (esbuild) or a
+// bundle format without top-level await (iife, CommonJS).
+
+import * as wasm from '../pkg/web/rota_wasm.js'
+import { wasmBytes } from '../pkg/web/rota_wasm_embedded.js'
+import { buildApi } from './api.js'
+import { emitterOverTarget } from './events.js'
+
+wasm.initSync({ module: wasmBytes() })
+
+const api = buildApi(wasm, { name: 'browser', emitter: () => emitterOverTarget() })
+
+export const {
+  Roster,
+  Lease,
+  Policy,
+  validate,
+  merge,
+  narrow,
+  parseDuration,
+  formatDuration,
+  defaultOptions,
+  defaultRoles,
+  coreVersion,
+} = api
+
+export { memoryState, webStorageState } from './storage-state.js'
+export {
+  classifyFailure,
+  isModelUnavailableMessage,
+  parseResetTime,
+  parseRetryAfter,
+  FAILURE_KINDS,
+  ERROR_CODES,
+  RotaError,
+} from './api.js'

@@ -1,0 +1,116 @@
+// Metrics: Prometheus text from roster.metrics(), and the same counts through an
+// OpenTelemetry Meter (the real @opentelemetry/api + sdk-metrics, from the package's
+// dev dependencies).
+
+import assert from 'node:assert/strict'
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { Roster, memoryState } from 'rota'
+import { document, executor, rejection, virtualClock } from './helpers.mjs'
+
+const root = process.env.ROTA_PACKAGE_ROOT
+const requireDev = createRequire(join(root ?? '.', 'package.json'))
+
+/** The sample lines of a Prometheus text, as { 'name{labels}': value }. */
+function samples(text) {
+  const out = {}
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue
+    const at = line.lastIndexOf(' ')
+    out[line.slice(0, at)] = Number(line.slice(at + 1))
+  }
+  return out
+}
+
+async function workload(options = {}) {
+  const clock = virtualClock()
+  const roster = await Roster.create({
+    document: document(executor('a'), executor('b', { roles: ['coder', 'judge'], health: 'http://127.0.0.1:9/h' })),
+    now: clock,
+    probe: async () => false,
+    state: memoryState(),
+    ...options,
+  })
+  const first = await roster.lease('coder', { prefer: 'a' })
+  const second = await roster.lease('coder')
+  const waiting = roster.lease('coder', { label: 'w' })
+  const judge = roster.lease('judge')
+  judge.catch(() => {}) // still waiting at close (b is out)
+  const before = roster.metrics()
+  clock.advance(2_000)
+  first.release() // the waiter: granted after 2 s
+  const third = await waiting
+  roster.report('b', Object.assign(new Error('bad gateway'), { status: 502 })) // health exclusion, a probe
+  roster.exclude('a', { reason: 'maintenance' })
+  clock.advance(15_000) // the health probe's interval while a request waits
+  roster.tick()
+  await roster.idle()
+  second.release()
+  third.release()
+  await roster.idle()
+  return { roster, before, after: roster.metrics(), clock }
+}
+
+test('roster.metrics(): Prometheus text of grants, waits, exclusions, probes, queue, state writes', async (t) => {
+  const { roster, before, after } = await workload()
+  t.after(() => roster.close())
+  const b = samples(before)
+  assert.equal(b['rota_queue_length{role="coder"}'], 1)
+  assert.equal(b['rota_queue_length{role="judge"}'], 1)
+  assert.equal(b['rota_queue_length{role="planner"}'], 0, 'every role of the document, zeros too')
+  const s = samples(after)
+  assert.equal(s.rota_leases_granted_total, 3)
+  assert.equal(s.rota_lease_wait_seconds_count, 3)
+  assert.equal(s.rota_lease_wait_seconds_sum, 2)
+  assert.equal(s['rota_lease_wait_seconds_bucket{le="0.005"}'], 2, 'two at once')
+  assert.equal(s['rota_lease_wait_seconds_bucket{le="1"}'], 2)
+  assert.equal(s['rota_lease_wait_seconds_bucket{le="2.5"}'], 3, 'one after 2 s')
+  assert.equal(s['rota_lease_wait_seconds_bucket{le="+Inf"}'], 3)
+  assert.equal(s['rota_exclusions_total{kind="health"}'], 1)
+  assert.equal(s['rota_exclusions_total{kind="manual"}'], 1)
+  assert.ok(s.rota_probes_total >= 1)
+  assert.ok(s.rota_state_writes_total >= 1)
+  assert.equal(s['rota_queue_length{role="coder"}'], 0)
+  assert.equal(s['rota_queue_length{role="judge"}'], 1, 'the judge still waits (b is out)')
+  assert.match(after, /^# HELP rota_leases_granted_total .+\n# TYPE rota_leases_granted_total counter\n/)
+  assert.match(after, /# TYPE rota_lease_wait_seconds histogram\n/)
+  assert.match(after, /# TYPE rota_queue_length gauge\n/)
+  assert.ok(after.endsWith('\n'))
+})
+
+test('an OpenTelemetry Meter gets the same metrics', { skip: root === undefined && 'run through test/run.mjs' }, async (t) => {
+  const { MeterProvider, MetricReader, AggregationTemporality } = requireDev('@opentelemetry/sdk-metrics')
+  class Reader extends MetricReader {
+    constructor() {
+      super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE })
+    }
+    onForceFlush() {
+      return Promise.resolve()
+    }
+    onShutdown() {
+      return Promise.resolve()
+    }
+  }
+  const reader = new Reader()
+  const provider = new MeterProvider({ readers: [reader] })
+  const { roster } = await workload({ meter: provider.getMeter('rota') })
+  const { resourceMetrics } = await reader.collect()
+  const metrics = new Map(resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).map((m) => [m.descriptor.name, m]))
+  const value = (name, attributes = {}) =>
+    metrics
+      .get(name)
+      ?.dataPoints.find((p) => Object.entries(attributes).every(([k, v]) => p.attributes[k] === v))?.value
+  assert.equal(value('rota_leases_granted_total'), 3)
+  assert.equal(value('rota_lease_wait_seconds').count, 3)
+  assert.equal(value('rota_lease_wait_seconds').sum, 2)
+  assert.equal(value('rota_exclusions_total', { kind: 'health' }), 1)
+  assert.equal(value('rota_exclusions_total', { kind: 'manual' }), 1)
+  assert.ok(value('rota_probes_total') >= 1)
+  assert.ok(value('rota_state_writes_total') >= 1)
+  assert.equal(value('rota_queue_length', { role: 'judge' }), 1)
+  assert.equal(value('rota_queue_length', { role: 'coder' }), 0)
+  await roster.close()
+  await provider.shutdown()
+  assert.equal((await rejection(Roster.create({ document: document(executor('a')), meter: {} }))).code, 'INVALID_INPUT')
+})
