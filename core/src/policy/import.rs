@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 
 use crate::document::Document;
 use crate::error::Error;
-use crate::protocol::ExclusionKind;
+use crate::limits::{MAX_SAFE_INTEGER, MAX_WAITING_REQUESTS};
+use crate::protocol::{ExclusionKind, Input, LeaseRequest};
 
 use super::export::{join_violations, Exported, RequestState};
 use super::keys::{order_key, ByName, Index};
@@ -21,10 +22,6 @@ use super::queue::{request_extra, Creating, Request};
 use super::reload::PendingReload;
 use super::roster::{Executor, Runtime};
 use super::Policy;
-
-/// The largest integer a JSON number holds exactly (2^53 − 1): no time or counter
-/// of a state is beyond it, so that `now + option` and `id + 1` never overflow.
-const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 impl Policy {
     /// Rebuilds a policy from `export_state` (of this or an earlier version).
@@ -235,11 +232,19 @@ impl Policy {
     }
 }
 
-/// The export alone: every counter and time within a JSON number, counters above
-/// what they counted, no id listed twice, each request's order key the one its
-/// fields make, and nothing stamped after `now`.
+/// The export alone: every counter and time within a JSON number (no time or
+/// counter of a state is beyond it, so `now + option` and `id + 1` never overflow),
+/// counters above what they counted, no id listed twice, each request within the
+/// bounds a lease input has and its order key the one its fields make, and nothing
+/// stamped after `now`.
 fn check_export(x: &Exported) -> Result<(), String> {
     let now = x.now;
+    if x.requests.len() > MAX_WAITING_REQUESTS {
+        return Err(format!(
+            "requests: {} requests without a lease, more than the queue holds ({MAX_WAITING_REQUESTS})",
+            x.requests.len()
+        ));
+    }
     for (name, value) in [
         ("now", now),
         ("nextLease", x.next_lease),
@@ -297,6 +302,21 @@ fn check_export(x: &Exported) -> Result<(), String> {
             ));
         }
         after_now(field("since"), q.since)?;
+        let as_input = Input::Lease(LeaseRequest {
+            now,
+            id: q.id.clone(),
+            role: q.role.clone(),
+            avoid: q.avoid.clone(),
+            prefer: q.prefer.clone(),
+            pin: q.pin.clone(),
+            rank: q.rank,
+            event_time: q.event_time,
+            label: q.label.clone(),
+            deadline: q.deadline,
+        });
+        if let Some(beyond) = as_input.limit_violation() {
+            return Err(format!("requests[{i}] ('{}'): {beyond}", q.id));
+        }
         if q.try_only && q.state == RequestState::Waiting {
             return Err(format!(
                 "{}: a tryLease never waits (it is granted or unavailable)",

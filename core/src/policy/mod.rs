@@ -178,7 +178,7 @@ impl Policy {
 
     fn check(&self, input: &Input) -> Result<Checked, Error> {
         let now = self.now.max(input.now());
-        if input.now() > 9_007_199_254_740_991 {
+        if input.now() > crate::limits::MAX_SAFE_INTEGER {
             return Err(Error::input(
                 "`now` is beyond what a JSON number holds exactly",
             ));

@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use crate::limits;
 use crate::protocol::{Level, Output};
 use crate::sorted::{self, StrMap};
 
@@ -12,8 +13,6 @@ use super::events::EventName;
 use super::keys::{key_parts, ByName, Index, Key, OrderKey};
 use super::roster::RoleTable;
 use super::Policy;
-
-const MAX_WAITING_REQUESTS: usize = 1_000_000;
 
 /// A request that has no lease yet: waiting, or holding a slot while its machine is
 /// created. Every waiting request holds one, so it is kept small (issue 3: under
@@ -321,7 +320,7 @@ impl Default for Queue {
     fn default() -> Queue {
         Queue {
             requests: Requests::default(),
-            capacity: MAX_WAITING_REQUESTS,
+            capacity: limits::MAX_WAITING_REQUESTS,
             by_role: Vec::new(),
             pinned: StrMap::new(),
             deadlines: Deadlines::default(),
