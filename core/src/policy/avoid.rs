@@ -41,15 +41,19 @@ impl Avoid {
         &self.ids
     }
 
-    /// Each avoided id once, in id order.
-    pub(super) fn distinct(&self) -> impl Iterator<Item = &str> {
-        let direct = self.order.is_empty();
-        let count = if direct {
+    /// How many ids it names, each once.
+    pub(super) fn distinct_len(&self) -> usize {
+        if self.order.is_empty() {
             self.ids.len()
         } else {
             self.order.len()
-        };
-        (0..count).map(move |i| self.at(i, direct))
+        }
+    }
+
+    /// Each avoided id once, in id order.
+    pub(super) fn distinct(&self) -> impl Iterator<Item = &str> {
+        let direct = self.order.is_empty();
+        (0..self.distinct_len()).map(move |i| self.at(i, direct))
     }
 
     fn at(&self, i: usize, direct: bool) -> &str {

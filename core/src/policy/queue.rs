@@ -465,11 +465,17 @@ impl Policy {
         req.announced = true;
         let pin = req.pin().map(str::to_string);
         let label = req.label().map(str::to_string);
-        let avoid = req.avoid().clone();
         self.queue.queue_waiting(s, r);
         if announce {
             let ahead = self.ahead_of(r, &key);
-            let report = self.waiting_report(r, &avoid, pin.as_deref());
+            // Read in place: an avoid list can be long.
+            let request = self.queue.requests.at(s);
+            debug_assert!(
+                request.is_some(),
+                "enqueue: the slot still holds the request"
+            );
+            let avoid = request.map_or(&NO_AVOID, Request::avoid);
+            let report = self.waiting_report(r, avoid, pin.as_deref());
             let role = self.role_name(r).to_string();
             self.outputs.push_back(Output::Waiting {
                 request: id.to_string(),
