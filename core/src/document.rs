@@ -9,7 +9,9 @@ use serde_json::{Map, Value};
 
 use crate::classify::Signals;
 use crate::duration::parse_duration;
+use crate::limits;
 use crate::sorted::SortedMap;
+use crate::write::{to_text, Obj, WriteJson};
 
 /// The seed's five roles, the default role list of a document.
 pub const DEFAULT_ROLES: [&str; 5] = ["planner", "coder", "reviewer", "judge", "verifier"];
@@ -299,6 +301,16 @@ impl Parser {
             );
             return None;
         };
+        if entries.len() > limits::MAX_EXECUTORS {
+            self.fail(
+                "executors",
+                format!(
+                    "the roster has {} executors; the most is {}",
+                    entries.len(),
+                    limits::MAX_EXECUTORS
+                ),
+            );
+        }
         let mut executors = Vec::new();
         let mut seen = Vec::new();
         for (index, entry) in entries.iter().enumerate() {
@@ -331,9 +343,28 @@ impl Parser {
             self.fail("roles", "`roles` is a list of role names");
             return default();
         };
+        if items.len() > limits::MAX_ROLES {
+            self.fail(
+                "roles",
+                format!(
+                    "the document declares {} roles; the most is {}",
+                    items.len(),
+                    limits::MAX_ROLES
+                ),
+            );
+            return default();
+        }
         let mut roles: Vec<String> = Vec::new();
         for (index, item) in items.iter().enumerate() {
             match item.as_str() {
+                Some(name) if name.len() > limits::MAX_ID_BYTES => self.fail(
+                    format!("roles[{index}]"),
+                    format!(
+                        "a role name is {} bytes long; the most is {}",
+                        name.len(),
+                        limits::MAX_ID_BYTES
+                    ),
+                ),
                 Some(name) if !name.trim().is_empty() => {
                     if roles.iter().any(|r| r == name) {
                         self.fail(
@@ -351,6 +382,7 @@ impl Parser {
             self.fail("roles", "a declared role list needs at least one role");
             return default();
         }
+
         roles
     }
 
@@ -370,6 +402,17 @@ impl Parser {
             return None;
         };
         let id = match object.get("id") {
+            Some(Value::String(id)) if id.len() > limits::MAX_ID_BYTES => {
+                self.fail(
+                    at("id"),
+                    format!(
+                        "an executor's id is {} bytes long; the most is {}",
+                        id.len(),
+                        limits::MAX_ID_BYTES
+                    ),
+                );
+                String::new()
+            }
             Some(Value::String(id)) if !id.trim().is_empty() => id.clone(),
             Some(Value::String(_)) => {
                 self.fail(at("id"), "an executor has an empty id");
@@ -449,7 +492,7 @@ impl Parser {
                             }
                         }
                         Some(role) => unknown.push(role.to_string()),
-                        None => unknown.push(crate::json::to_text(item)),
+                        None => unknown.push(to_text(item)),
                     }
                 }
                 if !unknown.is_empty() {
@@ -710,7 +753,7 @@ impl Parser {
                     // The seed's wording quotes the text: `cooldown '30 parsecs'`.
                     let shown = match text.as_str() {
                         Some(s) => format!("'{s}'"),
-                        None => crate::json::to_text(text),
+                        None => to_text(text),
                     };
                     self.fail(
                         path,
@@ -748,4 +791,15 @@ fn is_http_url(url: &str) -> bool {
         host.split(':').next().unwrap_or("")
     };
     !name.is_empty() && !url.chars().any(char::is_whitespace)
+}
+
+// ---- Writer ---------------------------------------------------------------------
+
+impl WriteJson for Violation {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("path", &self.path)
+            .field("message", &self.message)
+            .end();
+    }
 }

@@ -24,6 +24,10 @@ pub enum Error {
     /// The input is not one the core reads (wrong JSON shape, missing field, bad value).
     #[error("invalid input: {message}")]
     InvalidInput { message: String },
+    /// An option is outside its range (`crate::limits`); the message names it and the
+    /// range.
+    #[error("invalid options: {message}")]
+    InvalidOptions { message: String },
     /// A state to restore or import is not one the core reads.
     #[error("invalid state: {message}")]
     InvalidState { message: String },
@@ -48,6 +52,7 @@ impl Error {
             Error::DuplicateRequest { .. } => "DUPLICATE_REQUEST",
             Error::UnknownExecutor { .. } => "UNKNOWN_EXECUTOR",
             Error::InvalidInput { .. } => "INVALID_INPUT",
+            Error::InvalidOptions { .. } => "INVALID_OPTIONS",
             Error::InvalidState { .. } => "INVALID_STATE",
         }
     }

@@ -8,7 +8,10 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::Error;
+use crate::limits;
 use crate::read::{self, object, variant, Read};
+use crate::write::{write_str, Obj, WriteJson};
 
 /// Options a host gives with the document. Defaults are the seeds'.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -315,24 +318,94 @@ impl Input {
 
     /// The input's `type` tag.
     pub fn kind(&self) -> &'static str {
-        match self {
-            Input::Lease(_) => "lease",
-            Input::TryLease(_) => "tryLease",
-            Input::Cancel { .. } => "cancel",
-            Input::Release { .. } => "release",
-            Input::Occupy { .. } => "occupy",
-            Input::Report { .. } => "report",
-            Input::Exclude { .. } => "exclude",
-            Input::Resume { .. } => "resume",
-            Input::ProbeResult { .. } => "probeResult",
-            Input::MachineCreated { .. } => "machineCreated",
-            Input::MachineFailed { .. } => "machineFailed",
-            Input::Reload { .. } => "reload",
-            Input::PreflightResult { .. } => "preflightResult",
-            Input::Restore { .. } => "restore",
-            Input::Tick { .. } => "tick",
+        wire::Kind::of(self).name()
+    }
+
+    /// The input checked against the bounds of [`crate::limits`]: `INVALID_INPUT`
+    /// naming the field and its bound. Every JSON reader and the binary step check it;
+    /// an input built in Rust is checked here.
+    pub fn check_limits(&self) -> Result<(), Error> {
+        match self.limit_violation() {
+            Some(message) => Err(Error::input(format!("{}: {message}", self.kind()))),
+            None => Ok(()),
         }
     }
+
+    /// What [`Input::check_limits`] refuses, without the input's tag.
+    pub(crate) fn limit_violation(&self) -> Option<String> {
+        match self {
+            Input::Lease(request) | Input::TryLease(request) => request.limit_violation(),
+            Input::Occupy {
+                id, role, executor, ..
+            } => id_too_long("id", id)
+                .or_else(|| id_too_long("executor", executor))
+                .or_else(|| role.as_deref().and_then(|r| id_too_long("role", r))),
+            Input::Release { lease, .. } => beyond_json("lease", Some(*lease)),
+            Input::Report { failure, .. } => beyond_json("failure.resetAt", failure.reset_at)
+                .or_else(|| beyond_json("failure.retryAfterMs", failure.retry_after_ms)),
+            Input::Exclude { until, .. } => beyond_json("until", *until),
+            _ => None,
+        }
+    }
+}
+
+impl LeaseRequest {
+    fn limit_violation(&self) -> Option<String> {
+        let too_long = |field: &str, text: Option<&str>| text.and_then(|t| id_too_long(field, t));
+        if let Some(rank) = self.rank {
+            if rank.unsigned_abs() > limits::MAX_SAFE_INTEGER {
+                return Some(beyond_json_message("rank"));
+            }
+        }
+        id_too_long("id", &self.id)
+            .or_else(|| id_too_long("role", &self.role))
+            .or_else(|| {
+                (self.avoid.len() > limits::MAX_AVOID).then(|| {
+                    format!(
+                        "`avoid` names {} executors; the most is {}",
+                        self.avoid.len(),
+                        limits::MAX_AVOID
+                    )
+                })
+            })
+            .or_else(|| self.avoid.iter().find_map(|id| id_too_long("avoid", id)))
+            .or_else(|| too_long("prefer", self.prefer.as_deref()))
+            .or_else(|| too_long("pin", self.pin.as_deref()))
+            .or_else(|| beyond_json("eventTime", self.event_time))
+            .or_else(|| {
+                let label = self.label.as_deref().unwrap_or_default();
+                (label.len() > limits::MAX_LABEL_BYTES).then(|| {
+                    format!(
+                        "`label` is {} bytes long; the most is {}",
+                        label.len(),
+                        limits::MAX_LABEL_BYTES
+                    )
+                })
+            })
+            .or_else(|| beyond_json("deadline", self.deadline))
+    }
+}
+
+/// "`id` is 1025 bytes long; the most is 1024", when it is.
+fn id_too_long(field: &str, id: &str) -> Option<String> {
+    (id.len() > limits::MAX_ID_BYTES).then(|| {
+        format!(
+            "`{field}` is {} bytes long; the most is {}",
+            id.len(),
+            limits::MAX_ID_BYTES
+        )
+    })
+}
+
+/// A number beyond 2^53 − 1: a JS host could not send it or read it back exactly.
+fn beyond_json(field: &str, value: Option<u64>) -> Option<String> {
+    value
+        .filter(|v| *v > limits::MAX_SAFE_INTEGER)
+        .map(|_| beyond_json_message(field))
+}
+
+fn beyond_json_message(field: &str) -> String {
+    format!("`{field}` is beyond what a JSON number holds exactly")
 }
 
 /// Event severity, least severe first.
@@ -584,10 +657,19 @@ const OPTIONS_FIELDS: &[&str] = &[
 ];
 
 impl Options {
-    /// Options from JSON: absent fields take the defaults, unknown ones are refused.
-    /// Fields are read in the object's key order, so the first problem named is the
-    /// one serde's derive named.
+    /// Options from JSON: absent fields take the defaults, unknown ones are refused,
+    /// and each must be in its range ([`Options::check`]).
     pub fn from_json(value: &Value) -> Read<Options> {
+        let options = Options::read_json(value)?;
+        match options.range_violation() {
+            Some(message) => Err(message),
+            None => Ok(options),
+        }
+    }
+
+    /// The options' shape only. Fields are read in the object's key order, so the
+    /// first problem named is the one serde's derive named.
+    pub(crate) fn read_json(value: &Value) -> Read<Options> {
         let o = object(value, "struct Options")?;
         let mut options = Options::default();
         for (key, v) in o.0 {
@@ -607,6 +689,70 @@ impl Options {
             }
         }
         Ok(options)
+    }
+}
+
+impl Options {
+    /// Every option within its range of [`crate::limits`], or `INVALID_OPTIONS` naming
+    /// the first that is not and its range.
+    pub fn check(&self) -> Result<(), Error> {
+        match self.range_violation() {
+            Some(message) => Err(Error::InvalidOptions { message }),
+            None => Ok(()),
+        }
+    }
+
+    fn range_violation(&self) -> Option<String> {
+        let ranges = [
+            (
+                "healthProbeIntervalMs",
+                self.health_probe_interval_ms,
+                limits::HEALTH_PROBE_INTERVAL_MS,
+            ),
+            (
+                "idleProbeIntervalMs",
+                self.idle_probe_interval_ms,
+                limits::IDLE_PROBE_INTERVAL_MS,
+            ),
+            (
+                "rateLimitWindowMs",
+                self.rate_limit_window_ms,
+                limits::RATE_LIMIT_WINDOW_MS,
+            ),
+            (
+                "rateLimitsToExclude",
+                u64::from(self.rate_limits_to_exclude),
+                limits::RATE_LIMITS_TO_EXCLUDE,
+            ),
+            (
+                "provisionFirstPauseMs",
+                self.provision_first_pause_ms,
+                limits::PROVISION_FIRST_PAUSE_MS,
+            ),
+            (
+                "provisionMaxPauseMs",
+                self.provision_max_pause_ms,
+                limits::PROVISION_MAX_PAUSE_MS,
+            ),
+        ];
+        for (name, value, range) in ranges {
+            if !range.contains(&value) {
+                return Some(format!(
+                    "`{name}` is {value}; it must be from {} to {}",
+                    range.start(),
+                    range.end()
+                ));
+            }
+        }
+        let kinds = self.kinds.as_deref().unwrap_or_default();
+        if kinds.len() > limits::MAX_KINDS {
+            return Some(format!(
+                "`kinds` names {} kinds; the most is {}",
+                kinds.len(),
+                limits::MAX_KINDS
+            ));
+        }
+        kinds.iter().find_map(|kind| id_too_long("kinds", kind))
     }
 }
 
@@ -756,6 +902,62 @@ impl ExplainRequest {
             pin: o.opt("pin", read::string)?,
             request: o.opt("request", read::string)?,
         })
+    }
+}
+
+// ---- Writers --------------------------------------------------------------------
+//
+// As `crate::write` writes JSON: byte for byte what serde_json writes over the derived
+// `Serialize` above. `Output`'s writer is in `wire.rs`, beside its reader.
+
+impl WriteJson for ExclusionKind {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_str(out, self.name());
+    }
+}
+
+impl WriteJson for Level {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_str(out, self.name());
+    }
+}
+
+impl WriteJson for Options {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        let mut o = Obj::new(out);
+        o.field("canProbe", &self.can_probe)
+            .field("healthProbeIntervalMs", &self.health_probe_interval_ms)
+            .field("idleProbeIntervalMs", &self.idle_probe_interval_ms)
+            .field("rateLimitWindowMs", &self.rate_limit_window_ms)
+            .field("rateLimitsToExclude", &self.rate_limits_to_exclude)
+            .field("provisionFirstPauseMs", &self.provision_first_pause_ms)
+            .field("provisionMaxPauseMs", &self.provision_max_pause_ms)
+            .field("preflightReloads", &self.preflight_reloads)
+            .field("kinds", &self.kinds);
+        if !self.min_event_level.is_debug() {
+            o.field("minEventLevel", &self.min_event_level);
+        }
+        o.end();
+    }
+}
+
+impl WriteJson for Exclusion {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("id", &self.id)
+            .field("reason", &self.reason)
+            .field("kind", &self.kind)
+            .some("until", &self.until)
+            .end();
+    }
+}
+
+impl WriteJson for PersistedState {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("version", &self.version)
+            .field("exclusions", &self.exclusions)
+            .end();
     }
 }
 
