@@ -18,6 +18,7 @@ mod exclusions;
 mod exhaustion;
 mod export;
 mod granting;
+mod import;
 mod invariants;
 mod keys;
 mod leases;

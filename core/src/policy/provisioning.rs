@@ -140,7 +140,7 @@ impl Policy {
             .pause
             .as_ref()
             .map_or(0, |p| p.failures)
-            + 1;
+            .saturating_add(1);
         let doubling = 1u64 << (failures - 1).min(20);
         let delay = self
             .options
@@ -150,7 +150,7 @@ impl Policy {
         if let Some(p) = self.roster.executors[e].runtime.pause.take() {
             self.provisioning.untime_pause(e, p.until);
         }
-        let until = self.now + delay;
+        let until = self.now.saturating_add(delay);
         self.roster.executors[e].runtime.pause = Some(Pause {
             failures,
             until,

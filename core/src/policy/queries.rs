@@ -134,7 +134,7 @@ impl Policy {
                     .runtime
                     .rate_limits
                     .iter()
-                    .filter(|&&t| t + self.options.rate_limit_window_ms > self.now)
+                    .filter(|&&t| t.saturating_add(self.options.rate_limit_window_ms) > self.now)
                     .count() as u32,
             })
             .collect();
