@@ -828,7 +828,7 @@ fn http_status(value: &Value) -> Read<u16> {
         .ok_or_else(|| {
             format!(
                 "status: {} is not an HTTP status (100 to 599)",
-                crate::json::to_text(value)
+                crate::write::to_text(value)
             )
         })
 }

@@ -17,7 +17,15 @@ const LAYERS: &[&[&str]] = &[
     &["policy"],
     // What the policy reads and answers: the document, inputs and outputs, queries'
     // shapes, failure classification, errors.
-    &["document", "status", "protocol", "classify", "error"],
+    // The state file's rule (parse, merge, render) reads protocol's exclusions.
+    &[
+        "document",
+        "status",
+        "protocol",
+        "classify",
+        "error",
+        "state_file",
+    ],
     // The leaves: JSON reading and writing helpers, sorted maps, time and durations,
     // the named bounds.
     &["read", "write", "sorted", "time", "duration", "limits"],
