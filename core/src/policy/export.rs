@@ -92,7 +92,7 @@ impl Policy {
         ExportedRequest {
             id: q.id.to_string(),
             role: self.roster.request_role_name(q).to_string(),
-            avoid: q.avoid().to_vec(),
+            avoid: q.avoid().as_given().to_vec(),
             prefer: q.prefer().map(str::to_string),
             pin: q.pin().map(str::to_string),
             rank: q.rank(),

@@ -299,16 +299,16 @@ fn check_export(x: &Exported) -> Result<(), String> {
         arrivals.push((arrival, i));
         request_ids.push(q.id.as_str());
     }
+    request_ids.sort_unstable();
+    if let Some(w) = request_ids.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("requests: '{}' is listed twice", w[0]));
+    }
     arrivals.sort_unstable();
     if let Some(w) = arrivals.windows(2).find(|w| w[0].0 == w[1].0) {
         return Err(format!(
             "requests[{}].key: its arrival {} is also the arrival of requests[{}]",
             w[1].1, w[1].0, w[0].1
         ));
-    }
-    request_ids.sort_unstable();
-    if let Some(w) = request_ids.windows(2).find(|w| w[0] == w[1]) {
-        return Err(format!("requests: '{}' is listed twice", w[0]));
     }
     let mut lease_ids: Vec<u64> = x.leases.iter().map(|(id, _)| *id).collect();
     lease_ids.sort_unstable();

@@ -13,6 +13,7 @@
 //! per-role queues in lease order, and timer sets for exclusion ends, pause ends
 //! and deadlines.
 
+mod avoid;
 mod events;
 mod exclusions;
 mod exhaustion;
@@ -187,7 +188,12 @@ impl Policy {
             ));
         }
         match input {
-            Input::Lease(request) | Input::TryLease(request) => {
+            Input::Lease(request) => {
+                self.check_new_id(&request.id)?;
+                let r = self.role_index(&request.role)?;
+                self.check_room_to_wait(request, r)?;
+            }
+            Input::TryLease(request) => {
                 self.check_new_id(&request.id)?;
                 self.role_index(&request.role)?;
                 if self.queue.requests.len() >= crate::limits::MAX_WAITING_REQUESTS {
@@ -346,3 +352,6 @@ impl Policy {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
