@@ -121,25 +121,27 @@ fn time_arithmetic_saturates_at_u64_max_and_at_2_pow_53() {
         { "id": "c", "harness": "pi", "roles": ["coder"], "slots": 1, "cooldown": cooldown },
     ]});
     for options in [
+        // The longest each option may be (`limits.rs`: longer ones are refused as
+        // INVALID_OPTIONS, at creation and on import), with times near 2^53-1.
         Options {
-            health_probe_interval_ms: u64::MAX,
-            idle_probe_interval_ms: u64::MAX,
-            rate_limit_window_ms: u64::MAX,
+            health_probe_interval_ms: *crate::limits::HEALTH_PROBE_INTERVAL_MS.end(),
+            idle_probe_interval_ms: *crate::limits::IDLE_PROBE_INTERVAL_MS.end(),
+            rate_limit_window_ms: *crate::limits::RATE_LIMIT_WINDOW_MS.end(),
             rate_limits_to_exclude: 2,
-            provision_first_pause_ms: u64::MAX,
-            provision_max_pause_ms: u64::MAX,
+            provision_first_pause_ms: *crate::limits::PROVISION_FIRST_PAUSE_MS.end(),
+            provision_max_pause_ms: *crate::limits::PROVISION_MAX_PAUSE_MS.end(),
             ..Options::default()
         },
         Options {
             can_probe: false,
-            provision_first_pause_ms: MAX_SAFE,
-            provision_max_pause_ms: u64::MAX,
+            provision_first_pause_ms: *crate::limits::PROVISION_FIRST_PAUSE_MS.end(),
+            provision_max_pause_ms: *crate::limits::PROVISION_MAX_PAUSE_MS.end(),
             ..Options::default()
         },
     ] {
         let mut policy = Policy::new(&doc, options).expect("a roster");
         let now = MAX_SAFE - 10;
-        let mut feed = |policy: &mut Policy, input: Input| {
+        let feed = |policy: &mut Policy, input: Input| {
             policy.handle(input).expect("accepted");
             let out = outputs(policy);
             let timeout = policy.poll_timeout();
@@ -173,7 +175,8 @@ fn time_arithmetic_saturates_at_u64_max_and_at_2_pow_53() {
                 );
             }
         }
-        let usage = failure(FailureKind::UsageLimit, Some(u64::MAX), Some(u64::MAX));
+        // The largest an input may carry (`limits.rs`: past 2^53-1 is INVALID_INPUT).
+        let usage = failure(FailureKind::UsageLimit, Some(MAX_SAFE), Some(MAX_SAFE));
         feed(
             &mut policy,
             Input::Report {
@@ -207,7 +210,7 @@ fn time_arithmetic_saturates_at_u64_max_and_at_2_pow_53() {
             },
         );
         let mut waits = lease(now, "w", "coder");
-        waits.deadline = Some(u64::MAX);
+        waits.deadline = Some(MAX_SAFE);
         feed(&mut policy, Input::Lease(waits));
         feed(&mut policy, Input::Tick { now: MAX_SAFE });
         // The state at these times exports and imports again.
@@ -234,7 +237,8 @@ fn real_export() -> Value {
 
 #[test]
 fn contradictory_exports_are_refused_naming_the_field() {
-    let cases: [(&str, fn(&mut Value)); 9] = [
+    type Edit = fn(&mut Value);
+    let cases: [(&str, Edit); 9] = [
         ("nextLease", |s| s["nextLease"] = json!(1)),
         ("which the roster does not have", |s| {
             s["leases"]["1"]["executor"] = json!("ghost")
@@ -247,7 +251,9 @@ fn contradictory_exports_are_refused_naming_the_field() {
         ("now", |s| s["now"] = json!(u64::MAX)),
         ("listed twice", |s| {
             let first = s["requests"][0].clone();
-            s["requests"].as_array_mut().map(|r| r.push(first));
+            if let Some(requests) = s["requests"].as_array_mut() {
+                requests.push(first);
+            }
         }),
         ("arrival", |s| {
             s["requests"][1]["key"][3] = s["requests"][0]["key"][3].clone()
