@@ -88,6 +88,7 @@ pub enum ProbeOutcome {
 }
 
 impl ProbeOutcome {
+    /// Whether the executor counts as up.
     pub fn is_up(&self) -> bool {
         matches!(self, ProbeOutcome::Up(_))
     }

@@ -19,11 +19,12 @@ use std::time::Duration;
 
 use rota_core::status::ExclusionStatus;
 use rota_core::{
-    ExclusionKind, ExplainRequest, Explanation, Failure, Input, LeaseRequest, Level, Options,
-    PersistedState, Plan, Snapshot,
+    Document, ExclusionKind, ExecutorSpec, ExplainRequest, Explanation, Failure, Input,
+    LeaseRequest, Level, Options, PersistedState, Plan, Snapshot,
 };
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, Notify};
+use tracing::Instrument;
 
 use crate::classify::{classify_http, classify_io};
 use crate::clock::Clock;
@@ -34,6 +35,7 @@ use crate::probe::{probe, probe_with, ProbeOutcome, ProbeTls};
 use crate::runtime::{PolicyRuntime, Step};
 use crate::source::RosterSource;
 use crate::state_file::StateFile;
+use crate::telemetry;
 
 /// A boxed future, for the [`Provisioner`] trait.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -69,15 +71,76 @@ impl Provisioner for NoProvisioner {
 /// What a lease request may carry besides its role (see DESIGN.md, "Requests").
 #[derive(Debug, Clone, Default)]
 pub struct LeaseOptions {
+    /// Executors the request must not use.
     pub avoid: Vec<String>,
+    /// The executor it would rather have.
     pub prefer: Option<String>,
+    /// The only executor it may use.
     pub pin: Option<String>,
+    /// Its place in the queue among requests of its role: lower first (default 0).
     pub rank: Option<i64>,
     /// When the work arrived (epoch ms).
     pub event_time: Option<u64>,
+    /// A label for logs and events (`"job 605"`).
     pub label: Option<String>,
     /// Give up after this long (the core times the request out).
     pub timeout: Option<Duration>,
+}
+
+/// What to explain ([`Roster::explain`]): a role, and what a request for it would
+/// carry; or a waiting request by its id.
+///
+/// ```
+/// let request = rota_host::Explain::role("coder").avoid(["codex"]).prefer("claude-opus");
+/// let request: rota_host::ExplainRequest = request.into();
+/// assert_eq!(request.avoid, ["codex"]);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[must_use]
+pub struct Explain(ExplainRequest);
+
+impl Explain {
+    /// A request for `role` with nothing else.
+    pub fn role(role: impl Into<String>) -> Explain {
+        Explain(ExplainRequest {
+            role: role.into(),
+            avoid: Vec::new(),
+            prefer: None,
+            pin: None,
+            request: None,
+        })
+    }
+
+    /// The waiting request `id` (its role, `avoid` and `pin`).
+    pub fn waiting(id: impl Into<String>) -> Explain {
+        let mut explain = Explain::role("");
+        explain.0.request = Some(id.into());
+        explain
+    }
+
+    /// Executors the request must not use.
+    pub fn avoid<S: Into<String>>(mut self, ids: impl IntoIterator<Item = S>) -> Explain {
+        self.0.avoid = ids.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The executor the request would rather have.
+    pub fn prefer(mut self, id: impl Into<String>) -> Explain {
+        self.0.prefer = Some(id.into());
+        self
+    }
+
+    /// The only executor the request may use.
+    pub fn pin(mut self, id: impl Into<String>) -> Explain {
+        self.0.pin = Some(id.into());
+        self
+    }
+}
+
+impl From<Explain> for ExplainRequest {
+    fn from(explain: Explain) -> ExplainRequest {
+        explain.0
+    }
 }
 
 /// How a request ended.
@@ -85,7 +148,7 @@ pub struct LeaseOptions {
 enum Outcome {
     Granted {
         lease: u64,
-        executor: String,
+        spec: Arc<ExecutorSpec>,
         role: String,
         hold: Option<Value>,
     },
@@ -100,12 +163,25 @@ enum Outcome {
 
 enum WriterMsg {
     Persist(Vec<String>, Vec<rota_core::Exclusion>),
-    Flush(oneshot::Sender<()>),
+    /// Answered with the first failed write since the last flush, if any.
+    Flush(oneshot::Sender<Result<()>>),
+}
+
+/// A request of this host's that waits for its outcome.
+struct Waiter {
+    tx: oneshot::Sender<Outcome>,
+    role: String,
+    requested_at: u64,
 }
 
 struct Core {
     policy: PolicyRuntime,
-    waiters: BTreeMap<String, oneshot::Sender<Outcome>>,
+    waiters: BTreeMap<String, Waiter>,
+    /// How many of `waiters` ask for each role (the queue-length gauge).
+    waiting: BTreeMap<String, usize>,
+    /// The running document's executors; `None` after an input that may change it
+    /// (a reload, a preflight result) until the next grant asks.
+    specs: Option<BTreeMap<String, Arc<ExecutorSpec>>>,
     next_request: u64,
     wake_at: Option<u64>,
     /// Executors with a probe in flight (one at a time each).
@@ -154,6 +230,72 @@ fn text(value: &Value, key: &str) -> String {
         .to_string()
 }
 
+impl Core {
+    fn add_waiter(&mut self, request: String, waiter: Waiter) {
+        let waiting = self.waiting.entry(waiter.role.clone()).or_default();
+        *waiting += 1;
+        if !waiter.role.is_empty() {
+            telemetry::queue_length(&waiter.role, *waiting);
+        }
+        self.waiters.insert(request, waiter);
+    }
+
+    fn take_waiter(&mut self, request: &str) -> Option<Waiter> {
+        let waiter = self.waiters.remove(request)?;
+        if let Some(waiting) = self.waiting.get_mut(&waiter.role) {
+            *waiting = waiting.saturating_sub(1);
+            if !waiter.role.is_empty() {
+                telemetry::queue_length(&waiter.role, *waiting);
+            }
+        }
+        Some(waiter)
+    }
+
+    /// The running document's entry for `executor` (asked of the policy again after
+    /// a change). Only a core that granted an executor it does not have would leave
+    /// the id alone: then a spec with the id and the role.
+    fn spec(&mut self, executor: &str, role: &str) -> Arc<ExecutorSpec> {
+        if self.specs.is_none() {
+            self.specs = self
+                .policy
+                .document()
+                .ok()
+                .and_then(|document| Document::from_json(&document, None).ok())
+                .map(specs_of);
+        }
+        self.specs
+            .as_ref()
+            .and_then(|specs| specs.get(executor).cloned())
+            .unwrap_or_else(|| Arc::new(bare_spec(executor, role)))
+    }
+}
+
+fn specs_of(document: Document) -> BTreeMap<String, Arc<ExecutorSpec>> {
+    document
+        .executors
+        .into_iter()
+        .map(|spec| (spec.id.clone(), Arc::new(spec)))
+        .collect()
+}
+
+fn bare_spec(executor: &str, role: &str) -> ExecutorSpec {
+    ExecutorSpec {
+        id: executor.to_string(),
+        harness: String::new(),
+        model: None,
+        roles: vec![role.to_string()],
+        slots: 1,
+        role_caps: Default::default(),
+        priority: rota_core::document::Priority::All(1.0),
+        health: None,
+        cooldown: Default::default(),
+        disabled: false,
+        provision: false,
+        kind: None,
+        raw: Default::default(),
+    }
+}
+
 impl Inner {
     fn publish(&self, event: Event) {
         event.log();
@@ -178,6 +320,9 @@ impl Inner {
         let mut pending = VecDeque::from([input]);
         let mut first: Option<Result<Step>> = None;
         while let Some(input) = pending.pop_front() {
+            if matches!(input, Input::Reload { .. } | Input::PreflightResult { .. }) {
+                core.specs = None;
+            }
             let value = serde_json::to_value(&input)
                 .map_err(|e| HostError::Abi(format!("cannot encode an input: {e}")))?;
             let result = core.policy.step(&value);
@@ -218,14 +363,21 @@ impl Inner {
         match kind {
             "granted" => {
                 let lease = output.get("lease").and_then(Value::as_u64).unwrap_or(0);
+                let (executor, role) = (text(output, "executor"), text(output, "role"));
+                let waiter = core.take_waiter(&request);
+                telemetry::granted(
+                    &role,
+                    &executor,
+                    waiter.as_ref().map(|w| now.saturating_sub(w.requested_at)),
+                );
                 let outcome = Outcome::Granted {
                     lease,
-                    executor: text(output, "executor"),
-                    role: text(output, "role"),
+                    spec: core.spec(&executor, &role),
+                    role,
                     hold: output.get("hold").cloned(),
                 };
-                let delivered = match core.waiters.remove(&request) {
-                    Some(waiter) => waiter.send(outcome).is_ok(),
+                let delivered = match waiter {
+                    Some(waiter) => waiter.tx.send(outcome).is_ok(),
                     None => false,
                 };
                 if !delivered {
@@ -242,8 +394,8 @@ impl Inner {
                         .and_then(|r| serde_json::from_value(r).ok())
                         .unwrap_or_default(),
                 };
-                if let Some(waiter) = core.waiters.remove(&request) {
-                    let _ = waiter.send(outcome);
+                if let Some(waiter) = core.take_waiter(&request) {
+                    let _ = waiter.tx.send(outcome);
                 }
             }
             "timedOut" | "unavailable" | "cancelled" => {
@@ -252,8 +404,8 @@ impl Inner {
                     "unavailable" => Outcome::Unavailable,
                     _ => Outcome::Cancelled,
                 };
-                if let Some(waiter) = core.waiters.remove(&request) {
-                    let _ = waiter.send(outcome);
+                if let Some(waiter) = core.take_waiter(&request) {
+                    let _ = waiter.tx.send(outcome);
                 }
             }
             "probe" => {
@@ -292,6 +444,9 @@ impl Inner {
             }
             "event" => {
                 if let Some(event) = Event::from_output(output) {
+                    if event.name == "excluded" {
+                        telemetry::excluded(event.text("kind").unwrap_or("?"));
+                    }
                     self.publish(event);
                 }
             }
@@ -324,6 +479,7 @@ impl Inner {
                     );
                 }
             }
+            telemetry::probed(&executor, outcome.is_up());
             let input = Input::ProbeResult {
                 now: inner.clock.now_ms(),
                 executor,
@@ -428,6 +584,8 @@ async fn writer(
     weak: Weak<Inner>,
     clock: Clock,
 ) {
+    // The first failed write since the last flush: what the next flush answers.
+    let mut failed: Option<HostError> = None;
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
         while let Ok(more) = rx.try_recv() {
@@ -454,7 +612,14 @@ async fn writer(
                 Ok(done) => done,
                 Err(e) => (Err(std::io::Error::other(e.to_string())), Vec::new()),
             };
+            telemetry::state_written(result.is_ok());
             if let Err(error) = result {
+                if failed.is_none() {
+                    failed = Some(HostError::Write {
+                        path: file.path().to_path_buf(),
+                        source: std::io::Error::new(error.kind(), error.to_string()),
+                    });
+                }
                 events.push(
                     Event::host(
                         Level::Warn,
@@ -472,8 +637,11 @@ async fn writer(
                 None => events.iter().for_each(Event::log),
             }
         }
-        for done in flushes {
-            let _ = done.send(());
+        if !flushes.is_empty() {
+            let mut answer = failed.take();
+            for done in flushes {
+                let _ = done.send(answer.take().map_or(Ok(()), Err));
+            }
         }
     }
 }
@@ -520,6 +688,7 @@ impl RosterBuilder {
         self
     }
 
+    /// The policy's options (event level, kinds, ...).
     pub fn options(mut self, options: Options) -> Self {
         self.options = options;
         self
@@ -549,11 +718,13 @@ impl RosterBuilder {
         self
     }
 
+    /// Who creates and deletes machines and runs preflights (default: [`NoProvisioner`]).
     pub fn provisioner(mut self, provisioner: Arc<dyn Provisioner>) -> Self {
         self.provisioner = provisioner;
         self
     }
 
+    /// How long a health probe may take before it counts as down (default 5 s).
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
         self.probe_timeout = timeout;
         self
@@ -566,6 +737,7 @@ impl RosterBuilder {
         self
     }
 
+    /// The clock the host reads (default: the system's; tests start one at a fixed time).
     pub fn clock(mut self, clock: Clock) -> Self {
         self.clock = Some(clock);
         self
@@ -579,6 +751,7 @@ impl RosterBuilder {
 
     /// Loads the module, builds the policy, restores the state file, starts the tasks.
     pub async fn build(self) -> Result<Roster> {
+        telemetry::describe();
         let runtime = tokio::runtime::Handle::current();
         let source = self.document.is_none().then(|| self.source.clone());
         let document = match (&self.document, &source) {
@@ -616,6 +789,8 @@ impl RosterBuilder {
             core: Mutex::new(Core {
                 policy,
                 waiters: BTreeMap::new(),
+                waiting: BTreeMap::new(),
+                specs: Document::from_json(&document, None).ok().map(specs_of),
                 next_request: 0,
                 wake_at: None,
                 probing: BTreeSet::new(),
@@ -696,7 +871,7 @@ impl Drop for CancelGuard {
             Ok(Outcome::Granted { lease, .. }) => Input::Release { now, lease },
             Ok(_) => return,
             Err(_) => {
-                core.waiters.remove(&self.request);
+                core.take_waiter(&self.request);
                 Input::Cancel {
                     now,
                     id: self.request.clone(),
@@ -709,6 +884,7 @@ impl Drop for CancelGuard {
 }
 
 impl Roster {
+    /// A builder: say where the roster comes from, then `build().await`.
     pub fn builder() -> RosterBuilder {
         RosterBuilder {
             document: None,
@@ -750,8 +926,15 @@ impl Roster {
         core.next_request += 1;
         let id = format!("r{}", core.next_request);
         let (tx, rx) = oneshot::channel();
-        core.waiters.insert(id.clone(), tx);
         let now = self.inner.clock.now_ms();
+        core.add_waiter(
+            id.clone(),
+            Waiter {
+                tx,
+                role: role.to_string(),
+                requested_at: now,
+            },
+        );
         let deadline = options
             .timeout
             .map(|t| now.saturating_add(u64::try_from(t.as_millis()).unwrap_or(u64::MAX)));
@@ -774,6 +957,7 @@ impl Roster {
         &self,
         request: &LeaseRequest,
         rx: oneshot::Receiver<Outcome>,
+        span: tracing::Span,
     ) -> Result<Option<Lease>> {
         let mut guard = CancelGuard {
             inner: self.inner.clone(),
@@ -788,21 +972,36 @@ impl Roster {
         match outcome.map_err(|_| HostError::Closed)? {
             Outcome::Granted {
                 lease,
-                executor,
+                spec,
                 role,
                 hold,
-            } => Ok(Some(Lease {
-                inner: self.inner.clone(),
-                lease,
-                request: request.id.clone(),
-                executor,
-                role,
-                hold,
-                released: false,
-            })),
+            } => {
+                let granted_at = self.inner.clock.now_ms();
+                span.record("executor", spec.id.as_str());
+                span.record("lease", lease);
+                tracing::debug!(
+                    target: "rota::host",
+                    parent: &span,
+                    wait_ms = granted_at.saturating_sub(request.now),
+                    "lease granted"
+                );
+                Ok(Some(Lease {
+                    inner: self.inner.clone(),
+                    lease,
+                    request: request.id.clone(),
+                    spec,
+                    role,
+                    hold,
+                    granted_at,
+                    span,
+                    released: false,
+                }))
+            }
             Outcome::Exhausted { role, reasons } => Err(HostError::Exhausted { role, reasons }),
             Outcome::TimedOut => Err(HostError::TimedOut {
                 request: request.id.clone(),
+                role: request.role.clone(),
+                label: request.label.clone(),
             }),
             Outcome::Cancelled => Err(HostError::Cancelled {
                 request: request.id.clone(),
@@ -811,18 +1010,38 @@ impl Roster {
         }
     }
 
-    fn submit(&self, request: &LeaseRequest, input: Input) -> Result<()> {
-        self.inner.feed(input).map(drop).inspect_err(|_| {
-            lock(&self.inner.core).waiters.remove(&request.id);
+    /// Feeds a request's input inside its span, which lives as long as the lease:
+    /// requested, granted (or how it ended), released.
+    fn submit(&self, request: &LeaseRequest, input: Input) -> Result<tracing::Span> {
+        let span = tracing::info_span!(
+            target: "rota::host",
+            "lease",
+            request = %request.id,
+            role = %request.role,
+            label = request.label.as_deref(),
+            executor = tracing::field::Empty,
+            lease = tracing::field::Empty,
+        );
+        span.in_scope(|| {
+            tracing::debug!(target: "rota::host", kind = input.kind(), "lease requested");
+            self.inner.feed(input).map(drop)
         })
+        .inspect_err(|_| {
+            lock(&self.inner.core).take_waiter(&request.id);
+        })?;
+        Ok(span)
     }
 
     /// Waits for a slot; fails `Exhausted` when none can ever come, `TimedOut` after
     /// `options.timeout`. Dropping the future cancels the request.
     pub async fn lease(&self, role: &str, options: LeaseOptions) -> Result<Lease> {
         let (request, rx) = self.request(role, options);
-        self.submit(&request, Input::Lease(request.clone()))?;
-        match self.wait(&request, rx).await? {
+        let span = self.submit(&request, Input::Lease(request.clone()))?;
+        match self
+            .wait(&request, rx, span.clone())
+            .instrument(span)
+            .await?
+        {
             Some(lease) => Ok(lease),
             None => Err(HostError::Cancelled {
                 request: request.id,
@@ -833,8 +1052,8 @@ impl Roster {
     /// A slot now, or `None`. (On an executor with `provision`, waits for the machine.)
     pub async fn try_lease(&self, role: &str, options: LeaseOptions) -> Result<Option<Lease>> {
         let (request, rx) = self.request(role, options);
-        self.submit(&request, Input::TryLease(request.clone()))?;
-        self.wait(&request, rx).await
+        let span = self.submit(&request, Input::TryLease(request.clone()))?;
+        self.wait(&request, rx, span.clone()).instrument(span).await
     }
 
     /// Records work already running on `executor` after a restart: it takes a slot
@@ -853,10 +1072,13 @@ impl Roster {
             role: role.map(str::to_string),
             hold,
         };
-        self.submit(&request, input)?;
-        self.wait(&request, rx).await?.ok_or(HostError::Cancelled {
-            request: request.id,
-        })
+        let span = self.submit(&request, input)?;
+        self.wait(&request, rx, span.clone())
+            .instrument(span)
+            .await?
+            .ok_or(HostError::Cancelled {
+                request: request.id,
+            })
     }
 
     fn exclusion_of(&self, executor: &str) -> Option<ExclusionStatus> {
@@ -955,16 +1177,20 @@ impl Roster {
         self.reload(source.load()?)
     }
 
+    /// Every executor, lease and waiting request now.
     pub fn snapshot(&self) -> Result<Snapshot> {
         self.inner.query(|p| p.snapshot())
     }
 
+    /// The snapshot as the core's JSON.
     pub fn snapshot_json(&self) -> Result<Value> {
         self.inner.query(|p| p.snapshot_json())
     }
 
-    pub fn explain(&self, request: &ExplainRequest) -> Result<Explanation> {
-        self.inner.query(|p| p.explain(request))
+    /// Why each executor can or cannot take a request now: an [`Explain`] or an [`ExplainRequest`].
+    pub fn explain(&self, request: impl Into<ExplainRequest>) -> Result<Explanation> {
+        let request = request.into();
+        self.inner.query(|p| p.explain(&request))
     }
 
     /// A dry run of a reload.
@@ -982,6 +1208,7 @@ impl Roster {
         self.inner.query(|p| p.slots(role))
     }
 
+    /// Whether an executor outside `avoid` could ever serve `role`.
     pub fn can_ever_serve(&self, role: &str, avoid: &[String]) -> Result<bool> {
         self.inner.query(|p| p.can_ever_serve(role, avoid))
     }
@@ -1028,14 +1255,31 @@ impl Roster {
         result
     }
 
-    /// Waits until every state-file write asked for so far is on disk.
-    pub async fn flush(&self) {
-        if let Some(writer) = &self.inner.writer {
-            let (tx, rx) = oneshot::channel();
-            if writer.send(WriterMsg::Flush(tx)).is_ok() {
-                let _ = rx.await;
-            }
-        }
+    /// Waits until every state-file write asked for so far is done; the first write
+    /// that failed since the last flush, as `HostError::Write` (each failure is an
+    /// event `persistFailed` too). Without a state file: `Ok` at once.
+    pub async fn flush(&self) -> Result<()> {
+        let Some(writer) = &self.inner.writer else {
+            return Ok(());
+        };
+        let (tx, rx) = oneshot::channel();
+        writer
+            .send(WriterMsg::Flush(tx))
+            .map_err(|_| HostError::Closed)?;
+        rx.await.map_err(|_| HostError::Closed)?
+    }
+
+    /// The running roster document (as the policy holds it: the last accepted reload).
+    pub fn document(&self) -> Result<Value> {
+        self.inner.query(|p| p.document())
+    }
+
+    /// The running document's entry for `executor`, parsed (`None`: no such executor).
+    pub fn executor_spec(&self, executor: &str) -> Result<Option<ExecutorSpec>> {
+        let document = self.document()?;
+        let parsed = Document::from_json(&document, None)
+            .map_err(|violations| HostError::Invalid { violations })?;
+        Ok(parsed.executor(executor).cloned())
     }
 }
 
@@ -1044,9 +1288,12 @@ pub struct Lease {
     inner: Arc<Inner>,
     lease: u64,
     request: String,
-    executor: String,
+    spec: Arc<ExecutorSpec>,
     role: String,
     hold: Option<Value>,
+    granted_at: u64,
+    /// The request's span: open from the request to the release.
+    span: tracing::Span,
     released: bool,
 }
 
@@ -1054,7 +1301,7 @@ impl std::fmt::Debug for Lease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lease")
             .field("lease", &self.lease)
-            .field("executor", &self.executor)
+            .field("executor", &self.spec.id)
             .field("role", &self.role)
             .finish_non_exhaustive()
     }
@@ -1071,10 +1318,24 @@ impl Lease {
         &self.request
     }
 
+    /// The executor's id.
     pub fn executor(&self) -> &str {
-        &self.executor
+        &self.spec.id
     }
 
+    /// The executor's entry in the running roster document, parsed: `harness`,
+    /// `model`, slots, roles ...; `spec().raw` is the entry as written, with every
+    /// field the core does not read (`baseUrl`, `env`, `flags` ...).
+    pub fn spec(&self) -> &ExecutorSpec {
+        &self.spec
+    }
+
+    /// A field of the executor's entry as written (`"baseUrl"`, `"env"` ...).
+    pub fn field(&self, key: &str) -> Option<&Value> {
+        self.spec.raw.get(key)
+    }
+
+    /// The role it was granted for.
     pub fn role(&self) -> &str {
         &self.role
     }
@@ -1089,12 +1350,23 @@ impl Lease {
         Roster {
             inner: self.inner.clone(),
         }
-        .report(&self.executor, failure)
+        .report(&self.spec.id, failure)
+    }
+
+    /// Notes the release in the lease's span.
+    fn log_release(&self) {
+        tracing::debug!(
+            target: "rota::host",
+            parent: &self.span,
+            held_ms = self.inner.clock.now_ms().saturating_sub(self.granted_at),
+            "lease released"
+        );
     }
 
     /// Gives the slot back now.
     pub fn release(mut self) -> Result<()> {
         self.released = true;
+        self.log_release();
         self.inner
             .feed(Input::Release {
                 now: self.inner.clock.now_ms(),
@@ -1107,6 +1379,7 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         if !self.released {
+            self.log_release();
             let input = Input::Release {
                 now: self.inner.clock.now_ms(),
                 lease: self.lease,

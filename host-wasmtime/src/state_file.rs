@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 
 use crate::event::Event;
 
+/// The state file's format version.
 pub const STATE_VERSION: u64 = 1;
 
 /// Writes `bytes` to `path` so that readers see the old file or the new one, never a
@@ -70,6 +71,7 @@ pub struct Contents {
 pub struct Corrupt(pub String);
 
 impl Contents {
+    /// Reads a state file's text.
     pub fn parse(text: &str) -> Result<Contents, Corrupt> {
         let value: Value =
             serde_json::from_str(text).map_err(|e| Corrupt(format!("not JSON: {e}")))?;
@@ -126,6 +128,7 @@ impl Contents {
         self.entries = kept;
     }
 
+    /// The file's text.
     pub fn to_json(&self) -> String {
         let mut text = serde_json::to_string_pretty(&json!({
             "version": STATE_VERSION,
@@ -155,10 +158,12 @@ pub struct StateFile {
 }
 
 impl StateFile {
+    /// The state file at `path`.
     pub fn new(path: impl Into<PathBuf>) -> StateFile {
         StateFile { path: path.into() }
     }
 
+    /// Where it is.
     pub fn path(&self) -> &Path {
         &self.path
     }
