@@ -551,8 +551,8 @@ fn check(cli: &Cli, args: &RosterArgs) -> Result<Report, Failure> {
     }
     text.push_str(&format!("{}\n", render(&table)));
     text.push_str("\nslots per role:");
-    for (role, n) in &slots {
-        text.push_str(&format!(" {role} {n}"));
+    for role in &parsed.roles {
+        text.push_str(&format!(" {role} {}", slots[role]));
     }
     text.push('\n');
     Ok(Report {
@@ -828,7 +828,7 @@ fn explain(
             " (and none ever can: the request would end exhausted)"
         }
     ));
-    let mut table = plain_table(&["executor", "", "priority", "why not"]);
+    let mut table = plain_table(&["executor", "now", "priority", "why not"]);
     for e in &explanation.executors {
         table.add_row([
             e.id.clone(),
