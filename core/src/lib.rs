@@ -146,7 +146,9 @@
 //!   * `policy` (`mod.rs`): [`Policy`], its sub-states, `new`, `handle`, `check`, `apply`.
 //!   * `policy::roster`: executors, their caps and priorities per role, the role
 //!     tables and the ready sets.
-//!   * `policy::queue`: requests, the per-role and pinned queues, deadlines, endings.
+//!   * `policy::queue`: requests, the per-role and pinned queues, deadlines, endings,
+//!     the queue's bound.
+//!   * `policy::avoid`: a request's avoid list, indexed for membership.
 //!   * `policy::granting`: admission, the choice of executor, the grant pass.
 //!   * `policy::exhaustion`: whether anything can ever serve a request, and why not.
 //!   * `policy::leases`: open leases, release, `occupy`.
@@ -158,7 +160,8 @@
 //!   * `policy::timers`: the next timer and why it fires; the time advance.
 //!   * `policy::events`: the event names and the event output.
 //!   * `policy::queries`: snapshot, explain, plan, available, slots, can_ever_serve.
-//!   * `policy::export`: export and import of the whole state, and its JSON.
+//!   * `policy::export`: the export of the whole state, and its JSON (written and read).
+//!   * `policy::import`: an export checked as a whole and rebuilt into a policy.
 //!   * `policy::invariants`: `verify` and `check_invariants`.
 //!   * `policy::keys`: the one key encoding of every ordered index.
 

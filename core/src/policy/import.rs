@@ -249,6 +249,9 @@ fn check_export(x: &Exported) -> Result<(), String> {
             ));
         }
     }
+    if x.next_lease == 0 {
+        return Err("nextLease 0: lease ids start at 1".into());
+    }
     let after_now = |field: String, t: u64| -> Result<(), String> {
         if t > now {
             Err(format!("{field} {t} is after now {now}"))

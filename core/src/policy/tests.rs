@@ -110,7 +110,7 @@ fn a_lease_that_would_wait_beyond_the_bound_is_refused_and_changes_nothing() {
 /// instead of overflowing (a panic natively, a wrap in the wasm build that never
 /// probes the executor again).
 #[test]
-fn time_arithmetic_saturates_at_u64_max_and_at_2_pow_53() {
+fn time_arithmetic_saturates_at_the_largest_options_and_2_pow_53() {
     let huge = "9007199254740991ms";
     let cooldown = json!({ "usageLimit": huge, "rateLimit": huge, "outage": huge });
     let doc = json!({ "executors": [
@@ -160,8 +160,8 @@ fn time_arithmetic_saturates_at_u64_max_and_at_2_pow_53() {
                 feed(&mut policy, failed);
             }
         }
-        // Rate limits in an endless window, a usage limit retried after u64::MAX ms,
-        // an outage probed at an endless interval, a deadline at u64::MAX.
+        // Rate limits in a week-long window, a usage limit retried after 2^53 - 1 ms,
+        // an outage probed at a week's interval, a deadline at 2^53 - 1.
         for executor in ["b", "c"] {
             for _ in 0..2 {
                 let rate = failure(FailureKind::RateLimit, None, None);
@@ -238,7 +238,7 @@ fn real_export() -> Value {
 #[test]
 fn contradictory_exports_are_refused_naming_the_field() {
     type Edit = fn(&mut Value);
-    let cases: [(&str, Edit); 9] = [
+    let cases: [(&str, Edit); 10] = [
         ("nextLease", |s| s["nextLease"] = json!(1)),
         ("which the roster does not have", |s| {
             s["leases"]["1"]["executor"] = json!("ghost")
@@ -263,6 +263,7 @@ fn contradictory_exports_are_refused_naming_the_field() {
             s["requests"][0]["key"][2] = json!(T0 + 1);
         }),
         ("nextArrival", |s| s["nextArrival"] = json!(0)),
+        ("lease ids start at 1", |s| s["nextLease"] = json!(0)),
     ];
     let base = real_export();
     Policy::import_state(&base).expect("the real export imports");
