@@ -9,9 +9,12 @@ use serde_json::{Map, Value};
 
 use crate::classify::Signals;
 use crate::duration::parse_duration;
+/// A document's violations are errors' data: the type lives in `error` (below no
+/// module that reads documents), and is named here where it is made.
+pub use crate::error::Violation;
 use crate::limits;
 use crate::sorted::SortedMap;
-use crate::write::{to_text, Obj, WriteJson};
+use crate::write::to_text;
 
 /// The seed's five roles, the default role list of a document.
 pub const DEFAULT_ROLES: [&str; 5] = ["planner", "coder", "reviewer", "judge", "verifier"];
@@ -23,22 +26,6 @@ pub const CODER_ROLE: &str = "coder";
 pub const DEFAULT_USAGE_LIMIT_COOLDOWN_MS: u64 = 30 * 60_000;
 pub const DEFAULT_RATE_LIMIT_COOLDOWN_MS: u64 = 10 * 60_000;
 pub const DEFAULT_OUTAGE_COOLDOWN_MS: u64 = 5 * 60_000;
-
-/// One thing wrong with a document, and where.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Violation {
-    /// A JSON path into the document: `executors[1].cooldown.outage`.
-    pub path: String,
-    /// What is wrong, in the seed's wording: "executor 'a' is listed twice".
-    pub message: String,
-}
-
-impl std::fmt::Display for Violation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
-    }
-}
 
 /// Lower first. A number for every role, or per role with a `default`.
 #[derive(Debug, Clone, PartialEq)]
@@ -292,7 +279,16 @@ impl Parser {
         let roles = self.roles(object.get("roles"));
         let signals = object
             .get("signals")
-            .map(|value| Signals::from_json(value, &mut self.violations))
+            .map(|value| {
+                let mut found = Vec::new();
+                let signals = Signals::from_json(value, &mut found);
+                self.violations.extend(
+                    found
+                        .into_iter()
+                        .map(|(path, message)| Violation { path, message }),
+                );
+                signals
+            })
             .unwrap_or_default();
         let Some(entries) = object.get("executors").and_then(Value::as_array) else {
             self.fail(
@@ -791,15 +787,4 @@ fn is_http_url(url: &str) -> bool {
         host.split(':').next().unwrap_or("")
     };
     !name.is_empty() && !url.chars().any(char::is_whitespace)
-}
-
-// ---- Writer ---------------------------------------------------------------------
-
-impl WriteJson for Violation {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("path", &self.path)
-            .field("message", &self.message)
-            .end();
-    }
 }
