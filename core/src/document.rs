@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::duration::parse_duration;
+use crate::protocol::{Choice, Options, Unservable};
 use crate::sorted::SortedMap;
 
 /// The seed's five roles, the default role list of a document.
@@ -119,12 +120,27 @@ impl ExecutorSpec {
     }
 }
 
+/// The form a document declares its executors in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// `executors` (the roster seed's files).
+    Roster,
+    /// Only a `workers` list or map (the scheduler seed's `usine.yaml`): `name` as the
+    /// id, `maxConcurrentAttempts`/`max_concurrent_attempts` slots, every role.
+    Workers,
+}
+
 /// A validated roster document.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Document {
     /// The role list: the document's own `roles`, or the seed's five.
     pub roles: Vec<String>,
+    /// `executors` first, then `workers`, each in document order.
     pub executors: Vec<ExecutorSpec>,
+    pub form: Form,
+    /// The document's own `choice` and `unservable`, if it gives them.
+    pub choice: Option<Choice>,
+    pub unservable: Option<Unservable>,
     /// The document as written.
     pub raw: Value,
 }
@@ -158,6 +174,26 @@ impl Document {
 
     pub fn executor(&self, id: &str) -> Option<&ExecutorSpec> {
         self.executors.iter().find(|e| e.id == id)
+    }
+
+    /// Which equal free executor takes a request: the document's `choice`, else the
+    /// options', else its form's (DESIGN.md: where the seeds differ, rota offers both).
+    pub fn choice(&self, options: &Options) -> Choice {
+        self.choice.or(options.choice).unwrap_or(match self.form {
+            Form::Roster => Choice::RoundRobin,
+            Form::Workers => Choice::Declared,
+        })
+    }
+
+    /// What becomes of a request nothing can ever serve: the document's
+    /// `unservable`, else the options', else its form's.
+    pub fn unservable(&self, options: &Options) -> Unservable {
+        self.unservable
+            .or(options.unservable)
+            .unwrap_or(match self.form {
+                Form::Roster => Unservable::Exhaust,
+                Form::Workers => Unservable::Wait,
+            })
     }
 }
 
@@ -262,6 +298,17 @@ fn executor_objects(
     out
 }
 
+/// Where an executor is declared: its path (`executors[2]`, `workers.a`), its number
+/// in its list (for one without an id), the map key naming it, and whether it is one
+/// of the scheduler's workers.
+#[derive(Clone, Copy)]
+struct Place<'a> {
+    place: &'a str,
+    ordinal: usize,
+    key: Option<&'a str>,
+    worker: bool,
+}
+
 #[derive(Default)]
 struct Parser {
     violations: Vec<Violation>,
@@ -284,22 +331,96 @@ impl Parser {
             return None;
         };
         let roles = self.roles(object.get("roles"));
-        let Some(entries) = object.get("executors").and_then(Value::as_array) else {
-            self.fail(
-                "executors",
-                "a roster document needs an `executors` array (it may be empty)",
-            );
-            return None;
+        let workers = object.get("workers");
+        let form = if workers.is_some() && !object.contains_key("executors") {
+            Form::Workers
+        } else {
+            Form::Roster
+        };
+        // (place, name from a map key, entry): executors, then the scheduler's workers.
+        let mut entries: Vec<(String, Option<&str>, &Value, bool)> = Vec::new();
+        let executors_given = object
+            .get("executors")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        match object.get("executors") {
+            Some(Value::Array(items)) => entries.extend(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (format!("executors[{i}]"), None, v, false)),
+            ),
+            None if workers.is_some() => {}
+            _ => {
+                self.fail(
+                    "executors",
+                    "a roster document needs an `executors` array (it may be empty)",
+                );
+                return None;
+            }
+        }
+        match workers {
+            None => {}
+            Some(Value::Array(items)) => entries.extend(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (format!("workers[{i}]"), None, v, true)),
+            ),
+            Some(Value::Object(map)) => entries.extend(
+                map.iter()
+                    .map(|(name, v)| (format!("workers.{name}"), Some(name.as_str()), v, true)),
+            ),
+            Some(_) => {
+                self.fail(
+                    "workers",
+                    "`workers` is a list of workers, or a map of them keyed by name",
+                );
+                return None;
+            }
+        }
+        let choice = match object.get("choice") {
+            None | Some(Value::Null) => None,
+            Some(v) => match Choice::from_json(v) {
+                Ok(choice) => Some(choice),
+                Err(_) => {
+                    self.fail("choice", "`choice` is \"roundRobin\" or \"declared\"");
+                    None
+                }
+            },
+        };
+        let unservable = match object.get("unservable") {
+            None | Some(Value::Null) => None,
+            Some(v) => match Unservable::from_json(v) {
+                Ok(unservable) => Some(unservable),
+                Err(_) => {
+                    self.fail("unservable", "`unservable` is \"exhaust\" or \"wait\"");
+                    None
+                }
+            },
         };
         let mut executors = Vec::new();
         let mut seen = Vec::new();
-        for (index, entry) in entries.iter().enumerate() {
-            if let Some(spec) = self.executor(index, entry, &roles, kinds) {
+        for (index, (place, key, entry, worker)) in entries.into_iter().enumerate() {
+            // "executor #3" names an entry without an id in the roster's wording.
+            let ordinal = if worker {
+                index - executors_given
+            } else {
+                index
+            } + 1;
+            let at = Place {
+                place: &place,
+                ordinal,
+                key,
+                worker,
+            };
+            if let Some(spec) = self.executor(at, entry, &roles, kinds) {
                 if !spec.id.trim().is_empty()
                     && !crate::sorted::set_insert(&mut seen, spec.id.clone())
                 {
+                    let field = if worker { "name" } else { "id" };
                     self.fail(
-                        format!("executors[{index}].id"),
+                        format!("{place}.{field}"),
                         format!("executor '{}' is listed twice", spec.id),
                     );
                 }
@@ -309,6 +430,9 @@ impl Parser {
         Some(Document {
             roles,
             executors,
+            form,
+            choice,
+            unservable,
             raw: value.clone(),
         })
     }
@@ -345,43 +469,64 @@ impl Parser {
         roles
     }
 
+    /// One executor at `place` (`executors[2]`, `workers[0]`, `workers.a`). A
+    /// scheduler `worker` is named by `name` (or its map `key`), needs no harness and
+    /// takes every role unless it lists its own.
     fn executor(
         &mut self,
-        index: usize,
+        place: Place,
         value: &Value,
         roles: &[String],
         kinds: Option<&[String]>,
     ) -> Option<ExecutorSpec> {
-        let at = |field: &str| format!("executors[{index}].{field}");
+        let Place {
+            place,
+            ordinal,
+            key,
+            worker,
+        } = place;
+        let at = |field: &str| format!("{place}.{field}");
         let Some(object) = value.as_object() else {
-            self.fail(
-                format!("executors[{index}]"),
-                "an executor is a JSON object",
-            );
+            let what = if worker { "a worker" } else { "an executor" };
+            self.fail(place, format!("{what} is a JSON object"));
             return None;
         };
-        let id = match object.get("id") {
-            Some(Value::String(id)) if !id.trim().is_empty() => id.clone(),
-            Some(Value::String(_)) => {
-                self.fail(at("id"), "an executor has an empty id");
+        let id_field = if worker { "name" } else { "id" };
+        let id = match (object.get(id_field), key) {
+            (Some(Value::String(id)), Some(key)) if id != key => {
+                self.fail(
+                    at(id_field),
+                    format!("worker '{key}' has the name '{id}'; give one"),
+                );
+                key.to_string()
+            }
+            (None, Some(key)) if !key.trim().is_empty() => key.to_string(),
+            (Some(Value::String(id)), _) if !id.trim().is_empty() => id.clone(),
+            (Some(Value::String(_)), _) | (None, Some(_)) => {
+                self.fail(at(id_field), format!("an executor has an empty {id_field}"));
                 String::new()
             }
-            Some(_) => {
-                self.fail(at("id"), "an executor's id is a string");
+            (Some(_), _) => {
+                self.fail(
+                    at(id_field),
+                    format!("an executor's {id_field} is a string"),
+                );
                 String::new()
             }
-            None => {
-                self.fail(at("id"), "an executor has no id");
+            (None, None) => {
+                self.fail(at(id_field), format!("an executor has no {id_field}"));
                 String::new()
             }
         };
-        let who = if id.is_empty() {
-            format!("executor #{}", index + 1)
-        } else {
-            format!("executor '{id}'")
+        let who = match (id.is_empty(), worker) {
+            (true, true) => format!("worker #{ordinal}"),
+            (true, false) => format!("executor #{ordinal}"),
+            (false, true) => format!("worker '{id}'"),
+            (false, false) => format!("executor '{id}'"),
         };
         let harness = match object.get("harness") {
             Some(Value::String(h)) if !h.trim().is_empty() => h.clone(),
+            None if worker => String::new(),
             Some(Value::String(_)) | None => {
                 self.fail(at("harness"), format!("{who} has no harness"));
                 String::new()
@@ -415,16 +560,24 @@ impl Parser {
             .get("kind")
             .and_then(Value::as_str)
             .map(str::to_string);
-        if let (Some(kinds), Some(kind)) = (kinds, &kind) {
-            if !kinds.iter().any(|k| k == kind) {
-                self.fail(
-                    at("kind"),
-                    format!(
-                        "{who} has kind '{kind}', and this host runs only: {}",
-                        kinds.join(", ")
-                    ),
-                );
-            }
+        match (kinds, &kind) {
+            (Some(kinds), Some(kind)) if !kinds.iter().any(|k| k == kind) => self.fail(
+                at("kind"),
+                format!(
+                    "{who} has kind '{kind}', and this host runs only: {}",
+                    kinds.join(", ")
+                ),
+            ),
+            // The seed's `validateWorkers` refuses a worker whose kind is not the
+            // executor's, and a missing kind is not it.
+            (Some(kinds), None) => self.fail(
+                at("kind"),
+                format!(
+                    "{who} has no kind, and this host runs only: {}",
+                    kinds.join(", ")
+                ),
+            ),
+            _ => {}
         }
 
         // Roles: unknown ones are named with the list of known ones.
@@ -458,6 +611,8 @@ impl Parser {
                 }
             }
             Some(_) => self.fail(at("roles"), format!("{who} has roles that are not a list")),
+            // The scheduler's workers take every run, whatever the role.
+            None if worker => own_roles = roles.to_vec(),
             None => self.fail(at("roles"), format!("{who} takes no role")),
         }
 
@@ -475,17 +630,20 @@ impl Parser {
                 }
             }
         };
-        let slots = slots_of(self, "slots");
-        let alias = slots_of(self, "maxConcurrentAttempts");
-        if let (Some(a), Some(b)) = (slots, alias) {
-            if a != b {
-                self.fail(
-                    at("maxConcurrentAttempts"),
-                    format!("{who} has slots {a} and maxConcurrentAttempts {b}; give one"),
-                );
+        let mut slots = slots_of(self, "slots");
+        // The scheduler's name, and its YAML config's.
+        for alias in ["maxConcurrentAttempts", "max_concurrent_attempts"] {
+            let given = slots_of(self, alias);
+            match (slots, given) {
+                (Some(a), Some(b)) if a != b => self.fail(
+                    at(alias),
+                    format!("{who} has slots {a} and {alias} {b}; give one"),
+                ),
+                (None, Some(_)) => slots = given,
+                _ => {}
             }
         }
-        let slots = slots.or(alias).unwrap_or(1);
+        let slots = slots.unwrap_or(1);
 
         // Role caps: `roleSlots` for any role, `coderSlots` for the coder role.
         let mut role_caps = SortedMap::new();
@@ -493,7 +651,7 @@ impl Parser {
             match value.as_object() {
                 Some(caps) => {
                     for (role, cap) in caps {
-                        let path = format!("executors[{index}].roleSlots.{role}");
+                        let path = format!("{place}.roleSlots.{role}");
                         if !roles.iter().any(|r| r == role) {
                             self.fail(
                                 path,
@@ -559,7 +717,7 @@ impl Parser {
                 None
             }
         };
-        let cooldown = self.cooldown(object.get("cooldown"), index, &who);
+        let cooldown = self.cooldown(object.get("cooldown"), place, &who);
         let disabled = match object.get("disabled") {
             None => false,
             Some(Value::Bool(b)) => *b,
@@ -669,20 +827,20 @@ impl Parser {
         }
     }
 
-    fn cooldown(&mut self, value: Option<&Value>, index: usize, who: &str) -> Cooldowns {
+    fn cooldown(&mut self, value: Option<&Value>, place: &str, who: &str) -> Cooldowns {
         let mut cooldown = Cooldowns::default();
         let Some(value) = value else {
             return cooldown;
         };
         let Some(entries) = value.as_object() else {
             self.fail(
-                format!("executors[{index}].cooldown"),
+                format!("{place}.cooldown"),
                 format!("{who} has a cooldown that is not a record of durations"),
             );
             return cooldown;
         };
         for (name, text) in entries {
-            let path = format!("executors[{index}].cooldown.{name}");
+            let path = format!("{place}.cooldown.{name}");
             let target = match name.as_str() {
                 "usageLimit" => &mut cooldown.usage_limit_ms,
                 "rateLimit" => &mut cooldown.rate_limit_ms,

@@ -202,15 +202,29 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             out.extend_from_slice(b",\"executor\":");
             write_str(out, executor);
         }
-        Output::DeleteMachine { executor, hold } => {
+        Output::DeleteMachine {
+            executor,
+            hold,
+            lease,
+        } => {
             out.extend_from_slice(b"{\"type\":\"deleteMachine\",\"executor\":");
             write_str(out, executor);
             out.extend_from_slice(b",\"hold\":");
             write_value(out, hold);
+            if let Some(lease) = lease {
+                out.extend_from_slice(b",\"lease\":");
+                write_u64(out, *lease);
+            }
         }
         Output::Preflight { executor } => {
             out.extend_from_slice(b"{\"type\":\"preflight\",\"executor\":");
             write_str(out, executor);
+        }
+        Output::StartFailed { executor, error } => {
+            out.extend_from_slice(b"{\"type\":\"startFailed\",\"executor\":");
+            write_str(out, executor);
+            out.extend_from_slice(b",\"error\":");
+            write_str(out, error);
         }
         Output::Persist { ids, state } => {
             write_persist(out, ids, state);

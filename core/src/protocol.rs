@@ -29,8 +29,23 @@ pub struct Options {
     pub provision_first_pause_ms: u64,
     /// The longest pause after failed machine creations.
     pub provision_max_pause_ms: u64,
-    /// Executors that a reload adds or grows must pass a host preflight first.
+    /// The host can preflight executors (it answers `preflight` outputs): every
+    /// executor is preflighted before the roster serves, and a failure stops the start
+    /// (the scheduler seed's startup preflight). Not written while false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub preflight: bool,
+    /// Executors that a reload adds or grows must pass a host preflight first. When a
+    /// host's options leave it out, it follows `preflight` (the seed preflights every
+    /// reload whenever it can).
     pub preflight_reloads: bool,
+    /// Which of the equal free executors takes a request; `None`: the document's, else
+    /// its form's (`roundRobin` for a roster, `declared` for a scheduler's `workers`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub choice: Option<Choice>,
+    /// What becomes of a request nothing can ever serve; `None`: the document's, else
+    /// its form's (`exhaust` for a roster, `wait` for a scheduler's `workers`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unservable: Option<Unservable>,
     /// The executor kinds the host can run; `None` accepts any.
     pub kinds: Option<Vec<String>>,
     /// The least severe `event` output emitted: `debug` (every event, the default),
@@ -51,11 +66,38 @@ impl Default for Options {
             rate_limits_to_exclude: 3,
             provision_first_pause_ms: 30_000,
             provision_max_pause_ms: 10 * 60_000,
+            preflight: false,
             preflight_reloads: false,
+            choice: None,
+            unservable: None,
             kinds: None,
             min_event_level: Level::Debug,
         }
     }
+}
+
+/// Which of the equal free executors (same priority for the role) takes a request.
+/// The two seeds differ here, and rota offers both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Choice {
+    /// The one leased least recently (the roster seed): a, b, a, b.
+    #[default]
+    RoundRobin,
+    /// The first declared (the scheduler seed's `workerFor`): a, a, b, b.
+    Declared,
+}
+
+/// What becomes of a request that no executor can ever serve (none has its role, or
+/// all that do are out for the run or removed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Unservable {
+    /// It ends at once as exhausted, with a reason per executor (the roster seed).
+    #[default]
+    Exhaust,
+    /// It keeps waiting until a slot, a reload or a cancel (the scheduler seed).
+    Wait,
 }
 
 /// What a lease request asks for.
@@ -228,16 +270,37 @@ pub enum Input {
         executor: String,
         up: bool,
     },
-    /// The answer to a `createMachine` output: the machine's hold.
+    /// The answer to a `createMachine` output: the machine's hold. `checked` (any
+    /// JSON: what the creation checked) records a passed preflight of the executor.
     #[serde(rename_all = "camelCase")]
-    MachineCreated { now: u64, id: String, hold: Value },
-    /// The answer to a `createMachine` output: it failed.
+    MachineCreated {
+        now: u64,
+        id: String,
+        hold: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        checked: Option<Value>,
+    },
+    /// The answer to a `createMachine` output: it failed. `reason` is the pause
+    /// record's (the seed's `MachineUnavailableError.reason`; `unavailable` when
+    /// absent); `check` is a failed capability check, recorded as a failed preflight.
     #[serde(rename_all = "camelCase")]
     MachineFailed {
         now: u64,
         id: String,
         #[serde(default)]
         message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The answer to a `deleteMachine` output that names a `lease`: the slot it held
+    /// frees now. A failed deletion frees it too, with a warning naming the machine.
+    #[serde(rename_all = "camelCase")]
+    MachineDeleted {
+        now: u64,
+        lease: u64,
+        ok: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
     /// Replace the document live.
     #[serde(rename_all = "camelCase")]
@@ -272,6 +335,7 @@ impl Input {
             | Input::ProbeResult { now, .. }
             | Input::MachineCreated { now, .. }
             | Input::MachineFailed { now, .. }
+            | Input::MachineDeleted { now, .. }
             | Input::Reload { now, .. }
             | Input::PreflightResult { now, .. }
             | Input::Restore { now, .. }
@@ -293,6 +357,7 @@ impl Input {
             Input::ProbeResult { .. } => "probeResult",
             Input::MachineCreated { .. } => "machineCreated",
             Input::MachineFailed { .. } => "machineFailed",
+            Input::MachineDeleted { .. } => "machineDeleted",
             Input::Reload { .. } => "reload",
             Input::PreflightResult { .. } => "preflightResult",
             Input::Restore { .. } => "restore",
@@ -374,12 +439,22 @@ pub enum Output {
     /// `machineCreated` or `machineFailed`.
     #[serde(rename_all = "camelCase")]
     CreateMachine { request: String, executor: String },
-    /// Delete this machine.
+    /// Delete this machine. With a `lease`, the slot stays held until the host
+    /// answers `machineDeleted` (the seed deletes the machine before the slot frees).
     #[serde(rename_all = "camelCase")]
-    DeleteMachine { executor: String, hold: Value },
-    /// Preflight this executor before a reload applies; answer with `preflightResult`.
+    DeleteMachine {
+        executor: String,
+        hold: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lease: Option<u64>,
+    },
+    /// Preflight this executor (at start, or before a reload applies); answer with
+    /// `preflightResult`.
     #[serde(rename_all = "camelCase")]
     Preflight { executor: String },
+    /// The startup preflight of `executor` failed: the roster does not start.
+    #[serde(rename_all = "camelCase")]
+    StartFailed { executor: String, error: String },
     /// Write the state: replace the entries of `ids` in the state file with
     /// `state.exclusions`, keeping other rosters' entries.
     #[serde(rename_all = "camelCase")]
@@ -547,6 +622,9 @@ const OPTIONS_FIELDS: &[&str] = &[
     "preflightReloads",
     "kinds",
     "minEventLevel",
+    "preflight",
+    "choice",
+    "unservable",
 ];
 
 impl Options {
@@ -556,6 +634,7 @@ impl Options {
     pub fn from_json(value: &Value) -> Read<Options> {
         let o = object(value, "struct Options")?;
         let mut options = Options::default();
+        let mut preflight_reloads = None;
         for (key, v) in o.0 {
             match key.as_str() {
                 "canProbe" => options.can_probe = read::bool(v)?,
@@ -565,14 +644,49 @@ impl Options {
                 "rateLimitsToExclude" => options.rate_limits_to_exclude = read::u32(v)?,
                 "provisionFirstPauseMs" => options.provision_first_pause_ms = read::u64(v)?,
                 "provisionMaxPauseMs" => options.provision_max_pause_ms = read::u64(v)?,
-                "preflightReloads" => options.preflight_reloads = read::bool(v)?,
+                "preflightReloads" => preflight_reloads = Some(read::bool(v)?),
+                "preflight" => options.preflight = read::bool(v)?,
+                "choice" if v.is_null() => options.choice = None,
+                "choice" => options.choice = Some(Choice::from_json(v)?),
+                "unservable" if v.is_null() => options.unservable = None,
+                "unservable" => options.unservable = Some(Unservable::from_json(v)?),
                 "kinds" if v.is_null() => options.kinds = None,
                 "kinds" => options.kinds = Some(read::strings(v)?),
                 "minEventLevel" => options.min_event_level = Level::from_json(v)?,
                 _ => return Err(read::unknown_field(key, OPTIONS_FIELDS)),
             }
         }
+        // Explicit wins; else reloads are preflighted whenever the host can preflight.
+        options.preflight_reloads = preflight_reloads.unwrap_or(options.preflight);
         Ok(options)
+    }
+}
+
+impl Choice {
+    const NAMES: &'static [&'static str] = &["roundRobin", "declared"];
+    const ALL: [Choice; 2] = [Choice::RoundRobin, Choice::Declared];
+
+    pub fn from_json(value: &Value) -> Read<Choice> {
+        variant(value, Self::NAMES).map(|i| Self::ALL[i])
+    }
+
+    /// The JSON name: `roundRobin`, `declared`.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
+impl Unservable {
+    const NAMES: &'static [&'static str] = &["exhaust", "wait"];
+    const ALL: [Unservable; 2] = [Unservable::Exhaust, Unservable::Wait];
+
+    pub fn from_json(value: &Value) -> Read<Unservable> {
+        variant(value, Self::NAMES).map(|i| Self::ALL[i])
+    }
+
+    /// The JSON name: `exhaust`, `wait`.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
     }
 }
 

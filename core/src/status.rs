@@ -87,6 +87,11 @@ pub struct PauseStatus {
     pub message: String,
     /// False once the pause has ended (the failure count stays until a success).
     pub blocked: bool,
+    /// The seed's pause record: the reason (`check` for a failed capability check),
+    /// when the creation failed and when it is tried again (ISO 8601).
+    pub reason: String,
+    pub failed_at: String,
+    pub retry_at: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -102,6 +107,9 @@ pub struct LeaseStatus {
     pub hold: Option<Value>,
     pub since: u64,
     pub occupied: bool,
+    /// Released: its machine is being deleted, and the slot frees after.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleting: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

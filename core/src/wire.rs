@@ -39,6 +39,7 @@ pub(crate) const INPUT_TYPES: &[&str] = &[
     "probeResult",
     "machineCreated",
     "machineFailed",
+    "machineDeleted",
     "reload",
     "preflightResult",
     "restore",
@@ -59,6 +60,7 @@ pub(crate) enum Kind {
     ProbeResult,
     MachineCreated,
     MachineFailed,
+    MachineDeleted,
     Reload,
     PreflightResult,
     Restore,
@@ -79,6 +81,7 @@ impl Kind {
             "probeResult" => Kind::ProbeResult,
             "machineCreated" => Kind::MachineCreated,
             "machineFailed" => Kind::MachineFailed,
+            "machineDeleted" => Kind::MachineDeleted,
             "reload" => Kind::Reload,
             "preflightResult" => Kind::PreflightResult,
             "restore" => Kind::Restore,
@@ -109,8 +112,9 @@ impl Kind {
             Kind::Exclude => &["now", "executor", "kind", "reason", "until"],
             Kind::Resume => &["now", "executor"],
             Kind::ProbeResult => &["now", "executor", "up"],
-            Kind::MachineCreated => &["now", "id", "hold"],
-            Kind::MachineFailed => &["now", "id", "message"],
+            Kind::MachineCreated => &["now", "id", "hold", "checked"],
+            Kind::MachineFailed => &["now", "id", "message", "reason"],
+            Kind::MachineDeleted => &["now", "lease", "ok", "error"],
             Kind::Reload => &["now", "document"],
             Kind::PreflightResult => &["now", "executor", "ok", "error"],
             Kind::Restore => &["now", "state"],
@@ -141,7 +145,7 @@ impl Kind {
             | Key::EventTime
             | Key::Label
             | Key::Deadline => matches!(self, K::Lease | K::TryLease),
-            Key::Lease => self == K::Release,
+            Key::Lease => matches!(self, K::Release | K::MachineDeleted),
             Key::Executor => matches!(
                 self,
                 K::Occupy
@@ -153,11 +157,13 @@ impl Kind {
             ),
             Key::Hold => matches!(self, K::Occupy | K::MachineCreated),
             Key::Failure => self == K::Report,
-            Key::Kind | Key::Reason | Key::Until => self == K::Exclude,
+            Key::Kind | Key::Until => self == K::Exclude,
+            Key::Reason => matches!(self, K::Exclude | K::MachineFailed),
+            Key::Checked => self == K::MachineCreated,
             Key::Up => self == K::ProbeResult,
             Key::Message => self == K::MachineFailed,
             Key::Document => self == K::Reload,
-            Key::Ok | Key::Error => self == K::PreflightResult,
+            Key::Ok | Key::Error => matches!(self, K::PreflightResult | K::MachineDeleted),
             Key::State => self == K::Restore,
         }
     }
@@ -206,9 +212,10 @@ enum Key {
     Ok,
     Error,
     State,
+    Checked,
 }
 
-const KEYS: [(&str, Key); 24] = [
+const KEYS: [(&str, Key); 25] = [
     ("type", Key::Type),
     ("now", Key::Now),
     ("id", Key::Id),
@@ -233,6 +240,7 @@ const KEYS: [(&str, Key); 24] = [
     ("ok", Key::Ok),
     ("error", Key::Error),
     ("state", Key::State),
+    ("checked", Key::Checked),
 ];
 
 impl Key {
@@ -293,6 +301,7 @@ struct Raw {
     ok: Option<bool>,
     error: Option<String>,
     state: Option<PersistedState>,
+    checked: Option<Value>,
 }
 
 fn need<T, E: de::Error>(value: Option<T>, field: &'static str) -> Result<T, E> {
@@ -376,6 +385,7 @@ impl<'de> Visitor<'de> for InputVisitor {
                 Key::Ok => raw.ok = Some(map.next_value()?),
                 Key::Error => raw.error = map.next_value()?,
                 Key::State => raw.state = Some(map.next_value()?),
+                Key::Checked => raw.checked = map.next_value()?,
             }
         }
         let Some(kind) = kind else {
@@ -460,11 +470,19 @@ fn build<E: de::Error>(kind: Kind, raw: Raw) -> Result<Input, E> {
             now,
             id: need(raw.id, "id")?,
             hold: need(raw.hold, "hold")?,
+            checked: raw.checked.filter(|checked| !checked.is_null()),
         },
         Kind::MachineFailed => Input::MachineFailed {
             now,
             id: need(raw.id, "id")?,
             message: raw.message.unwrap_or_default(),
+            reason: raw.reason,
+        },
+        Kind::MachineDeleted => Input::MachineDeleted {
+            now,
+            lease: need(raw.lease, "lease")?,
+            ok: need(raw.ok, "ok")?,
+            error: raw.error,
         },
         Kind::Reload => Input::Reload {
             now,
@@ -519,6 +537,7 @@ const OUTPUT_TYPES: &[&str] = &[
     "createMachine",
     "deleteMachine",
     "preflight",
+    "startFailed",
     "persist",
     "event",
 ];
@@ -570,9 +589,14 @@ impl Output {
             "deleteMachine" => Output::DeleteMachine {
                 executor: r.req("executor", string)?,
                 hold: r.req("hold", read::value)?,
+                lease: r.opt("lease", read::u64)?,
             },
             "preflight" => Output::Preflight {
                 executor: r.req("executor", string)?,
+            },
+            "startFailed" => Output::StartFailed {
+                executor: r.req("executor", string)?,
+                error: r.req("error", string)?,
             },
             "persist" => Output::Persist {
                 ids: r.req("ids", read::strings)?,

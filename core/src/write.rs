@@ -333,7 +333,9 @@ impl<A: WriteJson, B: WriteJson, C: WriteJson, D: WriteJson> WriteJson for (A, B
 // ---- The core's shapes --------------------------------------------------------------
 
 use crate::document::Violation;
-use crate::protocol::{Exclusion, ExclusionKind, Level, Options, Output, PersistedState};
+use crate::protocol::{
+    Choice, Exclusion, ExclusionKind, Level, Options, Output, PersistedState, Unservable,
+};
 use crate::status::{
     CreatingRequest, ExclusionStatus, ExecutorExplanation, ExecutorStatus, Explanation,
     LeaseStatus, PauseStatus, PendingReloadStatus, Plan, PlannedGrant, PreflightRecord,
@@ -355,6 +357,18 @@ impl WriteJson for ExclusionKind {
     }
 }
 
+impl WriteJson for Choice {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_str(out, self.name());
+    }
+}
+
+impl WriteJson for Unservable {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_str(out, self.name());
+    }
+}
+
 impl WriteJson for Level {
     fn write_json(&self, out: &mut Vec<u8>) {
         write_str(out, self.name());
@@ -370,8 +384,13 @@ impl WriteJson for Options {
             .field("rateLimitWindowMs", &self.rate_limit_window_ms)
             .field("rateLimitsToExclude", &self.rate_limits_to_exclude)
             .field("provisionFirstPauseMs", &self.provision_first_pause_ms)
-            .field("provisionMaxPauseMs", &self.provision_max_pause_ms)
-            .field("preflightReloads", &self.preflight_reloads)
+            .field("provisionMaxPauseMs", &self.provision_max_pause_ms);
+        if self.preflight {
+            o.field("preflight", &self.preflight);
+        }
+        o.field("preflightReloads", &self.preflight_reloads)
+            .some("choice", &self.choice)
+            .some("unservable", &self.unservable)
             .field("kinds", &self.kinds);
         if !self.min_event_level.is_debug() {
             o.field("minEventLevel", &self.min_event_level);
@@ -474,21 +493,27 @@ impl WriteJson for PauseStatus {
             .field("until", &self.until)
             .field("message", &self.message)
             .field("blocked", &self.blocked)
+            .field("reason", &self.reason)
+            .field("failedAt", &self.failed_at)
+            .field("retryAt", &self.retry_at)
             .end();
     }
 }
 
 impl WriteJson for LeaseStatus {
     fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("lease", &self.lease)
+        let mut o = Obj::new(out);
+        o.field("lease", &self.lease)
             .field("request", &self.request)
             .some("role", &self.role)
             .some("label", &self.label)
             .some("hold", &self.hold)
             .field("since", &self.since)
-            .field("occupied", &self.occupied)
-            .end();
+            .field("occupied", &self.occupied);
+        if self.deleting {
+            o.field("deleting", &self.deleting);
+        }
+        o.end();
     }
 }
 

@@ -1,6 +1,7 @@
 //! Exhaustion: whether anything can ever serve a request, and the reasons why not
 //! (the seed's waiting report and `RosterExhausted` reasons).
 
+use crate::protocol::Unservable;
 use crate::time::iso;
 
 use super::exclusions::Described;
@@ -40,8 +41,25 @@ impl Policy {
         self.roster.roles.servable[r] > avoided
     }
 
+    /// Whether a request that nothing can ever serve ends now as exhausted (the
+    /// roster seed), rather than waiting for a slot, a reload or a cancel (the
+    /// scheduler seed, `unservable: "wait"`). While the startup preflight runs,
+    /// every request waits.
+    pub(super) fn ends_unservable(&self) -> bool {
+        self.serving() && self.roster.unservable == Unservable::Exhaust
+    }
+
+    /// Ends every waiting request that nothing can ever serve now.
+    pub(super) fn recheck_all_exhaustion(&mut self) {
+        let all: Vec<usize> = (0..self.document.roles.len()).collect();
+        self.recheck_exhaustion(&all);
+    }
+
     /// Ends every waiting request of these roles that nothing can ever serve now.
     pub(super) fn recheck_exhaustion(&mut self, roles: &[usize]) {
+        if !self.ends_unservable() {
+            return;
+        }
         let mut ended = Vec::new();
         for &r in roles {
             for &s in self.queue.by_role[r].values() {

@@ -16,7 +16,7 @@ use super::keys::{key_parts, order_key, ByName, KeyParts};
 use super::leases::{Lease, LeaseTable};
 use super::provisioning::Pause;
 use super::queue::{request_extra, Creating, Request};
-use super::reload::PendingReload;
+use super::reload::{PendingReload, Startup};
 use super::roster::{Executor, Runtime};
 use super::Policy;
 
@@ -86,6 +86,12 @@ impl Policy {
             }),
             preflights: self.reloads.preflights.clone(),
             outputs: self.outputs.iter().cloned().collect(),
+            starting: match &self.reloads.startup {
+                Startup::Preflighting(awaiting) => Some(awaiting.clone()),
+                _ => None,
+            },
+            start_failed: self.reloads.startup == Startup::Failed,
+            cut_short: self.reloads.cut_short.clone(),
         }
     }
 
@@ -178,6 +184,13 @@ impl Policy {
         policy.reloads.known_ids = exported.known_ids;
         policy.reloads.preflights = exported.preflights;
         policy.outputs = exported.outputs.into();
+        // `Policy::new` started the startup preflight again: the export says where it is.
+        policy.reloads.startup = match (exported.starting, exported.start_failed) {
+            (_, true) => Startup::Failed,
+            (Some(awaiting), false) => Startup::Preflighting(awaiting),
+            (None, false) => Startup::Serving,
+        };
+        policy.reloads.cut_short = exported.cut_short;
         if let Some(p) = exported.pending_reload {
             let document = Document::from_json(&p.document, policy.options.kinds.as_deref())
                 .map_err(|v| bad(format!("its pending reload: {}", join_violations(&v))))?;
@@ -224,6 +237,15 @@ impl Policy {
                     "leases.{id}: it holds a slot on '{}', which the roster does not have",
                     lease.executor
                 ));
+            }
+            if lease.deleting {
+                // Released: its request id is free, and its machine is the pool's.
+                if !lease.counted || lease.hold.is_none() {
+                    return Err(format!(
+                        "leases.{id}: it waits for the deletion of a machine it does not hold"
+                    ));
+                }
+                continue;
             }
             if let Some(other) = requests.insert(lease.request.as_str().into(), id) {
                 return Err(format!(
@@ -363,6 +385,13 @@ pub(super) struct Exported {
     #[serde(serialize_with = "as_map")]
     pub(super) preflights: StrMap<PreflightRecord>,
     pub(super) outputs: Vec<Output>,
+    /// While the startup preflight runs: the executors it waits for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) starting: Option<StrSet>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(super) start_failed: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) cut_short: StrSet,
 }
 
 #[derive(Serialize)]
@@ -380,8 +409,8 @@ pub(super) struct ExportedReload {
 
 impl WriteJson for Exported {
     fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("version", &self.version)
+        let mut o = Obj::new(out);
+        o.field("version", &self.version)
             .field("options", &self.options)
             .field("document", &self.document)
             .field("draining", &self.draining)
@@ -398,7 +427,11 @@ impl WriteJson for Exported {
             .field("pendingReload", &self.pending_reload)
             .pairs("preflights", &self.preflights)
             .field("outputs", &self.outputs)
-            .end();
+            .some("starting", &self.starting);
+        if self.start_failed {
+            o.field("startFailed", &self.start_failed);
+        }
+        o.nonempty("cutShort", &self.cut_short).end();
     }
 }
 
@@ -451,16 +484,19 @@ impl WriteJson for RequestState {
 
 impl WriteJson for Lease {
     fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("request", &self.request)
+        let mut o = Obj::new(out);
+        o.field("request", &self.request)
             .field("executor", &self.executor)
             .field("role", &self.role)
             .field("label", &self.label)
             .field("hold", &self.hold)
             .field("since", &self.since)
             .field("occupied", &self.occupied)
-            .field("counted", &self.counted)
-            .end();
+            .field("counted", &self.counted);
+        if self.deleting {
+            o.field("deleting", &self.deleting);
+        }
+        o.end();
     }
 }
 
@@ -496,6 +532,8 @@ impl WriteJson for Pause {
             .field("until", &self.until)
             .field("message", &self.message)
             .field("blocked", &self.blocked)
+            .field("reason", &self.reason)
+            .field("failedAt", &self.failed_at)
             .end();
     }
 }
@@ -541,6 +579,9 @@ impl Pause {
             until: o.req("until", read::u64)?,
             message: o.req("message", read::string)?,
             blocked: o.req("blocked", read::bool)?,
+            // Exports before the pause record carried neither.
+            reason: o.or("reason", read::string, String::new())?,
+            failed_at: o.or("failedAt", read::u64, 0)?,
         })
     }
 }
@@ -629,6 +670,7 @@ impl Lease {
             since: o.req("since", read::u64)?,
             occupied: o.req("occupied", read::bool)?,
             counted: o.req("counted", read::bool)?,
+            deleting: o.or("deleting", read::bool, false)?,
         })
     }
 }
@@ -684,6 +726,9 @@ impl Exported {
             )?,
             preflights: sorted::map_from(map_in(o, "preflights", PreflightRecord::from_json)?),
             outputs: list_in(o, "outputs", Output::from_json)?,
+            starting: o.opt("starting", read::strings)?.map(sorted::set_from),
+            start_failed: o.or("startFailed", read::bool, false)?,
+            cut_short: sorted::set_from(o.or("cutShort", read::strings, Vec::new())?),
         })
     }
 }
