@@ -207,16 +207,36 @@ pub fn validate(value: &Value, kinds: Option<&[String]>) -> Vec<Violation> {
 
 /// A repository roster over the user's: an entry replaces the user entry with the
 /// same id, `disabled: true` removes it, a new id is added (after the user's).
-/// Either side may be absent (`null`). Unknown fields pass through.
+/// Either side may be absent (`null`). Unknown fields pass through. Documents in the
+/// scheduler's form merge their `workers` by `name` the same way (a map of workers
+/// becomes a list); the two sides must use the same form.
 pub fn merge(user: &Value, repo: &Value) -> Result<Value, Vec<Violation>> {
     let mut violations = Vec::new();
     let user_entries = executor_objects(user, "user", &mut violations);
     let repo_entries = executor_objects(repo, "repo", &mut violations);
+    let form = match (&user_entries, &repo_entries) {
+        (Some((a, _)), Some((b, _))) if a != b => {
+            violations.push(Violation {
+                path: format!("repo.{b}"),
+                message: format!(
+                    "the repo roster declares `{b}` and the user's `{a}`; give one form"
+                ),
+            });
+            *a
+        }
+        (Some((form, _)), _) | (None, Some((form, _))) => *form,
+        (None, None) => EXECUTORS,
+    };
     if !violations.is_empty() {
         return Err(violations);
     }
     let mut merged: Vec<(String, Value)> = Vec::new();
-    for (id, entry) in user_entries.into_iter().chain(repo_entries) {
+    let entries =
+        |side: Option<(&str, Vec<(String, Value)>)>| side.map(|(_, e)| e).unwrap_or_default();
+    for (id, entry) in entries(user_entries)
+        .into_iter()
+        .chain(entries(repo_entries))
+    {
         match merged.iter_mut().find(|(seen, _)| *seen == id) {
             Some(slot) => slot.1 = entry,
             None => merged.push((id, entry)),
@@ -232,13 +252,13 @@ pub fn merge(user: &Value, repo: &Value) -> Result<Value, Vec<Violation>> {
     for side in [user, repo] {
         if let Some(object) = side.as_object() {
             for (key, value) in object {
-                if key != "executors" {
+                if key != EXECUTORS && key != WORKERS {
                     top.insert(key.clone(), value.clone());
                 }
             }
         }
     }
-    top.insert("executors".into(), Value::Array(executors));
+    top.insert(form.into(), Value::Array(executors));
     Ok(Value::Object(top))
 }
 
@@ -247,11 +267,12 @@ pub fn merge(user: &Value, repo: &Value) -> Result<Value, Vec<Violation>> {
 /// silently empty the roster).
 pub fn narrow(document: &Value, ids: &[String]) -> Result<Value, Vec<Violation>> {
     let mut violations = Vec::new();
-    let entries = executor_objects(document, "document", &mut violations);
+    let (form, entries) =
+        executor_objects(document, "document", &mut violations).unwrap_or((EXECUTORS, Vec::new()));
     for id in ids {
         if !entries.iter().any(|(have, _)| have == id) {
             violations.push(Violation {
-                path: "executors".into(),
+                path: form.into(),
                 message: format!("executor '{id}' is not in the roster"),
             });
         }
@@ -265,37 +286,66 @@ pub fn narrow(document: &Value, ids: &[String]) -> Result<Value, Vec<Violation>>
         .filter(|(id, _)| ids.is_empty() || ids.contains(id))
         .map(|(_, entry)| entry)
         .collect();
-    top.insert("executors".into(), Value::Array(kept));
+    top.insert(form.into(), Value::Array(kept));
     Ok(Value::Object(top))
 }
 
-/// The `(id, object)` pairs of a document's executors, for merge and narrow.
+const EXECUTORS: &str = "executors";
+const WORKERS: &str = "workers";
+
+/// The list a document declares its executors in (`executors`, or the scheduler's
+/// `workers`) and its `(id, object)` pairs, for merge and narrow; `None` for `null`.
+/// A map of workers becomes a list, each with its `name`.
 fn executor_objects(
     value: &Value,
     side: &str,
     violations: &mut Vec<Violation>,
-) -> Vec<(String, Value)> {
+) -> Option<(&'static str, Vec<(String, Value)>)> {
     if value.is_null() {
-        return Vec::new();
+        return None;
     }
-    let Some(executors) = value.get("executors").and_then(Value::as_array) else {
-        violations.push(Violation {
-            path: format!("{side}.executors"),
-            message: format!("the {side} roster needs an `executors` array"),
-        });
-        return Vec::new();
+    let form = match value.get(EXECUTORS) {
+        None if value.get(WORKERS).is_some() => WORKERS,
+        _ => EXECUTORS,
+    };
+    let id_field = if form == WORKERS { "name" } else { "id" };
+    let items: Vec<(String, Value)> = match value.get(form) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (format!("{side}.{form}[{i}]"), v.clone()))
+            .collect(),
+        Some(Value::Object(map)) if form == WORKERS => map
+            .iter()
+            .map(|(name, v)| {
+                let mut entry = v.clone();
+                if let Some(object) = entry.as_object_mut() {
+                    object
+                        .entry("name")
+                        .or_insert_with(|| Value::String(name.clone()));
+                }
+                (format!("{side}.{form}.{name}"), entry)
+            })
+            .collect(),
+        _ => {
+            violations.push(Violation {
+                path: format!("{side}.executors"),
+                message: format!("the {side} roster needs an `executors` array"),
+            });
+            return Some((form, Vec::new()));
+        }
     };
     let mut out = Vec::new();
-    for (index, entry) in executors.iter().enumerate() {
-        match entry.get("id").and_then(Value::as_str) {
-            Some(id) => out.push((id.to_string(), entry.clone())),
+    for (place, entry) in items {
+        match entry.get(id_field).and_then(Value::as_str) {
+            Some(id) => out.push((id.to_string(), entry)),
             None => violations.push(Violation {
-                path: format!("{side}.executors[{index}].id"),
-                message: "an executor has no id".into(),
+                path: format!("{place}.{id_field}"),
+                message: format!("an executor has no {id_field}"),
             }),
         }
     }
-    out
+    Some((form, out))
 }
 
 /// Where an executor is declared: its path (`executors[2]`, `workers.a`), its number

@@ -1452,3 +1452,18 @@ fn a_host_that_names_its_kinds_refuses_an_executor_without_one() {
         "worker 'a' has no kind, and this host runs only: docker"
     );
 }
+
+#[test]
+fn merge_and_narrow_read_the_schedulers_workers_by_name() {
+    let user = json!({ "workers": { "a": { "kind": "docker" }, "b": { "kind": "docker" } } });
+    let repo = json!({ "workers": [{ "name": "b", "disabled": true }, { "name": "c" }] });
+    let merged = rota_core::merge(&user, &repo).expect("merged");
+    assert_eq!(
+        merged,
+        json!({ "workers": [{ "name": "a", "kind": "docker" }, { "name": "c" }] })
+    );
+    let narrowed = rota_core::narrow(&merged, &[s("c")]).expect("narrowed");
+    assert_eq!(narrowed, json!({ "workers": [{ "name": "c" }] }));
+    let mixed = rota_core::merge(&doc(vec![coder("a", json!({}))]), &repo).expect_err("mixed");
+    assert_eq!(mixed[0].path, "repo.workers");
+}

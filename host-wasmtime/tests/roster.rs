@@ -672,7 +672,8 @@ impl Provisioner for Gated {
         let gate = self.deletions.clone();
         let n = self.deleted.fetch_add(1, Ordering::SeqCst);
         Box::pin(async move {
-            let _permit = gate.acquire().await.map_err(|e| e.to_string())?;
+            // One permit per deletion: it is used up, not given back.
+            gate.acquire().await.map_err(|e| e.to_string())?.forget();
             // Every second deletion fails: the slot frees all the same.
             if n % 2 == 1 {
                 return Err("the provider timed out".to_string());

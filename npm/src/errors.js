@@ -18,6 +18,7 @@ export const ERROR_CODES = Object.freeze([
   'TIMEOUT',
   'ABORT_ERR',
   'CLOSED',
+  'PREFLIGHT_FAILED',
 ])
 
 const codes = new Set(ERROR_CODES)
