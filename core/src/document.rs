@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::classify::Signals;
 use crate::duration::parse_duration;
 use crate::protocol::{Choice, Options, Unservable};
 use crate::sorted::SortedMap;
@@ -141,6 +142,9 @@ pub struct Document {
     /// The document's own `choice` and `unservable`, if it gives them.
     pub choice: Option<Choice>,
     pub unservable: Option<Unservable>,
+    /// The signal table failures are classified with: the seed's, extended by the
+    /// document's top-level `signals` (`crate::classify`).
+    pub signals: Signals,
     /// The document as written.
     pub raw: Value,
 }
@@ -381,6 +385,10 @@ impl Parser {
             return None;
         };
         let roles = self.roles(object.get("roles"));
+        let signals = object
+            .get("signals")
+            .map(|value| Signals::from_json(value, &mut self.violations))
+            .unwrap_or_default();
         let workers = object.get("workers");
         let form = if workers.is_some() && !object.contains_key("executors") {
             Form::Workers
@@ -483,6 +491,7 @@ impl Parser {
             form,
             choice,
             unservable,
+            signals,
             raw: value.clone(),
         })
     }

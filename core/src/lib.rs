@@ -78,8 +78,11 @@
 //!   A request nothing outside its `avoid` can ever serve ends as `exhausted` with a
 //!   reason per executor. `pin` waits for one executor, even an undeclared one.
 //! * **Exclusions**: `until` an instant, `health` until the health URL answers, `run`
-//!   for the rest of the run, `manual` until resumed (or its own end). Failure reports
-//!   are classified as the roster seed does ([`classify`]). A stronger exclusion is
+//!   for the rest of the run, `manual` until resumed (or its own end). A failure
+//!   report carries facts (an @llm4ts/core tag, an HTTP status, an error code, a
+//!   message, a reset instant) or an explicit kind; the core classifies it as the
+//!   roster seed does, with one signal table a document may extend ([`classify`]),
+//!   and says which probe answers mean up. A stronger exclusion is
 //!   never replaced by a weaker one, and between timed ends the later wins; a timed
 //!   exclusion hidden under a stronger one takes over when that one ends.
 //! * **Persistence**: every change to the exclusions that outlive a run gives one
@@ -87,7 +90,9 @@
 //!   only the executors whose entry changed (`ids`) with their new entries: the host
 //!   replaces those entries in the file and keeps the others, so a failure storm on a
 //!   large roster writes what changed, not the whole roster. A host feeds the file
-//!   back with `restore` after a restart.
+//!   back with `restore` after a restart. What the file holds is the core's rule too
+//!   ([`state_file`]: parse both envelopes, merge, render the seed's bytes), which every
+//!   host calls around its own IO.
 //! * **Provisioning**: an executor with `provision` first asks the host to create a
 //!   machine; a failure frees the slot, re-queues the request in its place and pauses
 //!   creation on that executor (30 s doubling to 10 minutes).
@@ -153,10 +158,12 @@ pub mod policy;
 pub mod protocol;
 mod read;
 mod sorted;
+pub mod state_file;
 pub mod status;
 mod time;
 pub mod write;
 
+pub use classify::{classify, probe_is_up, Classification, Rule, Signals};
 pub use document::{merge, narrow, validate, Document, ExecutorSpec, Violation};
 pub use duration::{format_duration, parse_duration};
 pub use error::Error;

@@ -18,9 +18,9 @@ use wasmtime::{Config, Engine, InstancePre, Linker, Module, Store, StoreLimits};
 use crate::error::{HostError, Result};
 use crate::guest::{Guest, GuestState};
 
-/// The ABI this host speaks: major 1, minor 0 or later.
+/// The ABI this host speaks: major 1, minor 1 (`rota_state_file`) or later.
 pub const ABI_MAJOR: u32 = 1;
-pub const ABI_MINOR: u32 = 0;
+pub const ABI_MINOR: u32 = 1;
 
 /// The policy module `make wasm` built, when it had been built at compile time.
 #[cfg(rota_policy_bundled)]

@@ -25,7 +25,7 @@ pub struct Event {
     pub level: Level,
     /// A stable name: the core's (`granted`, `excluded`, `back` ...) or the host's
     /// (`guestFailed`, `guestRestored`, `stateFileCorrupt`, `probeUnsupported`,
-    /// `persistFailed`, `policySwapped`, `policySwapRefused` ...).
+    /// `stateFileWriteFailed`, `stateFileUnreadable`, `policySwapped`, `policySwapRefused` ...).
     pub name: String,
     pub message: String,
     pub fields: BTreeMap<String, Value>,

@@ -48,6 +48,8 @@ struct Funcs {
     query: TypedFunc<(u32, u32, u32), u64>,
     export: TypedFunc<u32, u64>,
     validate: TypedFunc<(u32, u32, u32, u32), u64>,
+    /// ABI minor 1; a module without it is refused by its version.
+    state_file: Option<TypedFunc<(u32, u32), u64>>,
 }
 
 /// A buffer in guest memory that the host reuses for its arguments.
@@ -106,6 +108,7 @@ impl Guest {
             query: typed(&instance, &mut store, "rota_query")?,
             export: typed(&instance, &mut store, "rota_export")?,
             validate: typed(&instance, &mut store, "rota_validate")?,
+            state_file: typed(&instance, &mut store, "rota_state_file").ok(),
         };
         module.engine().arm(&mut store)?;
         let abi_version = version
@@ -243,5 +246,24 @@ impl Guest {
         let (op, ol) = self.write(1, options)?;
         let packed = self.call(|f| &f.validate, (dp, dl, op, ol))?;
         self.read(packed)
+    }
+
+    /// `rota_state_file`: the state file's rule, the guest's answer text
+    /// (`{"ok"}` or `{"error"}`).
+    pub(crate) fn state_file(&mut self, request: &[u8]) -> Result<String, CallError> {
+        let Some(func) = self.funcs.state_file.clone() else {
+            return Err(CallError::Abi("the module has no `rota_state_file`".into()));
+        };
+        let (p, l) = self.write(0, request)?;
+        self.module
+            .engine()
+            .arm(&mut self.store)
+            .map_err(|e| CallError::Abi(e.to_string()))?;
+        let packed = func
+            .call(&mut self.store, (p, l))
+            .map_err(|e| failure(&e))?;
+        let bytes = self.read_bytes(packed)?;
+        String::from_utf8(bytes.to_vec())
+            .map_err(|_| CallError::Abi("the result is not UTF-8".into()))
     }
 }

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
-use rota_core::{ExplainRequest, Input, Violation};
+use rota_core::{ExplainRequest, Violation};
 use rota_host::clock::system_now_ms;
 use rota_host::engine::{CacheDir, EngineConfig, HostEngine, PolicyModule};
 use rota_host::sim::{simulate, SimConfig};
@@ -571,15 +571,11 @@ fn explain(
         // Read without moving a corrupt file aside: explain only looks.
         let text = std::fs::read_to_string(path)
             .map_err(|e| Failure::Run(format!("cannot read {}: {e}", path.display())))?;
-        let contents = rota_host::state_file::Contents::parse(&text).map_err(|e| {
-            Failure::Check(format!("{}: not a state file: {}", path.display(), e.0))
-        })?;
-        let input = Input::Restore {
-            now,
-            state: contents.state(),
-        };
-        let value = serde_json::to_value(&input).map_err(|e| Failure::Run(e.to_string()))?;
-        let step = runtime.step(&value)?;
+        let state = runtime
+            .state_file_restore(&text, now)
+            .map_err(|e| Failure::Check(format!("{}: not a state file: {e}", path.display())))?;
+        let input = json!({ "type": "restore", "now": now, "state": state });
+        let step = runtime.step(&input)?;
         for output in &step.outputs {
             if output["type"] == "event" && output["level"] != "debug" {
                 notes.push(output["message"].as_str().unwrap_or_default().to_string());

@@ -25,7 +25,7 @@ use rota_core::{
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, Notify};
 
-use crate::classify::{classify_http, classify_io};
+use crate::classify::{http_facts, io_facts};
 use crate::clock::Clock;
 use crate::engine::{HostEngine, PolicyModule};
 use crate::error::{HostError, Result};
@@ -33,7 +33,7 @@ use crate::event::Event;
 use crate::probe::{probe, probe_with, ProbeOutcome, ProbeTls};
 use crate::runtime::{PolicyRuntime, Step};
 use crate::source::RosterSource;
-use crate::state_file::StateFile;
+use crate::state_file::{ModuleRule, StateFile, WriteError};
 
 /// A boxed future, for the [`Provisioner`] trait.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -109,8 +109,10 @@ enum Outcome {
 }
 
 enum WriterMsg {
-    Persist(Vec<String>, Vec<rota_core::Exclusion>),
-    Flush(oneshot::Sender<()>),
+    /// A `persist` output, as the core wrote it.
+    Persist(Value),
+    /// Answered `true` once nothing is pending, `false` after a failed attempt.
+    Flush(oneshot::Sender<bool>),
 }
 
 /// The startup preflight while the roster starts: the executors whose preflight was
@@ -301,21 +303,8 @@ impl Inner {
                 }
             }
             "persist" => {
-                let ids: Vec<String> = output
-                    .get("ids")
-                    .cloned()
-                    .and_then(|v| serde_json::from_value(v).ok())
-                    .unwrap_or_default();
-                let state: PersistedState = output
-                    .get("state")
-                    .cloned()
-                    .and_then(|v| serde_json::from_value(v).ok())
-                    .unwrap_or(PersistedState {
-                        version: 1,
-                        exclusions: Vec::new(),
-                    });
                 if let Some(writer) = &self.writer {
-                    let _ = writer.send(WriterMsg::Persist(ids, state.exclusions));
+                    let _ = writer.send(WriterMsg::Persist(output.clone()));
                 }
             }
             "event" => {
@@ -489,60 +478,163 @@ async fn timer(weak: Weak<Inner>, notify: Arc<Notify>, clock: Clock) {
     }
 }
 
-/// The state-file writer: coalesces queued persists into one atomic write.
+/// How the state-file writer retries a failed write: `first`, doubling up to `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateRetry {
+    pub first: Duration,
+    pub max: Duration,
+}
+
+impl Default for StateRetry {
+    fn default() -> Self {
+        StateRetry {
+            first: Duration::from_millis(500),
+            max: Duration::from_secs(30),
+        }
+    }
+}
+
+impl StateRetry {
+    fn after(&self, failures: u32) -> Duration {
+        let doubled = self
+            .first
+            .saturating_mul(1u32 << failures.saturating_sub(1).min(20));
+        doubled.min(self.max)
+    }
+}
+
+/// One read-merge-write of every pending persist, off the async threads.
+async fn write_pending(
+    file: &StateFile,
+    rule: &Arc<Mutex<ModuleRule>>,
+    pending: &[Value],
+    now: u64,
+) -> (std::result::Result<(), WriteError>, Vec<Event>) {
+    let (file, rule, pending) = (file.clone(), rule.clone(), pending.to_vec());
+    let written = tokio::task::spawn_blocking(move || {
+        let mut events = Vec::new();
+        let result = file.write(&mut *lock(&rule), &pending, now, &mut events);
+        (result, events)
+    })
+    .await;
+    written.unwrap_or_else(|e| {
+        let source = std::io::Error::other(e.to_string());
+        let path = PathBuf::new();
+        (Err(WriteError::Io { path, source }), Vec::new())
+    })
+}
+
+/// The state-file writer. Persists queue up; each attempt writes all of them at once
+/// (read, merge by the core's rule, write, under the file's lock). A failed attempt
+/// keeps them and tries again after a back-off (`stateFileUnreadable` or
+/// `stateFileWriteFailed`), merging again what came since, until the file holds
+/// every pending entry (`stateFileRecovered`). Never writes over what it could not
+/// read.
 async fn writer(
     file: StateFile,
+    rule: Arc<Mutex<ModuleRule>>,
     mut rx: mpsc::UnboundedReceiver<WriterMsg>,
     weak: Weak<Inner>,
     clock: Clock,
+    retry: StateRetry,
 ) {
-    while let Some(first) = rx.recv().await {
-        let mut batch = vec![first];
-        while let Ok(more) = rx.try_recv() {
-            batch.push(more);
+    let mut pending: Vec<Value> = Vec::new();
+    let mut flushes: Vec<oneshot::Sender<bool>> = Vec::new();
+    let mut failures = 0u32;
+    let mut retry_at = tokio::time::Instant::now();
+    let mut open = true;
+    while open || !pending.is_empty() {
+        let message = if !open {
+            None
+        } else if failures > 0 && !pending.is_empty() {
+            tokio::select! {
+                message = rx.recv() => Some(message),
+                () = tokio::time::sleep_until(retry_at) => None,
+            }
+        } else {
+            Some(rx.recv().await)
+        };
+        let mut messages = Vec::new();
+        match message {
+            Some(Some(message)) => messages.push(message),
+            Some(None) => open = false,
+            None => {}
         }
-        let mut persists = Vec::new();
-        let mut flushes = Vec::new();
-        for message in batch {
+        while let Ok(more) = rx.try_recv() {
+            messages.push(more);
+        }
+        for message in messages {
             match message {
-                WriterMsg::Persist(ids, exclusions) => persists.push((ids, exclusions)),
+                WriterMsg::Persist(persist) => pending.push(persist),
                 WriterMsg::Flush(done) => flushes.push(done),
             }
         }
-        if !persists.is_empty() {
-            let target = file.clone();
-            let now = clock.now_ms();
-            let written = tokio::task::spawn_blocking(move || {
-                let mut events = Vec::new();
-                let result = target.persist(&persists, now, &mut events);
-                (result, events)
-            })
-            .await;
-            let (result, mut events) = match written {
-                Ok(done) => done,
-                Err(e) => (Err(std::io::Error::other(e.to_string())), Vec::new()),
-            };
-            if let Err(error) = result {
-                events.push(
-                    Event::host(
-                        Level::Warn,
-                        "persistFailed",
+        let due = failures == 0 || !open || tokio::time::Instant::now() >= retry_at;
+        let mut failed = false;
+        if !pending.is_empty() && due {
+            let (result, mut events) = write_pending(&file, &rule, &pending, clock.now_ms()).await;
+            let path = file.path().display().to_string();
+            match result {
+                Ok(()) => {
+                    if failures > 0 {
+                        events.push(
+                            Event::host(
+                                Level::Info,
+                                "stateFileRecovered",
+                                format!("the state file {path} is written again after {failures} failed attempts"),
+                            )
+                            .with("path", path)
+                            .with("attempts", failures),
+                        );
+                    }
+                    pending.clear();
+                    failures = 0;
+                }
+                Err(error) => {
+                    failures += 1;
+                    failed = true;
+                    let wait = retry.after(failures);
+                    retry_at = tokio::time::Instant::now() + wait;
+                    let name = match error {
+                        WriteError::Unreadable { .. } => "stateFileUnreadable",
+                        _ => "stateFileWriteFailed",
+                    };
+                    let again = if open {
                         format!(
-                            "cannot write the state file {}: {error}",
-                            file.path().display()
-                        ),
-                    )
-                    .with("path", file.path().display().to_string()),
-                );
+                            "; retrying in {}",
+                            rota_core::format_duration(wait.as_millis() as u64)
+                        )
+                    } else {
+                        "; the roster has closed, not retrying".to_string()
+                    };
+                    events.push(
+                        Event::host(
+                            Level::Warn,
+                            name,
+                            format!("{error}: {} pending changes kept{again}", pending.len()),
+                        )
+                        .with("path", path)
+                        .with("error", error.to_string())
+                        .with("retryInMs", if open { wait.as_millis() as u64 } else { 0 }),
+                    );
+                    if !open {
+                        pending.clear();
+                    }
+                }
             }
             match weak.upgrade() {
                 Some(inner) => events.into_iter().for_each(|e| inner.publish(e)),
                 None => events.iter().for_each(Event::log),
             }
         }
-        for done in flushes {
-            let _ = done.send(());
+        if pending.is_empty() || failed {
+            for done in flushes.drain(..) {
+                let _ = done.send(pending.is_empty());
+            }
         }
+    }
+    for done in flushes {
+        let _ = done.send(pending.is_empty());
     }
 }
 
@@ -553,6 +645,7 @@ pub struct RosterBuilder {
     source: RosterSource,
     options: Options,
     state_file: Option<PathBuf>,
+    state_retry: StateRetry,
     module: Option<PathBuf>,
     loaded: Option<PolicyModule>,
     engine: Option<HostEngine>,
@@ -613,6 +706,12 @@ impl RosterBuilder {
     /// Exclusions that outlive a run: read at start, written on every persist.
     pub fn state_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.state_file = Some(path.into());
+        self
+    }
+
+    /// How a failed state-file write is retried (default: 500 ms, doubling to 30 s).
+    pub fn state_retry(mut self, retry: StateRetry) -> Self {
+        self.state_retry = retry;
         self
     }
 
@@ -728,24 +827,52 @@ impl RosterBuilder {
             engine,
             runtime: runtime.clone(),
         });
-        if let (Some(file), Some(rx)) = (state_file.clone(), writer_rx) {
-            runtime.spawn(writer(file, rx, Arc::downgrade(&inner), clock));
-        }
-        if let Some(file) = &state_file {
+        if let (Some(file), Some(rx)) = (state_file, writer_rx) {
+            let rule = Arc::new(Mutex::new(ModuleRule::new(
+                lock(&inner.core).policy.module().clone(),
+            )));
             let now = clock.now_ms();
-            let reader = file.clone();
-            let (contents, events) = tokio::task::spawn_blocking(move || {
+            let (reader, reader_rule) = (file.clone(), rule.clone());
+            let (loaded, events) = tokio::task::spawn_blocking(move || {
                 let mut events = Vec::new();
-                let contents = reader.load(now, &mut events);
-                (contents, events)
+                let loaded = reader.load(&mut *lock(&reader_rule), now, &mut events);
+                (loaded, events)
             })
             .await
             .map_err(|e| HostError::Abi(format!("the state-file reader failed: {e}")))?;
             events.into_iter().for_each(|e| inner.publish(e));
-            inner.feed(Input::Restore {
-                now,
-                state: contents.state(),
-            })?;
+            match loaded {
+                Ok(Some(state)) => {
+                    let state: PersistedState = serde_json::from_value(state)
+                        .map_err(|e| HostError::Abi(format!("a restore state: {e}")))?;
+                    inner.feed(Input::Restore { now, state })?;
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    let name = match error {
+                        WriteError::Unreadable { .. } => "stateFileUnreadable",
+                        _ => "stateFileWriteFailed",
+                    };
+                    let path = file.path().display().to_string();
+                    inner.publish(
+                        Event::host(
+                            Level::Warn,
+                            name,
+                            format!("{error}: starting without its exclusions; writes wait until it can be read"),
+                        )
+                        .with("path", path)
+                        .with("error", error.to_string()),
+                    );
+                }
+            }
+            runtime.spawn(writer(
+                file,
+                rule,
+                rx,
+                Arc::downgrade(&inner),
+                clock,
+                self.state_retry,
+            ));
         }
         runtime.spawn(timer(Arc::downgrade(&inner), notify, clock));
         if preflight {
@@ -836,6 +963,7 @@ impl Roster {
             source: RosterSource::default(),
             options: Options::default(),
             state_file: None,
+            state_retry: StateRetry::default(),
             module: None,
             loaded: None,
             engine: None,
@@ -1003,25 +1131,33 @@ impl Roster {
         Ok(if after != before { after } else { None })
     }
 
-    /// Reports a failed HTTP call (see [`crate::classify`]).
+    /// Reports a failed HTTP call: its status, headers (`Retry-After`) and body are
+    /// the facts the core classifies ([`crate::classify`]).
     pub fn report_http(
         &self,
         executor: &str,
         status: u16,
-        retry_after: Option<&str>,
+        headers: &[(&str, &str)],
         body: &str,
     ) -> Result<Option<ExclusionStatus>> {
-        let failure = classify_http(status, retry_after, body, self.inner.clock.now_ms());
+        let failure = http_facts(status, headers, body, self.inner.clock.now_ms());
         self.report(executor, failure)
     }
 
-    /// Reports a call that failed without an HTTP answer.
+    /// Reports a call that failed without an HTTP answer (its kind as a code such as
+    /// `ECONNREFUSED`, and its text).
     pub fn report_io(
         &self,
         executor: &str,
         error: &std::io::Error,
     ) -> Result<Option<ExclusionStatus>> {
-        self.report(executor, classify_io(error))
+        self.report(executor, io_facts(error))
+    }
+
+    /// The kind the core gives `failure` with the running document's signals, without
+    /// reporting it: `{"kind", "rule"}`.
+    pub fn classify(&self, failure: &Failure) -> Result<Value> {
+        self.inner.query(|p| p.classify(failure))
     }
 
     /// Takes an executor out of the round (`manual` is an operator's pause).
@@ -1151,14 +1287,16 @@ impl Roster {
         result
     }
 
-    /// Waits until every state-file write asked for so far is on disk.
-    pub async fn flush(&self) {
+    /// Waits until every state-file write asked for so far is on disk (`true`), or
+    /// until an attempt failed (`false`: the writer keeps them and retries).
+    pub async fn flush(&self) -> bool {
         if let Some(writer) = &self.inner.writer {
             let (tx, rx) = oneshot::channel();
             if writer.send(WriterMsg::Flush(tx)).is_ok() {
-                let _ = rx.await;
+                return rx.await.unwrap_or(false);
             }
         }
+        true
     }
 }
 

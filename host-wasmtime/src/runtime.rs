@@ -352,6 +352,12 @@ impl PolicyRuntime {
         self.query(&json!({ "query": "snapshot" }))
     }
 
+    /// The kind the guest gives a failure with the running document's signals:
+    /// `{"kind", "rule"}` (the ABI's `classify` query).
+    pub fn classify(&mut self, failure: &rota_core::Failure) -> Result<Value> {
+        self.query(&json!({ "query": "classify", "failure": failure }))
+    }
+
     pub fn snapshot(&mut self) -> Result<Snapshot> {
         typed(self.snapshot_json()?, "snapshot")
     }
@@ -403,6 +409,48 @@ impl PolicyRuntime {
             Ok(result) => typed(ok_of(result)?, "validate"),
             Err(error) => Err(self.fail("rota_validate", error)),
         }
+    }
+
+    /// The state file's rule (`rota_core::state_file::answer`, through the guest's
+    /// `rota_state_file`): the `ok` value; a corrupt file is a `Policy` error with the
+    /// code `STATE_FILE_CORRUPT`.
+    pub fn state_file(&mut self, request: &Value) -> Result<Value> {
+        let text = self.state_file_text(&request.to_string())?;
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|e| HostError::Abi(format!("rota_state_file: the result is not JSON: {e}")))?;
+        ok_of(value)
+    }
+
+    /// `rota_state_file` with the guest's answer text unparsed (conformance).
+    pub fn state_file_text(&mut self, request: &str) -> Result<String> {
+        let result = {
+            let (guest, _) = self.live()?;
+            guest.state_file(request.as_bytes())
+        };
+        result.map_err(|error| self.fail("rota_state_file", error))
+    }
+
+    /// The text to write: `existing` (the file's text, `None` when there is none)
+    /// after `persists` (`persist` outputs, in order) at `now`.
+    pub fn state_file_merge(
+        &mut self,
+        existing: Option<&str>,
+        persists: &[Value],
+        now: u64,
+    ) -> Result<String> {
+        let request =
+            json!({ "op": "merge", "existing": existing, "persists": persists, "now": now });
+        match self.state_file(&request)? {
+            Value::String(text) => Ok(text),
+            other => Err(HostError::Abi(format!(
+                "rota_state_file merge answered {other}"
+            ))),
+        }
+    }
+
+    /// The `state` of a `restore` input from a file's text.
+    pub fn state_file_restore(&mut self, text: &str, now: u64) -> Result<Value> {
+        self.state_file(&json!({ "op": "restore", "text": text, "now": now }))
     }
 
     /// Everything the policy holds, for a live swap.

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{broken_guest, fuel_engine, policy, roster};
+use common::{broken_guest, fuel_engine, policy, roster, ABI};
 use rota_host::{GuestFailure, HostEngine, HostError, PolicyRuntime};
 use serde_json::{json, Value};
 
@@ -18,7 +18,7 @@ fn long_input(len: usize) -> Value {
 fn a_trapping_guest_fails_one_call_and_is_restored() {
     let engine = fuel_engine(10_000_000);
     let module = engine
-        .load_bytes(&broken_guest(1 << 16, true), "broken")
+        .load_bytes(&broken_guest(ABI, true), "broken")
         .expect("loads");
     let mut runtime = PolicyRuntime::new(module, &roster(), &Value::Null).expect("creates");
 
@@ -43,7 +43,7 @@ fn a_trapping_guest_fails_one_call_and_is_restored() {
 fn a_guest_that_runs_out_of_fuel_is_stopped_and_restored() {
     let engine = fuel_engine(1_000_000);
     let module = engine
-        .load_bytes(&broken_guest(1 << 16, true), "looping")
+        .load_bytes(&broken_guest(ABI, true), "looping")
         .expect("loads");
     let mut runtime = PolicyRuntime::new(module, &roster(), &Value::Null).expect("creates");
     let error = runtime
@@ -75,7 +75,7 @@ fn a_guest_that_runs_past_its_epoch_deadline_is_stopped() {
     })
     .expect("engine");
     let module = engine
-        .load_bytes(&broken_guest(1 << 16, true), "looping")
+        .load_bytes(&broken_guest(ABI, true), "looping")
         .expect("loads");
     let mut runtime = PolicyRuntime::new(module, &roster(), &Value::Null).expect("creates");
     let started = tokio::time::Instant::now();
@@ -121,7 +121,7 @@ fn a_module_of_another_abi_major_is_refused_at_load() {
         .load_bytes(b"not wasm", "junk")
         .expect_err("junk is refused");
     assert!(matches!(error, HostError::Load { .. }), "{error:?}");
-    let missing = wat::parse_str(r#"(module (memory (export "memory") 1) (func (export "rota_abi_version") (result i32) (i32.const 65536)))"#)
+    let missing = wat::parse_str(r#"(module (memory (export "memory") 1) (func (export "rota_abi_version") (result i32) (i32.const 65537)))"#)
         .expect("wat");
     let error = engine
         .load_bytes(&missing, "partial")
@@ -178,13 +178,13 @@ fn a_swap_to_a_module_that_cannot_import_is_refused_and_the_old_one_stays() {
     let hash = runtime.module().hash().to_string();
     let engine = common::engine();
     let refuses = engine
-        .load_bytes(&broken_guest(1 << 16, false), "refuses")
+        .load_bytes(&broken_guest(ABI, false), "refuses")
         .expect("loads");
     let error = runtime.swap(refuses).expect_err("import fails");
     assert!(matches!(error, HostError::SwapRefused(_)), "{error:?}");
     // Imports, but its snapshot is `{}`: not the same state.
     let hollow = engine
-        .load_bytes(&broken_guest(1 << 16, true), "hollow")
+        .load_bytes(&broken_guest(ABI, true), "hollow")
         .expect("loads");
     let error = runtime.swap(hollow).expect_err("snapshots differ");
     assert!(error.to_string().contains("snapshot differs"), "{error}");
@@ -238,7 +238,7 @@ fn loading_prunes_the_module_cache_but_never_the_entry_in_use() {
         .expect("set mtime");
     std::fs::write(dir.path().join("README"), b"mine").expect("write");
 
-    let (v0, v1, v2) = (1 << 16, (1 << 16) | 1, (1 << 16) | 2);
+    let (v0, v1, v2) = (ABI, ABI + 1, ABI + 2);
     let first = engine
         .load_bytes(&broken_guest(v0, true), "v0")
         .expect("loads");

@@ -7,6 +7,8 @@
 import init, * as wasm from '../pkg/web/rota_wasm.js'
 import { buildApi } from './api.js'
 import { emitterOverTarget } from './events.js'
+import { stateRule } from './state-rule.js'
+import { storageStates } from './storage-state.js'
 
 await init({ module_or_path: new URL('../pkg/web/rota_wasm_bg.wasm', import.meta.url) })
 
@@ -24,13 +26,14 @@ export const {
   defaultOptions,
   defaultRoles,
   coreVersion,
+  stateFile,
+  classifyFailure,
+  probeIsUp,
 } = api
 
-export { memoryState, webStorageState } from './storage-state.js'
+export const { memoryState, webStorageState } = storageStates(stateRule(wasm))
 export {
-  classifyFailure,
-  isModelUnavailableMessage,
-  parseResetTime,
+  failureFacts,
   parseRetryAfter,
   FAILURE_KINDS,
   ERROR_CODES,

@@ -7,7 +7,7 @@
 // asks for that takes time (a probe, a machine, a state write) runs asynchronously
 // and its result comes back as another input.
 
-import { FAILURE_KINDS, classifyFailure } from './classify.js'
+import { FAILURE_KINDS, failureFacts } from './classify.js'
 import {
   RotaError,
   aborted,
@@ -98,6 +98,13 @@ function checkOptions(options) {
     else {
       fn('machines.create', options.machines.create)
       fn('machines.delete', options.machines.delete)
+    }
+  }
+  const retry = options.stateRetry
+  if (retry !== undefined) {
+    const positive = (v) => v === undefined || (Number.isFinite(v) && v > 0)
+    if (retry === null || typeof retry !== 'object' || !positive(retry.firstMs) || !positive(retry.maxMs)) {
+      wrong.push('stateRetry must be { firstMs?, maxMs? } in positive milliseconds')
     }
   }
   if (options.probeTimeoutMs !== undefined && !(Number.isFinite(options.probeTimeoutMs) && options.probeTimeoutMs > 0)) {
@@ -254,14 +261,16 @@ export function defineRoster(api, platform) {
     return narrowed
   }
 
+  // The core's probe rule (`probeIsUp`): 2xx is up; a redirect is not followed and is
+  // down (in a browser, `manual` gives an opaque redirect with status 0: down too).
   const defaultProbe = async (url, { signal }) => {
-    const response = await fetch(url, { signal, redirect: 'follow' })
+    const response = await fetch(url, { signal, redirect: 'manual' })
     try {
       await response.body?.cancel()
     } catch {
       // the status is all a health check needs
     }
-    return response.ok
+    return Number.isInteger(response.status) && api.probeIsUp(response.status)
   }
 
   class Roster {
@@ -288,6 +297,9 @@ export function defineRoster(api, platform) {
     #inflight = new Set()
     #saveQueue = []
     #saving
+    /** Failed write attempts in a row, and the timer of the next one. */
+    #saveFailures = 0
+    #saveRetry
     #specs
     /** role → requests waiting in the core's queue (a `waiting` output, not settled) */
     #queued = new Map()
@@ -792,26 +804,58 @@ export function defineRoster(api, platform) {
     #persist({ ids, state }) {
       if (this.#store === undefined) return
       this.#saveQueue.push({ ids, state })
-      if (this.#saving === undefined) this.#saving = this.#track(this.#drainSaves())
+      // After a failure the retry timer writes it, with what else came meanwhile.
+      if (this.#saving === undefined && this.#saveRetry === undefined) this.#saving = this.#track(this.#drainSaves())
     }
 
+    /**
+     * Writes what is queued, one write at a time; updates that arrive meanwhile are
+     * written together next. A failed write keeps its updates and is tried again after
+     * a back-off (stateRetry: 500 ms doubling to 30 s), merged again with what came
+     * since, until the store holds every pending entry.
+     */
     async #drainSaves() {
-      // One write at a time; updates that arrive meanwhile are written together next.
       while (this.#saveQueue.length > 0) {
         const update = combineUpdates(this.#saveQueue.splice(0))
         try {
           await this.#store.save(update, { now: this.#now(), event: this.#storeEvent })
           this.#metrics.stateWritten()
+          if (this.#saveFailures > 0) {
+            this.#event('info', 'stateFileRecovered', `the roster state is written again after ${this.#saveFailures} failed attempts`, {
+              ...this.#statePathField(),
+              attempts: this.#saveFailures,
+            })
+            this.#saveFailures = 0
+          }
         } catch (error) {
-          this.#event('warn', 'stateSaveFailed', `could not save the roster state: ${error?.message ?? error}`, {
-            error: String(error?.message ?? error),
-          })
-          // Keep it: the next save (or close) writes it with what came after.
           this.#saveQueue.unshift(update)
+          this.#saveFailures += 1
+          const { firstMs = 500, maxMs = 30_000 } = this.#options.stateRetry ?? {}
+          const retryInMs = Math.min(firstMs * 2 ** Math.min(this.#saveFailures - 1, 20), maxMs)
+          const unreadable = error?.code === 'STATE_FILE_UNREADABLE'
+          const again = this.#closing ? 'the roster is closing, not retrying' : `retrying in ${retryInMs} ms`
+          this.#event(
+            'warn',
+            unreadable ? 'stateFileUnreadable' : 'stateFileWriteFailed',
+            `could not save the roster state (${error?.message ?? error}): ${update.ids.length} changed executors kept; ${again}`,
+            { ...this.#statePathField(), error: String(error?.message ?? error), retryInMs: this.#closing ? 0 : retryInMs },
+          )
+          if (!this.#closing) {
+            this.#saveRetry = setTimeout(() => {
+              this.#saveRetry = undefined
+              if (this.#saving === undefined && !this.#closed) this.#saving = this.#track(this.#drainSaves())
+            }, retryInMs)
+            // Kept referenced: unwritten changes keep the process alive until they land
+            // (or `close()` gives up after one more try).
+          }
           break
         }
       }
       this.#saving = undefined
+    }
+
+    #statePathField() {
+      return this.#store?.path === undefined ? {} : { path: this.#store.path }
     }
 
     #storeEvent = (level, name, message, fields) => this.#event(level, name, message, fields)
@@ -822,7 +866,11 @@ export function defineRoster(api, platform) {
       try {
         state = await this.#store.load({ now: this.#now(), event: this.#storeEvent })
       } catch (error) {
-        this.#event('warn', 'stateUnreadable', `could not read the roster state; starting clean: ${error?.message ?? error}`, {
+        // Never written over: saves read it again (and retry) until it can be read.
+        // (Another failure, a lock held too long say, is named as a failed write is.)
+        const name = error?.code === 'STATE_FILE_UNREADABLE' || error?.code === undefined ? 'stateFileUnreadable' : 'stateFileWriteFailed'
+        this.#event('warn', name, `could not read the roster state; starting without it: ${error?.message ?? error}`, {
+          ...this.#statePathField(),
           error: String(error?.message ?? error),
         })
         return
@@ -835,7 +883,7 @@ export function defineRoster(api, platform) {
         if (typeof this.#store.discard === 'function') {
           await this.#store.discard(message, { now: this.#now(), event: this.#storeEvent })
         } else {
-          this.#event('warn', 'stateCorrupt', `${message}; starting clean`, { error: error.message })
+          this.#event('warn', 'stateFileCorrupt', `${message}; starting clean`, { error: error.message })
         }
       }
     }
@@ -1055,8 +1103,9 @@ export function defineRoster(api, platform) {
     // ---- failures and exclusions ------------------------------------------------------
 
     /**
-     * Reports a failed call on an executor: a real error (classified with
-     * `classifyFailure`) or an already-classified `{ kind, message, resetAt?, retryAfterMs? }`.
+     * Reports a failed call on an executor: a real error (its facts extracted with
+     * `failureFacts`, classified by the core with the document's signals) or an
+     * already-classified `{ kind, message, resetAt?, retryAfterMs? }`.
      * Returns the exclusion it earned, if any.
      */
     report(executor, error) {
@@ -1067,11 +1116,17 @@ export function defineRoster(api, platform) {
         throw new RotaError('INVALID_INPUT', `unknown failure kind ${JSON.stringify(error.kind)}: one of ${FAILURE_KINDS.join(', ')}`)
       }
       const now = this.#now()
-      const failure = classifyFailure(error, { now })
+      const failure = failureFacts(error, { now })
       const before = this.#exclusionOf(executor)
       this.#step({ type: 'report', now, executor, failure })
       const after = this.#exclusionOf(executor)
       return after !== undefined && JSON.stringify(after) !== JSON.stringify(before) ? after : undefined
+    }
+
+    /** The kind the core gives `error` with this roster's signals, reporting nothing: `{ kind, rule }`. */
+    classify(error) {
+      this.#checkOpen()
+      return this.#policy.classify(failureFacts(error, { now: this.#now() }))
     }
 
     #exclusionOf(executor) {
@@ -1237,6 +1292,8 @@ export function defineRoster(api, platform) {
       this.#timer = undefined
       this.#unwatch?.()
       this.#metrics.close()
+      clearTimeout(this.#saveRetry)
+      this.#saveRetry = undefined
       this.#closeController.abort(closed())
       this.#closePromise = (async () => {
         await this.idle()

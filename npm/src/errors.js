@@ -13,11 +13,13 @@ export const ERROR_CODES = Object.freeze([
   'UNKNOWN_EXECUTOR',
   'INVALID_INPUT',
   'INVALID_STATE',
+  'STATE_FILE_CORRUPT',
   // driver
   'EXHAUSTED',
   'TIMEOUT',
   'ABORT_ERR',
   'CLOSED',
+  'STATE_FILE_UNREADABLE',
   'PREFLIGHT_FAILED',
 ])
 

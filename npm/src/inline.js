@@ -8,6 +8,8 @@ import * as wasm from '../pkg/web/rota_wasm.js'
 import { wasmBytes } from '../pkg/web/rota_wasm_embedded.js'
 import { buildApi } from './api.js'
 import { emitterOverTarget } from './events.js'
+import { stateRule } from './state-rule.js'
+import { storageStates } from './storage-state.js'
 
 wasm.initSync({ module: wasmBytes() })
 
@@ -25,13 +27,14 @@ export const {
   defaultOptions,
   defaultRoles,
   coreVersion,
+  stateFile,
+  classifyFailure,
+  probeIsUp,
 } = api
 
-export { memoryState, webStorageState } from './storage-state.js'
+export const { memoryState, webStorageState } = storageStates(stateRule(wasm))
 export {
-  classifyFailure,
-  isModelUnavailableMessage,
-  parseResetTime,
+  failureFacts,
   parseRetryAfter,
   FAILURE_KINDS,
   ERROR_CODES,

@@ -9,9 +9,17 @@ import { wasmBytes } from '../pkg/node/rota_wasm_embedded.js'
 import { buildApi } from './api.js'
 import { emitterOver } from './events.js'
 import { readRosterFile, watchRosterFiles } from './roster-file.js'
-import { fileStateStore } from './state-file.js'
+import { fileStateStore as fileStore } from './state-file.js'
+import { stateRule } from './state-rule.js'
+import { storageStates } from './storage-state.js'
 
 wasm.initSync({ module: wasmBytes() })
+
+const rule = stateRule(wasm)
+
+/** A `{ load, save, discard }` store over one state file (the `statePath` option's). */
+export const fileStateStore = (path) => fileStore(rule, path)
+export const { memoryState, webStorageState } = storageStates(rule)
 
 const api = buildApi(wasm, {
   name: 'node',
@@ -33,14 +41,13 @@ export const {
   defaultOptions,
   defaultRoles,
   coreVersion,
+  stateFile,
+  classifyFailure,
+  probeIsUp,
 } = api
 
-export { fileStateStore }
-export { memoryState, webStorageState } from './storage-state.js'
 export {
-  classifyFailure,
-  isModelUnavailableMessage,
-  parseResetTime,
+  failureFacts,
   parseRetryAfter,
   FAILURE_KINDS,
   ERROR_CODES,

@@ -1,160 +1,206 @@
-// The state file: the roster seed's format, `{ "version": 1, "exclusions": [...] }`,
-// shared by every roster that names it. A save replaces the entries of its roster's
-// executors and keeps everyone else's (dropping theirs only once expired, as the seed
-// does). Writes are atomic (a temp file in the same directory, fsync, rename). A file
-// that cannot be read as state is moved aside (`<path>.corrupt-<epoch ms>`) and
-// reported as an event: never a crash, never a silent loss.
+// The state file on disk. What it holds is the core's rule (`state-rule.js`: parse,
+// merge, render, the name a corrupt file is set aside under); this module does the IO,
+// with the protocol the wasmtime host (`host-wasmtime/src/state_file.rs`) follows too,
+// so writers of both kinds can share one file:
+//
+// - Lock: the directory `<file>.lock`, made with mkdir (atomic), with a file `owner`
+//   in it holding `<pid> <hostname>`; held for one read-merge-write (or one load) and
+//   removed after. A lock is a dead writer's, removed and taken, when its owner is on
+//   this host and no longer runs, or when its mtime is older than LOCK_STALE_MS (npm
+//   proper-lockfile's convention). A held lock is polled with back-off for up to
+//   LOCK_WAIT_MS.
+// - Atomic write: `.<file name>.tmp-<pid>-<n>` in the same directory, fsync, rename
+//   over the file, fsync the directory. Temp files are made only under the lock, so
+//   one found while holding it is a killed writer's: removed when a roster starts.
+// - A file that cannot be parsed is renamed (under the lock) to the core's
+//   `<file>.corrupt-<ISO time without colons>`, with a `stateFileCorrupt` event: never
+//   written over. One that cannot be read at all (EACCES, a directory in its place)
+//   is left alone: the error has the code STATE_FILE_UNREADABLE and the roster retries.
 
-import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises'
+import { lstat, mkdir, open, readFile, readdir, rename, rmdir, stat, unlink, writeFile } from 'node:fs/promises'
+import { hostname } from 'node:os'
 import { basename, dirname, join } from 'node:path'
+import { RotaError } from './errors.js'
+import { isCorrupt } from './state-rule.js'
 
-export const STATE_VERSION = 1
+export const LOCK_STALE_MS = 10_000
+export const LOCK_WAIT_MS = 30_000
 
 let tempSeq = 0
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const utf8 = new TextDecoder('utf-8', { fatal: true })
 
-/** Entries a save keeps from other rosters: outliving the run and not yet expired. */
-const stillValid = (entry, now) => {
-  if (entry === null || typeof entry !== 'object') return false
-  if (entry.kind === 'run') return false
-  if ((entry.kind === 'until' || entry.kind === 'manual') && typeof entry.until === 'number') {
-    return entry.until > now
-  }
-  return true
-}
-
-/** Reads the file: `{ state }`, `{ missing: true }`, or `{ corrupt: reason }`. */
-async function readState(path) {
-  let text
+/** Whether a process runs (EPERM: it does, as another user). */
+function alive(pid) {
   try {
-    text = await readFile(path, 'utf8')
+    process.kill(pid, 0)
+    return true
   } catch (error) {
-    if (error?.code === 'ENOENT') return { missing: true }
-    return { unreadable: `${error.code ?? 'error'}: ${error.message}` }
-  }
-  let value
-  try {
-    value = JSON.parse(text)
-  } catch (error) {
-    return { corrupt: `not JSON (${error.message})` }
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    return { corrupt: 'not a JSON object' }
-  }
-  if (value.version !== undefined && value.version !== STATE_VERSION) {
-    return { corrupt: `version ${JSON.stringify(value.version)}, this rota reads version ${STATE_VERSION}` }
-  }
-  if (value.exclusions !== undefined && !Array.isArray(value.exclusions)) {
-    return { corrupt: '`exclusions` is not a list' }
-  }
-  return { state: { version: STATE_VERSION, exclusions: value.exclusions ?? [] } }
-}
-
-async function writeAtomically(path, text) {
-  await mkdir(dirname(path), { recursive: true })
-  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${++tempSeq}.tmp`)
-  let handle
-  try {
-    handle = await open(temp, 'w', 0o600)
-    await handle.writeFile(text, 'utf8')
-    await handle.sync()
-    await handle.close()
-    handle = undefined
-    await rename(temp, path)
-  } catch (error) {
-    await handle?.close().catch(() => {})
-    await unlink(temp).catch(() => {})
-    throw error
+    return error?.code === 'EPERM'
   }
 }
 
-/** Moves a bad state file aside; returns where it went (or undefined when that failed too). */
-async function moveAside(path, now) {
-  for (let attempt = 0; attempt < 100; attempt += 1) {
-    const target = `${path}.corrupt-${now}${attempt === 0 ? '' : `-${attempt}`}`
+/** A `{ load, save, discard }` store over one state file, by the core's `rule`. */
+export function fileStateStore(rule, path) {
+  const dir = dirname(path)
+  const name = basename(path)
+  const lockPath = join(dir, `${name}.lock`)
+  const tempPrefix = `.${name}.tmp-`
+
+  const ownerPath = join(lockPath, 'owner')
+  const me = `${process.pid} ${hostname()}`
+
+  /** Whether the lock is a dead writer's: its owner on this host is gone, or it is old. */
+  async function stale() {
+    const owner = await readFile(ownerPath, 'utf8').catch(() => '')
+    const [pid, host] = owner.trim().split(' ')
+    if (host === hostname() && Number(pid) > 0 && !alive(Number(pid))) return true
+    const age = await stat(lockPath).then((s) => Date.now() - s.mtimeMs, () => 0)
+    return age > LOCK_STALE_MS
+  }
+
+  async function lock() {
+    const start = Date.now()
+    let pause = 5
+    await mkdir(dir, { recursive: true })
+    for (;;) {
+      try {
+        await mkdir(lockPath)
+        await writeFile(ownerPath, `${me}\n`).catch(() => {})
+        return
+      } catch (error) {
+        if (error?.code !== 'EEXIST') throw error
+      }
+      if (await stale()) {
+        // A dead writer's: take it over (a live one would have removed it).
+        await unlock()
+        continue
+      }
+      if (Date.now() - start >= LOCK_WAIT_MS) {
+        throw Object.assign(new Error(`${lockPath} is held by another writer`), { code: 'ELOCKED' })
+      }
+      await sleep(pause)
+      pause = Math.min(pause * 2, 100)
+    }
+  }
+  const unlock = async () => {
+    await unlink(ownerPath).catch(() => {})
+    await rmdir(lockPath).catch(() => {})
+  }
+  const locked = async (work) => {
+    await lock()
     try {
-      // Never overwrite an earlier corrupt copy.
-      const probe = await open(target, 'wx')
-      await probe.close()
-      await rename(path, target)
-      return target
+      return await work()
+    } finally {
+      await unlock()
+    }
+  }
+
+  /** `undefined` when missing, the text, or `{ notText }`; throws STATE_FILE_UNREADABLE. */
+  async function read() {
+    let bytes
+    try {
+      bytes = await readFile(path)
     } catch (error) {
-      if (error?.code === 'EEXIST') continue
       if (error?.code === 'ENOENT') return undefined
+      throw new RotaError('STATE_FILE_UNREADABLE', `cannot read ${path}: ${error?.code ?? ''} ${error?.message ?? error}`.trim(), { path }, { cause: error })
+    }
+    try {
+      return utf8.decode(bytes)
+    } catch {
+      return { notText: true }
+    }
+  }
+
+  async function setAside(reason, { now, event }) {
+    for (let attempt = 0; ; attempt += 1) {
+      const target = join(dir, rule.asideName(name, now, attempt))
+      const taken = await lstat(target).then(() => true, () => false)
+      if (taken && attempt < 1000) continue
+      await rename(path, target)
+      event('warn', 'stateFileCorrupt', `the state file ${path} is not one rota reads (${reason}); set aside as ${target}`, {
+        path,
+        reason,
+        movedTo: target,
+      })
+      return target
+    }
+  }
+
+  async function removeStaleTemps() {
+    const names = await readdir(dir).catch(() => [])
+    await Promise.all(names.filter((n) => n.startsWith(tempPrefix)).map((n) => unlink(join(dir, n)).catch(() => {})))
+  }
+
+  async function writeAtomically(text) {
+    const temp = join(dir, `${tempPrefix}${process.pid}-${++tempSeq}`)
+    let handle
+    try {
+      handle = await open(temp, 'wx', 0o644)
+      await handle.writeFile(text, 'utf8')
+      await handle.sync()
+      await handle.close()
+      handle = undefined
+      await rename(temp, path)
+    } catch (error) {
+      await handle?.close().catch(() => {})
+      await unlink(temp).catch(() => {})
       throw error
     }
-  }
-  return undefined
-}
-
-/** A `{ load, save, discard }` store over one state file. */
-export function fileStateStore(path) {
-  const quarantine = async (reason, { now, event }) => {
-    let movedTo
-    let failure
-    try {
-      movedTo = await moveAside(path, now)
-    } catch (error) {
-      failure = error.message
-    }
-    event(
-      'warn',
-      'stateCorrupt',
-      movedTo !== undefined
-        ? `the roster state ${path} is unreadable (${reason}); moved aside to ${movedTo}, starting clean`
-        : `the roster state ${path} is unreadable (${reason}) and could not be moved aside${failure ? ` (${failure})` : ''}; starting clean`,
-      { path, reason, ...(movedTo === undefined ? {} : { movedTo }) },
-    )
-    return failure
+    // The rename is durable once the directory is synced (best effort).
+    const folder = await open(dir, 'r').catch(() => undefined)
+    await folder?.sync().catch(() => {})
+    await folder?.close().catch(() => {})
   }
 
   return {
     path,
 
+    /** At start: stale temp files removed, the file read; a corrupt one set aside. */
     async load(context) {
-      const result = await readState(path)
-      if (result.missing) return undefined
-      if (result.state !== undefined) return result.state
-      await quarantine(result.corrupt ?? result.unreadable, context)
-      return undefined
-    },
-
-    async save({ ids, state }, context) {
-      const result = await readState(path)
-      let others = []
-      if (result.state !== undefined) {
-        const mine = new Set(ids)
-        others = result.state.exclusions.filter(
-          (entry) => !mine.has(entry?.id) && stillValid(entry, context.now),
-        )
-      } else if (!result.missing) {
-        // Do not write over what we could not read: keep it aside, then write ours.
-        const failure = await quarantine(result.corrupt ?? result.unreadable, context)
-        if (failure !== undefined) {
-          throw new Error(`not writing over ${path}, which could not be read or moved aside (${failure})`)
+      return locked(async () => {
+        await removeStaleTemps()
+        const text = await read()
+        if (text === undefined) return undefined
+        if (typeof text !== 'string') {
+          await setAside('the file is not UTF-8 text', context)
+          return undefined
         }
-      }
-      const exclusions = [...others, ...state.exclusions.filter((e) => e.kind !== 'run')]
-      await writeAtomically(path, `${JSON.stringify({ version: STATE_VERSION, exclusions }, null, 2)}\n`)
+        try {
+          return rule.restore(text, context.now)
+        } catch (error) {
+          if (!isCorrupt(error)) throw error
+          await setAside(error.message, context)
+          return undefined
+        }
+      })
     },
 
+    /** One read-merge-write under the lock. */
+    async save(update, context) {
+      await locked(async () => {
+        let existing = await read()
+        if (existing !== undefined && typeof existing !== 'string') {
+          await setAside('the file is not UTF-8 text', context)
+          existing = undefined
+        }
+        let text
+        try {
+          text = rule.merge(existing ?? null, [update], context.now)
+        } catch (error) {
+          if (!isCorrupt(error)) throw error
+          await setAside(error.message, context)
+          text = rule.merge(null, [update], context.now)
+        }
+        await writeAtomically(text)
+      })
+    },
+
+    /** Sets the file aside (the core refused what it holds). */
     async discard(reason, context) {
-      await quarantine(reason, context)
+      await locked(async () => {
+        if ((await read()) !== undefined) await setAside(reason, context)
+      })
     },
-  }
-}
-
-/** Reads a roster file: `{ document }`, `{ document: undefined }` when missing, or `{ violation }`. */
-export async function readRosterFile(path) {
-  let text
-  try {
-    text = await readFile(path, 'utf8')
-  } catch (error) {
-    if (error?.code === 'ENOENT') return { document: undefined }
-    return { violation: { path, message: `cannot read the roster file (${error.code ?? error.message})` } }
-  }
-  try {
-    return { document: JSON.parse(text) }
-  } catch (error) {
-    return { violation: { path, message: `the roster file is not JSON (${error.message})` } }
   }
 }

@@ -1,75 +1,81 @@
-// State adapters for hosts without a file system. Both keep the seed's format and its
-// sharing rule: a save replaces its roster's entries and keeps everyone else's.
+// State adapters for hosts without a file system, over the core's rule (`state-rule.js`):
+// the same text as a state file (the seed's envelope), the same merge (a save replaces
+// its roster's entries and keeps everyone else's), the same set-aside name and event
+// for a value that cannot be parsed.
 
-const stillValid = (entry, now) =>
-  entry !== null &&
-  typeof entry === 'object' &&
-  entry.kind !== 'run' &&
-  !((entry.kind === 'until' || entry.kind === 'manual') && typeof entry.until === 'number' && entry.until <= now)
+import { isCorrupt } from './state-rule.js'
 
-const apply = (current, { ids, state }, now) => {
-  const mine = new Set(ids)
-  const others = (current?.exclusions ?? []).filter((e) => !mine.has(e?.id) && stillValid(e, now))
-  return { version: 1, exclusions: [...others, ...state.exclusions.filter((e) => e.kind !== 'run')] }
-}
+/** `{ memoryState, webStorageState }` over the core's `rule`. */
+export function storageStates(rule) {
+  /** A state object (either envelope, or `{ version, exclusions }`) or text, as text. */
+  const asText = (initial) => (initial === undefined || typeof initial === 'string' ? initial : JSON.stringify(initial))
 
-/** State kept in memory (tests, or sharing between rosters of one page). */
-export function memoryState(initial) {
-  let value = initial === undefined ? undefined : structuredClone(initial)
-  return {
-    load: async () => (value === undefined ? undefined : structuredClone(value)),
-    save: async (update, { now }) => {
-      value = apply(value, update, now)
-    },
-    get value() {
-      return value
-    },
-  }
-}
-
-/**
- * State in a Web Storage (`localStorage`) entry. A value that is not state is moved
- * aside to `<key>.corrupt-<epoch ms>` and reported, and the roster starts clean.
- */
-export function webStorageState(storage, key = 'rota-state') {
-  const read = () => {
-    const text = storage.getItem(key)
-    if (text === null) return { missing: true }
-    try {
-      const value = JSON.parse(text)
-      if (value === null || typeof value !== 'object' || !Array.isArray(value.exclusions ?? [])) {
-        return { corrupt: 'not a state object' }
-      }
-      return { state: { version: 1, exclusions: value.exclusions ?? [] } }
-    } catch (error) {
-      return { corrupt: `not JSON (${error.message})` }
+  /** State kept in memory (tests, or sharing between rosters of one page). */
+  function memoryState(initial) {
+    let text = asText(initial)
+    return {
+      load: async ({ now }) => (text === undefined ? undefined : rule.restore(text, now)),
+      save: async (update, { now }) => {
+        text = rule.merge(text ?? null, [update], now)
+      },
+      /** What it holds now, as `{ version: 1, exclusions }`. */
+      get value() {
+        return text === undefined ? undefined : { version: 1, exclusions: rule.parse(text).exclusions }
+      },
+      /** The text a state file would hold. */
+      get text() {
+        return text
+      },
     }
   }
-  const quarantine = (reason, { now, event }) => {
-    const aside = `${key}.corrupt-${now}`
-    storage.setItem(aside, storage.getItem(key) ?? '')
-    storage.removeItem(key)
-    event('warn', 'stateCorrupt', `the roster state '${key}' is unreadable (${reason}); moved aside to '${aside}', starting clean`, {
-      key,
-      reason,
-      movedTo: aside,
-    })
+
+  /**
+   * State in a Web Storage (`localStorage`) entry. A value that is not state is moved
+   * aside to `<key>.corrupt-<ISO time without colons>` with a `stateFileCorrupt`
+   * event, and the roster starts clean.
+   */
+  function webStorageState(storage, key = 'rota-state') {
+    const setAside = (reason, { now, event }) => {
+      let attempt = 0
+      let aside = rule.asideName(key, now, attempt)
+      while (storage.getItem(aside) !== null && attempt < 1000) aside = rule.asideName(key, now, ++attempt)
+      storage.setItem(aside, storage.getItem(key) ?? '')
+      storage.removeItem(key)
+      event('warn', 'stateFileCorrupt', `the roster state '${key}' is not one rota reads (${reason}); set aside as '${aside}'`, {
+        key,
+        reason,
+        movedTo: aside,
+      })
+    }
+    return {
+      async load(context) {
+        const text = storage.getItem(key)
+        if (text === null) return undefined
+        try {
+          return rule.restore(text, context.now)
+        } catch (error) {
+          if (!isCorrupt(error)) throw error
+          setAside(error.message, context)
+          return undefined
+        }
+      },
+      async save(update, context) {
+        const existing = storage.getItem(key)
+        let text
+        try {
+          text = rule.merge(existing, [update], context.now)
+        } catch (error) {
+          if (!isCorrupt(error)) throw error
+          setAside(error.message, context)
+          text = rule.merge(null, [update], context.now)
+        }
+        storage.setItem(key, text)
+      },
+      async discard(reason, context) {
+        if (storage.getItem(key) !== null) setAside(reason, context)
+      },
+    }
   }
-  return {
-    async load(context) {
-      const result = read()
-      if (result.missing) return undefined
-      if (result.state) return result.state
-      quarantine(result.corrupt, context)
-      return undefined
-    },
-    async save(update, context) {
-      const result = read()
-      if (result.corrupt) quarantine(result.corrupt, context)
-      storage.setItem(key, JSON.stringify(apply(result.state, update, context.now)))
-    },
-    async discard(reason, context) {
-      quarantine(reason, context)
-    },
-  }
+
+  return { memoryState, webStorageState }
 }

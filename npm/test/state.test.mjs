@@ -1,16 +1,25 @@
 // The state file: the seed's format, atomic writes merged with other rosters' entries,
-// a restart that reloads exclusions, and a corrupt or unreadable file moved aside and
-// reported (never a crash, never a silent loss).
+// a restart that reloads exclusions, a corrupt file set aside and reported, an
+// unreadable one left alone and retried (never a crash, never a silent loss).
+// state-file.test.mjs has the interop with the seed's own code and the shared-file,
+// kill -9, EACCES and ENOSPC trials.
 
 import assert from 'node:assert/strict'
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { Roster, memoryState } from 'rota'
 import { document, executor, nextEvent, tempDir, virtualClock } from './helpers.mjs'
 
 const roster = document(executor('a'), executor('b'), executor('c'))
-const read = (path) => JSON.parse(readFileSync(path, 'utf8'))
+/** The exclusions of a state file (the seed's envelope). */
+const read = (path) => {
+  const file = JSON.parse(readFileSync(path, 'utf8'))
+  assert.equal(file.schemaVersion, 1)
+  return file.value
+}
+/** Where a corrupt file is set aside at `now`. */
+const aside = (path, now) => `${path}.corrupt-${new Date(now).toISOString().replaceAll(':', '')}`
 
 test('exclusions are written in the seed format, merged with other rosters, and reloaded on restart', async (t) => {
   const dir = tempDir(t)
@@ -34,7 +43,6 @@ test('exclusions are written in the seed format, merged with other rosters, and 
   first.report('c', { kind: 'authentication', message: 'not signed in' })
   await first.idle()
   const written = read(statePath)
-  assert.equal(written.version, 1)
   assert.deepEqual(
     written.exclusions.map((e) => [e.id, e.kind]),
     [
@@ -96,12 +104,11 @@ test('a corrupt state file is moved aside and reported; the roster starts clean'
   const events = []
   const r = await Roster.create({ document: roster, statePath, now: clock, probe: false, onEvent: (e) => events.push(e) })
   t.after(() => r.close())
-  const event = events.find((e) => e.name === 'stateCorrupt')
+  const event = events.find((e) => e.name === 'stateFileCorrupt')
   assert.ok(event, 'reported as an event')
   assert.equal(event.level, 'warn')
-  const aside = `${statePath}.corrupt-${clock()}`
-  assert.equal(event.fields.movedTo, aside)
-  assert.equal(readFileSync(aside, 'utf8'), '{"version": 1, "exclusions": [ {"id": "a", "kind": "man', 'kept, not lost')
+  assert.equal(event.fields.movedTo, aside(statePath, clock()))
+  assert.equal(readFileSync(aside(statePath, clock()), 'utf8'), '{"version": 1, "exclusions": [ {"id": "a", "kind": "man', 'kept, not lost')
   assert.equal(existsSync(statePath), false)
   assert.equal(r.available('coder'), 3, 'started clean')
   r.exclude('b', { reason: 'x' })
@@ -115,47 +122,66 @@ test('valid JSON the core cannot read as state is moved aside too', async (t) =>
   writeFileSync(statePath, JSON.stringify({ version: 1, exclusions: [{ id: 'a', kind: 'forever', reason: '?' }] }))
   const clock = virtualClock()
   const corrupt = []
-  const r = await Roster.create({ document: roster, statePath, now: clock, probe: false, onEvent: (e) => e.name === 'stateCorrupt' && corrupt.push(e) })
+  const r = await Roster.create({ document: roster, statePath, now: clock, probe: false, onEvent: (e) => e.name === 'stateFileCorrupt' && corrupt.push(e) })
   t.after(() => r.close())
   assert.equal(corrupt.length, 1)
-  assert.ok(existsSync(`${statePath}.corrupt-${clock()}`))
+  assert.match(corrupt[0].message, /value.exclusions\[0\]: kind: unknown variant `forever`|exclusions\[0\]: kind/)
+  assert.ok(existsSync(aside(statePath, clock())))
   // Another version of the format is not ours to read either.
   writeFileSync(statePath, JSON.stringify({ version: 7, exclusions: [] }))
   clock.advance(1)
   const again = []
   const other = await Roster.create({ document: roster, statePath, now: clock, probe: false, onEvent: (e) => again.push(e.name) })
   t.after(() => other.close())
-  assert.ok(again.includes('stateCorrupt'))
-  assert.ok(existsSync(`${statePath}.corrupt-${clock()}`))
+  assert.ok(again.includes('stateFileCorrupt'))
+  assert.ok(existsSync(aside(statePath, clock())))
 })
 
-test('an unreadable state path is reported and moved aside; a failed save is reported', async (t) => {
+test('an unreadable state path is left alone, reported, and retried until the write lands', async (t) => {
   const dir = tempDir(t)
   const statePath = join(dir, 'state.json')
   mkdirSync(statePath) // a directory where the file should be: EISDIR
   const clock = virtualClock()
   const events = []
-  const r = await Roster.create({ document: roster, statePath, now: clock, probe: false, onEvent: (e) => events.push(e) })
+  const r = await Roster.create({ document: roster, statePath, now: clock, probe: false, stateRetry: { firstMs: 5, maxMs: 20 }, onEvent: (e) => events.push(e) })
   t.after(() => r.close())
-  const corrupt = events.find((e) => e.name === 'stateCorrupt')
-  assert.match(corrupt.message, /EISDIR/)
-  assert.ok(existsSync(`${statePath}.corrupt-${clock()}`))
+  const unreadable = events.find((e) => e.name === 'stateFileUnreadable')
+  assert.match(unreadable.message, /EISDIR/)
+  assert.equal(events.some((e) => e.name === 'stateFileCorrupt'), false, 'not set aside')
+
+  // Writes wait (and retry) while it cannot be read; nothing is created beside it.
+  const failed = nextEvent(r, 'stateFileUnreadable')
+  r.exclude('a', { reason: 'x' })
+  const event = await failed
+  assert.equal(event.level, 'warn')
+  assert.ok(event.fields.retryInMs > 0)
+  const again = nextEvent(r, 'stateFileUnreadable')
+  await again
+  assert.deepEqual(
+    readdirSync(dir).filter((n) => n.includes('.corrupt-') || n.includes('.tmp-')),
+    [],
+    'no corrupt copy per attempt, no temp file',
+  )
+  // Once the path is a file's again, the kept entry is written.
+  const recovered = nextEvent(r, 'stateFileRecovered')
+  rmSync(statePath, { recursive: true })
+  await recovered
+  assert.deepEqual(read(statePath).exclusions.map((e) => e.id), ['a'])
 
   // A state path under a file cannot be written: an event, and the roster goes on.
   writeFileSync(join(dir, 'plain'), 'x')
   const failing = await Roster.create({ document: roster, statePath: join(dir, 'plain', 'state.json'), now: clock, probe: false })
   t.after(() => failing.close())
-  const failed = nextEvent(failing, 'stateSaveFailed')
+  const writeFailed = nextEvent(failing, 'stateFileWriteFailed')
   failing.exclude('a', { reason: 'x' })
-  const event = await failed
-  assert.equal(event.level, 'warn')
-  assert.match(event.message, /could not save the roster state/)
+  const failure = await writeFailed
+  assert.match(failure.message, /could not save the roster state/)
   assert.equal(failing.available('coder'), 2)
   // Closing tries the kept write once more (and reports it again), before the temp
   // directory goes.
-  const again = nextEvent(failing, 'stateSaveFailed')
+  const last = nextEvent(failing, 'stateFileWriteFailed')
   await failing.close()
-  await again
+  await last
 })
 
 test('a state adapter (the browser way): load at start, save with others kept', async (t) => {

@@ -78,7 +78,19 @@ export interface RosterDocument {
   /** Declares the role list (default: the seed's five). */
   roles?: readonly Role[]
   executors: readonly ExecutorSpec[]
+  /** Extends the seed's signal lists that failures are classified with. */
+  signals?: Signals
   [field: string]: unknown
+}
+
+/** Signals added to the seed's (which always apply); matched case-insensitively. */
+export interface Signals {
+  /** Outage texts, matched in a failure's message and its error code (`"ECONNREFUSED"`). */
+  outage?: string[]
+  /** Model-unavailable texts, matched in the message. */
+  modelUnavailable?: string[]
+  /** HTTP statuses that mean an outage (none by default). */
+  outageStatuses?: number[]
 }
 
 /** One thing wrong with a document, and where (`executors[2].slots`). */
@@ -148,14 +160,40 @@ export type FailureKind =
   | 'modelUnavailable'
   | 'other'
 
-/** A failed call, classified. */
+/**
+ * A failed call, as facts the core classifies (the seed's rules), or with its `kind`
+ * already decided (an explicit kind wins, except over a model-unavailable message).
+ */
 export interface Failure {
-  kind: FailureKind
-  message: string
+  kind?: FailureKind
+  /** An @llm4ts/core error's `_tag`: `UsageLimitError`, `RateLimitError`, `AuthenticationError`, `ProviderError`, … */
+  tag?: string
+  /** The HTTP status (100–599). */
+  status?: number
+  /** An error code: `ECONNREFUSED`, `UND_ERR_SOCKET`, … */
+  code?: string
+  message?: string
   /** A usage limit's reset instant (epoch ms). */
   resetAt?: number
   /** A `Retry-After` in ms from now: sets the exclusion's end. */
   retryAfterMs?: number
+}
+
+/** Which rule decided a failure's kind. */
+export type ClassificationRule =
+  | 'modelUnavailableSignal'
+  | 'kind'
+  | 'tag'
+  | 'resetAt'
+  | 'status'
+  | 'contextOverflow'
+  | 'outageSignal'
+  | 'outageStatus'
+  | 'none'
+
+export interface Classification {
+  kind: FailureKind
+  rule: ClassificationRule
 }
 
 export type ExclusionKind = 'until' | 'health' | 'run' | 'manual'
@@ -456,6 +494,8 @@ export declare class Policy {
   exportState(): unknown
   static importState(state: unknown): Policy
   document(): RosterDocument
+  /** The kind a report of `failure` would get with this document's signals. */
+  classify(failure: Failure): Classification
   /** Frees the WebAssembly memory now (otherwise the garbage collector does). */
   free(): void
 }
@@ -484,17 +524,17 @@ export declare const coreVersion: string
 export declare const FAILURE_KINDS: readonly FailureKind[]
 
 /**
- * Classifies a failed call: HTTP 429 (+ Retry-After) → rateLimit, 401/403 →
- * authentication, 5xx and connection errors → outage, usage-limit messages →
- * usageLimit (with the reset time), the seed's model-unavailable messages →
- * modelUnavailable; an already-classified failure passes through.
+ * The facts of a failed call (an Error and its `cause` chain, a fetch Response, an
+ * axios-style error, an @llm4ts/core tagged error: `_tag`, `resetAt` DateTime,
+ * `retryAfter` Duration), for the core to classify. No classification here.
  */
-export declare function classifyFailure(error: unknown, options?: { now?: number }): Failure
-export declare function isModelUnavailableMessage(message: string): boolean
+export declare function failureFacts(error: unknown, options?: { now?: number }): Failure
+/** The core's classification of `failureFacts(error)`; `signals` extends the seed's lists. */
+export declare function classifyFailure(error: unknown, options?: { now?: number; signals?: Signals }): Classification
+/** The core's probe rule: 2xx is up; redirects are not followed (a 3xx is down). */
+export declare function probeIsUp(status: number): boolean
 /** `Retry-After` (seconds or HTTP-date) in ms from `now`. */
 export declare function parseRetryAfter(value: string | number | null | undefined, now?: number): number | undefined
-/** The reset instant a usage-limit message names (epoch ms). */
-export declare function parseResetTime(message: string, now?: number): number | undefined
 
 // ---- the driver ------------------------------------------------------------------------
 
@@ -555,11 +595,16 @@ export interface CoreEventFields {
   reloaded: Record<string, never>
 }
 
-/** The driver's own events (state store, probes, machines, watching): all warn but probeFailed (debug). */
+/** The driver's own events (state store, probes, machines, watching): all warn but probeFailed (debug) and stateFileRecovered (info). */
 export interface DriverEventFields {
-  stateCorrupt: { path?: string; key?: string; reason: string; movedTo?: string }
-  stateUnreadable: { error: string }
-  stateSaveFailed: { error: string }
+  /** A state file (or storage key) rota cannot parse, set aside under `movedTo`; never overwritten. */
+  stateFileCorrupt: { path?: string; key?: string; reason?: string; error?: string; movedTo?: string }
+  /** A state file rota cannot read at all (permissions, a directory): left alone, writes kept and retried. */
+  stateFileUnreadable: { path?: string; error: string; retryInMs: number }
+  /** A failed write: the changes are kept and retried after `retryInMs`. */
+  stateFileWriteFailed: { path?: string; error: string; retryInMs: number }
+  /** The kept changes were written after `attempts` failed attempts. */
+  stateFileRecovered: { path?: string; attempts: number }
   probeFailed: { executor: string; url: string }
   machineDeleteFailed: { executor: string; hold: unknown }
   machineNotDeleted: { executor: string; hold: unknown }
@@ -682,6 +727,8 @@ export interface RosterOptions {
   statePath?: string
   /** A state adapter (the browser's way, or any custom store). */
   state?: StateStore
+  /** How a failed state write is retried: after `firstMs` (500), doubling up to `maxMs` (30 000). */
+  stateRetry?: { firstMs?: number; maxMs?: number }
   /** The health probe; `false`: no probing (health exclusions wait out the outage cooldown). */
   probe?: ProbeFunction | false
   /** Each probe's timeout (default 5000). */
@@ -782,6 +829,8 @@ export declare class Roster<R extends string = Role> implements AsyncDisposable 
   occupy(executor: string, options?: { role?: R; hold?: unknown; id?: string }): Lease<R> | undefined
   /** Reports a failed call (a real error, or a `Failure`); returns the exclusion it earned. An unknown `kind` throws INVALID_INPUT. */
   report(executor: string, error: unknown): ExclusionStatus | undefined
+  /** The kind the core gives `error` with this roster's signals; reports nothing. */
+  classify(error: unknown): Classification
   exclude(executor: string, options?: ExcludeOptions): void
   exclude(exclusion: { id: string } & ExcludeOptions): void
   resume(executor: string): void
@@ -825,9 +874,11 @@ export declare class Roster<R extends string = Role> implements AsyncDisposable 
 
 // ---- state adapters --------------------------------------------------------------------
 
-/** State in memory. */
-export declare function memoryState(initial?: PersistedState): StateStore & {
+/** State in memory (`initial`: a state file's text or value, in either envelope). */
+export declare function memoryState(initial?: PersistedState | string | object): StateStore & {
   readonly value: PersistedState | undefined
+  /** What a state file would hold (the seed's envelope). */
+  readonly text: string | undefined
 }
 /** What `webStorageState` needs of a Web Storage (localStorage, sessionStorage). */
 export interface WebStorage {
@@ -838,5 +889,20 @@ export interface WebStorage {
 
 /** State in a Web Storage entry (localStorage). */
 export declare function webStorageState(storage: WebStorage, key?: string): StateStore
-/** State in a file, atomically written (Node only; `statePath` uses it). */
+/** State in a file: locked, read, merged by the core's rule, atomically written (Node only; `statePath` uses it). */
 export declare function fileStateStore(path: string): StateStore & { readonly path: string }
+
+/** The core's state-file rule (`rota_core::state_file`); errors are `RotaError`s (`STATE_FILE_CORRUPT`, `INVALID_INPUT`). */
+export declare const stateFile: {
+  /** A request's JSON text in, the core's answer text out. */
+  json(request: string): string
+  /** Either envelope: the seed's `{ schemaVersion: 1, value: { exclusions } }` or `{ version: 1, exclusions }`. */
+  parse(text: string): { format: 'seed' | 'rota'; exclusions: Exclusion[] }
+  /** A `restore` input's `state`: the file's live entries at `now`. */
+  restore(text: string, now: number): PersistedState
+  /** The text to write: `existing` (`null`: none) after the persists, in the seed's envelope byte for byte. */
+  merge(existing: string | null, persists: StateUpdate[], now: number): string
+  render(exclusions: Exclusion[]): string
+  /** Where a corrupt file is set aside: `<name>.corrupt-<ISO time without colons>[-attempt]`. */
+  asideName(name: string, now: number, attempt?: number): string
+}

@@ -45,3 +45,19 @@ fn random_traces_are_deterministic_on_native() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// The state file's rule (`vectors/state-file/`), through `rota_core::state_file`.
+#[test]
+fn every_state_file_vector_on_native() {
+    use rota_conformance::state_file::{
+        load_state_file_vectors, run_state_file_vectors, state_file_dir, NativeStateFile,
+    };
+    let vectors = load_state_file_vectors(&state_file_dir()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        vectors.len() >= 5,
+        "found {} state-file vectors",
+        vectors.len()
+    );
+    let failures = run_state_file_vectors(&mut NativeStateFile, &vectors);
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

@@ -173,6 +173,7 @@ export class PolicyHost {
           case 'canEverServe': return p.canEverServe(query.role, query.avoid)
           case 'document': return p.document()
           case 'now': return p.now
+          case 'classify': return p.classify(query.failure)
           default: throw Object.assign(new Error(`unknown query '${query.query}'`), { code: 'UNKNOWN_QUERY' })
         }
       })()
@@ -337,5 +338,33 @@ export function replayTraces(host, file, max = 3) {
     if (failures.length >= max) break
   }
   host.free()
+  return failures
+}
+
+// ---- state-file vectors (tests/vectors/state-file/, tests/src/state_file.rs) -------------
+
+/**
+ * Runs every state-file case through `answer(requestText) -> answerText` (the
+ * package's `stateFile.json`); the failure reports. `expect` is the whole answer,
+ * compared as JSON (a rendered file is a string: compared exactly).
+ */
+export function runStateFileVectors(name, answer, vectors) {
+  const failures = []
+  for (const vector of vectors) {
+    vector.cases.forEach((c, i) => {
+      const place = `state-file vector '${vector.name}' (tests/vectors/state-file/${vector.name}.json) on ${name}, case ${i + 1} of ${vector.cases.length}${c.note ? ` (${c.note})` : ''}`
+      const text = c.requestText ?? JSON.stringify(c.request)
+      let actual
+      try {
+        actual = JSON.parse(answer(text))
+      } catch (error) {
+        failures.push(`${place}: ${error?.stack ?? error}`)
+        return
+      }
+      if (!equal(c.expect, actual)) {
+        failures.push(`${place}:\n  request: ${text}\n  expected: ${canonical(c.expect)}\n  actual:   ${canonical(actual)}`)
+      }
+    })
+  }
   return failures
 }

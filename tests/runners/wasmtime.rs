@@ -146,3 +146,29 @@ fn random_traces_on_wasmtime_match_native() {
         failures.join("\n\n")
     );
 }
+
+/// The state-file rule through the guest's `rota_state_file` (answer text unparsed).
+struct WasmtimeStateFile(PolicyRuntime);
+
+impl rota_conformance::state_file::StateFileHost for WasmtimeStateFile {
+    fn name(&self) -> &str {
+        "wasmtime"
+    }
+    fn state_file(&mut self, request: &str) -> String {
+        self.0
+            .state_file_text(request)
+            .unwrap_or_else(|error| error_text(&error))
+    }
+}
+
+#[test]
+fn every_state_file_vector_on_wasmtime() {
+    use rota_conformance::state_file::{
+        load_state_file_vectors, run_state_file_vectors, state_file_dir,
+    };
+    let vectors = load_state_file_vectors(&state_file_dir()).unwrap_or_else(|e| panic!("{e}"));
+    let runtime = PolicyRuntime::new(load_module(), &json!({ "executors": [] }), &Value::Null)
+        .expect("an empty roster");
+    let failures = run_state_file_vectors(&mut WasmtimeStateFile(runtime), &vectors);
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

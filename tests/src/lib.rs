@@ -27,6 +27,7 @@ pub mod host;
 pub mod jsonfmt;
 pub mod matching;
 pub mod prng;
+pub mod state_file;
 pub mod traces;
 pub mod vector;
 

@@ -68,6 +68,9 @@ pub fn roster() -> Value {
     })
 }
 
+/// The ABI version this host needs (`rota_abi_version`): 1.1.
+pub const ABI: u32 = (1 << 16) | 1;
+
 /// A guest that speaks the ABI but fails on purpose: `rota_handle` traps on inputs
 /// longer than 200 bytes and loops forever on inputs longer than 2000 bytes.
 /// `abi_version` is what `rota_abi_version` answers; `import_ok` whether

@@ -169,9 +169,9 @@ test('state in localStorage survives a new roster; a corrupt entry is moved asid
     const first = await Roster.create({ document, state: webStorageState(localStorage, 'rota') })
     first.exclude('a', { reason: 'maintenance' })
     await first.idle()
-    const saved = JSON.parse(localStorage.getItem('rota'))
+    const saved = JSON.parse(localStorage.getItem('rota')).value
     const back = new Promise((resolve) => first.on('event', (e) => e.name === 'back' && resolve(e.fields.executor)))
-    first.report('b', Object.assign(new Error('bad gateway'), { status: 502 }))
+    first.report('b', Object.assign(new Error('502: backend is unhealthy'), { status: 502 }))
     const cameBack = await back
     await first.close()
 
@@ -184,7 +184,7 @@ test('state in localStorage survives a new roster; a corrupt entry is moved asid
     const third = await Roster.create({
       document,
       state: webStorageState(localStorage, 'rota'),
-      onEvent: (e) => e.name === 'stateCorrupt' && corrupt.push(e.fields.movedTo),
+      onEvent: (e) => e.name === 'stateFileCorrupt' && corrupt.push(e.fields.movedTo),
     })
     await third.close()
     return {
@@ -201,7 +201,7 @@ test('state in localStorage survives a new roster; a corrupt entry is moved asid
   assert.ok(health.requests >= 1, 'the page probed the health URL')
   assert.equal(result.restored, 'maintenance')
   assert.equal(result.corrupt.length, 1)
-  assert.match(result.corrupt[0], /^rota\.corrupt-\d+$/)
+  assert.match(result.corrupt[0], /^rota\.corrupt-\d{4}-\d\d-\d\dT\d{6}\.\d{3}Z$/)
   assert.equal(result.aside, '{ not json')
   assert.equal(result.cleared, null)
   assert.deepEqual(errors, [])

@@ -57,8 +57,8 @@ function serve(request, response) {
   if (p === '/') return send(join(here, 'page.html'))
   if (p === '/shared.mjs') return send(join(here, '..', 'shared.mjs'))
   if (p === '/traces.json') return send(existsSync(TRACES) ? TRACES : null)
-  if (p === '/vectors/') {
-    const names = readdirSync(VECTORS).filter((f) => f.endsWith('.json')).sort()
+  if (p === '/vectors/' || p === '/vectors/state-file/') {
+    const names = readdirSync(join(VECTORS, p.slice('/vectors/'.length))).filter((f) => f.endsWith('.json')).sort()
     return response.writeHead(200, { 'content-type': TYPES['.json'] }).end(JSON.stringify(names))
   }
   if (p.startsWith('/vectors/')) return send(inside(VECTORS, p.slice('/vectors/'.length)))
@@ -108,6 +108,13 @@ test('every vector on the web build in Chromium', { timeout: 120_000 }, async ()
   assert.deepEqual(pageErrors, [], 'the page logged errors')
   assert.ok(result.count >= 60, `expected at least 60 vectors, found ${result.count}`)
   assert.equal(result.failures.length, 0, `${result.failures.length} of ${result.count} vectors failed in the browser:\n\n${result.failures.join('\n\n')}`)
+})
+
+test('every state-file vector on the web build in Chromium', { timeout: 60_000 }, async () => {
+  const result = await page.evaluate(() => window.runStateFileVectors())
+  assert.deepEqual(pageErrors, [], 'the page logged errors')
+  assert.ok(result.count >= 5, `expected at least 5 state-file vectors, found ${result.count}`)
+  assert.equal(result.failures.length, 0, `${result.failures.length} state-file cases failed in the browser:\n\n${result.failures.join('\n\n')}`)
 })
 
 test('random traces on the web build in Chromium match native', { timeout: 300_000 }, async () => {

@@ -7,8 +7,8 @@ import assert from 'node:assert/strict'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { Policy } from 'rota'
-import { PolicyHost, replayTraces, runVectors } from './shared.mjs'
+import { Policy, stateFile } from 'rota'
+import { PolicyHost, replayTraces, runStateFileVectors, runVectors } from './shared.mjs'
 
 const vectorsDir = process.env.ROTA_VECTORS
 const tracesFile = process.env.ROTA_TRACES
@@ -25,6 +25,17 @@ test('every vector on node (the npm package, handleJson)', () => {
   assert.ok(vectors.length >= 60, `expected at least 60 vectors, found ${vectors.length}`)
   const failures = runVectors(new PolicyHost(Policy, 'node'), vectors)
   assert.equal(failures.length, 0, `${failures.length} of ${vectors.length} vectors failed on node:\n\n${failures.join('\n\n')}`)
+})
+
+test('every state-file vector on node (the npm package, stateFile.json)', () => {
+  const dir = join(vectorsDir, 'state-file')
+  const vectors = readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')))
+  assert.ok(vectors.length >= 5, `expected at least 5 state-file vectors, found ${vectors.length}`)
+  const failures = runStateFileVectors('node', stateFile.json, vectors)
+  assert.equal(failures.length, 0, `${failures.length} state-file cases failed on node:\n\n${failures.join('\n\n')}`)
 })
 
 test('random traces on node match native, byte for byte', () => {

@@ -28,6 +28,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("record") => record(&args[1..]),
+        Some("record-state-file") => record_state_file(),
         Some("check") => check(&args[1..]),
         Some("traces") => write_traces(&args[1..]),
         Some("trace") => show_trace(&args[1..]),
@@ -92,6 +93,62 @@ fn record(args: &[String]) -> Result<(), String> {
         write_vector(&file, &vector)?;
     }
     Ok(())
+}
+
+/// Fills in every state-file case without `expect` (or `"expect": null`) from the
+/// native core, keeping the file's layout (one case per line). Review them by reading.
+fn record_state_file() -> Result<(), String> {
+    use rota_conformance::state_file::{load_state_file_vectors, state_file_dir};
+    for vector in load_state_file_vectors(&state_file_dir())? {
+        let mut changed = 0;
+        let mut lines = Vec::new();
+        for case in &vector.cases {
+            let mut value = serde_json::to_value(CaseOut::from(case)).map_err(|e| e.to_string())?;
+            if case.expect.is_none() {
+                let answer = rota_core::state_file::answer(&case.text()?);
+                value["expect"] = serde_json::from_str(&answer).map_err(|e| e.to_string())?;
+                changed += 1;
+            }
+            lines.push(format!("    {}", jsonfmt::inline(&value)));
+        }
+        let text = format!(
+            "{{\n  \"name\": {},\n  \"checks\": {},\n  \"cases\": [\n{}\n  ]\n}}\n",
+            Value::from(vector.name.clone()),
+            Value::from(vector.checks.clone()),
+            lines.join(",\n")
+        );
+        std::fs::write(&vector.file, text)
+            .map_err(|e| format!("{}: {e}", vector.file.display()))?;
+        eprintln!(
+            "{}: {changed} expectation(s) recorded",
+            vector.file.display()
+        );
+    }
+    Ok(())
+}
+
+/// A case in its written field order.
+#[derive(serde::Serialize)]
+struct CaseOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<&'a String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request: Option<&'a Value>,
+    #[serde(rename = "requestText", skip_serializing_if = "Option::is_none")]
+    request_text: Option<&'a String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expect: Option<&'a Value>,
+}
+
+impl<'a> From<&'a rota_conformance::state_file::Case> for CaseOut<'a> {
+    fn from(case: &'a rota_conformance::state_file::Case) -> Self {
+        CaseOut {
+            note: case.note.as_ref(),
+            request: case.request.as_ref(),
+            request_text: case.request_text.as_ref(),
+            expect: case.expect.as_ref(),
+        }
+    }
 }
 
 fn write_vector(file: &Path, vector: &Vector) -> Result<(), String> {
