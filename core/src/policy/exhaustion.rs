@@ -6,6 +6,7 @@ use crate::time::iso;
 
 use super::exclusions::Described;
 use super::queue::{Ending, Request};
+use super::reload::Startup;
 use super::Policy;
 
 impl Policy {
@@ -143,6 +144,10 @@ impl Policy {
         if members.len() > SHOWN {
             parts.push(format!("and {} more", members.len() - SHOWN));
         }
+        if parts.is_empty() {
+            // It waits all the same (`unservable: "wait"`) until a reload or a cancel.
+            return format!("no executor takes {}", self.role_name(r));
+        }
         parts.join("; ")
     }
 
@@ -166,6 +171,10 @@ impl Policy {
                     x.spec.id,
                     iso(p.until)
                 ),
+                _ if !self.serving() => match self.reloads.startup {
+                    Startup::Failed => format!("{}: the roster did not start", x.spec.id),
+                    _ => format!("{} waits for its startup preflight", x.spec.id),
+                },
                 _ => format!("{} busy", x.spec.id),
             },
         }
