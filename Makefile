@@ -19,7 +19,7 @@ DEMO_ARGS ?=
 
 .PHONY: help setup setup-native setup-wasm setup-node setup-browser setup-postgres \
         wasm wasm-abi wasm-js \
-        test test-rust test-node test-browser test-conformance test-shared \
+        test test-rust test-dependent test-node test-browser test-conformance test-shared \
         demo clean
 
 help:
@@ -49,13 +49,16 @@ wasm-js: setup-wasm
 # ---- tests -------------------------------------------------------------------------
 # `make test` runs every suite below. A new suite gets its own test-* target here and
 # a place in TEST_SUITES.
-TEST_SUITES := test-rust test-node test-browser test-conformance test-shared
+TEST_SUITES := test-rust test-dependent test-node test-browser test-conformance test-shared
 
 test: setup wasm $(TEST_SUITES)
 	@echo "==> all tests passed"
 
 test-rust: setup-native wasm
 	@scripts/test.sh rust
+# rota-host as a dependency of a crate outside the workspace, from a clean clone.
+test-dependent: setup-native setup-wasm
+	@scripts/test-dependent.sh
 test-node: setup-node wasm
 	@scripts/test.sh node
 test-browser: setup-browser setup-node wasm

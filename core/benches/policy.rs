@@ -329,13 +329,88 @@ fn failure_storm(c: &mut Criterion) {
     group.finish();
 }
 
+// ---- (d) a lease that waits, and one that avoids 10,000 ids -------------------------------
+
+/// n executors of one role, every slot taken (the leases are never released).
+fn all_busy(n: usize) -> (Policy, u64) {
+    let mut policy = Policy::new(&roster(n), Options::default()).expect("a roster");
+    let slots: usize = (0..n).map(|i| 1 + i % 2).sum();
+    for i in 0..slots {
+        handle(&mut policy, lease(T0, &format!("busy{i}"))).expect("a free slot");
+    }
+    (policy, T0)
+}
+
+/// Times `input` (a lease that waits), then cancels it untimed so the queue stays
+/// empty and every iteration sees the same state.
+#[allow(clippy::disallowed_methods)] // a benchmark reads the clock; the core never does
+fn time_waiting(
+    policy: &mut Policy,
+    now: &mut u64,
+    iters: u64,
+    input: &dyn Fn(u64) -> Input,
+) -> Duration {
+    let mut timed = Duration::ZERO;
+    for _ in 0..iters {
+        *now += 1;
+        let input = input(*now);
+        let start = Instant::now();
+        let granted = handle(policy, input);
+        timed += start.elapsed();
+        assert!(granted.is_none(), "every slot is taken: it waits");
+        let cancel = Input::Cancel {
+            now: *now,
+            id: "w".to_string(),
+        };
+        handle(policy, cancel);
+    }
+    timed
+}
+
+fn lease_waits(c: &mut Criterion) {
+    let mut group = c.benchmark_group("lease_waits");
+    group.throughput(Throughput::Elements(1));
+    for n in [4usize, 10_000] {
+        let (mut policy, mut now) = all_busy(n);
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter_custom(|iters| {
+                time_waiting(&mut policy, &mut now, iters, &|now| lease(now, "w"))
+            })
+        });
+    }
+    group.finish();
+}
+
+fn lease_avoiding_10000(c: &mut Criterion) {
+    let mut group = c.benchmark_group("lease_avoid_10000");
+    group.throughput(Throughput::Elements(1));
+    let (mut policy, mut now) = all_busy(10_000);
+    // 9,990 executors of the roster and 10 ids it lacks, in no order: the waiting
+    // report skips the 9,990 before it reaches the ten it lists.
+    let mut avoid: Vec<String> = (0..9_990).rev().map(|i| format!("e{i}")).collect();
+    avoid.extend((0..10).map(|i| format!("ghost{i}")));
+    avoid.swap(0, 5_000);
+    group.bench_function("waits", |b| {
+        b.iter_custom(|iters| {
+            time_waiting(&mut policy, &mut now, iters, &|now| match lease(now, "w") {
+                Input::Lease(request) => Input::Lease(LeaseRequest {
+                    avoid: avoid.clone(),
+                    ..request
+                }),
+                other => other,
+            })
+        })
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3))
         .sample_size(30);
-    targets = lease_release, queue_10000, failure_storm
+    targets = lease_release, queue_10000, failure_storm, lease_waits, lease_avoiding_10000
 }
 
 fn main() {

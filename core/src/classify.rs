@@ -31,7 +31,6 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::document::Violation;
 use crate::protocol::{Failure, FailureKind};
 
 /// Messages that mean the executor names a model its harness cannot serve (a typo,
@@ -89,14 +88,11 @@ pub struct Signals {
 const SIGNAL_FIELDS: [&str; 3] = ["outage", "modelUnavailable", "outageStatuses"];
 
 impl Signals {
-    /// A document's `signals` object; every violation is named with its place.
-    pub fn from_json(value: &Value, violations: &mut Vec<Violation>) -> Signals {
-        let mut fail = |path: String, message: &str| {
-            violations.push(Violation {
-                path,
-                message: message.into(),
-            })
-        };
+    /// A document's `signals` object; every violation is named with its place, as
+    /// `(path, message)` (the document makes them its violations: this module sits below
+    /// `document` and does not know its types).
+    pub fn from_json(value: &Value, violations: &mut Vec<(String, String)>) -> Signals {
+        let mut fail = |path: String, message: &str| violations.push((path, message.into()));
         let mut signals = Signals::default();
         let Some(object) = value.as_object() else {
             fail("signals".into(), LISTS);
@@ -487,7 +483,7 @@ mod tests {
             &serde_json::json!({"outage": [""], "outageStatuses": [99, "503"], "bogus": [], "other": ["x"], "modelUnavailable": "x"}),
             &mut violations,
         );
-        let paths: Vec<&str> = violations.iter().map(|v| v.path.as_str()).collect();
+        let paths: Vec<&str> = violations.iter().map(|(path, _)| path.as_str()).collect();
         assert_eq!(
             paths,
             // In key order (a JSON object's keys are sorted).

@@ -9,8 +9,13 @@ use serde_json::{Map, Value};
 
 use crate::classify::Signals;
 use crate::duration::parse_duration;
+/// A document's violations are errors' data: the type lives in `error` (below no
+/// module that reads documents), and is named here where it is made.
+pub use crate::error::Violation;
+use crate::limits;
 use crate::protocol::{Choice, Options, Unservable};
 use crate::sorted::SortedMap;
+use crate::write::to_text;
 
 /// The seed's five roles, the default role list of a document.
 pub const DEFAULT_ROLES: [&str; 5] = ["planner", "coder", "reviewer", "judge", "verifier"];
@@ -22,22 +27,6 @@ pub const CODER_ROLE: &str = "coder";
 pub const DEFAULT_USAGE_LIMIT_COOLDOWN_MS: u64 = 30 * 60_000;
 pub const DEFAULT_RATE_LIMIT_COOLDOWN_MS: u64 = 10 * 60_000;
 pub const DEFAULT_OUTAGE_COOLDOWN_MS: u64 = 5 * 60_000;
-
-/// One thing wrong with a document, and where.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Violation {
-    /// A JSON path into the document: `executors[1].cooldown.outage`.
-    pub path: String,
-    /// What is wrong, in the seed's wording: "executor 'a' is listed twice".
-    pub message: String,
-}
-
-impl std::fmt::Display for Violation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
-    }
-}
 
 /// Lower first. A number for every role, or per role with a `default`.
 #[derive(Debug, Clone, PartialEq)]
@@ -387,7 +376,16 @@ impl Parser {
         let roles = self.roles(object.get("roles"));
         let signals = object
             .get("signals")
-            .map(|value| Signals::from_json(value, &mut self.violations))
+            .map(|value| {
+                let mut found = Vec::new();
+                let signals = Signals::from_json(value, &mut found);
+                self.violations.extend(
+                    found
+                        .into_iter()
+                        .map(|(path, message)| Violation { path, message }),
+                );
+                signals
+            })
             .unwrap_or_default();
         let workers = object.get("workers");
         let form = if workers.is_some() && !object.contains_key("executors") {
@@ -457,6 +455,16 @@ impl Parser {
                 }
             },
         };
+        if entries.len() > limits::MAX_EXECUTORS {
+            self.fail(
+                "executors",
+                format!(
+                    "the roster has {} executors; the most is {}",
+                    entries.len(),
+                    limits::MAX_EXECUTORS
+                ),
+            );
+        }
         let mut executors = Vec::new();
         let mut seen = Vec::new();
         for (index, (place, key, entry, worker)) in entries.into_iter().enumerate() {
@@ -505,9 +513,28 @@ impl Parser {
             self.fail("roles", "`roles` is a list of role names");
             return default();
         };
+        if items.len() > limits::MAX_ROLES {
+            self.fail(
+                "roles",
+                format!(
+                    "the document declares {} roles; the most is {}",
+                    items.len(),
+                    limits::MAX_ROLES
+                ),
+            );
+            return default();
+        }
         let mut roles: Vec<String> = Vec::new();
         for (index, item) in items.iter().enumerate() {
             match item.as_str() {
+                Some(name) if name.len() > limits::MAX_ID_BYTES => self.fail(
+                    format!("roles[{index}]"),
+                    format!(
+                        "a role name is {} bytes long; the most is {}",
+                        name.len(),
+                        limits::MAX_ID_BYTES
+                    ),
+                ),
                 Some(name) if !name.trim().is_empty() => {
                     if roles.iter().any(|r| r == name) {
                         self.fail(
@@ -525,6 +552,7 @@ impl Parser {
             self.fail("roles", "a declared role list needs at least one role");
             return default();
         }
+
         roles
     }
 
@@ -552,12 +580,34 @@ impl Parser {
         };
         let id_field = if worker { "name" } else { "id" };
         let id = match (object.get(id_field), key) {
+            (Some(Value::String(id)), _) if id.len() > limits::MAX_ID_BYTES => {
+                self.fail(
+                    at(id_field),
+                    format!(
+                        "an executor's {id_field} is {} bytes long; the most is {}",
+                        id.len(),
+                        limits::MAX_ID_BYTES
+                    ),
+                );
+                String::new()
+            }
             (Some(Value::String(id)), Some(key)) if id != key => {
                 self.fail(
                     at(id_field),
                     format!("worker '{key}' has the name '{id}'; give one"),
                 );
                 key.to_string()
+            }
+            (None, Some(key)) if key.len() > limits::MAX_ID_BYTES => {
+                self.fail(
+                    place,
+                    format!(
+                        "a worker's name is {} bytes long; the most is {}",
+                        key.len(),
+                        limits::MAX_ID_BYTES
+                    ),
+                );
+                String::new()
             }
             (None, Some(key)) if !key.trim().is_empty() => key.to_string(),
             (Some(Value::String(id)), _) if !id.trim().is_empty() => id.clone(),
@@ -652,7 +702,7 @@ impl Parser {
                             }
                         }
                         Some(role) => unknown.push(role.to_string()),
-                        None => unknown.push(crate::json::to_text(item)),
+                        None => unknown.push(to_text(item)),
                     }
                 }
                 if !unknown.is_empty() {
@@ -918,7 +968,7 @@ impl Parser {
                     // The seed's wording quotes the text: `cooldown '30 parsecs'`.
                     let shown = match text.as_str() {
                         Some(s) => format!("'{s}'"),
-                        None => crate::json::to_text(text),
+                        None => to_text(text),
                     };
                     self.fail(
                         path,

@@ -45,7 +45,7 @@ pub fn parse_duration(text: &str) -> Option<u64> {
     let amount: f64 = number.parse().ok()?;
     let millis = (amount * scale).round();
     // Beyond 2^53 a JSON number no longer holds the value exactly.
-    if !millis.is_finite() || millis > 9_007_199_254_740_991.0 {
+    if !millis.is_finite() || millis > crate::limits::MAX_DURATION_MS as f64 {
         return None;
     }
     Some(millis as u64)

@@ -1,9 +1,35 @@
 //! Errors are data: each has a stable `code` that every host passes on unchanged.
 //! A rejected input leaves the policy exactly as it was.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::document::Violation;
+use crate::write::{Obj, WriteJson};
+
+/// One thing wrong with a document, and where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Violation {
+    /// A JSON path into the document: `executors[1].cooldown.outage`.
+    pub path: String,
+    /// What is wrong, in the seed's wording: "executor 'a' is listed twice".
+    pub message: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+impl WriteJson for Violation {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("path", &self.path)
+            .field("message", &self.message)
+            .end();
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -24,6 +50,10 @@ pub enum Error {
     /// The input is not one the core reads (wrong JSON shape, missing field, bad value).
     #[error("invalid input: {message}")]
     InvalidInput { message: String },
+    /// An option is outside its range (`crate::limits`); the message names it and the
+    /// range.
+    #[error("invalid options: {message}")]
+    InvalidOptions { message: String },
     /// A state to restore or import is not one the core reads.
     #[error("invalid state: {message}")]
     InvalidState { message: String },
@@ -48,6 +78,7 @@ impl Error {
             Error::DuplicateRequest { .. } => "DUPLICATE_REQUEST",
             Error::UnknownExecutor { .. } => "UNKNOWN_EXECUTOR",
             Error::InvalidInput { .. } => "INVALID_INPUT",
+            Error::InvalidOptions { .. } => "INVALID_OPTIONS",
             Error::InvalidState { .. } => "INVALID_STATE",
         }
     }

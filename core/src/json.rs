@@ -13,9 +13,9 @@ use serde_json::{json, Value};
 
 use crate::error::Error;
 use crate::policy::Policy;
-use crate::protocol::wire::{input_for_kind, Kind, INPUT_TYPES};
-use crate::protocol::{Input, Level, Options, Output};
-use crate::write::{write_persist, write_str, write_u64, write_value};
+use crate::protocol::wire::{input_for_kind, write_output, Kind, INPUT_TYPES};
+use crate::protocol::{Input, Options, Output};
+use crate::write::write_u64;
 
 /// Parses an input from JSON, naming what is wrong and where.
 pub fn parse_input(value: &Value) -> Result<Input, Error> {
@@ -41,12 +41,7 @@ pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
     serde_json::from_str(&to_text(value)).map_err(|e| message(&e))
 }
 
-/// A JSON value's compact text (what its `Display` writes, through the one writer
-/// every other type uses).
-pub fn to_text(value: &Value) -> String {
-    // Writing a Value cannot fail: its map keys are strings.
-    serde_json::to_string(value).unwrap_or_default()
-}
+pub use crate::write::to_text;
 
 /// A serde_json error's message without the position in a text only we wrote.
 fn message(e: &serde_json::Error) -> String {
@@ -66,7 +61,9 @@ pub fn parse_options(value: &Value) -> Result<Options, Error> {
     if value.is_null() {
         return Ok(Options::default());
     }
-    Options::from_json(value).map_err(|e| Error::input(format!("options: {e}")))
+    let options = Options::read_json(value).map_err(|e| Error::input(format!("options: {e}")))?;
+    options.check()?;
+    Ok(options)
 }
 
 /// Feeds one input and drains every output: the result of one host call.
@@ -120,154 +117,6 @@ pub fn answer_text(outputs: &[Output], wake_at: Option<u64>) -> String {
     out.push(b'}');
     // Only whole UTF-8 strings and ASCII went in.
     String::from_utf8(out).unwrap_or_default()
-}
-
-pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
-    match output {
-        Output::Granted {
-            request,
-            lease,
-            executor,
-            role,
-            hold,
-            passed,
-            occupied,
-        } => {
-            out.extend_from_slice(b"{\"type\":\"granted\",\"request\":");
-            write_str(out, request);
-            out.extend_from_slice(b",\"lease\":");
-            write_u64(out, *lease);
-            out.extend_from_slice(b",\"executor\":");
-            write_str(out, executor);
-            out.extend_from_slice(b",\"role\":");
-            write_str(out, role);
-            if let Some(hold) = hold {
-                out.extend_from_slice(b",\"hold\":");
-                write_value(out, hold);
-            }
-            out.extend_from_slice(b",\"passed\":");
-            write_u64(out, u64::from(*passed));
-            if *occupied {
-                out.extend_from_slice(b",\"occupied\":true");
-            }
-        }
-        Output::Exhausted {
-            request,
-            role,
-            reasons,
-        } => {
-            out.extend_from_slice(b"{\"type\":\"exhausted\",\"request\":");
-            write_str(out, request);
-            out.extend_from_slice(b",\"role\":");
-            write_str(out, role);
-            out.extend_from_slice(b",\"reasons\":");
-            write_strs(out, reasons);
-        }
-        Output::TimedOut { request } => {
-            out.extend_from_slice(b"{\"type\":\"timedOut\",\"request\":");
-            write_str(out, request);
-        }
-        Output::Unavailable { request } => {
-            out.extend_from_slice(b"{\"type\":\"unavailable\",\"request\":");
-            write_str(out, request);
-        }
-        Output::Cancelled { request } => {
-            out.extend_from_slice(b"{\"type\":\"cancelled\",\"request\":");
-            write_str(out, request);
-        }
-        Output::Waiting {
-            request,
-            role,
-            report,
-            ahead,
-        } => {
-            out.extend_from_slice(b"{\"type\":\"waiting\",\"request\":");
-            write_str(out, request);
-            out.extend_from_slice(b",\"role\":");
-            write_str(out, role);
-            out.extend_from_slice(b",\"report\":");
-            write_str(out, report);
-            out.extend_from_slice(b",\"ahead\":");
-            write_u64(out, u64::from(*ahead));
-        }
-        Output::Probe { executor, url } => {
-            out.extend_from_slice(b"{\"type\":\"probe\",\"executor\":");
-            write_str(out, executor);
-            out.extend_from_slice(b",\"url\":");
-            write_str(out, url);
-        }
-        Output::CreateMachine { request, executor } => {
-            out.extend_from_slice(b"{\"type\":\"createMachine\",\"request\":");
-            write_str(out, request);
-            out.extend_from_slice(b",\"executor\":");
-            write_str(out, executor);
-        }
-        Output::DeleteMachine {
-            executor,
-            hold,
-            lease,
-        } => {
-            out.extend_from_slice(b"{\"type\":\"deleteMachine\",\"executor\":");
-            write_str(out, executor);
-            out.extend_from_slice(b",\"hold\":");
-            write_value(out, hold);
-            if let Some(lease) = lease {
-                out.extend_from_slice(b",\"lease\":");
-                write_u64(out, *lease);
-            }
-        }
-        Output::Preflight { executor } => {
-            out.extend_from_slice(b"{\"type\":\"preflight\",\"executor\":");
-            write_str(out, executor);
-        }
-        Output::StartFailed { executor, error } => {
-            out.extend_from_slice(b"{\"type\":\"startFailed\",\"executor\":");
-            write_str(out, executor);
-            out.extend_from_slice(b",\"error\":");
-            write_str(out, error);
-        }
-        Output::Persist { ids, state } => {
-            write_persist(out, ids, state);
-            return;
-        }
-        Output::Event {
-            level,
-            name,
-            message,
-            fields,
-        } => {
-            out.extend_from_slice(match level {
-                Level::Debug => b"{\"type\":\"event\",\"level\":\"debug\",\"name\":",
-                Level::Info => b"{\"type\":\"event\",\"level\":\"info\",\"name\":",
-                Level::Warn => b"{\"type\":\"event\",\"level\":\"warn\",\"name\":",
-            });
-            write_str(out, name);
-            out.extend_from_slice(b",\"message\":");
-            write_str(out, message);
-            out.extend_from_slice(b",\"fields\":{");
-            for (i, (key, value)) in fields.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(out, key);
-                out.push(b':');
-                write_value(out, value);
-            }
-            out.push(b'}');
-        }
-    }
-    out.push(b'}');
-}
-
-fn write_strs(out: &mut Vec<u8>, list: &[String]) {
-    out.push(b'[');
-    for (i, s) in list.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_str(out, s);
-    }
-    out.push(b']');
 }
 
 /// `{"outputs":[...],"wakeAt":...}` with every pending output.

@@ -111,6 +111,18 @@
 //! builds and panics naming the invariant ([`Policy::verify`] returns it instead;
 //! `import_state` refuses a state that breaks one with `INVALID_STATE`).
 //!
+//! Every bound on what the core is given (id and label lengths, `avoid` length,
+//! executors, roles, each option's range) is named with its reason in [`limits`]; past
+//! one, a document has a violation, an input is `INVALID_INPUT` and options are
+//! `INVALID_OPTIONS`.
+//!
+//! ## Imports
+//!
+//! One way, checked by `tests/layering.rs`: [`json`] (the step every host calls) uses
+//! the [`policy`], which uses [`document`], [`status`], [`protocol`], [`classify`] and
+//! [`error`], which use the leaves (`read`, [`write`], `sorted`, `time`, [`duration`],
+//! [`limits`]). Each wire type's JSON writer sits beside its type and reader.
+//!
 //! ## Cost
 //!
 //! Per-role ordered sets of the executors that can take a role now, per-role queues in
@@ -120,18 +132,23 @@
 //! ## Module map
 //!
 //! * [`json`]: the JSON step every host calls (`step_str`), queries and answers.
-//! * [`protocol`]: inputs, outputs and options, the shapes every host speaks.
+//! * [`protocol`]: inputs, outputs and options, the shapes every host speaks, with
+//!   their readers and writers (`protocol::wire`: one table per input, the output's
+//!   reader and writer).
 //! * [`document`]: the roster document, its validation, `merge` and `narrow`.
 //! * [`classify`]: a failure report's kind, as the roster seed classifies it.
 //! * [`duration`], `time`: duration strings; instants as ISO 8601 in messages.
 //! * [`status`]: what queries return (snapshot, explanation, plan).
 //! * [`error`]: errors with stable codes. `read`, [`write`], `sorted`: JSON
-//!   readers and writer, sorted-vector maps.
+//!   readers and writer primitives, sorted-vector maps.
+//! * [`limits`]: every bound, with its reason.
 //! * [`policy`]: the state machine, one module per concept:
 //!   * `policy` (`mod.rs`): [`Policy`], its sub-states, `new`, `handle`, `check`, `apply`.
 //!   * `policy::roster`: executors, their caps and priorities per role, the role
 //!     tables and the ready sets.
-//!   * `policy::queue`: requests, the per-role and pinned queues, deadlines, endings.
+//!   * `policy::queue`: requests, the per-role and pinned queues, deadlines, endings,
+//!     the queue's bound.
+//!   * `policy::avoid`: a request's avoid list, indexed for membership.
 //!   * `policy::granting`: admission, the choice of executor, the grant pass.
 //!   * `policy::exhaustion`: whether anything can ever serve a request, and why not.
 //!   * `policy::leases`: open leases, release, `occupy`.
@@ -143,7 +160,8 @@
 //!   * `policy::timers`: the next timer and why it fires; the time advance.
 //!   * `policy::events`: the event names and the event output.
 //!   * `policy::queries`: snapshot, explain, plan, available, slots, can_ever_serve.
-//!   * `policy::export`: export and import of the whole state, and its JSON.
+//!   * `policy::export`: the export of the whole state, and its JSON (written and read).
+//!   * `policy::import`: an export checked as a whole and rebuilt into a policy.
 //!   * `policy::invariants`: `verify` and `check_invariants`.
 //!   * `policy::keys`: the one key encoding of every ordered index.
 
@@ -154,6 +172,7 @@ pub mod document;
 pub mod duration;
 pub mod error;
 pub mod json;
+pub mod limits;
 pub mod policy;
 pub mod protocol;
 mod read;

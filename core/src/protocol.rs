@@ -8,73 +8,10 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::Error;
+use crate::limits;
 use crate::read::{self, object, variant, Read};
-
-/// Options a host gives with the document. Defaults are the seeds'.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Options {
-    /// Whether the host can probe health URLs. When it cannot, an outage on an
-    /// executor with a health URL waits out the outage cooldown (the seed's fallback).
-    pub can_probe: bool,
-    /// How often a health exclusion is probed while a request waits that it could serve.
-    pub health_probe_interval_ms: u64,
-    /// How often it is probed while nobody waits for it.
-    pub idle_probe_interval_ms: u64,
-    /// Rate limits inside this window count towards an exclusion.
-    pub rate_limit_window_ms: u64,
-    /// Rate limits within the window that exclude an executor.
-    pub rate_limits_to_exclude: u32,
-    /// The first pause after a failed machine creation; it doubles per failure.
-    pub provision_first_pause_ms: u64,
-    /// The longest pause after failed machine creations.
-    pub provision_max_pause_ms: u64,
-    /// The host can preflight executors (it answers `preflight` outputs): every
-    /// executor is preflighted before the roster serves, and a failure stops the start
-    /// (the scheduler seed's startup preflight). Not written while false.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub preflight: bool,
-    /// Executors that a reload adds or grows must pass a host preflight first. When a
-    /// host's options leave it out, it follows `preflight` (the seed preflights every
-    /// reload whenever it can).
-    pub preflight_reloads: bool,
-    /// Which of the equal free executors takes a request; `None`: the document's, else
-    /// its form's (`roundRobin` for a roster, `declared` for a scheduler's `workers`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub choice: Option<Choice>,
-    /// What becomes of a request nothing can ever serve; `None`: the document's, else
-    /// its form's (`exhaust` for a roster, `wait` for a scheduler's `workers`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unservable: Option<Unservable>,
-    /// The executor kinds the host can run; `None` accepts any.
-    pub kinds: Option<Vec<String>>,
-    /// The least severe `event` output emitted: `debug` (every event, the default),
-    /// `info` or `warn`. Only events are left out: every decision and effect is an
-    /// output whatever the level. Not written while it is the default (so an exported
-    /// state reads as before).
-    #[serde(skip_serializing_if = "Level::is_debug")]
-    pub min_event_level: Level,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            can_probe: true,
-            health_probe_interval_ms: 15_000,
-            idle_probe_interval_ms: 60_000,
-            rate_limit_window_ms: 10 * 60_000,
-            rate_limits_to_exclude: 3,
-            provision_first_pause_ms: 30_000,
-            provision_max_pause_ms: 10 * 60_000,
-            preflight: false,
-            preflight_reloads: false,
-            choice: None,
-            unservable: None,
-            kinds: None,
-            min_event_level: Level::Debug,
-        }
-    }
-}
+use crate::write::{write_str, Obj, WriteJson};
 
 /// Which of the equal free executors (same priority for the role) takes a request.
 /// The two seeds differ here, and rota offers both.
@@ -379,25 +316,96 @@ impl Input {
 
     /// The input's `type` tag.
     pub fn kind(&self) -> &'static str {
-        match self {
-            Input::Lease(_) => "lease",
-            Input::TryLease(_) => "tryLease",
-            Input::Cancel { .. } => "cancel",
-            Input::Release { .. } => "release",
-            Input::Occupy { .. } => "occupy",
-            Input::Report { .. } => "report",
-            Input::Exclude { .. } => "exclude",
-            Input::Resume { .. } => "resume",
-            Input::ProbeResult { .. } => "probeResult",
-            Input::MachineCreated { .. } => "machineCreated",
-            Input::MachineFailed { .. } => "machineFailed",
-            Input::MachineDeleted { .. } => "machineDeleted",
-            Input::Reload { .. } => "reload",
-            Input::PreflightResult { .. } => "preflightResult",
-            Input::Restore { .. } => "restore",
-            Input::Tick { .. } => "tick",
+        wire::Kind::of(self).name()
+    }
+
+    /// The input checked against the bounds of [`crate::limits`]: `INVALID_INPUT`
+    /// naming the field and its bound. Every JSON reader and the binary step check it;
+    /// an input built in Rust is checked here.
+    pub fn check_limits(&self) -> Result<(), Error> {
+        match self.limit_violation() {
+            Some(message) => Err(Error::input(format!("{}: {message}", self.kind()))),
+            None => Ok(()),
         }
     }
+
+    /// What [`Input::check_limits`] refuses, without the input's tag.
+    pub(crate) fn limit_violation(&self) -> Option<String> {
+        match self {
+            Input::Lease(request) | Input::TryLease(request) => request.limit_violation(),
+            Input::Occupy {
+                id, role, executor, ..
+            } => id_too_long("id", id)
+                .or_else(|| id_too_long("executor", executor))
+                .or_else(|| role.as_deref().and_then(|r| id_too_long("role", r))),
+            Input::Release { lease, .. } | Input::MachineDeleted { lease, .. } => {
+                beyond_json("lease", Some(*lease))
+            }
+            Input::Report { failure, .. } => beyond_json("failure.resetAt", failure.reset_at)
+                .or_else(|| beyond_json("failure.retryAfterMs", failure.retry_after_ms)),
+            Input::Exclude { until, .. } => beyond_json("until", *until),
+            _ => None,
+        }
+    }
+}
+
+impl LeaseRequest {
+    fn limit_violation(&self) -> Option<String> {
+        let too_long = |field: &str, text: Option<&str>| text.and_then(|t| id_too_long(field, t));
+        if let Some(rank) = self.rank {
+            if rank.unsigned_abs() > limits::MAX_SAFE_INTEGER {
+                return Some(beyond_json_message("rank"));
+            }
+        }
+        id_too_long("id", &self.id)
+            .or_else(|| id_too_long("role", &self.role))
+            .or_else(|| {
+                (self.avoid.len() > limits::MAX_AVOID).then(|| {
+                    format!(
+                        "`avoid` names {} executors; the most is {}",
+                        self.avoid.len(),
+                        limits::MAX_AVOID
+                    )
+                })
+            })
+            .or_else(|| self.avoid.iter().find_map(|id| id_too_long("avoid", id)))
+            .or_else(|| too_long("prefer", self.prefer.as_deref()))
+            .or_else(|| too_long("pin", self.pin.as_deref()))
+            .or_else(|| beyond_json("eventTime", self.event_time))
+            .or_else(|| {
+                let label = self.label.as_deref().unwrap_or_default();
+                (label.len() > limits::MAX_LABEL_BYTES).then(|| {
+                    format!(
+                        "`label` is {} bytes long; the most is {}",
+                        label.len(),
+                        limits::MAX_LABEL_BYTES
+                    )
+                })
+            })
+            .or_else(|| beyond_json("deadline", self.deadline))
+    }
+}
+
+/// "`id` is 1025 bytes long; the most is 1024", when it is.
+pub(super) fn id_too_long(field: &str, id: &str) -> Option<String> {
+    (id.len() > limits::MAX_ID_BYTES).then(|| {
+        format!(
+            "`{field}` is {} bytes long; the most is {}",
+            id.len(),
+            limits::MAX_ID_BYTES
+        )
+    })
+}
+
+/// A number beyond 2^53 − 1: a JS host could not send it or read it back exactly.
+fn beyond_json(field: &str, value: Option<u64>) -> Option<String> {
+    value
+        .filter(|v| *v > limits::MAX_SAFE_INTEGER)
+        .map(|_| beyond_json_message(field))
+}
+
+fn beyond_json_message(field: &str) -> String {
+    format!("`{field}` is beyond what a JSON number holds exactly")
 }
 
 /// Event severity, least severe first.
@@ -645,57 +653,6 @@ deserialize_from_json!(
     Fields
 );
 
-const OPTIONS_FIELDS: &[&str] = &[
-    "canProbe",
-    "healthProbeIntervalMs",
-    "idleProbeIntervalMs",
-    "rateLimitWindowMs",
-    "rateLimitsToExclude",
-    "provisionFirstPauseMs",
-    "provisionMaxPauseMs",
-    "preflightReloads",
-    "kinds",
-    "minEventLevel",
-    "preflight",
-    "choice",
-    "unservable",
-];
-
-impl Options {
-    /// Options from JSON: absent fields take the defaults, unknown ones are refused.
-    /// Fields are read in the object's key order, so the first problem named is the
-    /// one serde's derive named.
-    pub fn from_json(value: &Value) -> Read<Options> {
-        let o = object(value, "struct Options")?;
-        let mut options = Options::default();
-        let mut preflight_reloads = None;
-        for (key, v) in o.0 {
-            match key.as_str() {
-                "canProbe" => options.can_probe = read::bool(v)?,
-                "healthProbeIntervalMs" => options.health_probe_interval_ms = read::u64(v)?,
-                "idleProbeIntervalMs" => options.idle_probe_interval_ms = read::u64(v)?,
-                "rateLimitWindowMs" => options.rate_limit_window_ms = read::u64(v)?,
-                "rateLimitsToExclude" => options.rate_limits_to_exclude = read::u32(v)?,
-                "provisionFirstPauseMs" => options.provision_first_pause_ms = read::u64(v)?,
-                "provisionMaxPauseMs" => options.provision_max_pause_ms = read::u64(v)?,
-                "preflightReloads" => preflight_reloads = Some(read::bool(v)?),
-                "preflight" => options.preflight = read::bool(v)?,
-                "choice" if v.is_null() => options.choice = None,
-                "choice" => options.choice = Some(Choice::from_json(v)?),
-                "unservable" if v.is_null() => options.unservable = None,
-                "unservable" => options.unservable = Some(Unservable::from_json(v)?),
-                "kinds" if v.is_null() => options.kinds = None,
-                "kinds" => options.kinds = Some(read::strings(v)?),
-                "minEventLevel" => options.min_event_level = Level::from_json(v)?,
-                _ => return Err(read::unknown_field(key, OPTIONS_FIELDS)),
-            }
-        }
-        // Explicit wins; else reloads are preflighted whenever the host can preflight.
-        options.preflight_reloads = preflight_reloads.unwrap_or(options.preflight);
-        Ok(options)
-    }
-}
-
 impl Choice {
     const NAMES: &'static [&'static str] = &["roundRobin", "declared"];
     const ALL: [Choice; 2] = [Choice::RoundRobin, Choice::Declared];
@@ -796,7 +753,7 @@ fn http_status(value: &Value) -> Read<u16> {
         .ok_or_else(|| {
             format!(
                 "status: {} is not an HTTP status (100 to 599)",
-                crate::json::to_text(value)
+                crate::write::to_text(value)
             )
         })
 }
@@ -872,6 +829,59 @@ impl ExplainRequest {
         })
     }
 }
+
+// ---- Writers --------------------------------------------------------------------
+//
+// As `crate::write` writes JSON: byte for byte what serde_json writes over the derived
+// `Serialize` above. `Output`'s writer is in `wire.rs`, beside its reader.
+
+impl WriteJson for ExclusionKind {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_str(out, self.name());
+    }
+}
+
+impl WriteJson for Level {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_str(out, self.name());
+    }
+}
+
+impl WriteJson for Choice {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_str(out, self.name());
+    }
+}
+
+impl WriteJson for Unservable {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_str(out, self.name());
+    }
+}
+
+impl WriteJson for Exclusion {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("id", &self.id)
+            .field("reason", &self.reason)
+            .field("kind", &self.kind)
+            .some("until", &self.until)
+            .end();
+    }
+}
+
+impl WriteJson for PersistedState {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("version", &self.version)
+            .field("exclusions", &self.exclusions)
+            .end();
+    }
+}
+
+#[path = "options.rs"]
+mod options;
+pub use options::Options;
 
 #[path = "wire.rs"]
 pub(crate) mod wire;

@@ -10,6 +10,8 @@
 //! which is fine for the sizes these hold (at most one entry per executor or per
 //! request being created, and touched on cold paths only).
 
+use crate::write::{write_map, WriteJson};
+
 /// Entries in key order, keys unique.
 pub(crate) type StrMap<V> = Vec<(String, V)>;
 
@@ -149,7 +151,6 @@ impl<V> SortedMap<V> {
     }
 
     /// The entries in key order.
-    /// The entries in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&String, &V)> {
         self.0.iter().map(|(k, v)| (k, v))
     }
@@ -163,6 +164,12 @@ impl<V> SortedMap<V> {
 impl<V> FromIterator<(String, V)> for SortedMap<V> {
     fn from_iter<I: IntoIterator<Item = (String, V)>>(pairs: I) -> Self {
         SortedMap(map_from(pairs))
+    }
+}
+
+impl<V: WriteJson> WriteJson for SortedMap<V> {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_map(out, self.iter());
     }
 }
 
@@ -212,7 +219,7 @@ mod tests {
         let text = serde_json::to_string(&own).ok();
         assert_eq!(text, serde_json::to_string(&btree).ok());
         let mut written = Vec::new();
-        crate::write::WriteJson::write_json(&own, &mut written);
+        WriteJson::write_json(&own, &mut written);
         assert_eq!(String::from_utf8(written).ok(), text);
         let read: Option<SortedMap<u32>> =
             serde_json::from_str(r#"{"b":2,"a":1,"c":3,"a":9,"":0}"#).ok();

@@ -266,7 +266,10 @@ pub fn render(file: &StateFile) -> String {
 /// `<name>.corrupt-<ISO time without colons>`, then `-1`, `-2` ... while taken.
 /// `2027-01-15T08:00:00.000Z` gives `state.json.corrupt-2027-01-15T080000.000Z`.
 pub fn aside_name(name: &str, now: u64, attempt: u32) -> String {
-    let time: String = crate::iso_time(now).chars().filter(|&c| c != ':').collect();
+    let time: String = crate::time::iso(now)
+        .chars()
+        .filter(|&c| c != ':')
+        .collect();
     match attempt {
         0 => format!("{name}.corrupt-{time}"),
         n => format!("{name}.corrupt-{time}-{n}"),

@@ -8,6 +8,7 @@ use crate::document::Violation;
 use crate::protocol::ExclusionKind;
 use crate::read::{self, object, Read};
 use crate::sorted::SortedMap;
+use crate::write::{Obj, WriteJson};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -239,3 +240,196 @@ pub struct PlannedGrant {
 
 /// Violations, if any, for `validate`.
 pub type Violations = Vec<Violation>;
+
+// ---- Writers --------------------------------------------------------------------
+//
+// Each shape as `crate::write` writes JSON: byte for byte what serde_json writes over
+// the derived `Serialize` above (`core/tests/answer_text.rs` compares the two).
+
+impl WriteJson for Snapshot {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("now", &self.now)
+            .field("roles", &self.roles)
+            .field("executors", &self.executors)
+            .field("queue", &self.queue)
+            .field("creating", &self.creating)
+            .some("pendingReload", &self.pending_reload)
+            .some("wakeAt", &self.wake_at)
+            .end();
+    }
+}
+
+impl WriteJson for ExecutorStatus {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("id", &self.id)
+            .field("harness", &self.harness)
+            .some("model", &self.model)
+            .field("roles", &self.roles)
+            .field("slots", &self.slots)
+            .field("roleCaps", &self.role_caps)
+            .field("priority", &self.priority)
+            .field("busy", &self.busy)
+            .field("busyByRole", &self.busy_by_role)
+            .some("exclusion", &self.exclusion)
+            .some("pause", &self.pause)
+            .field("draining", &self.draining)
+            .field("provision", &self.provision)
+            .field("leases", &self.leases)
+            .some("preflight", &self.preflight)
+            .field("probeInFlight", &self.probe_in_flight)
+            .field("recentRateLimits", &self.recent_rate_limits)
+            .end();
+    }
+}
+
+impl WriteJson for ExclusionStatus {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("kind", &self.kind)
+            .field("reason", &self.reason)
+            .some("until", &self.until)
+            .field("since", &self.since)
+            .some("nextProbeAt", &self.next_probe_at)
+            .some("thenUntil", &self.then_until)
+            .field("description", &self.description)
+            .end();
+    }
+}
+
+impl WriteJson for PauseStatus {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("failures", &self.failures)
+            .field("until", &self.until)
+            .field("message", &self.message)
+            .field("blocked", &self.blocked)
+            .field("reason", &self.reason)
+            .field("failedAt", &self.failed_at)
+            .field("retryAt", &self.retry_at)
+            .end();
+    }
+}
+
+impl WriteJson for LeaseStatus {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        let mut o = Obj::new(out);
+        o.field("lease", &self.lease)
+            .field("request", &self.request)
+            .some("role", &self.role)
+            .some("label", &self.label)
+            .some("hold", &self.hold)
+            .field("since", &self.since)
+            .field("occupied", &self.occupied);
+        if self.deleting {
+            o.field("deleting", &self.deleting);
+        }
+        o.end();
+    }
+}
+
+impl WriteJson for QueuedRequest {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("request", &self.request)
+            .field("role", &self.role)
+            .some("rank", &self.rank)
+            .some("eventTime", &self.event_time)
+            .some("label", &self.label)
+            .some("pin", &self.pin)
+            .nonempty("avoid", &self.avoid)
+            .some("prefer", &self.prefer)
+            .some("deadline", &self.deadline)
+            .field("ahead", &self.ahead)
+            .field("waitingSince", &self.waiting_since)
+            .end();
+    }
+}
+
+impl WriteJson for CreatingRequest {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("request", &self.request)
+            .field("executor", &self.executor)
+            .field("role", &self.role)
+            .field("since", &self.since)
+            .end();
+    }
+}
+
+impl WriteJson for PreflightRecord {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("at", &self.at)
+            .field("ok", &self.ok)
+            .some("error", &self.error)
+            .end();
+    }
+}
+
+impl WriteJson for PendingReloadStatus {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("since", &self.since)
+            .field("awaiting", &self.awaiting)
+            .end();
+    }
+}
+
+impl WriteJson for Explanation {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("role", &self.role)
+            .some("pick", &self.pick)
+            .field("canEverServe", &self.can_ever_serve)
+            .field("executors", &self.executors)
+            .end();
+    }
+}
+
+impl WriteJson for ExecutorExplanation {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("id", &self.id)
+            .field("ok", &self.ok)
+            .field("reasons", &self.reasons)
+            .some("priority", &self.priority)
+            .end();
+    }
+}
+
+impl WriteJson for Plan {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("added", &self.added)
+            .field("draining", &self.draining)
+            .field("leaving", &self.leaving)
+            .field("resized", &self.resized)
+            .field("changed", &self.changed)
+            .field("granted", &self.granted)
+            .field("exhausted", &self.exhausted)
+            .field("preflight", &self.preflight)
+            .end();
+    }
+}
+
+impl WriteJson for Resize {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("id", &self.id)
+            .field("from", &self.from)
+            .field("to", &self.to)
+            .field("running", &self.running)
+            .end();
+    }
+}
+
+impl WriteJson for PlannedGrant {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        Obj::new(out)
+            .field("request", &self.request)
+            .field("executor", &self.executor)
+            .end();
+    }
+}

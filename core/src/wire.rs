@@ -13,7 +13,9 @@
 //! `json::parse_input` uses to word an error), each field is checked as it comes, in
 //! the object's order, exactly as the derive did. Without it ([`Input`]'s
 //! `Deserialize`, the fast path), a field that comes before `type` is checked once the
-//! tag is known.
+//! tag is known. Each input's tag and fields are written once, in the `keys!` and
+//! `inputs!` tables below; a read input is then checked against `crate::limits`
+//! (`Input::check_limits`). [`Output`]'s reader and writer follow.
 
 use std::fmt;
 
@@ -25,148 +27,215 @@ use serde_json::Value;
 
 use super::{ExclusionKind, Failure, Fields, Input, LeaseRequest, Level, Output, PersistedState};
 use crate::read::{self, object, Read};
+use crate::write::{write_str, write_u64, write_value, WriteJson};
 
-/// The `type` tags of the inputs, in declaration order (serde's `unknown variant` list).
-pub(crate) const INPUT_TYPES: &[&str] = &[
-    "lease",
-    "tryLease",
-    "cancel",
-    "release",
-    "occupy",
-    "report",
-    "exclude",
-    "resume",
-    "probeResult",
-    "machineCreated",
-    "machineFailed",
-    "machineDeleted",
-    "reload",
-    "preflightResult",
-    "restore",
-    "tick",
-];
+// ---- The inputs, once -------------------------------------------------------------
+//
+// `keys!` lists every field any input has (its `Raw` slot, JSON name and the type it is
+// read as); `inputs!` lists each input's tag and its fields in declaration order, with
+// how each is taken from `Raw`. From these two tables come the tag list, `Kind`, the
+// field lists and masks, `Key`, `Raw` and `build`: nothing else to keep in step. A
+// field the table gives an input that its `Input` variant lacks, or the reverse, does
+// not compile (`build` writes every variant's struct literal).
 
-/// An input's kind (its `type` tag).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Lease,
-    TryLease,
-    Cancel,
-    Release,
-    Occupy,
-    Report,
-    Exclude,
-    Resume,
-    ProbeResult,
-    MachineCreated,
-    MachineFailed,
-    MachineDeleted,
-    Reload,
-    PreflightResult,
-    Restore,
-    Tick,
+macro_rules! keys {
+    ($($key:ident $name:literal: $t:ty,)*) => {
+        /// Every field any input has (the tag aside), named as its `Raw` slot.
+        #[allow(non_camel_case_types)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        enum Key {
+            $($key,)*
+        }
+
+        impl Key {
+            const ALL: &'static [Key] = &[$(Key::$key,)*];
+
+            const fn name(self) -> &'static str {
+                match self {
+                    $(Key::$key => $name,)*
+                }
+            }
+
+            fn from_name(name: &str) -> Option<Key> {
+                match name {
+                    $($name => Some(Key::$key),)*
+                    _ => None,
+                }
+            }
+
+            const fn bit(self) -> u32 {
+                1 << self as u32
+            }
+        }
+
+        /// Every field of every input, as read (`None`: absent).
+        #[derive(Default)]
+        struct Raw {
+            $($key: Option<$t>,)*
+        }
+
+        impl Raw {
+            /// Reads `key`'s value into its slot.
+            fn read<'de, A: MapAccess<'de>>(&mut self, key: Key, map: &mut A) -> Result<(), A::Error> {
+                match key {
+                    $(Key::$key => self.$key = Some(map.next_value()?),)*
+                }
+                Ok(())
+            }
+        }
+    };
 }
 
-impl Kind {
-    pub(crate) fn from_name(name: &str) -> Option<Kind> {
-        Some(match name {
-            "lease" => Kind::Lease,
-            "tryLease" => Kind::TryLease,
-            "cancel" => Kind::Cancel,
-            "release" => Kind::Release,
-            "occupy" => Kind::Occupy,
-            "report" => Kind::Report,
-            "exclude" => Kind::Exclude,
-            "resume" => Kind::Resume,
-            "probeResult" => Kind::ProbeResult,
-            "machineCreated" => Kind::MachineCreated,
-            "machineFailed" => Kind::MachineFailed,
-            "machineDeleted" => Kind::MachineDeleted,
-            "reload" => Kind::Reload,
-            "preflightResult" => Kind::PreflightResult,
-            "restore" => Kind::Restore,
-            "tick" => Kind::Tick,
-            _ => return None,
-        })
-    }
+/// How `build` takes a field from its `Raw` slot.
+macro_rules! take {
+    // Must be there.
+    (need, $slot:expr, $key:ident) => {
+        need($slot, Key::$key.name())?
+    };
+    // Must be there and not `null` (a lease's role).
+    (need_some, $slot:expr, $key:ident) => {
+        need($slot, Key::$key.name())?.ok_or_else(null_role)?
+    };
+    // Absent or `null`: `None`.
+    (opt, $slot:expr, $key:ident) => {
+        $slot.flatten()
+    };
+    // Absent: `None` (a field whose `null` is an error).
+    (some, $slot:expr, $key:ident) => {
+        $slot
+    };
+    // Absent: the type's default.
+    (default, $slot:expr, $key:ident) => {
+        $slot.unwrap_or_default()
+    };
+    // Absent or `null`: `None` (a JSON value slot).
+    (non_null, $slot:expr, $key:ident) => {
+        $slot.filter(|value: &Value| !value.is_null())
+    };
+    // Absent: `manual` (an exclusion's kind).
+    (manual, $slot:expr, $key:ident) => {
+        $slot.unwrap_or(ExclusionKind::Manual)
+    };
+}
 
-    /// Its fields in declaration order (serde's `unknown field` list).
-    fn fields(self) -> &'static [&'static str] {
-        match self {
-            Kind::Lease | Kind::TryLease => &[
-                "now",
-                "id",
-                "role",
-                "avoid",
-                "prefer",
-                "pin",
-                "rank",
-                "eventTime",
-                "label",
-                "deadline",
-            ],
-            Kind::Cancel => &["now", "id"],
-            Kind::Release => &["now", "lease"],
-            Kind::Occupy => &["now", "id", "executor", "role", "hold"],
-            Kind::Report => &["now", "executor", "failure"],
-            Kind::Exclude => &["now", "executor", "kind", "reason", "until"],
-            Kind::Resume => &["now", "executor"],
-            Kind::ProbeResult => &["now", "executor", "up"],
-            Kind::MachineCreated => &["now", "id", "hold", "checked"],
-            Kind::MachineFailed => &["now", "id", "message", "reason"],
-            Kind::MachineDeleted => &["now", "lease", "ok", "error"],
-            Kind::Reload => &["now", "document"],
-            Kind::PreflightResult => &["now", "executor", "ok", "error"],
-            Kind::Restore => &["now", "state"],
-            Kind::Tick => &["now"],
-        }
-    }
+macro_rules! inputs {
+    ($($kind:ident $tag:literal $($request:ident)? { $($key:ident: $how:ident,)* })*) => {
+        /// The `type` tags of the inputs, in declaration order (serde's `unknown
+        /// variant` list).
+        pub(crate) const INPUT_TYPES: &[&str] = &[$($tag,)*];
 
-    /// Whether `key` is one of its fields (or the tag): [`Kind::fields`] as a match,
-    /// for the hot path (the tests check that the two agree).
-    fn has(self, key: Key) -> bool {
-        use Kind as K;
-        match key {
-            Key::Type | Key::Now => true,
-            Key::Id => matches!(
-                self,
-                K::Lease
-                    | K::TryLease
-                    | K::Cancel
-                    | K::Occupy
-                    | K::MachineCreated
-                    | K::MachineFailed
-            ),
-            Key::Role => matches!(self, K::Lease | K::TryLease | K::Occupy),
-            Key::Avoid
-            | Key::Prefer
-            | Key::Pin
-            | Key::Rank
-            | Key::EventTime
-            | Key::Label
-            | Key::Deadline => matches!(self, K::Lease | K::TryLease),
-            Key::Lease => matches!(self, K::Release | K::MachineDeleted),
-            Key::Executor => matches!(
-                self,
-                K::Occupy
-                    | K::Report
-                    | K::Exclude
-                    | K::Resume
-                    | K::ProbeResult
-                    | K::PreflightResult
-            ),
-            Key::Hold => matches!(self, K::Occupy | K::MachineCreated),
-            Key::Failure => self == K::Report,
-            Key::Kind | Key::Until => self == K::Exclude,
-            Key::Reason => matches!(self, K::Exclude | K::MachineFailed),
-            Key::Checked => self == K::MachineCreated,
-            Key::Up => self == K::ProbeResult,
-            Key::Message => self == K::MachineFailed,
-            Key::Document => self == K::Reload,
-            Key::Ok | Key::Error => matches!(self, K::PreflightResult | K::MachineDeleted),
-            Key::State => self == K::Restore,
+        /// An input's kind (its `type` tag).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum Kind {
+            $($kind,)*
         }
+
+        impl Kind {
+            pub(crate) fn from_name(name: &str) -> Option<Kind> {
+                match name {
+                    $($tag => Some(Kind::$kind),)*
+                    _ => None,
+                }
+            }
+
+            /// The input's kind.
+            pub(crate) fn of(input: &Input) -> Kind {
+                match input {
+                    $(Input::$kind { .. } => Kind::$kind,)*
+                }
+            }
+
+            /// Its `type` tag.
+            pub(crate) fn name(self) -> &'static str {
+                INPUT_TYPES[self as usize]
+            }
+
+            /// Its fields in declaration order (serde's `unknown field` list).
+            fn fields(self) -> &'static [&'static str] {
+                match self {
+                    $(Kind::$kind => {
+                        const FIELDS: &[&str] = &[$(Key::$key.name(),)*];
+                        FIELDS
+                    })*
+                }
+            }
+
+            /// Whether `key` is one of its fields.
+            fn has(self, key: Key) -> bool {
+                let mask = match self {
+                    $(Kind::$kind => 0 $(| Key::$key.bit())*,)*
+                };
+                mask & key.bit() != 0
+            }
+        }
+
+        /// The input of `kind` from its fields; a missing one is named in declaration
+        /// order (a struct literal's fields are evaluated in the order written).
+        fn build<E: de::Error>(kind: Kind, raw: Raw) -> Result<Input, E> {
+            Ok(match kind {
+                $(Kind::$kind => inputs!(@variant $kind $($request)? { $($key: take!($how, raw.$key, $key),)* }),)*
+            })
+        }
+    };
+    (@variant $kind:ident request { $($fields:tt)* }) => {
+        Input::$kind(LeaseRequest { $($fields)* })
+    };
+    (@variant $kind:ident { $($fields:tt)* }) => {
+        Input::$kind { $($fields)* }
+    };
+}
+
+keys! {
+    now "now": u64,
+    id "id": String,
+    // `null` is kept (`Some(None)`): allowed for `occupy`, named for a lease.
+    role "role": Option<String>,
+    avoid "avoid": Vec<String>,
+    prefer "prefer": Option<String>,
+    pin "pin": Option<String>,
+    rank "rank": Option<i64>,
+    event_time "eventTime": Option<u64>,
+    label "label": Option<String>,
+    deadline "deadline": Option<u64>,
+    lease "lease": u64,
+    executor "executor": String,
+    hold "hold": Value,
+    failure "failure": Failure,
+    kind "kind": ExclusionKind,
+    reason "reason": String,
+    until "until": Option<u64>,
+    up "up": bool,
+    message "message": String,
+    document "document": Value,
+    ok "ok": bool,
+    error "error": Option<String>,
+    state "state": PersistedState,
+    checked "checked": Value,
+}
+
+inputs! {
+    Lease "lease" request {
+        now: need, id: need, role: need_some, avoid: default, prefer: opt, pin: opt,
+        rank: opt, event_time: opt, label: opt, deadline: opt,
     }
+    TryLease "tryLease" request {
+        now: need, id: need, role: need_some, avoid: default, prefer: opt, pin: opt,
+        rank: opt, event_time: opt, label: opt, deadline: opt,
+    }
+    Cancel "cancel" { now: need, id: need, }
+    Release "release" { now: need, lease: need, }
+    Occupy "occupy" { now: need, id: need, executor: need, role: opt, hold: non_null, }
+    Report "report" { now: need, executor: need, failure: need, }
+    Exclude "exclude" { now: need, executor: need, kind: manual, reason: default, until: opt, }
+    Resume "resume" { now: need, executor: need, }
+    ProbeResult "probeResult" { now: need, executor: need, up: need, }
+    MachineCreated "machineCreated" { now: need, id: need, hold: need, checked: non_null, }
+    MachineFailed "machineFailed" { now: need, id: need, message: default, reason: some, }
+    MachineDeleted "machineDeleted" { now: need, lease: need, ok: need, error: opt, }
+    Reload "reload" { now: need, document: need, }
+    PreflightResult "preflightResult" { now: need, executor: need, ok: need, error: opt, }
+    Restore "restore" { now: need, state: need, }
+    Tick "tick" { now: need, }
 }
 
 impl<'de> Deserialize<'de> for Kind {
@@ -185,72 +254,9 @@ impl<'de> Deserialize<'de> for Kind {
     }
 }
 
-/// Every field any input has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Key {
-    Type,
-    Now,
-    Id,
-    Role,
-    Avoid,
-    Prefer,
-    Pin,
-    Rank,
-    EventTime,
-    Label,
-    Deadline,
-    Lease,
-    Executor,
-    Hold,
-    Failure,
-    Kind,
-    Reason,
-    Until,
-    Up,
-    Message,
-    Document,
-    Ok,
-    Error,
-    State,
-    Checked,
-}
-
-const KEYS: [(&str, Key); 25] = [
-    ("type", Key::Type),
-    ("now", Key::Now),
-    ("id", Key::Id),
-    ("role", Key::Role),
-    ("avoid", Key::Avoid),
-    ("prefer", Key::Prefer),
-    ("pin", Key::Pin),
-    ("rank", Key::Rank),
-    ("eventTime", Key::EventTime),
-    ("label", Key::Label),
-    ("deadline", Key::Deadline),
-    ("lease", Key::Lease),
-    ("executor", Key::Executor),
-    ("hold", Key::Hold),
-    ("failure", Key::Failure),
-    ("kind", Key::Kind),
-    ("reason", Key::Reason),
-    ("until", Key::Until),
-    ("up", Key::Up),
-    ("message", Key::Message),
-    ("document", Key::Document),
-    ("ok", Key::Ok),
-    ("error", Key::Error),
-    ("state", Key::State),
-    ("checked", Key::Checked),
-];
-
-impl Key {
-    fn name(self) -> &'static str {
-        KEYS[self as usize].0
-    }
-}
-
-/// A key of an input object: one of ours, or another (kept to name it).
+/// A key of an input object: the tag, one of the fields, or another (kept to name it).
 enum Field {
+    Type,
     Known(Key),
     Other(String),
 }
@@ -264,44 +270,15 @@ impl<'de> Deserialize<'de> for Field {
                 f.write_str("field identifier")
             }
             fn visit_str<E: de::Error>(self, name: &str) -> Result<Field, E> {
-                Ok(match KEYS.iter().find(|(n, _)| *n == name) {
-                    Some(&(_, key)) => Field::Known(key),
+                Ok(match Key::from_name(name) {
+                    Some(key) => Field::Known(key),
+                    None if name == "type" => Field::Type,
                     None => Field::Other(name.to_string()),
                 })
             }
         }
         deserializer.deserialize_identifier(FieldVisitor)
     }
-}
-
-/// Every field of every input, as read.
-#[derive(Default)]
-struct Raw {
-    now: Option<u64>,
-    id: Option<String>,
-    /// `null` reads as `Some(None)`: allowed for `occupy`, not for a lease.
-    role: Option<Option<String>>,
-    avoid: Option<Vec<String>>,
-    prefer: Option<String>,
-    pin: Option<String>,
-    rank: Option<i64>,
-    event_time: Option<u64>,
-    label: Option<String>,
-    deadline: Option<u64>,
-    lease: Option<u64>,
-    executor: Option<String>,
-    hold: Option<Value>,
-    failure: Option<Failure>,
-    kind: Option<ExclusionKind>,
-    reason: Option<String>,
-    until: Option<u64>,
-    up: Option<bool>,
-    message: Option<String>,
-    document: Option<Value>,
-    ok: Option<bool>,
-    error: Option<String>,
-    state: Option<PersistedState>,
-    checked: Option<Value>,
 }
 
 fn need<T, E: de::Error>(value: Option<T>, field: &'static str) -> Result<T, E> {
@@ -327,10 +304,20 @@ impl<'de> Visitor<'de> for InputVisitor {
         let mut kind = self.kind;
         let mut raw = Raw::default();
         let mut seen: u32 = 0;
+        let mut seen_type = false;
         // Without a known tag: the first key no input has, named once the tag is known.
         let mut other: Option<String> = None;
         while let Some(field) = map.next_key::<Field>()? {
             let key = match field {
+                Field::Type => {
+                    if seen_type {
+                        return Err(A::Error::duplicate_field("type"));
+                    }
+                    seen_type = true;
+                    let tag: Kind = map.next_value()?;
+                    kind.get_or_insert(tag);
+                    continue;
+                }
                 Field::Known(key) => key,
                 Field::Other(name) => {
                     if let Some(kind) = kind {
@@ -341,51 +328,21 @@ impl<'de> Visitor<'de> for InputVisitor {
                     continue;
                 }
             };
-            let bit = 1u32 << key as u32;
-            if seen & bit != 0 {
+            if seen & key.bit() != 0 {
                 return Err(A::Error::duplicate_field(key.name()));
             }
-            seen |= bit;
+            seen |= key.bit();
             if let Some(kind) = kind {
                 if !kind.has(key) {
                     return Err(A::Error::unknown_field(key.name(), kind.fields()));
                 }
             }
-            match key {
-                Key::Type => {
-                    let tag: Kind = map.next_value()?;
-                    kind.get_or_insert(tag);
-                }
-                Key::Now => raw.now = Some(map.next_value()?),
-                Key::Id => raw.id = Some(map.next_value()?),
-                Key::Role => {
-                    let role: Option<String> = map.next_value()?;
-                    if role.is_none() && matches!(kind, Some(Kind::Lease | Kind::TryLease)) {
-                        return Err(null_role());
-                    }
-                    raw.role = Some(role);
-                }
-                Key::Avoid => raw.avoid = Some(map.next_value()?),
-                Key::Prefer => raw.prefer = map.next_value()?,
-                Key::Pin => raw.pin = map.next_value()?,
-                Key::Rank => raw.rank = map.next_value()?,
-                Key::EventTime => raw.event_time = map.next_value()?,
-                Key::Label => raw.label = map.next_value()?,
-                Key::Deadline => raw.deadline = map.next_value()?,
-                Key::Lease => raw.lease = Some(map.next_value()?),
-                Key::Executor => raw.executor = Some(map.next_value()?),
-                Key::Hold => raw.hold = Some(map.next_value()?),
-                Key::Failure => raw.failure = Some(map.next_value()?),
-                Key::Kind => raw.kind = Some(map.next_value()?),
-                Key::Reason => raw.reason = Some(map.next_value()?),
-                Key::Until => raw.until = map.next_value()?,
-                Key::Up => raw.up = Some(map.next_value()?),
-                Key::Message => raw.message = Some(map.next_value()?),
-                Key::Document => raw.document = Some(map.next_value()?),
-                Key::Ok => raw.ok = Some(map.next_value()?),
-                Key::Error => raw.error = map.next_value()?,
-                Key::State => raw.state = Some(map.next_value()?),
-                Key::Checked => raw.checked = map.next_value()?,
+            raw.read(key, &mut map)?;
+            if key == Key::role
+                && matches!(raw.role, Some(None))
+                && matches!(kind, Some(Kind::Lease | Kind::TryLease))
+            {
+                return Err(null_role());
             }
         }
         let Some(kind) = kind else {
@@ -395,111 +352,19 @@ impl<'de> Visitor<'de> for InputVisitor {
         if let Some(name) = other {
             return Err(A::Error::unknown_field(&name, kind.fields()));
         }
-        if let Some(&(name, _)) = KEYS
+        if let Some(key) = Key::ALL
             .iter()
-            .find(|(_, key)| seen & (1u32 << *key as u32) != 0 && !kind.has(*key))
+            .find(|key| seen & key.bit() != 0 && !kind.has(**key))
         {
-            return Err(A::Error::unknown_field(name, kind.fields()));
+            return Err(A::Error::unknown_field(key.name(), kind.fields()));
         }
-        build(kind, raw)
+        let input = build(kind, raw)?;
+        // The bounds of `crate::limits` (the same check the binary step makes).
+        match input.limit_violation() {
+            Some(message) => Err(A::Error::custom(message)),
+            None => Ok(input),
+        }
     }
-}
-
-/// The input of `kind` from its fields; a missing one is named in declaration order.
-fn build<E: de::Error>(kind: Kind, raw: Raw) -> Result<Input, E> {
-    let now = need(raw.now, "now")?;
-    Ok(match kind {
-        Kind::Lease | Kind::TryLease => {
-            let id = need(raw.id, "id")?;
-            let role = need(raw.role, "role")?.ok_or_else(null_role)?;
-            let request = LeaseRequest {
-                now,
-                id,
-                role,
-                avoid: raw.avoid.unwrap_or_default(),
-                prefer: raw.prefer,
-                pin: raw.pin,
-                rank: raw.rank,
-                event_time: raw.event_time,
-                label: raw.label,
-                deadline: raw.deadline,
-            };
-            if kind == Kind::Lease {
-                Input::Lease(request)
-            } else {
-                Input::TryLease(request)
-            }
-        }
-        Kind::Cancel => Input::Cancel {
-            now,
-            id: need(raw.id, "id")?,
-        },
-        Kind::Release => Input::Release {
-            now,
-            lease: need(raw.lease, "lease")?,
-        },
-        Kind::Occupy => Input::Occupy {
-            now,
-            id: need(raw.id, "id")?,
-            executor: need(raw.executor, "executor")?,
-            role: raw.role.flatten(),
-            hold: raw.hold.filter(|hold| !hold.is_null()),
-        },
-        Kind::Report => Input::Report {
-            now,
-            executor: need(raw.executor, "executor")?,
-            failure: need(raw.failure, "failure")?,
-        },
-        Kind::Exclude => Input::Exclude {
-            now,
-            executor: need(raw.executor, "executor")?,
-            kind: raw.kind.unwrap_or(ExclusionKind::Manual),
-            reason: raw.reason.unwrap_or_default(),
-            until: raw.until,
-        },
-        Kind::Resume => Input::Resume {
-            now,
-            executor: need(raw.executor, "executor")?,
-        },
-        Kind::ProbeResult => Input::ProbeResult {
-            now,
-            executor: need(raw.executor, "executor")?,
-            up: need(raw.up, "up")?,
-        },
-        Kind::MachineCreated => Input::MachineCreated {
-            now,
-            id: need(raw.id, "id")?,
-            hold: need(raw.hold, "hold")?,
-            checked: raw.checked.filter(|checked| !checked.is_null()),
-        },
-        Kind::MachineFailed => Input::MachineFailed {
-            now,
-            id: need(raw.id, "id")?,
-            message: raw.message.unwrap_or_default(),
-            reason: raw.reason,
-        },
-        Kind::MachineDeleted => Input::MachineDeleted {
-            now,
-            lease: need(raw.lease, "lease")?,
-            ok: need(raw.ok, "ok")?,
-            error: raw.error,
-        },
-        Kind::Reload => Input::Reload {
-            now,
-            document: need(raw.document, "document")?,
-        },
-        Kind::PreflightResult => Input::PreflightResult {
-            now,
-            executor: need(raw.executor, "executor")?,
-            ok: need(raw.ok, "ok")?,
-            error: raw.error,
-        },
-        Kind::Restore => Input::Restore {
-            now,
-            state: need(raw.state, "state")?,
-        },
-        Kind::Tick => Input::Tick { now },
-    })
 }
 
 impl<'de> Deserialize<'de> for Input {
@@ -617,31 +482,170 @@ impl Output {
 
 super::deserialize_from_json!(Output);
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+// ---- Output writer ------------------------------------------------------------
 
-    #[test]
-    fn has_agrees_with_the_field_lists() {
-        for name in INPUT_TYPES {
-            let kind = Kind::from_name(name).expect("a kind");
-            for &(key_name, key) in &KEYS {
-                let listed = key == Key::Type || kind.fields().contains(&key_name);
-                assert_eq!(kind.has(key), listed, "{name}.{key_name}");
+impl WriteJson for Output {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_output(out, self);
+    }
+}
+
+/// An output's canonical text: what serde_json writes over the derived `Serialize` of
+/// [`Output`] (type first, then the fields in declaration order), byte for byte, in a
+/// few literal pieces per output (the hot path of every host's answer).
+pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
+    match output {
+        Output::Granted {
+            request,
+            lease,
+            executor,
+            role,
+            hold,
+            passed,
+            occupied,
+        } => {
+            out.extend_from_slice(b"{\"type\":\"granted\",\"request\":");
+            write_str(out, request);
+            out.extend_from_slice(b",\"lease\":");
+            write_u64(out, *lease);
+            out.extend_from_slice(b",\"executor\":");
+            write_str(out, executor);
+            out.extend_from_slice(b",\"role\":");
+            write_str(out, role);
+            if let Some(hold) = hold {
+                out.extend_from_slice(b",\"hold\":");
+                write_value(out, hold);
             }
-            for field in kind.fields() {
-                assert!(
-                    KEYS.iter().any(|(n, _)| n == field),
-                    "{name}.{field} is a key"
-                );
+            out.extend_from_slice(b",\"passed\":");
+            write_u64(out, u64::from(*passed));
+            if *occupied {
+                out.extend_from_slice(b",\"occupied\":true");
             }
         }
-    }
-
-    #[test]
-    fn the_keys_table_is_in_key_order() {
-        for (i, &(_, key)) in KEYS.iter().enumerate() {
-            assert_eq!(key as usize, i);
+        Output::Exhausted {
+            request,
+            role,
+            reasons,
+        } => {
+            out.extend_from_slice(b"{\"type\":\"exhausted\",\"request\":");
+            write_str(out, request);
+            out.extend_from_slice(b",\"role\":");
+            write_str(out, role);
+            out.extend_from_slice(b",\"reasons\":");
+            write_strs(out, reasons);
+        }
+        Output::TimedOut { request } => {
+            out.extend_from_slice(b"{\"type\":\"timedOut\",\"request\":");
+            write_str(out, request);
+        }
+        Output::Unavailable { request } => {
+            out.extend_from_slice(b"{\"type\":\"unavailable\",\"request\":");
+            write_str(out, request);
+        }
+        Output::Cancelled { request } => {
+            out.extend_from_slice(b"{\"type\":\"cancelled\",\"request\":");
+            write_str(out, request);
+        }
+        Output::Waiting {
+            request,
+            role,
+            report,
+            ahead,
+        } => {
+            out.extend_from_slice(b"{\"type\":\"waiting\",\"request\":");
+            write_str(out, request);
+            out.extend_from_slice(b",\"role\":");
+            write_str(out, role);
+            out.extend_from_slice(b",\"report\":");
+            write_str(out, report);
+            out.extend_from_slice(b",\"ahead\":");
+            write_u64(out, u64::from(*ahead));
+        }
+        Output::Probe { executor, url } => {
+            out.extend_from_slice(b"{\"type\":\"probe\",\"executor\":");
+            write_str(out, executor);
+            out.extend_from_slice(b",\"url\":");
+            write_str(out, url);
+        }
+        Output::CreateMachine { request, executor } => {
+            out.extend_from_slice(b"{\"type\":\"createMachine\",\"request\":");
+            write_str(out, request);
+            out.extend_from_slice(b",\"executor\":");
+            write_str(out, executor);
+        }
+        Output::DeleteMachine {
+            executor,
+            hold,
+            lease,
+        } => {
+            out.extend_from_slice(b"{\"type\":\"deleteMachine\",\"executor\":");
+            write_str(out, executor);
+            out.extend_from_slice(b",\"hold\":");
+            write_value(out, hold);
+            if let Some(lease) = lease {
+                out.extend_from_slice(b",\"lease\":");
+                write_u64(out, *lease);
+            }
+        }
+        Output::Preflight { executor } => {
+            out.extend_from_slice(b"{\"type\":\"preflight\",\"executor\":");
+            write_str(out, executor);
+        }
+        Output::StartFailed { executor, error } => {
+            out.extend_from_slice(b"{\"type\":\"startFailed\",\"executor\":");
+            write_str(out, executor);
+            out.extend_from_slice(b",\"error\":");
+            write_str(out, error);
+        }
+        Output::Persist { ids, state } => {
+            write_persist(out, ids, state);
+            return;
+        }
+        Output::Event {
+            level,
+            name,
+            message,
+            fields,
+        } => {
+            out.extend_from_slice(match level {
+                Level::Debug => b"{\"type\":\"event\",\"level\":\"debug\",\"name\":",
+                Level::Info => b"{\"type\":\"event\",\"level\":\"info\",\"name\":",
+                Level::Warn => b"{\"type\":\"event\",\"level\":\"warn\",\"name\":",
+            });
+            write_str(out, name);
+            out.extend_from_slice(b",\"message\":");
+            write_str(out, message);
+            out.extend_from_slice(b",\"fields\":{");
+            for (i, (key, value)) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(out, key);
+                out.push(b':');
+                write_value(out, value);
+            }
+            out.push(b'}');
         }
     }
+    out.push(b'}');
+}
+
+fn write_strs(out: &mut Vec<u8>, list: &[String]) {
+    out.push(b'[');
+    for (i, s) in list.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, s);
+    }
+    out.push(b']');
+}
+
+/// The `persist` output.
+fn write_persist(out: &mut Vec<u8>, ids: &[String], state: &PersistedState) {
+    out.extend_from_slice(b"{\"type\":\"persist\",\"ids\":");
+    ids.write_json(out);
+    out.extend_from_slice(b",\"state\":");
+    state.write_json(out);
+    out.push(b'}');
 }

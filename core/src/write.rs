@@ -1,7 +1,10 @@
-//! One small hand-written JSON writer for every shape the core hands to hosts (the
-//! snapshot, explanations, plans, violations, options, exported states and outputs).
+//! The core's small hand-written JSON writer: the [`WriteJson`] trait, [`Obj`] (an
+//! object being written), and the primitives (strings, numbers, lists, maps, JSON
+//! values). A leaf: each shape's writer sits beside its type and its reader (the
+//! snapshot's in `status.rs`, options and state files in `protocol.rs`, outputs in
+//! `wire.rs`, violations in `document.rs`).
 //!
-//! Its text is, byte for byte, what serde_json writes over the types' derived
+//! Their text is, byte for byte, what serde_json writes over the types' derived
 //! `Serialize` (fields in declaration order, the same `skip_serializing_if`s, numbers
 //! and escapes as serde_json writes them): `core/tests/writer.rs` and the simulation
 //! tests compare the two on many states. The hosts use this writer; the derives stay
@@ -28,6 +31,12 @@ pub fn to_json_text(value: &dyn WriteJson) -> String {
     value.write_json(&mut out);
     // Only whole UTF-8 strings and ASCII went in.
     String::from_utf8(out).unwrap_or_default()
+}
+
+/// A JSON value's compact text (what its `Display` writes).
+pub fn to_text(value: &Value) -> String {
+    // Writing a Value cannot fail: its map keys are strings.
+    serde_json::to_string(value).unwrap_or_default()
 }
 
 /// The value as a `serde_json::Value` (through its text).
@@ -123,7 +132,7 @@ impl MapKey for u64 {
 }
 
 /// Pairs as a JSON object.
-fn write_map<'k, K: MapKey + 'k, V: WriteJson + 'k>(
+pub(crate) fn write_map<'k, K: MapKey + 'k, V: WriteJson + 'k>(
     out: &mut Vec<u8>,
     pairs: impl Iterator<Item = (&'k K, &'k V)>,
 ) {
@@ -300,12 +309,6 @@ impl<K: MapKey, V: WriteJson> WriteJson for BTreeMap<K, V> {
     }
 }
 
-impl<V: WriteJson> WriteJson for crate::sorted::SortedMap<V> {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        write_map(out, self.iter());
-    }
-}
-
 impl<A: WriteJson, B: WriteJson> WriteJson for (A, B) {
     fn write_json(&self, out: &mut Vec<u8>) {
         out.push(b'[');
@@ -327,297 +330,5 @@ impl<A: WriteJson, B: WriteJson, C: WriteJson, D: WriteJson> WriteJson for (A, B
         out.push(b',');
         self.3.write_json(out);
         out.push(b']');
-    }
-}
-
-// ---- The core's shapes --------------------------------------------------------------
-
-use crate::document::Violation;
-use crate::protocol::{
-    Choice, Exclusion, ExclusionKind, Level, Options, Output, PersistedState, Unservable,
-};
-use crate::status::{
-    CreatingRequest, ExclusionStatus, ExecutorExplanation, ExecutorStatus, Explanation,
-    LeaseStatus, PauseStatus, PendingReloadStatus, Plan, PlannedGrant, PreflightRecord,
-    QueuedRequest, Resize, Snapshot,
-};
-
-impl WriteJson for Violation {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("path", &self.path)
-            .field("message", &self.message)
-            .end();
-    }
-}
-
-impl WriteJson for ExclusionKind {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        write_str(out, self.name());
-    }
-}
-
-impl WriteJson for Choice {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        write_str(out, self.name());
-    }
-}
-
-impl WriteJson for Unservable {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        write_str(out, self.name());
-    }
-}
-
-impl WriteJson for Level {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        write_str(out, self.name());
-    }
-}
-
-impl WriteJson for Options {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        let mut o = Obj::new(out);
-        o.field("canProbe", &self.can_probe)
-            .field("healthProbeIntervalMs", &self.health_probe_interval_ms)
-            .field("idleProbeIntervalMs", &self.idle_probe_interval_ms)
-            .field("rateLimitWindowMs", &self.rate_limit_window_ms)
-            .field("rateLimitsToExclude", &self.rate_limits_to_exclude)
-            .field("provisionFirstPauseMs", &self.provision_first_pause_ms)
-            .field("provisionMaxPauseMs", &self.provision_max_pause_ms);
-        if self.preflight {
-            o.field("preflight", &self.preflight);
-        }
-        o.field("preflightReloads", &self.preflight_reloads)
-            .some("choice", &self.choice)
-            .some("unservable", &self.unservable)
-            .field("kinds", &self.kinds);
-        if !self.min_event_level.is_debug() {
-            o.field("minEventLevel", &self.min_event_level);
-        }
-        o.end();
-    }
-}
-
-impl WriteJson for Exclusion {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("id", &self.id)
-            .field("reason", &self.reason)
-            .field("kind", &self.kind)
-            .some("until", &self.until)
-            .end();
-    }
-}
-
-impl WriteJson for PersistedState {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("version", &self.version)
-            .field("exclusions", &self.exclusions)
-            .end();
-    }
-}
-
-impl WriteJson for Output {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        crate::json::write_output(out, self);
-    }
-}
-
-/// The `persist` output (the one `json::write_output` leaves to this module).
-pub(crate) fn write_persist(out: &mut Vec<u8>, ids: &[String], state: &PersistedState) {
-    out.extend_from_slice(b"{\"type\":\"persist\",\"ids\":");
-    ids.write_json(out);
-    out.extend_from_slice(b",\"state\":");
-    state.write_json(out);
-    out.push(b'}');
-}
-
-impl WriteJson for Snapshot {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("now", &self.now)
-            .field("roles", &self.roles)
-            .field("executors", &self.executors)
-            .field("queue", &self.queue)
-            .field("creating", &self.creating)
-            .some("pendingReload", &self.pending_reload)
-            .some("wakeAt", &self.wake_at)
-            .end();
-    }
-}
-
-impl WriteJson for ExecutorStatus {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("id", &self.id)
-            .field("harness", &self.harness)
-            .some("model", &self.model)
-            .field("roles", &self.roles)
-            .field("slots", &self.slots)
-            .field("roleCaps", &self.role_caps)
-            .field("priority", &self.priority)
-            .field("busy", &self.busy)
-            .field("busyByRole", &self.busy_by_role)
-            .some("exclusion", &self.exclusion)
-            .some("pause", &self.pause)
-            .field("draining", &self.draining)
-            .field("provision", &self.provision)
-            .field("leases", &self.leases)
-            .some("preflight", &self.preflight)
-            .field("probeInFlight", &self.probe_in_flight)
-            .field("recentRateLimits", &self.recent_rate_limits)
-            .end();
-    }
-}
-
-impl WriteJson for ExclusionStatus {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("kind", &self.kind)
-            .field("reason", &self.reason)
-            .some("until", &self.until)
-            .field("since", &self.since)
-            .some("nextProbeAt", &self.next_probe_at)
-            .some("thenUntil", &self.then_until)
-            .field("description", &self.description)
-            .end();
-    }
-}
-
-impl WriteJson for PauseStatus {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("failures", &self.failures)
-            .field("until", &self.until)
-            .field("message", &self.message)
-            .field("blocked", &self.blocked)
-            .field("reason", &self.reason)
-            .field("failedAt", &self.failed_at)
-            .field("retryAt", &self.retry_at)
-            .end();
-    }
-}
-
-impl WriteJson for LeaseStatus {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        let mut o = Obj::new(out);
-        o.field("lease", &self.lease)
-            .field("request", &self.request)
-            .some("role", &self.role)
-            .some("label", &self.label)
-            .some("hold", &self.hold)
-            .field("since", &self.since)
-            .field("occupied", &self.occupied);
-        if self.deleting {
-            o.field("deleting", &self.deleting);
-        }
-        o.end();
-    }
-}
-
-impl WriteJson for QueuedRequest {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("request", &self.request)
-            .field("role", &self.role)
-            .some("rank", &self.rank)
-            .some("eventTime", &self.event_time)
-            .some("label", &self.label)
-            .some("pin", &self.pin)
-            .nonempty("avoid", &self.avoid)
-            .some("prefer", &self.prefer)
-            .some("deadline", &self.deadline)
-            .field("ahead", &self.ahead)
-            .field("waitingSince", &self.waiting_since)
-            .end();
-    }
-}
-
-impl WriteJson for CreatingRequest {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("request", &self.request)
-            .field("executor", &self.executor)
-            .field("role", &self.role)
-            .field("since", &self.since)
-            .end();
-    }
-}
-
-impl WriteJson for PreflightRecord {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("at", &self.at)
-            .field("ok", &self.ok)
-            .some("error", &self.error)
-            .end();
-    }
-}
-
-impl WriteJson for PendingReloadStatus {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("since", &self.since)
-            .field("awaiting", &self.awaiting)
-            .end();
-    }
-}
-
-impl WriteJson for Explanation {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("role", &self.role)
-            .some("pick", &self.pick)
-            .field("canEverServe", &self.can_ever_serve)
-            .field("executors", &self.executors)
-            .end();
-    }
-}
-
-impl WriteJson for ExecutorExplanation {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("id", &self.id)
-            .field("ok", &self.ok)
-            .field("reasons", &self.reasons)
-            .some("priority", &self.priority)
-            .end();
-    }
-}
-
-impl WriteJson for Plan {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("added", &self.added)
-            .field("draining", &self.draining)
-            .field("leaving", &self.leaving)
-            .field("resized", &self.resized)
-            .field("changed", &self.changed)
-            .field("granted", &self.granted)
-            .field("exhausted", &self.exhausted)
-            .field("preflight", &self.preflight)
-            .end();
-    }
-}
-
-impl WriteJson for Resize {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("id", &self.id)
-            .field("from", &self.from)
-            .field("to", &self.to)
-            .field("running", &self.running)
-            .end();
-    }
-}
-
-impl WriteJson for PlannedGrant {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("request", &self.request)
-            .field("executor", &self.executor)
-            .end();
     }
 }

@@ -30,6 +30,7 @@ impl Clock {
         }
     }
 
+    /// The time now, in epoch milliseconds.
     pub fn now_ms(&self) -> u64 {
         let elapsed = u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.base_ms.saturating_add(elapsed)

@@ -20,6 +20,7 @@ use crate::guest::{Guest, GuestState};
 
 /// The ABI this host speaks: major 1, minor 1 (`rota_state_file`) or later.
 pub const ABI_MAJOR: u32 = 1;
+/// The lowest ABI minor version this host accepts (1: `rota_state_file`).
 pub const ABI_MINOR: u32 = 1;
 
 /// The policy module `make wasm` built, when it had been built at compile time.
@@ -41,7 +42,9 @@ pub enum CacheDir {
     /// `$ROTA_CACHE_DIR`, else `$XDG_CACHE_HOME/rota`, else `$HOME/.cache/rota`;
     /// no cache when none of them is set.
     Auto,
+    /// This directory.
     Dir(PathBuf),
+    /// No cache: every load compiles.
     Disabled,
 }
 
@@ -73,6 +76,7 @@ pub struct EngineConfig {
     pub fuel: Option<u64>,
     /// The most linear memory a guest instance may have.
     pub memory_limit_bytes: usize,
+    /// Where precompiled modules are kept.
     pub cache: CacheDir,
     /// How many precompiled modules the cache keeps besides the one being loaded:
     /// the most recently used ones (other module versions, other engine settings,
@@ -123,6 +127,7 @@ impl std::fmt::Debug for HostEngine {
 }
 
 impl HostEngine {
+    /// An engine with this sandbox and cache (and, with a deadline, its epoch thread).
     pub fn new(config: EngineConfig) -> Result<HostEngine> {
         let mut wasm_config = Config::new();
         let epochs = !config.deadline.is_zero();
@@ -170,10 +175,12 @@ impl HostEngine {
         Ok(SHARED.get_or_init(|| engine).clone())
     }
 
+    /// The wasmtime engine.
     pub fn engine(&self) -> &Engine {
         &self.inner.engine
     }
 
+    /// The configuration it was made with.
     pub fn config(&self) -> &EngineConfig {
         &self.inner.config
     }
@@ -261,31 +268,41 @@ impl HostEngine {
         let engine = &self.inner.engine;
         let path = self.cache_path(hash);
         if let Some(path) = &path {
-            if path.is_file() {
-                // SAFETY: the file is one this host wrote with `Module::serialize` for an
-                // engine with the same compatibility hash (it is in the name), in the
-                // user's own cache directory. wasmtime checks its header and version
-                // and refuses a mismatched or truncated artefact.
-                match unsafe { Module::deserialize_file(engine, path) } {
-                    Ok(module) => {
-                        // Its time of last use: what pruning keeps the newest of.
-                        touch(path);
-                        self.prune(path);
-                        return Ok((module, true));
+            match read_verified(path) {
+                Ok(Some(artefact)) => {
+                    // SAFETY: `artefact` is, byte for byte, what this host wrote with
+                    // `Module::serialize` (its SHA-256 matches the digest written beside
+                    // it, and it is read once, so it cannot change between the check and
+                    // the load) for an engine with the same compatibility hash (it is
+                    // in the name). wasmtime checks its header and version too.
+                    match unsafe { Module::deserialize(engine, &artefact) } {
+                        Ok(module) => {
+                            // Its time of last use: what pruning keeps the newest of.
+                            touch(path);
+                            self.prune(path);
+                            return Ok((module, true));
+                        }
+                        Err(e) => tracing::warn!(
+                            target: "rota::host",
+                            path = %path.display(),
+                            error = %e,
+                            "precompiled module unusable; compiling again"
+                        ),
                     }
-                    Err(e) => tracing::warn!(
-                        target: "rota::host",
-                        path = %path.display(),
-                        error = %e,
-                        "precompiled module unusable; compiling again"
-                    ),
                 }
+                Ok(None) => {}
+                Err(why) => tracing::warn!(
+                    target: "rota::host",
+                    path = %path.display(),
+                    why,
+                    "precompiled module failed its integrity check; compiling again"
+                ),
             }
         }
         let module = Module::new(engine, bytes).map_err(|e| e.to_string())?;
         if let Some(path) = &path {
             match module.serialize() {
-                Ok(artefact) => match crate::state_file::write_atomic(path, &artefact) {
+                Ok(artefact) => match write_entry(path, &artefact) {
                     Ok(()) => self.prune(path),
                     Err(e) => {
                         tracing::warn!(target: "rota::host", error = %e, "cannot cache the precompiled module")
@@ -346,8 +363,54 @@ impl HostEngine {
     }
 }
 
+/// The file beside a cache entry that holds its SHA-256 (hex): `<entry>.sha256`.
+fn digest_path(entry: &Path) -> PathBuf {
+    let mut name = entry.as_os_str().to_owned();
+    name.push(".sha256");
+    PathBuf::from(name)
+}
+
+/// A cache entry's bytes when its digest file vouches for them; `None` when there is
+/// no entry (or no digest: an entry of an older host, compiled again); `Err` when they
+/// differ (a flipped bit, a truncated write, a tampered file).
+fn read_verified(entry: &Path) -> Result<Option<Vec<u8>>, String> {
+    let Ok(digest) = std::fs::read_to_string(digest_path(entry)) else {
+        return Ok(None);
+    };
+    let artefact = match std::fs::read(entry) {
+        Ok(artefact) => artefact,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read it: {e}")),
+    };
+    let actual = hex(&Sha256::digest(&artefact));
+    if actual == digest.trim() {
+        Ok(Some(artefact))
+    } else {
+        Err(format!(
+            "its SHA-256 is {actual}, its digest file says {}",
+            digest.trim()
+        ))
+    }
+}
+
+/// Writes a cache entry, then its digest (both atomically): a digest never vouches
+/// for an entry that is not all there.
+fn write_entry(entry: &Path, artefact: &[u8]) -> std::io::Result<()> {
+    crate::state_file::write_atomic(entry, artefact)?;
+    crate::state_file::write_atomic(
+        &digest_path(entry),
+        hex(&Sha256::digest(artefact)).as_bytes(),
+    )
+}
+
 /// Whether `name` is a cache entry's: `<32 hex>-<16 hex>.cwasm` (module hash, engine
-/// compatibility hash). Nothing else in the folder is ever deleted.
+/// compatibility hash), or its digest (`.cwasm.sha256`). Nothing else in the folder is
+/// ever deleted.
+fn is_cache_file(name: &str) -> bool {
+    is_cache_entry(name.strip_suffix(".sha256").unwrap_or(name))
+}
+
+/// Whether `name` is a cache entry's: `<32 hex>-<16 hex>.cwasm`.
 fn is_cache_entry(name: &str) -> bool {
     let Some(stem) = name.strip_suffix(".cwasm") else {
         return false;
@@ -356,11 +419,12 @@ fn is_cache_entry(name: &str) -> bool {
     matches!(stem.split_once('-'), Some((module, compat)) if hex(module, 32) && hex(compat, 16))
 }
 
-/// Whether `name` is a temporary file of a cache write (`.<entry>.tmp-<pid>-<n>`).
+/// Whether `name` is a temporary file of a cache write (`.<entry>.tmp-<pid>-<n>`, of
+/// an entry or of its digest).
 fn is_cache_temp(name: &str) -> bool {
     name.strip_prefix('.')
         .and_then(|rest| rest.split_once(".tmp-"))
-        .is_some_and(|(entry, _)| is_cache_entry(entry))
+        .is_some_and(|(entry, _)| is_cache_file(entry))
 }
 
 /// Marks a cache entry as used now (best effort).
@@ -395,6 +459,12 @@ pub(crate) fn prune_cache(dir: &Path, in_use: &Path, keep: usize) -> std::io::Re
             .unwrap_or(std::time::UNIX_EPOCH);
         if is_cache_entry(name) {
             entries.push((modified, path));
+        } else if is_cache_file(name) {
+            // A digest whose entry is gone (or is the one in use) goes with its entry.
+            let entry = path.with_extension("");
+            if entry != in_use && !entry.exists() && std::fs::remove_file(&path).is_ok() {
+                removed += 1;
+            }
         } else if is_cache_temp(name)
             && now.duration_since(modified).unwrap_or_default() > CACHE_TEMP_MAX_AGE
             && std::fs::remove_file(&path).is_ok()
@@ -405,11 +475,13 @@ pub(crate) fn prune_cache(dir: &Path, in_use: &Path, keep: usize) -> std::io::Re
     // Newest first; the name breaks ties, so the order never depends on the folder's.
     entries.sort_by(|a, b| b.cmp(a));
     for (_, path) in entries.into_iter().skip(keep) {
-        match std::fs::remove_file(&path) {
-            Ok(()) => removed += 1,
-            // Another process pruned it first.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+        for file in [digest_path(&path), path] {
+            match std::fs::remove_file(&file) {
+                Ok(()) => removed += 1,
+                // Another process pruned it first (or an older host wrote no digest).
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
         }
     }
     Ok(removed)
@@ -490,6 +562,7 @@ impl PolicyModule {
         self.inner.from_cache
     }
 
+    /// The engine it was compiled for.
     pub fn engine(&self) -> &HostEngine {
         &self.inner.engine
     }

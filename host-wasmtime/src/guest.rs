@@ -124,6 +124,7 @@ impl Guest {
         })
     }
 
+    /// The module it is an instance of.
     pub fn module(&self) -> &PolicyModule {
         &self.module
     }

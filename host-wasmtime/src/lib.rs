@@ -16,21 +16,18 @@
 //! - `shared` (feature `shared`): the log of a roster shared by several processes,
 //!   on PostgreSQL (`LogStore`, `PgLogStore`).
 //!
+//! The README's example, which `examples/lease.rs` runs (CI builds it, and a crate
+//! outside the workspace runs it through a path dependency: `scripts/test-dependent.sh`):
+//!
 //! ```no_run
-//! # async fn demo() -> rota_host::Result<()> {
-//! use rota_host::{LeaseOptions, Roster};
-//! let roster = Roster::builder()
-//!     .roster_file("roster.json")
-//!     .state_file("rota-state.json")
-//!     .build()
-//!     .await?;
-//! let lease = roster.lease("coder", LeaseOptions::default()).await?;
-//! println!("coding on {}", lease.executor());
-//! // ... on a 429 from the executor:
-//! roster.report_http(lease.executor(), 429, &[("retry-after", "30")], "")?;
-//! drop(lease); // released
-//! # Ok(()) }
+#![doc = include_str!("../examples/lease.rs")]
 //! ```
+//!
+//! The core's types that the API takes and gives are re-exported here
+//! ([`ExplainRequest`], [`Snapshot`], [`Failure`], [`ExecutorSpec`] ...), and the
+//! whole crate as [`core`](mod@core).
+
+#![warn(missing_docs)]
 
 pub mod classify;
 pub mod clock;
@@ -46,15 +43,26 @@ pub mod shared;
 pub mod sim;
 pub mod source;
 pub mod state_file;
+mod table;
+pub mod telemetry;
 pub mod trace;
+
+/// The policy engine (crate `rota-core`), for every type the API uses.
+pub use rota_core as core;
+pub use rota_core::status::{ExclusionStatus, ExecutorStatus};
+pub use rota_core::{
+    Document, Exclusion, ExclusionKind, ExecutorSpec, ExplainRequest, Explanation, Failure,
+    FailureKind, Level, Options, PersistedState, Plan, Snapshot, Violation,
+};
 
 pub use clock::Clock;
 pub use engine::{CacheDir, EngineConfig, HostEngine, PolicyModule, BUNDLED_POLICY};
-pub use error::{GuestFailure, HostError, Result};
+pub use error::{GuestFailure, HostError, PolicyCode, Result};
 pub use event::Event;
 pub use probe::ProbeTls;
 pub use roster::{
-    BoxFuture, Lease, LeaseOptions, NoProvisioner, Provisioner, Roster, RosterBuilder, StateRetry,
+    BoxFuture, Explain, Lease, LeaseOptions, NoProvisioner, Provisioner, Roster, RosterBuilder,
+    StateRetry,
 };
 pub use runtime::{PolicyRuntime, Step};
 pub use source::RosterSource;

@@ -1,23 +1,25 @@
 //! `rota`: check a roster, simulate one, replay a trace, explain a decision.
 //!
 //! Exit codes: 0 fine; 1 the check failed (violations, a replay that differs, an
-//! invalid roster); 2 the command could not run (an unreadable file, no policy
-//! module, bad arguments).
+//! invalid roster, state file or role); 2 the command could not run (an unreadable
+//! file, no policy module, bad arguments). With `--json`, every command prints one
+//! JSON object on stdout, success or failure (the README gives the shapes).
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::{Parser, Subcommand};
-use rota_core::{ExplainRequest, Violation};
+use clap::{CommandFactory, Parser, Subcommand};
+use comfy_table::{presets, CellAlignment, Table};
+use rota_core::{Document, ExplainRequest, Violation};
 use rota_host::clock::system_now_ms;
 use rota_host::engine::{CacheDir, EngineConfig, HostEngine, PolicyModule};
 use rota_host::sim::{simulate, SimConfig};
 use rota_host::source::{split_list, RosterSource};
 use rota_host::trace::{replay, NativeEngine, StepEngine, Trace, TraceWriter};
 use rota_host::{HostError, PolicyRuntime};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 /// The example roster `rota simulate` uses when given none.
 const EXAMPLE_ROSTER: &str = include_str!("../examples/roster.json");
@@ -38,18 +40,21 @@ struct Cli {
     /// Do not cache precompiled modules.
     #[arg(long, global = true)]
     no_cache: bool,
-    /// Log events (-v info, -vv debug); RUST_LOG overrides.
+    /// Log events to stderr (-v info, -vv debug; `simulate` logs the core's events in virtual time); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
+    /// Print the result as one JSON object on stdout, failures included (shapes: see the README).
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(clap::Args, Debug, Clone)]
 struct RosterArgs {
-    /// The roster file (JSON: { "executors": [...] }).
+    /// The roster file: JSON ({ "executors": [...] }), or YAML when named .yaml/.yml.
     roster: PathBuf,
-    /// A repository roster merged over it.
+    /// A repository roster (JSON or YAML) merged over it: same id replaces, `disabled: true` removes, new ids add.
     #[arg(long, value_name = "OVERLAY")]
     repo: Option<PathBuf>,
     /// Only these executors (comma-separated ids).
@@ -61,6 +66,15 @@ struct RosterArgs {
 }
 
 impl RosterArgs {
+    fn file(roster: &Path) -> RosterArgs {
+        RosterArgs {
+            roster: roster.to_path_buf(),
+            repo: None,
+            executors: None,
+            kinds: None,
+        }
+    }
+
     fn source(&self) -> RosterSource {
         RosterSource {
             roster: Some(self.roster.clone()),
@@ -97,13 +111,13 @@ enum Command {
     },
     /// Drive the policy module through simulated executors in virtual time.
     Simulate {
-        /// The roster (default: the bundled example).
+        /// The roster, JSON or YAML (default: the bundled example).
         roster: Option<PathBuf>,
-        /// Seed of every random draw (same seed, same run).
-        #[arg(long, default_value_t = 1)]
+        /// Seed of every random draw (a whole number; same seed, same run).
+        #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = parse_seed)]
         seed: u64,
-        /// Virtual hours to simulate.
-        #[arg(long, default_value_t = 8.0)]
+        /// Virtual hours to simulate (above 0, at most 8784).
+        #[arg(long, default_value_t = 8.0, allow_negative_numbers = true, value_parser = parse_hours)]
         hours: f64,
         /// Write the input trace with its outputs here (for `rota replay` and the visualizer).
         #[arg(long, value_name = "FILE")]
@@ -114,6 +128,7 @@ enum Command {
     },
     /// Feed a recorded trace and check every output matches (exit 1 at the first difference).
     Replay {
+        /// The trace file (what `rota simulate --trace` writes).
         trace: PathBuf,
         /// Replay on the native core instead of the policy module.
         #[arg(long)]
@@ -123,39 +138,138 @@ enum Command {
     Explain {
         #[command(flatten)]
         roster: RosterArgs,
-        /// The state file (exclusions) to restore first.
+        /// The state file (exclusions) to restore first; read only.
         #[arg(long, value_name = "STATE")]
         state: Option<PathBuf>,
+        /// The role to explain.
         #[arg(long)]
         role: String,
         /// Executors the request must not use (comma-separated).
         #[arg(long, value_name = "a,b")]
         avoid: Option<String>,
-        #[arg(long)]
+        /// The executor the request would rather have.
+        #[arg(long, value_name = "ID")]
         prefer: Option<String>,
-        #[arg(long)]
+        /// The only executor the request may use.
+        #[arg(long, value_name = "ID")]
         pin: Option<String>,
-        /// The instant to explain at (epoch ms; default: now).
-        #[arg(long, value_name = "MS")]
+        /// The instant to explain at: epoch milliseconds or RFC 3339 (2026-01-01T09:30:00Z); default now.
+        #[arg(long, value_name = "TIME", allow_negative_numbers = true, value_parser = parse_instant)]
         now: Option<u64>,
-        /// Print the explanation as JSON.
-        #[arg(long)]
-        json: bool,
+    },
+    /// Print a shell completion script (e.g. `rota completions bash > ~/.local/share/bash-completion/completions/rota`).
+    Completions {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
     },
 }
 
-/// A command's failure: exit 1 (the thing checked is wrong) or 2 (could not run).
+impl Command {
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Check { .. } => "check",
+            Command::Simulate { .. } => "simulate",
+            Command::Replay { .. } => "replay",
+            Command::Explain { .. } => "explain",
+            Command::Completions { .. } => "completions",
+        }
+    }
+}
+
+/// `--seed`: a whole number, not negative.
+fn parse_seed(text: &str) -> Result<u64, String> {
+    if text.trim_start().starts_with('-') {
+        return Err(format!("a seed is not negative: {text}"));
+    }
+    text.parse()
+        .map_err(|_| format!("a seed is a whole number, not '{text}'"))
+}
+
+/// `--hours`: a number of hours above 0, at most a leap year.
+fn parse_hours(text: &str) -> Result<f64, String> {
+    let hours: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of hours"))?;
+    if hours.is_nan() || hours <= 0.0 {
+        return Err(format!("the hours must be above 0, not {text}"));
+    }
+    if hours > 24.0 * 366.0 {
+        return Err(format!("at most 8784 hours (a leap year), not {text}"));
+    }
+    Ok(hours)
+}
+
+/// `--now`: epoch milliseconds, or an RFC 3339 time; not before 1970.
+fn parse_instant(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    if text.starts_with('-') {
+        return Err(format!(
+            "a time is not negative: {text} (epoch milliseconds count from 1970)"
+        ));
+    }
+    if text.bytes().all(|b| b.is_ascii_digit()) {
+        return text
+            .parse()
+            .map_err(|_| format!("{text} milliseconds is out of range"));
+    }
+    let instant: jiff::Timestamp = text.parse().map_err(|e| {
+        format!("'{text}' is neither epoch milliseconds nor an RFC 3339 time (2026-01-01T09:30:00Z): {e}")
+    })?;
+    u64::try_from(instant.as_millisecond())
+        .map_err(|_| format!("{text} is before 1970: rota's times are epoch milliseconds"))
+}
+
+/// What a command printed: text for people, and the JSON of `--json`.
+struct Report {
+    text: String,
+    json: Value,
+}
+
+/// A command's failure: exit 1 (the thing checked is wrong) or 2 (could not run);
+/// `detail` adds fields to the JSON answer (`violations`, `mismatch`).
 enum Failure {
-    Check(String),
+    Check { message: String, detail: Value },
     Run(String),
+}
+
+impl Failure {
+    fn check(message: impl Into<String>) -> Failure {
+        Failure::Check {
+            message: message.into(),
+            detail: Value::Null,
+        }
+    }
+
+    /// Every violation of `label`'s roster, one a line.
+    fn violations(label: &str, violations: &[Violation]) -> Failure {
+        Failure::Check {
+            message: print_violations(label, violations),
+            detail: json!({ "violations": violations, "file": label }),
+        }
+    }
+
+    /// A host error about `label`'s roster: its violations one a line when it has any.
+    fn roster(label: &str, error: HostError) -> Failure {
+        match error {
+            HostError::Invalid { violations } => Failure::violations(label, &violations),
+            HostError::Policy { violations, .. } if !violations.is_empty() => {
+                Failure::violations(label, &violations)
+            }
+            other => other.into(),
+        }
+    }
 }
 
 impl From<HostError> for Failure {
     fn from(error: HostError) -> Failure {
         match error {
-            HostError::Invalid { .. } | HostError::Policy { .. } => {
-                Failure::Check(error.to_string())
-            }
+            HostError::Invalid { .. } | HostError::Policy { .. } => Failure::Check {
+                message: error.to_string(),
+                detail: match &error {
+                    HostError::Policy { code, .. } => json!({ "code": code }),
+                    _ => Value::Null,
+                },
+            },
             other => Failure::Run(other.to_string()),
         }
     }
@@ -163,7 +277,8 @@ impl From<HostError> for Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(cli.verbose);
+    let simulating = matches!(cli.command, Command::Simulate { .. });
+    init_tracing(cli.verbose, simulating);
     let result = match &cli.command {
         Command::Check { roster } => check(&cli, roster),
         Command::Simulate {
@@ -189,7 +304,6 @@ fn main() -> ExitCode {
             prefer,
             pin,
             now,
-            json,
         } => {
             let request = ExplainRequest {
                 role: role.clone(),
@@ -198,20 +312,53 @@ fn main() -> ExitCode {
                 pin: pin.clone(),
                 request: None,
             };
-            explain(&cli, roster, state.as_deref(), &request, *now, *json)
+            explain(&cli, roster, state.as_deref(), &request, *now)
+        }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut Cli::command(), "rota", &mut script);
+            out(&String::from_utf8_lossy(&script));
+            return ExitCode::SUCCESS;
         }
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Check(message)) => {
-            eprintln!("{message}");
-            ExitCode::from(1)
+    let command = cli.command.name();
+    let (code, json, text) = match result {
+        Ok(report) => (0, envelope(command, true, report.json), Ok(report.text)),
+        Err(Failure::Check { message, detail }) => {
+            let mut json = envelope(command, false, detail);
+            json["exit"] = json!(1);
+            json["error"] = json!(message);
+            (1, json, Err(message))
         }
         Err(Failure::Run(message)) => {
-            eprintln!("rota: {message}");
-            ExitCode::from(2)
+            let json = envelope(
+                command,
+                false,
+                json!({ "exit": 2, "error": format!("rota: {message}") }),
+            );
+            (2, json, Err(format!("rota: {message}")))
+        }
+    };
+    if cli.json {
+        out(&format!("{json:#}\n"));
+    } else {
+        match text {
+            Ok(text) => out(&text),
+            Err(message) => eprintln!("{message}"),
         }
     }
+    ExitCode::from(code)
+}
+
+/// `{"command", "ok", ...fields}`: the one shape of every `--json` answer.
+fn envelope(command: &str, ok: bool, fields: Value) -> Value {
+    let mut object = Map::new();
+    object.insert("command".into(), json!(command));
+    object.insert("ok".into(), json!(ok));
+    if let Value::Object(fields) = fields {
+        object.extend(fields);
+    }
+    Value::Object(object)
 }
 
 /// Wall time, for the reports (the host reads clocks; the core never does).
@@ -228,19 +375,27 @@ fn out(text: &str) {
         .and_then(|()| stdout.flush());
 }
 
-fn init_tracing(verbose: u8) {
-    let default = match verbose {
-        0 => "warn",
-        1 => "info",
+fn init_tracing(verbose: u8, simulating: bool) {
+    let default = match (verbose, simulating) {
+        // A simulation's events are the simulated world's, not the command's: only
+        // when asked for.
+        (0, true) => "warn,rota::core=off",
+        (0, false) => "warn",
+        (1, _) => "info",
         _ => "debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
+        .with_ansi(std::io::stderr().is_terminal());
+    // In a simulation the wall clock means nothing: the span gives the virtual time.
+    let _ = if simulating {
+        builder.without_time().try_init()
+    } else {
+        builder.try_init()
+    };
 }
 
 fn module(cli: &Cli) -> Result<PolicyModule, Failure> {
@@ -278,136 +433,193 @@ fn print_violations(label: &str, violations: &[Violation]) -> String {
 
 /// The merged roster, or exit 1 with every violation of its files.
 fn load_roster(args: &RosterArgs) -> Result<Value, Failure> {
-    match args.source().load() {
-        Ok(document) => Ok(document),
-        Err(HostError::Invalid { violations }) => {
-            Err(Failure::Check(print_violations(&args.label(), &violations)))
-        }
-        Err(other) => Err(other.into()),
-    }
+    args.source()
+        .load()
+        .map_err(|error| Failure::roster(&args.label(), error))
 }
 
-fn check(cli: &Cli, args: &RosterArgs) -> Result<(), Failure> {
+/// A table without borders: columns line up in a terminal, a pipe and a test alike.
+fn plain_table(header: &[&str]) -> Table {
+    let mut table = Table::new();
+    table.load_preset(presets::NOTHING);
+    if !header.is_empty() {
+        table.set_header(header.to_vec());
+    }
+    table
+}
+
+/// The table's text, without the padding that ends its lines.
+fn render(table: &Table) -> String {
+    table
+        .lines()
+        .map(|line| line.trim_end().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn check(cli: &Cli, args: &RosterArgs) -> Result<Report, Failure> {
     let document = load_roster(args)?;
     let module = module(cli)?;
     let violations = module.validate(&document, &args.options())?;
     if !violations.is_empty() {
-        return Err(Failure::Check(print_violations(&args.label(), &violations)));
+        return Err(Failure::violations(&args.label(), &violations));
     }
-    let mut runtime = PolicyRuntime::new(module, &document, &args.options())?;
-    let snapshot = runtime.snapshot()?;
-    let mut out = String::new();
-    out.push_str(&format!(
+    let mut runtime = PolicyRuntime::new(module, &document, &args.options())
+        .map_err(|e| Failure::roster(&args.label(), e))?;
+    let parsed = Document::from_json(&document, None)
+        .map_err(|violations| Failure::violations(&args.label(), &violations))?;
+    let mut slots = Map::new();
+    for role in &parsed.roles {
+        slots.insert(role.clone(), json!(runtime.slots(role)?));
+    }
+    let mut text = format!(
         "{}: ok, {} executor{}; roles: {}\n\n",
         args.label(),
-        snapshot.executors.len(),
-        if snapshot.executors.len() == 1 {
-            ""
+        parsed.executors.len(),
+        if parsed.executors.len() == 1 { "" } else { "s" },
+        parsed.roles.join(", ")
+    );
+    let mut table = plain_table(&["executor", "harness", "roles", "slots", "priority", ""]);
+    let mut executors = Vec::new();
+    for e in &parsed.executors {
+        let harness = match &e.model {
+            Some(model) => format!("{}/{model}", e.harness),
+            None => e.harness.clone(),
+        };
+        let caps: Vec<String> = e
+            .role_caps
+            .iter()
+            .filter(|(_, cap)| **cap < e.slots)
+            .map(|(r, c)| format!("{r} ≤ {c}"))
+            .collect();
+        let slots_text = if caps.is_empty() {
+            e.slots.to_string()
         } else {
-            "s"
-        },
-        snapshot.roles.join(", ")
-    ));
-    let executors: Vec<&Value> = document["executors"]
-        .as_array()
-        .map(|a| a.iter().collect())
-        .unwrap_or_default();
-    let rows: Vec<[String; 6]> = snapshot
-        .executors
-        .iter()
-        .map(|e| {
-            let raw = executors.iter().find(|x| x["id"] == e.id.as_str());
-            let harness = match &e.model {
-                Some(model) => format!("{}/{model}", e.harness),
-                None => e.harness.clone(),
-            };
-            let caps: Vec<String> = e
-                .role_caps
-                .iter()
-                .filter(|(_, cap)| **cap < e.slots)
-                .map(|(r, c)| format!("{r} ≤ {c}"))
-                .collect();
-            let slots = if caps.is_empty() {
-                e.slots.to_string()
-            } else {
-                format!("{} ({})", e.slots, caps.join(" "))
-            };
-            let mut priorities: Vec<(f64, Vec<String>)> = Vec::new();
-            for role in &e.roles {
-                let p = e.priority.get(role).copied().unwrap_or(1.0);
-                match priorities.iter_mut().find(|(q, _)| *q == p) {
-                    Some((_, roles)) => roles.push(role.clone()),
-                    None => priorities.push((p, vec![role.clone()])),
-                }
-            }
-            let priority = if priorities.len() == 1 {
-                priorities[0].0.to_string()
-            } else {
-                priorities
-                    .iter()
-                    .map(|(p, roles)| format!("{}:{p}", roles.join("/")))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            };
-            let mut extra = Vec::new();
-            if let Some(health) = raw.and_then(|r| r["health"].as_str()) {
-                extra.push(format!("health {health}"));
-            }
-            if e.provision {
-                extra.push("provision".into());
-            }
-            if let Some(cooldown) = raw.and_then(|r| r["cooldown"].as_object()) {
-                let parts: Vec<String> = cooldown
-                    .iter()
-                    .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or_default()))
-                    .collect();
-                extra.push(format!("cooldown {}", parts.join(", ")));
-            }
-            [
-                e.id.clone(),
-                harness,
-                e.roles.join(","),
-                slots,
-                priority,
-                extra.join("; "),
-            ]
-        })
-        .collect();
-    let headers = ["executor", "harness", "roles", "slots", "priority", ""];
-    let widths: Vec<usize> = (0..6)
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .max()
-                .unwrap_or(0)
-                .max(headers[i].len())
-        })
-        .collect();
-    let line = |cells: [&str; 6]| {
-        let mut text = String::from(" ");
-        for (i, cell) in cells.iter().enumerate() {
-            let pad = widths[i].saturating_sub(cell.chars().count());
-            text.push(' ');
-            text.push_str(cell);
-            if i < 5 {
-                text.push_str(&" ".repeat(pad + 1));
+            format!("{} ({})", e.slots, caps.join(" "))
+        };
+        let mut priorities: Vec<(f64, Vec<String>)> = Vec::new();
+        for role in &e.roles {
+            let p = e.priority_for(role);
+            match priorities.iter_mut().find(|(q, _)| *q == p) {
+                Some((_, roles)) => roles.push(role.clone()),
+                None => priorities.push((p, vec![role.clone()])),
             }
         }
-        text.trim_end().to_string() + "\n"
-    };
-    out.push_str(&line(headers));
-    for row in &rows {
-        out.push_str(&line([
-            &row[0], &row[1], &row[2], &row[3], &row[4], &row[5],
-        ]));
+        let priority = match priorities.as_slice() {
+            [(p, _)] => p.to_string(),
+            _ => priorities
+                .iter()
+                .map(|(p, roles)| format!("{}:{p}", roles.join("/")))
+                .collect::<Vec<_>>()
+                .join(" "),
+        };
+        let mut extra = Vec::new();
+        if let Some(health) = &e.health {
+            extra.push(format!("health {health}"));
+        }
+        if e.provision {
+            extra.push("provision".into());
+        }
+        if let Some(cooldown) = e.raw.get("cooldown").and_then(Value::as_object) {
+            let parts: Vec<String> = cooldown
+                .iter()
+                .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or_default()))
+                .collect();
+            extra.push(format!("cooldown {}", parts.join(", ")));
+        }
+        table.add_row([
+            e.id.clone(),
+            harness,
+            e.roles.join(","),
+            slots_text,
+            priority,
+            extra.join("; "),
+        ]);
+        executors.push(json!({
+            "id": e.id,
+            "harness": e.harness,
+            "model": e.model,
+            "kind": e.kind,
+            "roles": e.roles,
+            "slots": e.slots,
+            "roleSlots": e.roles.iter().map(|r| (r.clone(), json!(e.cap_for(r)))).collect::<Map<_, _>>(),
+            "priority": e.roles.iter().map(|r| (r.clone(), json!(e.priority_for(r)))).collect::<Map<_, _>>(),
+            "health": e.health,
+            "provision": e.provision,
+            "cooldownMs": e.cooldown,
+        }));
     }
-    out.push_str("\nslots per role:");
-    for role in &snapshot.roles {
-        out.push_str(&format!(" {role} {}", runtime.slots(role)?));
+    text.push_str(&format!("{}\n", render(&table)));
+    text.push_str("\nslots per role:");
+    for role in &parsed.roles {
+        text.push_str(&format!(" {role} {}", slots[role]));
     }
-    out.push('\n');
-    self::out(&out);
-    Ok(())
+    text.push('\n');
+    Ok(Report {
+        text,
+        json: json!({
+            "roster": args.label(),
+            "roles": parsed.roles,
+            "slotsPerRole": slots,
+            "executors": executors,
+        }),
+    })
+}
+
+/// The simulation's progress on stderr: a bar in a terminal (indicatif), a line at
+/// every quarter otherwise (a log, a CI run).
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    next_line: f64,
+    hours: f64,
+    quiet: bool,
+}
+
+impl Progress {
+    const STEPS: u64 = 1000;
+
+    fn new(hours: f64, quiet: bool) -> Progress {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(Self::STEPS),
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            let style = indicatif::ProgressStyle::with_template(
+                "[{bar:30}] {percent:>3}%  {msg}  {elapsed}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("#>.");
+            bar.set_style(style);
+            bar
+        });
+        Progress {
+            bar,
+            next_line: 0.0,
+            hours,
+            quiet,
+        }
+    }
+
+    fn update(&mut self, share: f64, steps: u64) {
+        if self.quiet {
+            return;
+        }
+        let done = format!("{:.1}/{} h  {steps} steps", share * self.hours, self.hours);
+        match &self.bar {
+            Some(bar) => {
+                bar.set_position((share * Self::STEPS as f64).round() as u64);
+                bar.set_message(done);
+                if share >= 1.0 {
+                    bar.finish();
+                }
+            }
+            None if share >= self.next_line => {
+                eprintln!("{:>3.0}%  {done}", share * 100.0);
+                self.next_line = (share + 0.25).min(1.0);
+            }
+            None => {}
+        }
+    }
 }
 
 fn run_simulate(
@@ -417,17 +629,12 @@ fn run_simulate(
     hours: f64,
     trace_path: Option<&Path>,
     quiet: bool,
-) -> Result<(), Failure> {
+) -> Result<Report, Failure> {
     let (document, label) = match roster {
-        Some(path) => {
-            let args = RosterArgs {
-                roster: path.to_path_buf(),
-                repo: None,
-                executors: None,
-                kinds: None,
-            };
-            (load_roster(&args)?, path.display().to_string())
-        }
+        Some(path) => (
+            load_roster(&RosterArgs::file(path))?,
+            path.display().to_string(),
+        ),
         None => (
             serde_json::from_str(EXAMPLE_ROSTER).map_err(|e| {
                 Failure::Run(format!("the bundled example roster is not JSON: {e}"))
@@ -435,16 +642,12 @@ fn run_simulate(
             "the bundled example roster".to_string(),
         ),
     };
-    if !(hours.is_finite() && hours > 0.0 && hours <= 24.0 * 366.0) {
-        return Err(Failure::Run(format!(
-            "--hours must be in (0, 8784], not {hours}"
-        )));
-    }
     let started = stopwatch();
     let module = module(cli)?;
     let loaded = started.elapsed();
     let options = json!({});
-    let mut runtime = PolicyRuntime::new(module.clone(), &document, &options)?;
+    let mut runtime = PolicyRuntime::new(module.clone(), &document, &options)
+        .map_err(|e| Failure::roster(&label, e))?;
     let mut trace = match trace_path {
         Some(path) => Some(TraceWriter::create(path, &document, &options)?),
         None => None,
@@ -464,59 +667,55 @@ fn run_simulate(
             ""
         }
     );
-    let interactive = std::io::stderr().is_terminal();
-    let mut next_line = 0.0;
-    let progress = |share: f64, steps: u64| {
-        if quiet {
-            return;
-        }
-        let width = 30;
-        let filled = ((share * width as f64).round() as usize).min(width);
-        let bar = format!(
-            "[{}{}] {:>3.0}%  {:.1}/{hours} h  {steps} steps",
-            "#".repeat(filled),
-            ".".repeat(width - filled),
-            share * 100.0,
-            share * hours
-        );
-        if interactive {
-            eprint!("\r{bar}");
-            if share >= 1.0 {
-                eprintln!();
-            }
-            let _ = std::io::stderr().flush();
-        } else if share >= next_line {
-            eprintln!("{bar}");
-            next_line = (share + 0.25).min(1.0);
-        }
-    };
-    let report = simulate(&mut runtime, &document, &config, trace.as_mut(), progress)?;
+    let mut progress = Progress::new(hours, quiet);
+    let report = simulate(
+        &mut runtime,
+        &document,
+        &config,
+        trace.as_mut(),
+        |share, steps| progress.update(share, steps),
+    )
+    .map_err(|e| Failure::roster(&label, e))?;
     let elapsed = started.elapsed();
-    let trace_note = match (trace, trace_path) {
+    let (trace_note, trace_json) = match (trace, trace_path) {
         (Some(trace), Some(path)) => {
             let steps = trace.finish()?;
-            format!("trace: {} ({steps} steps)\n", path.display())
+            (
+                format!("trace: {} ({steps} steps)\n", path.display()),
+                json!({ "path": path.display().to_string(), "steps": steps }),
+            )
         }
-        _ => String::new(),
+        _ => (String::new(), Value::Null),
     };
+    let per_step_us = (elapsed - loaded).as_secs_f64() * 1e6 / report.steps.max(1) as f64;
     let mut text = report.render();
     text.push_str(&format!(
-        "\nwall time {:.2} s (module load {:.0} ms), {:.1} µs per step through wasmtime\n",
+        "\nwall time {:.2} s (module load {:.0} ms), {per_step_us:.1} µs per step through wasmtime\n",
         elapsed.as_secs_f64(),
         loaded.as_secs_f64() * 1000.0,
-        (elapsed - loaded).as_secs_f64() * 1e6 / report.steps.max(1) as f64
     ));
     if runtime.recoveries() > 0 {
         text.push_str(&format!("guest recoveries: {}\n", runtime.recoveries()));
     }
     text.push_str(&trace_note);
-    out(&text);
-    Ok(())
+    Ok(Report {
+        text,
+        json: json!({
+            "roster": label,
+            "seed": seed,
+            "hours": hours,
+            "policy": { "hash": module.hash(), "source": module.source(), "fromCache": module.from_cache() },
+            "report": report.to_json(),
+            "guestRecoveries": runtime.recoveries(),
+            "trace": trace_json,
+            "wallSeconds": elapsed.as_secs_f64(),
+        }),
+    })
 }
 
-fn run_replay(cli: &Cli, path: &Path, native: bool) -> Result<(), Failure> {
+fn run_replay(cli: &Cli, path: &Path, native: bool) -> Result<Report, Failure> {
     let trace = Trace::read(path).map_err(|e| match e {
-        HostError::Invalid { .. } => Failure::Check(e.to_string()),
+        HostError::Invalid { .. } => Failure::check(e.to_string()),
         other => Failure::Run(other.to_string()),
     })?;
     let mut engine: Box<dyn StepEngine> = if native {
@@ -528,10 +727,11 @@ fn run_replay(cli: &Cli, path: &Path, native: bool) -> Result<(), Failure> {
             &trace.options,
         )?)
     };
+    let engine_name = if native { "native" } else { "module" };
     let started = stopwatch();
     match replay(engine.as_mut(), &trace, |_, _| {})? {
-        None => {
-            out(&format!(
+        None => Ok(Report {
+            text: format!(
                 "{}: {} steps replayed on {}, every output matches ({:.2} s)\n",
                 path.display(),
                 trace.steps.len(),
@@ -541,10 +741,28 @@ fn run_replay(cli: &Cli, path: &Path, native: bool) -> Result<(), Failure> {
                     "the policy module"
                 },
                 started.elapsed().as_secs_f64()
-            ));
-            Ok(())
-        }
-        Some(mismatch) => Err(Failure::Check(format!("{}: {mismatch}", path.display()))),
+            ),
+            json: json!({
+                "trace": path.display().to_string(),
+                "steps": trace.steps.len(),
+                "engine": engine_name,
+            }),
+        }),
+        Some(mismatch) => Err(Failure::Check {
+            message: format!("{}: {mismatch}", path.display()),
+            detail: json!({
+                "trace": path.display().to_string(),
+                "steps": trace.steps.len(),
+                "engine": engine_name,
+                "mismatch": {
+                    "step": mismatch.step,
+                    "at": mismatch.at,
+                    "input": mismatch.input,
+                    "expected": mismatch.expected,
+                    "actual": mismatch.actual,
+                },
+            }),
+        }),
     }
 }
 
@@ -554,11 +772,11 @@ fn explain(
     state: Option<&Path>,
     request: &ExplainRequest,
     now: Option<u64>,
-    as_json: bool,
-) -> Result<(), Failure> {
+) -> Result<Report, Failure> {
     let document = load_roster(args)?;
     let module = module(cli)?;
-    let mut runtime = PolicyRuntime::new(module, &document, &args.options())?;
+    let mut runtime = PolicyRuntime::new(module, &document, &args.options())
+        .map_err(|e| Failure::roster(&args.label(), e))?;
     let now = now.unwrap_or_else(system_now_ms);
     let mut notes = Vec::new();
     if let Some(path) = state {
@@ -573,7 +791,7 @@ fn explain(
             .map_err(|e| Failure::Run(format!("cannot read {}: {e}", path.display())))?;
         let state = runtime
             .state_file_restore(&text, now)
-            .map_err(|e| Failure::Check(format!("{}: not a state file: {e}", path.display())))?;
+            .map_err(|e| Failure::check(format!("{}: not a state file: {e}", path.display())))?;
         let input = json!({ "type": "restore", "now": now, "state": state });
         let step = runtime.step(&input)?;
         for output in &step.outputs {
@@ -585,17 +803,15 @@ fn explain(
         runtime.step(&json!({ "type": "tick", "now": now }))?;
     }
     let explanation = runtime.explain(request)?;
-    if as_json {
-        let text =
-            serde_json::to_string_pretty(&explanation).map_err(|e| Failure::Run(e.to_string()))?;
-        out(&format!("{text}\n"));
-        return Ok(());
+    let mut json = serde_json::to_value(&explanation).map_err(|e| Failure::Run(e.to_string()))?;
+    json["now"] = json!(now);
+    json["restored"] = json!(notes);
+
+    let mut text = String::new();
+    for note in &notes {
+        text.push_str(&format!("restored: {note}\n"));
     }
-    let mut out = String::new();
-    for note in notes {
-        out.push_str(&format!("restored: {note}\n"));
-    }
-    out.push_str(&format!(
+    text.push_str(&format!(
         "role {}: {}{}\n",
         explanation.role,
         match &explanation.pick {
@@ -608,25 +824,65 @@ fn explain(
             " (and none ever can: the request would end exhausted)"
         }
     ));
-    let width = explanation
-        .executors
-        .iter()
-        .map(|e| e.id.len())
-        .max()
-        .unwrap_or(0);
+    let mut table = plain_table(&["executor", "now", "priority", "why not"]);
     for e in &explanation.executors {
-        let verdict = if e.ok { "ok" } else { "no" };
-        let priority = e
-            .priority
-            .map(|p| format!(" (priority {p})"))
-            .unwrap_or_default();
-        let why = if e.reasons.is_empty() {
-            String::new()
-        } else {
-            format!(": {}", e.reasons.join("; "))
-        };
-        out.push_str(&format!("  {:<width$}  {verdict}{priority}{why}\n", e.id));
+        table.add_row([
+            e.id.clone(),
+            if e.ok { "ok" } else { "no" }.to_string(),
+            e.priority.map(|p| p.to_string()).unwrap_or_default(),
+            e.reasons.join("; "),
+        ]);
     }
-    self::out(&out);
-    Ok(())
+    if let Some(column) = table.column_mut(2) {
+        column.set_cell_alignment(CellAlignment::Right);
+    }
+    text.push_str(&format!("{}\n", render(&table)));
+    Ok(Report { text, json })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_argument_has_help_text() {
+        fn walk(command: &clap::Command, missing: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                if id != "help" && id != "version" && arg.get_help().is_none() {
+                    missing.push(format!("{} {id}", command.get_name()));
+                }
+            }
+            for sub in command.get_subcommands() {
+                if sub.get_about().is_none() && sub.get_name() != "help" {
+                    missing.push(format!("{} (no about)", sub.get_name()));
+                }
+                walk(sub, missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), &mut missing);
+        assert!(missing.is_empty(), "without help: {missing:?}");
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn times_and_numbers() {
+        assert_eq!(parse_instant("1767225600000"), Ok(1_767_225_600_000));
+        assert_eq!(parse_instant("2026-01-01T00:00:00Z"), Ok(1_767_225_600_000));
+        assert_eq!(
+            parse_instant("2026-01-01T01:30:00+01:30"),
+            Ok(1_767_225_600_000)
+        );
+        assert!(parse_instant("-5").unwrap_err().contains("not negative"));
+        assert!(parse_instant("1969-12-31T23:59:59Z")
+            .unwrap_err()
+            .contains("before 1970"));
+        assert!(parse_instant("tomorrow").unwrap_err().contains("RFC 3339"));
+        assert!(parse_seed("-1").unwrap_err().contains("not negative"));
+        assert!(parse_hours("-2").unwrap_err().contains("above 0"));
+        assert!(parse_hours("0").unwrap_err().contains("above 0"));
+        assert!(parse_hours("9000").unwrap_err().contains("8784"));
+        assert_eq!(parse_hours("0.5"), Ok(0.5));
+    }
 }

@@ -89,6 +89,7 @@ pub enum ProbeOutcome {
 }
 
 impl ProbeOutcome {
+    /// Whether the executor counts as up.
     pub fn is_up(&self) -> bool {
         matches!(self, ProbeOutcome::Up(_))
     }

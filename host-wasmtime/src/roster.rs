@@ -19,11 +19,12 @@ use std::time::Duration;
 
 use rota_core::status::ExclusionStatus;
 use rota_core::{
-    ExclusionKind, ExplainRequest, Explanation, Failure, Input, LeaseRequest, Level, Options,
-    PersistedState, Plan, Snapshot,
+    Document, ExclusionKind, ExecutorSpec, ExplainRequest, Explanation, Failure, Input,
+    LeaseRequest, Level, Options, PersistedState, Plan, Snapshot,
 };
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, Notify};
+use tracing::Instrument;
 
 use crate::classify::{http_facts, io_facts};
 use crate::clock::Clock;
@@ -34,6 +35,7 @@ use crate::probe::{probe, probe_with, ProbeOutcome, ProbeTls};
 use crate::runtime::{PolicyRuntime, Step};
 use crate::source::RosterSource;
 use crate::state_file::{ModuleRule, StateFile, WriteError};
+use crate::telemetry;
 
 /// A boxed future, for the [`Provisioner`] trait.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -79,15 +81,76 @@ impl Provisioner for NoProvisioner {
 /// What a lease request may carry besides its role (see DESIGN.md, "Requests").
 #[derive(Debug, Clone, Default)]
 pub struct LeaseOptions {
+    /// Executors the request must not use.
     pub avoid: Vec<String>,
+    /// The executor it would rather have.
     pub prefer: Option<String>,
+    /// The only executor it may use.
     pub pin: Option<String>,
+    /// Its place in the queue among requests of its role: lower first (default 0).
     pub rank: Option<i64>,
     /// When the work arrived (epoch ms).
     pub event_time: Option<u64>,
+    /// A label for logs and events (`"job 605"`).
     pub label: Option<String>,
     /// Give up after this long (the core times the request out).
     pub timeout: Option<Duration>,
+}
+
+/// What to explain ([`Roster::explain`]): a role, and what a request for it would
+/// carry; or a waiting request by its id.
+///
+/// ```
+/// let request = rota_host::Explain::role("coder").avoid(["codex"]).prefer("claude-opus");
+/// let request: rota_host::ExplainRequest = request.into();
+/// assert_eq!(request.avoid, ["codex"]);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[must_use]
+pub struct Explain(ExplainRequest);
+
+impl Explain {
+    /// A request for `role` with nothing else.
+    pub fn role(role: impl Into<String>) -> Explain {
+        Explain(ExplainRequest {
+            role: role.into(),
+            avoid: Vec::new(),
+            prefer: None,
+            pin: None,
+            request: None,
+        })
+    }
+
+    /// The waiting request `id` (its role, `avoid` and `pin`).
+    pub fn waiting(id: impl Into<String>) -> Explain {
+        let mut explain = Explain::role("");
+        explain.0.request = Some(id.into());
+        explain
+    }
+
+    /// Executors the request must not use.
+    pub fn avoid<S: Into<String>>(mut self, ids: impl IntoIterator<Item = S>) -> Explain {
+        self.0.avoid = ids.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The executor the request would rather have.
+    pub fn prefer(mut self, id: impl Into<String>) -> Explain {
+        self.0.prefer = Some(id.into());
+        self
+    }
+
+    /// The only executor the request may use.
+    pub fn pin(mut self, id: impl Into<String>) -> Explain {
+        self.0.pin = Some(id.into());
+        self
+    }
+}
+
+impl From<Explain> for ExplainRequest {
+    fn from(explain: Explain) -> ExplainRequest {
+        explain.0
+    }
 }
 
 /// How a request ended.
@@ -95,7 +158,7 @@ pub struct LeaseOptions {
 enum Outcome {
     Granted {
         lease: u64,
-        executor: String,
+        spec: Arc<ExecutorSpec>,
         role: String,
         hold: Option<Value>,
     },
@@ -111,8 +174,15 @@ enum Outcome {
 enum WriterMsg {
     /// A `persist` output, as the core wrote it.
     Persist(Value),
-    /// Answered `true` once nothing is pending, `false` after a failed attempt.
-    Flush(oneshot::Sender<bool>),
+    /// Answered once nothing is pending (`Ok`) or after a failed attempt (its error).
+    Flush(oneshot::Sender<Result<()>>),
+}
+
+/// A request of this host's that waits for its outcome.
+struct Waiter {
+    tx: oneshot::Sender<Outcome>,
+    role: String,
+    requested_at: u64,
 }
 
 /// The startup preflight while the roster starts: the executors whose preflight was
@@ -125,7 +195,12 @@ struct Starting {
 struct Core {
     policy: PolicyRuntime,
     starting: Option<Starting>,
-    waiters: BTreeMap<String, oneshot::Sender<Outcome>>,
+    waiters: BTreeMap<String, Waiter>,
+    /// How many of `waiters` ask for each role (the queue-length gauge).
+    waiting: BTreeMap<String, usize>,
+    /// The running document's executors; `None` after an input that may change it
+    /// (a reload, a preflight result) until the next grant asks.
+    specs: Option<BTreeMap<String, Arc<ExecutorSpec>>>,
     next_request: u64,
     wake_at: Option<u64>,
     /// Executors with a probe in flight (one at a time each).
@@ -174,6 +249,72 @@ fn text(value: &Value, key: &str) -> String {
         .to_string()
 }
 
+impl Core {
+    fn add_waiter(&mut self, request: String, waiter: Waiter) {
+        let waiting = self.waiting.entry(waiter.role.clone()).or_default();
+        *waiting += 1;
+        if !waiter.role.is_empty() {
+            telemetry::queue_length(&waiter.role, *waiting);
+        }
+        self.waiters.insert(request, waiter);
+    }
+
+    fn take_waiter(&mut self, request: &str) -> Option<Waiter> {
+        let waiter = self.waiters.remove(request)?;
+        if let Some(waiting) = self.waiting.get_mut(&waiter.role) {
+            *waiting = waiting.saturating_sub(1);
+            if !waiter.role.is_empty() {
+                telemetry::queue_length(&waiter.role, *waiting);
+            }
+        }
+        Some(waiter)
+    }
+
+    /// The running document's entry for `executor` (asked of the policy again after
+    /// a change). Only a core that granted an executor it does not have would leave
+    /// the id alone: then a spec with the id and the role.
+    fn spec(&mut self, executor: &str, role: &str) -> Arc<ExecutorSpec> {
+        if self.specs.is_none() {
+            self.specs = self
+                .policy
+                .document()
+                .ok()
+                .and_then(|document| Document::from_json(&document, None).ok())
+                .map(specs_of);
+        }
+        self.specs
+            .as_ref()
+            .and_then(|specs| specs.get(executor).cloned())
+            .unwrap_or_else(|| Arc::new(bare_spec(executor, role)))
+    }
+}
+
+fn specs_of(document: Document) -> BTreeMap<String, Arc<ExecutorSpec>> {
+    document
+        .executors
+        .into_iter()
+        .map(|spec| (spec.id.clone(), Arc::new(spec)))
+        .collect()
+}
+
+fn bare_spec(executor: &str, role: &str) -> ExecutorSpec {
+    ExecutorSpec {
+        id: executor.to_string(),
+        harness: String::new(),
+        model: None,
+        roles: vec![role.to_string()],
+        slots: 1,
+        role_caps: Default::default(),
+        priority: rota_core::document::Priority::All(1.0),
+        health: None,
+        cooldown: Default::default(),
+        disabled: false,
+        provision: false,
+        kind: None,
+        raw: Default::default(),
+    }
+}
+
 impl Inner {
     fn publish(&self, event: Event) {
         event.log();
@@ -198,6 +339,9 @@ impl Inner {
         let mut pending = VecDeque::from([input]);
         let mut first: Option<Result<Step>> = None;
         while let Some(input) = pending.pop_front() {
+            if matches!(input, Input::Reload { .. } | Input::PreflightResult { .. }) {
+                core.specs = None;
+            }
             let value = serde_json::to_value(&input)
                 .map_err(|e| HostError::Abi(format!("cannot encode an input: {e}")))?;
             let result = core.policy.step(&value);
@@ -238,14 +382,21 @@ impl Inner {
         match kind {
             "granted" => {
                 let lease = output.get("lease").and_then(Value::as_u64).unwrap_or(0);
+                let (executor, role) = (text(output, "executor"), text(output, "role"));
+                let waiter = core.take_waiter(&request);
+                telemetry::granted(
+                    &role,
+                    &executor,
+                    waiter.as_ref().map(|w| now.saturating_sub(w.requested_at)),
+                );
                 let outcome = Outcome::Granted {
                     lease,
-                    executor: text(output, "executor"),
-                    role: text(output, "role"),
+                    spec: core.spec(&executor, &role),
+                    role,
                     hold: output.get("hold").cloned(),
                 };
-                let delivered = match core.waiters.remove(&request) {
-                    Some(waiter) => waiter.send(outcome).is_ok(),
+                let delivered = match waiter {
+                    Some(waiter) => waiter.tx.send(outcome).is_ok(),
                     None => false,
                 };
                 if !delivered {
@@ -262,8 +413,8 @@ impl Inner {
                         .and_then(|r| serde_json::from_value(r).ok())
                         .unwrap_or_default(),
                 };
-                if let Some(waiter) = core.waiters.remove(&request) {
-                    let _ = waiter.send(outcome);
+                if let Some(waiter) = core.take_waiter(&request) {
+                    let _ = waiter.tx.send(outcome);
                 }
             }
             "timedOut" | "unavailable" | "cancelled" => {
@@ -272,8 +423,8 @@ impl Inner {
                     "unavailable" => Outcome::Unavailable,
                     _ => Outcome::Cancelled,
                 };
-                if let Some(waiter) = core.waiters.remove(&request) {
-                    let _ = waiter.send(outcome);
+                if let Some(waiter) = core.take_waiter(&request) {
+                    let _ = waiter.tx.send(outcome);
                 }
             }
             "probe" => {
@@ -309,6 +460,9 @@ impl Inner {
             }
             "event" => {
                 if let Some(event) = Event::from_output(output) {
+                    if event.name == "excluded" {
+                        telemetry::excluded(event.text("kind").unwrap_or("?"));
+                    }
                     self.publish(event);
                 }
             }
@@ -341,6 +495,7 @@ impl Inner {
                     );
                 }
             }
+            telemetry::probed(&executor, outcome.is_up());
             let input = Input::ProbeResult {
                 now: inner.clock.now_ms(),
                 executor,
@@ -481,7 +636,9 @@ async fn timer(weak: Weak<Inner>, notify: Arc<Notify>, clock: Clock) {
 /// How the state-file writer retries a failed write: `first`, doubling up to `max`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StateRetry {
+    /// The wait after the first failed attempt.
     pub first: Duration,
+    /// The longest wait, however many attempts failed.
     pub max: Duration,
 }
 
@@ -524,12 +681,37 @@ async fn write_pending(
     })
 }
 
+/// What [`Roster::flush`] answers for a failed attempt: `Read` when the file could not
+/// be read, otherwise `Write` (the policy module's error as its source's text).
+fn flush_error(error: &WriteError, file: &Path) -> HostError {
+    // An io::Error is not Clone; the OS error (ENOSPC ...) carries over as it is.
+    let copy = |source: &std::io::Error| match source.raw_os_error() {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => std::io::Error::new(source.kind(), source.to_string()),
+    };
+    match error {
+        WriteError::Unreadable { path, source } => HostError::Read {
+            path: path.clone(),
+            source: copy(source),
+        },
+        WriteError::Io { path, source } => HostError::Write {
+            path: path.clone(),
+            source: copy(source),
+        },
+        WriteError::Rule(error) => HostError::Write {
+            path: file.to_path_buf(),
+            source: std::io::Error::other(error.to_string()),
+        },
+    }
+}
+
 /// The state-file writer. Persists queue up; each attempt writes all of them at once
 /// (read, merge by the core's rule, write, under the file's lock). A failed attempt
 /// keeps them and tries again after a back-off (`stateFileUnreadable` or
 /// `stateFileWriteFailed`), merging again what came since, until the file holds
 /// every pending entry (`stateFileRecovered`). Never writes over what it could not
-/// read.
+/// read. A flush is answered once nothing is pending (`Ok`) or after an attempt that
+/// failed (that attempt's error; the entries stay pending and are retried).
 async fn writer(
     file: StateFile,
     rule: Arc<Mutex<ModuleRule>>,
@@ -539,7 +721,7 @@ async fn writer(
     retry: StateRetry,
 ) {
     let mut pending: Vec<Value> = Vec::new();
-    let mut flushes: Vec<oneshot::Sender<bool>> = Vec::new();
+    let mut flushes: Vec<oneshot::Sender<Result<()>>> = Vec::new();
     let mut failures = 0u32;
     let mut retry_at = tokio::time::Instant::now();
     let mut open = true;
@@ -570,9 +752,11 @@ async fn writer(
             }
         }
         let due = failures == 0 || !open || tokio::time::Instant::now() >= retry_at;
-        let mut failed = false;
+        // This round's attempt, if it failed: what waiting flushes answer.
+        let mut failed: Option<WriteError> = None;
         if !pending.is_empty() && due {
             let (result, mut events) = write_pending(&file, &rule, &pending, clock.now_ms()).await;
+            telemetry::state_written(result.is_ok());
             let path = file.path().display().to_string();
             match result {
                 Ok(()) => {
@@ -592,7 +776,6 @@ async fn writer(
                 }
                 Err(error) => {
                     failures += 1;
-                    failed = true;
                     let wait = retry.after(failures);
                     retry_at = tokio::time::Instant::now() + wait;
                     let name = match error {
@@ -617,6 +800,7 @@ async fn writer(
                         .with("error", error.to_string())
                         .with("retryInMs", if open { wait.as_millis() as u64 } else { 0 }),
                     );
+                    failed = Some(error);
                     if !open {
                         pending.clear();
                     }
@@ -627,14 +811,18 @@ async fn writer(
                 None => events.iter().for_each(Event::log),
             }
         }
-        if pending.is_empty() || failed {
+        if let Some(error) = failed {
             for done in flushes.drain(..) {
-                let _ = done.send(pending.is_empty());
+                let _ = done.send(Err(flush_error(&error, file.path())));
+            }
+        } else if pending.is_empty() {
+            for done in flushes.drain(..) {
+                let _ = done.send(Ok(()));
             }
         }
     }
     for done in flushes {
-        let _ = done.send(pending.is_empty());
+        let _ = done.send(Ok(()));
     }
 }
 
@@ -698,6 +886,7 @@ impl RosterBuilder {
         self
     }
 
+    /// The policy's options (event level, kinds, ...).
     pub fn options(mut self, options: Options) -> Self {
         self.options = options;
         self
@@ -733,11 +922,13 @@ impl RosterBuilder {
         self
     }
 
+    /// Who creates and deletes machines and runs preflights (default: [`NoProvisioner`]).
     pub fn provisioner(mut self, provisioner: Arc<dyn Provisioner>) -> Self {
         self.provisioner = provisioner;
         self
     }
 
+    /// How long a health probe may take before it counts as down (default 5 s).
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
         self.probe_timeout = timeout;
         self
@@ -750,6 +941,7 @@ impl RosterBuilder {
         self
     }
 
+    /// The clock the host reads (default: the system's; tests start one at a fixed time).
     pub fn clock(mut self, clock: Clock) -> Self {
         self.clock = Some(clock);
         self
@@ -763,6 +955,7 @@ impl RosterBuilder {
 
     /// Loads the module, builds the policy, restores the state file, starts the tasks.
     pub async fn build(self) -> Result<Roster> {
+        telemetry::describe();
         let runtime = tokio::runtime::Handle::current();
         let source = self.document.is_none().then(|| self.source.clone());
         let document = match (&self.document, &source) {
@@ -810,6 +1003,8 @@ impl RosterBuilder {
                 policy,
                 starting: None,
                 waiters: BTreeMap::new(),
+                waiting: BTreeMap::new(),
+                specs: Document::from_json(&document, None).ok().map(specs_of),
                 next_request: 0,
                 wake_at: None,
                 probing: BTreeSet::new(),
@@ -944,7 +1139,7 @@ impl Drop for CancelGuard {
             Ok(Outcome::Granted { lease, .. }) => Input::Release { now, lease },
             Ok(_) => return,
             Err(_) => {
-                core.waiters.remove(&self.request);
+                core.take_waiter(&self.request);
                 Input::Cancel {
                     now,
                     id: self.request.clone(),
@@ -957,6 +1152,7 @@ impl Drop for CancelGuard {
 }
 
 impl Roster {
+    /// A builder: say where the roster comes from, then `build().await`.
     pub fn builder() -> RosterBuilder {
         RosterBuilder {
             document: None,
@@ -1001,8 +1197,15 @@ impl Roster {
         core.next_request += 1;
         let id = format!("r{}", core.next_request);
         let (tx, rx) = oneshot::channel();
-        core.waiters.insert(id.clone(), tx);
         let now = self.inner.clock.now_ms();
+        core.add_waiter(
+            id.clone(),
+            Waiter {
+                tx,
+                role: role.to_string(),
+                requested_at: now,
+            },
+        );
         let deadline = options
             .timeout
             .map(|t| now.saturating_add(u64::try_from(t.as_millis()).unwrap_or(u64::MAX)));
@@ -1025,6 +1228,7 @@ impl Roster {
         &self,
         request: &LeaseRequest,
         rx: oneshot::Receiver<Outcome>,
+        span: tracing::Span,
     ) -> Result<Option<Lease>> {
         let mut guard = CancelGuard {
             inner: self.inner.clone(),
@@ -1039,21 +1243,36 @@ impl Roster {
         match outcome.map_err(|_| HostError::Closed)? {
             Outcome::Granted {
                 lease,
-                executor,
+                spec,
                 role,
                 hold,
-            } => Ok(Some(Lease {
-                inner: self.inner.clone(),
-                lease,
-                request: request.id.clone(),
-                executor,
-                role,
-                hold,
-                released: false,
-            })),
+            } => {
+                let granted_at = self.inner.clock.now_ms();
+                span.record("executor", spec.id.as_str());
+                span.record("lease", lease);
+                tracing::debug!(
+                    target: "rota::host",
+                    parent: &span,
+                    wait_ms = granted_at.saturating_sub(request.now),
+                    "lease granted"
+                );
+                Ok(Some(Lease {
+                    inner: self.inner.clone(),
+                    lease,
+                    request: request.id.clone(),
+                    spec,
+                    role,
+                    hold,
+                    granted_at,
+                    span,
+                    released: false,
+                }))
+            }
             Outcome::Exhausted { role, reasons } => Err(HostError::Exhausted { role, reasons }),
             Outcome::TimedOut => Err(HostError::TimedOut {
                 request: request.id.clone(),
+                role: request.role.clone(),
+                label: request.label.clone(),
             }),
             Outcome::Cancelled => Err(HostError::Cancelled {
                 request: request.id.clone(),
@@ -1062,18 +1281,38 @@ impl Roster {
         }
     }
 
-    fn submit(&self, request: &LeaseRequest, input: Input) -> Result<()> {
-        self.inner.feed(input).map(drop).inspect_err(|_| {
-            lock(&self.inner.core).waiters.remove(&request.id);
+    /// Feeds a request's input inside its span, which lives as long as the lease:
+    /// requested, granted (or how it ended), released.
+    fn submit(&self, request: &LeaseRequest, input: Input) -> Result<tracing::Span> {
+        let span = tracing::info_span!(
+            target: "rota::host",
+            "lease",
+            request = %request.id,
+            role = %request.role,
+            label = request.label.as_deref(),
+            executor = tracing::field::Empty,
+            lease = tracing::field::Empty,
+        );
+        span.in_scope(|| {
+            tracing::debug!(target: "rota::host", kind = input.kind(), "lease requested");
+            self.inner.feed(input).map(drop)
         })
+        .inspect_err(|_| {
+            lock(&self.inner.core).take_waiter(&request.id);
+        })?;
+        Ok(span)
     }
 
     /// Waits for a slot; fails `Exhausted` when none can ever come, `TimedOut` after
     /// `options.timeout`. Dropping the future cancels the request.
     pub async fn lease(&self, role: &str, options: LeaseOptions) -> Result<Lease> {
         let (request, rx) = self.request(role, options);
-        self.submit(&request, Input::Lease(request.clone()))?;
-        match self.wait(&request, rx).await? {
+        let span = self.submit(&request, Input::Lease(request.clone()))?;
+        match self
+            .wait(&request, rx, span.clone())
+            .instrument(span)
+            .await?
+        {
             Some(lease) => Ok(lease),
             None => Err(HostError::Cancelled {
                 request: request.id,
@@ -1084,8 +1323,8 @@ impl Roster {
     /// A slot now, or `None`. (On an executor with `provision`, waits for the machine.)
     pub async fn try_lease(&self, role: &str, options: LeaseOptions) -> Result<Option<Lease>> {
         let (request, rx) = self.request(role, options);
-        self.submit(&request, Input::TryLease(request.clone()))?;
-        self.wait(&request, rx).await
+        let span = self.submit(&request, Input::TryLease(request.clone()))?;
+        self.wait(&request, rx, span.clone()).instrument(span).await
     }
 
     /// Records work already running on `executor` after a restart: it takes a slot
@@ -1104,10 +1343,13 @@ impl Roster {
             role: role.map(str::to_string),
             hold,
         };
-        self.submit(&request, input)?;
-        self.wait(&request, rx).await?.ok_or(HostError::Cancelled {
-            request: request.id,
-        })
+        let span = self.submit(&request, input)?;
+        self.wait(&request, rx, span.clone())
+            .instrument(span)
+            .await?
+            .ok_or(HostError::Cancelled {
+                request: request.id,
+            })
     }
 
     fn exclusion_of(&self, executor: &str) -> Option<ExclusionStatus> {
@@ -1214,16 +1456,20 @@ impl Roster {
         self.reload(source.load()?)
     }
 
+    /// Every executor, lease and waiting request now.
     pub fn snapshot(&self) -> Result<Snapshot> {
         self.inner.query(|p| p.snapshot())
     }
 
+    /// The snapshot as the core's JSON.
     pub fn snapshot_json(&self) -> Result<Value> {
         self.inner.query(|p| p.snapshot_json())
     }
 
-    pub fn explain(&self, request: &ExplainRequest) -> Result<Explanation> {
-        self.inner.query(|p| p.explain(request))
+    /// Why each executor can or cannot take a request now: an [`Explain`] or an [`ExplainRequest`].
+    pub fn explain(&self, request: impl Into<ExplainRequest>) -> Result<Explanation> {
+        let request = request.into();
+        self.inner.query(|p| p.explain(&request))
     }
 
     /// A dry run of a reload.
@@ -1241,6 +1487,7 @@ impl Roster {
         self.inner.query(|p| p.slots(role))
     }
 
+    /// Whether an executor outside `avoid` could ever serve `role`.
     pub fn can_ever_serve(&self, role: &str, avoid: &[String]) -> Result<bool> {
         self.inner.query(|p| p.can_ever_serve(role, avoid))
     }
@@ -1287,16 +1534,34 @@ impl Roster {
         result
     }
 
-    /// Waits until every state-file write asked for so far is on disk (`true`), or
-    /// until an attempt failed (`false`: the writer keeps them and retries).
-    pub async fn flush(&self) -> bool {
-        if let Some(writer) = &self.inner.writer {
-            let (tx, rx) = oneshot::channel();
-            if writer.send(WriterMsg::Flush(tx)).is_ok() {
-                return rx.await.unwrap_or(false);
-            }
-        }
-        true
+    /// Waits until every state-file write asked for so far is on disk: `Ok`. When an
+    /// attempt fails first, its error (`HostError::Write`, or `HostError::Read` when the
+    /// file is there but cannot be read): the writes are not lost, the writer keeps them
+    /// pending and retries with back-off (`RosterBuilder::state_retry`), so a later
+    /// flush can answer `Ok`. Each failure is an event too (`stateFileWriteFailed` or
+    /// `stateFileUnreadable`). Without a state file: `Ok` at once.
+    pub async fn flush(&self) -> Result<()> {
+        let Some(writer) = &self.inner.writer else {
+            return Ok(());
+        };
+        let (tx, rx) = oneshot::channel();
+        writer
+            .send(WriterMsg::Flush(tx))
+            .map_err(|_| HostError::Closed)?;
+        rx.await.map_err(|_| HostError::Closed)?
+    }
+
+    /// The running roster document (as the policy holds it: the last accepted reload).
+    pub fn document(&self) -> Result<Value> {
+        self.inner.query(|p| p.document())
+    }
+
+    /// The running document's entry for `executor`, parsed (`None`: no such executor).
+    pub fn executor_spec(&self, executor: &str) -> Result<Option<ExecutorSpec>> {
+        let document = self.document()?;
+        let parsed = Document::from_json(&document, None)
+            .map_err(|violations| HostError::Invalid { violations })?;
+        Ok(parsed.executor(executor).cloned())
     }
 }
 
@@ -1305,9 +1570,12 @@ pub struct Lease {
     inner: Arc<Inner>,
     lease: u64,
     request: String,
-    executor: String,
+    spec: Arc<ExecutorSpec>,
     role: String,
     hold: Option<Value>,
+    granted_at: u64,
+    /// The request's span: open from the request to the release.
+    span: tracing::Span,
     released: bool,
 }
 
@@ -1315,7 +1583,7 @@ impl std::fmt::Debug for Lease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lease")
             .field("lease", &self.lease)
-            .field("executor", &self.executor)
+            .field("executor", &self.spec.id)
             .field("role", &self.role)
             .finish_non_exhaustive()
     }
@@ -1332,10 +1600,24 @@ impl Lease {
         &self.request
     }
 
+    /// The executor's id.
     pub fn executor(&self) -> &str {
-        &self.executor
+        &self.spec.id
     }
 
+    /// The executor's entry in the running roster document, parsed: `harness`,
+    /// `model`, slots, roles ...; `spec().raw` is the entry as written, with every
+    /// field the core does not read (`baseUrl`, `env`, `flags` ...).
+    pub fn spec(&self) -> &ExecutorSpec {
+        &self.spec
+    }
+
+    /// A field of the executor's entry as written (`"baseUrl"`, `"env"` ...).
+    pub fn field(&self, key: &str) -> Option<&Value> {
+        self.spec.raw.get(key)
+    }
+
+    /// The role it was granted for.
     pub fn role(&self) -> &str {
         &self.role
     }
@@ -1350,12 +1632,23 @@ impl Lease {
         Roster {
             inner: self.inner.clone(),
         }
-        .report(&self.executor, failure)
+        .report(&self.spec.id, failure)
+    }
+
+    /// Notes the release in the lease's span.
+    fn log_release(&self) {
+        tracing::debug!(
+            target: "rota::host",
+            parent: &self.span,
+            held_ms = self.inner.clock.now_ms().saturating_sub(self.granted_at),
+            "lease released"
+        );
     }
 
     /// Gives the slot back now.
     pub fn release(mut self) -> Result<()> {
         self.released = true;
+        self.log_release();
         self.inner
             .feed(Input::Release {
                 now: self.inner.clock.now_ms(),
@@ -1368,6 +1661,7 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         if !self.released {
+            self.log_release();
             let input = Input::Release {
                 now: self.inner.clock.now_ms(),
                 lease: self.lease,

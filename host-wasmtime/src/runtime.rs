@@ -21,7 +21,9 @@ use crate::guest::{CallError, Guest};
 /// One step's result: every output, and when to wake the core next.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
+    /// The outputs, in order.
     pub outputs: Vec<Value>,
+    /// When to feed the next `tick` (epoch ms).
     pub wake_at: Option<u64>,
 }
 
@@ -46,6 +48,7 @@ pub const CHECKPOINT_EVERY: usize = 4096;
 /// A checkpoint is due when the journal holds this many times its size in bytes.
 const JOURNAL_TO_CHECKPOINT_RATIO: usize = 4;
 
+/// One policy in its sandbox: a guest instance, its last checkpoint and the journal since.
 pub struct PolicyRuntime {
     module: PolicyModule,
     /// The live instance and its policy handle; `None` after a failed restore.
@@ -148,6 +151,7 @@ impl PolicyRuntime {
         self.checkpoint_every = inputs.max(1);
     }
 
+    /// The module it runs.
     pub fn module(&self) -> &PolicyModule {
         &self.module
     }
@@ -348,6 +352,7 @@ impl PolicyRuntime {
         }
     }
 
+    /// The core's snapshot, as JSON.
     pub fn snapshot_json(&mut self) -> Result<Value> {
         self.query(&json!({ "query": "snapshot" }))
     }
@@ -358,20 +363,24 @@ impl PolicyRuntime {
         self.query(&json!({ "query": "classify", "failure": failure }))
     }
 
+    /// The core's snapshot.
     pub fn snapshot(&mut self) -> Result<Snapshot> {
         typed(self.snapshot_json()?, "snapshot")
     }
 
+    /// Why each executor can or cannot take the request now.
     pub fn explain(&mut self, request: &ExplainRequest) -> Result<Explanation> {
         let value = self.query(&json!({ "query": "explain", "request": request }))?;
         typed(value, "explain")
     }
 
+    /// What a reload to `document` would do (changes nothing).
     pub fn plan(&mut self, document: &Value) -> Result<Plan> {
         let value = self.query(&json!({ "query": "plan", "document": document }))?;
         typed(value, "plan")
     }
 
+    /// Free slots for `role` now.
     pub fn available(&mut self, role: &str) -> Result<u32> {
         typed(
             self.query(&json!({ "query": "available", "role": role }))?,
@@ -379,6 +388,7 @@ impl PolicyRuntime {
         )
     }
 
+    /// Configured slots for `role`.
     pub fn slots(&mut self, role: &str) -> Result<u32> {
         typed(
             self.query(&json!({ "query": "slots", "role": role }))?,
@@ -386,6 +396,7 @@ impl PolicyRuntime {
         )
     }
 
+    /// Whether an executor outside `avoid` could ever serve `role`.
     pub fn can_ever_serve(&mut self, role: &str, avoid: &[String]) -> Result<bool> {
         let query = json!({ "query": "canEverServe", "role": role, "avoid": avoid });
         typed(self.query(&query)?, "canEverServe")

@@ -10,15 +10,21 @@
 //! and sometimes fail. An operator pauses one executor for half an hour mid-run.
 //!
 //! The same seed gives the same run, step for step: the trace it writes replays
-//! exactly (`rota replay`).
+//! exactly (`rota replay`). A `tick` is fed only when the core's wake-up time has
+//! come and no other input came at or after it: a trace has no empty ticks.
+//!
+//! With `tracing` enabled for `rota::core` (`rota -v simulate`), the core's events are
+//! logged in a span `sim{at=...}` that gives their virtual time; `rota::sim` at debug
+//! logs every input.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use rota_core::Document;
 use serde_json::{json, Value};
 
 use crate::error::{HostError, Result};
+use crate::event::Event;
 use crate::runtime::PolicyRuntime;
 use crate::trace::TraceWriter;
 
@@ -32,10 +38,12 @@ const MINUTE: u64 = 60_000;
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator seeded with `seed`.
     pub fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -49,6 +57,7 @@ impl Rng {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
+    /// True with probability `p`.
     pub fn chance(&mut self, p: f64) -> bool {
         self.unit() < p
     }
@@ -67,6 +76,7 @@ impl Rng {
 /// How a simulation runs.
 #[derive(Debug, Clone)]
 pub struct SimConfig {
+    /// Seed of every random draw.
     pub seed: u64,
     /// Virtual hours.
     pub hours: f64,
@@ -76,9 +86,11 @@ pub struct SimConfig {
     pub load: f64,
     /// Per finished call: chance of a rate limit / a usage limit.
     pub rate_limit_chance: f64,
+    /// Per finished call: chance of a usage limit.
     pub usage_limit_chance: f64,
     /// Mean time between an executor's outages, and their length range.
     pub mean_time_between_outages_ms: u64,
+    /// The shortest and longest outage.
     pub outage_ms: (u64, u64),
 }
 
@@ -100,27 +112,40 @@ impl Default for SimConfig {
 /// What a run measured.
 #[derive(Debug, Clone, Default)]
 pub struct SimReport {
+    /// Inputs fed.
     pub steps: u64,
+    /// Lease requests made.
     pub requests: u64,
+    /// Leases granted.
     pub granted: u64,
+    /// Requests that ended exhausted.
     pub exhausted: u64,
+    /// Requests that timed out.
     pub timed_out: u64,
     /// Still waiting when the run ended.
     pub cancelled: u64,
+    /// Inputs the core rejected.
     pub rejected_inputs: u64,
     /// Wait of each granted request (ms).
     pub waits_ms: Vec<u64>,
+    /// Exclusions, by kind.
     pub exclusions_by_kind: BTreeMap<String, u64>,
+    /// Health probes asked for.
     pub probes: u64,
+    /// State-file writes asked for.
     pub persists: u64,
+    /// Machines created.
     pub machines_created: u64,
+    /// Machine creations that failed.
     pub machines_failed: u64,
     /// (executor, slots, busy slot-ms).
     pub executors: Vec<(String, u32, u128)>,
+    /// The simulated time (ms).
     pub duration_ms: u64,
 }
 
 impl SimReport {
+    /// Mean wait of the granted requests (ms).
     pub fn mean_wait_ms(&self) -> f64 {
         if self.waits_ms.is_empty() {
             0.0
@@ -129,6 +154,7 @@ impl SimReport {
         }
     }
 
+    /// The `p` quantile of the waits (ms), `p` in [0, 1].
     pub fn percentile_wait_ms(&self, p: f64) -> u64 {
         let mut waits = self.waits_ms.clone();
         waits.sort_unstable();
@@ -139,16 +165,32 @@ impl SimReport {
         waits[rank - 1]
     }
 
-    /// The summary table.
+    /// Each executor's share of its slot-time that was leased (0 to 1).
+    pub fn utilization(&self) -> Vec<(&str, u32, f64)> {
+        self.executors
+            .iter()
+            .map(|(id, slots, busy)| {
+                let capacity = u128::from(*slots) * u128::from(self.duration_ms.max(1));
+                let share = if capacity == 0 {
+                    0.0
+                } else {
+                    *busy as f64 / capacity as f64
+                };
+                (id.as_str(), *slots, share)
+            })
+            .collect()
+    }
+
+    /// The summary tables.
     pub fn render(&self) -> String {
         let secs = |ms: f64| format!("{:.1} s", ms / 1000.0);
-        let mut out = String::new();
-        out.push_str(&format!(
+        let mut out = format!(
             "simulated {:.1} h in {} steps\n\n",
             self.duration_ms as f64 / 3_600_000.0,
             self.steps
-        ));
-        let rows = [
+        );
+        let mut summary = crate::table::plain();
+        for (name, value) in [
             ("lease requests", self.requests.to_string()),
             ("leases granted", self.granted.to_string()),
             ("timed out", self.timed_out.to_string()),
@@ -166,43 +208,60 @@ impl SimReport {
                     self.machines_created, self.machines_failed
                 ),
             ),
-        ];
-        for (name, value) in rows {
-            out.push_str(&format!("  {name:<16} {value}\n"));
+        ] {
+            summary.add_row([name.to_string(), value]);
         }
+        out.push_str(&format!("{}\n", crate::table::render(&summary)));
         out.push_str("\nexclusions by kind\n");
         if self.exclusions_by_kind.is_empty() {
             out.push_str("  (none)\n");
-        }
-        for (kind, count) in &self.exclusions_by_kind {
-            out.push_str(&format!("  {kind:<16} {count}\n"));
+        } else {
+            let mut kinds = crate::table::plain();
+            for (kind, count) in &self.exclusions_by_kind {
+                kinds.add_row([kind.clone(), count.to_string()]);
+            }
+            out.push_str(&format!("{}\n", crate::table::render(&kinds)));
         }
         out.push_str("\nutilization per executor\n");
-        let width = self
-            .executors
-            .iter()
-            .map(|(id, ..)| id.len())
-            .max()
-            .unwrap_or(8)
-            .max(8);
-        out.push_str(&format!(
-            "  {:<width$}  {:>5}  {:>11}\n",
-            "executor", "slots", "utilization"
-        ));
-        for (id, slots, busy) in &self.executors {
-            let capacity = u128::from(*slots) * u128::from(self.duration_ms.max(1));
-            let share = if capacity == 0 {
-                0.0
-            } else {
-                *busy as f64 / capacity as f64
-            };
-            let bar = "#".repeat((share * 20.0).round() as usize);
-            out.push_str(&format!(
-                "  {id:<width$}  {slots:>5}  {:>10.1}%  {bar}\n",
-                share * 100.0
-            ));
+        let mut executors = crate::table::plain();
+        executors.set_header(["executor", "slots", "utilization", ""]);
+        for (id, slots, share) in self.utilization() {
+            executors.add_row([
+                id.to_string(),
+                slots.to_string(),
+                format!("{:.1}%", share * 100.0),
+                "#".repeat((share * 20.0).round() as usize),
+            ]);
         }
+        crate::table::align_right(&mut executors, &[1, 2]);
+        out.push_str(&format!("{}\n", crate::table::render(&executors)));
         out
+    }
+
+    /// The report as JSON (`rota simulate --json`; the README gives the shape).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "simulatedHours": self.duration_ms as f64 / 3_600_000.0,
+            "steps": self.steps,
+            "requests": self.requests,
+            "granted": self.granted,
+            "timedOut": self.timed_out,
+            "leftWaiting": self.cancelled,
+            "exhausted": self.exhausted,
+            "rejectedInputs": self.rejected_inputs,
+            "waitMs": {
+                "mean": self.mean_wait_ms(),
+                "p50": self.percentile_wait_ms(0.50),
+                "p99": self.percentile_wait_ms(0.99),
+            },
+            "probes": self.probes,
+            "stateWrites": self.persists,
+            "machines": { "created": self.machines_created, "failed": self.machines_failed },
+            "exclusionsByKind": self.exclusions_by_kind,
+            "executors": self.utilization().into_iter().map(|(id, slots, share)| json!({
+                "id": id, "slots": slots, "utilization": share,
+            })).collect::<Vec<_>>(),
+        })
     }
 }
 
@@ -282,7 +341,14 @@ struct World {
     requested_at: BTreeMap<String, u64>,
     next_job: u64,
     next_machine: u64,
-    tick_at: Option<u64>,
+    /// The core's wake-up time, from its last answer.
+    wake_at: Option<u64>,
+    /// The time of the last input fed: the core has done everything due by then.
+    last_input_at: Option<u64>,
+    /// Times with a `Tick` in the agenda.
+    ticks: BTreeSet<u64>,
+    /// Whether the core's events go to `tracing` (`rota -v simulate`).
+    log_events: bool,
     report: SimReport,
 }
 
@@ -438,10 +504,12 @@ impl World {
                 None
             }
             Happening::Tick => {
-                if self.tick_at == Some(now) {
-                    self.tick_at = None;
-                }
-                Some(json!({ "type": "tick", "now": now }))
+                self.ticks.remove(&now);
+                // Only when the wake-up time has come, and not at the time of the last
+                // input (which did everything due by then): no empty ticks.
+                let due = self.wake_at.is_some_and(|wake| wake <= now)
+                    && self.last_input_at.is_none_or(|last| now > last);
+                due.then(|| json!({ "type": "tick", "now": now }))
             }
             Happening::Pause { executor } => Some(json!({
                 "type": "exclude", "now": now, "executor": executor, "kind": "manual",
@@ -484,6 +552,11 @@ impl World {
             .unwrap_or_default()
         {
             let text = |k: &str| output[k].as_str().unwrap_or_default().to_string();
+            if self.log_events && output["type"] == "event" {
+                if let Some(event) = Event::from_output(output) {
+                    event.log();
+                }
+            }
             match output["type"].as_str().unwrap_or_default() {
                 "granted" => {
                     self.report.granted += 1;
@@ -553,10 +626,12 @@ impl World {
                 _ => {}
             }
         }
-        if let Some(wake) = result["wakeAt"].as_u64() {
-            if self.tick_at.is_none_or(|t| wake < t) && wake < self.end {
-                self.tick_at = Some(wake);
-                self.at(wake.max(now), Happening::Tick);
+        self.wake_at = result["wakeAt"].as_u64();
+        // A tick at the wake-up time (once per time; one that is no longer due when
+        // its time comes is not fed). A wake-up time not after this input needs none.
+        if let Some(wake) = self.wake_at.filter(|&w| w > now && w < self.end) {
+            if self.ticks.insert(wake) {
+                self.at(wake, Happening::Tick);
             }
         }
     }
@@ -611,7 +686,11 @@ pub fn simulate(
         requested_at: BTreeMap::new(),
         next_job: 0,
         next_machine: 0,
-        tick_at: None,
+        wake_at: None,
+        last_input_at: None,
+        ticks: BTreeSet::new(),
+        // Decided once: building events costs, a disabled callsite does not.
+        log_events: tracing::enabled!(target: "rota::core", tracing::Level::WARN),
         report: SimReport::default(),
     };
     world.at(start, Happening::Arrival);
@@ -656,10 +735,17 @@ pub fn simulate(
             continue;
         };
         let input_text = input.to_string();
+        // The virtual time of what the step logs.
+        let _at = world.log_events.then(|| {
+            tracing::info_span!(target: "rota::sim", "sim", at = %rota_core::iso_time(when))
+                .entered()
+        });
+        tracing::debug!(target: "rota::sim", input = %input_text, "input");
         let text = runtime.step_text(&input_text)?;
         let result: Value = serde_json::from_str(&text)
             .map_err(|e| HostError::Abi(format!("a step result is not JSON: {e}")))?;
         world.report.steps += 1;
+        world.last_input_at = Some(when);
         if let Some(trace) = trace.as_deref_mut() {
             trace.step_text(&input_text, &text)?;
         }

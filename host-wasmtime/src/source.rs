@@ -1,6 +1,6 @@
-//! Where a roster document comes from: a user roster file, a repository overlay
-//! merged over it (same id replaces, `disabled: true` removes, new ids add), and an
-//! `--executors a,b` narrowing.
+//! Where a roster document comes from: a user roster file (JSON, or YAML when it is
+//! named `.yaml`/`.yml`), a repository overlay merged over it (same id replaces,
+//! `disabled: true` removes, new ids add), and an `--executors a,b` narrowing.
 
 use std::path::{Path, PathBuf};
 
@@ -22,19 +22,42 @@ pub struct RosterSource {
 
 /// Reads a JSON file. Unreadable: `Read`; not JSON: `Invalid` at `$` of that file.
 pub fn read_json(path: &Path) -> Result<Value> {
-    let text = std::fs::read_to_string(path).map_err(|source| HostError::Read {
+    let text = read_text(path)?;
+    serde_json::from_str(&text).map_err(|e| not_readable(path, "JSON", &e))
+}
+
+/// Reads a roster file: YAML when its name ends in `.yaml` or `.yml`, else JSON.
+/// Unreadable: `Read`; not JSON/YAML: `Invalid` at `$` of that file.
+pub fn read_document(path: &Path) -> Result<Value> {
+    let yaml = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
+    if !yaml {
+        return read_json(path);
+    }
+    let text = read_text(path)?;
+    serde_norway::from_str(&text).map_err(|e| not_readable(path, "YAML", &e))
+}
+
+fn read_text(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| HostError::Read {
         path: path.to_path_buf(),
         source,
-    })?;
-    serde_json::from_str(&text).map_err(|e| HostError::Invalid {
-        violations: vec![Violation {
-            path: format!("{}: $", path.display()),
-            message: format!("not JSON: {e}"),
-        }],
     })
 }
 
+fn not_readable(path: &Path, format: &str, error: &dyn std::fmt::Display) -> HostError {
+    HostError::Invalid {
+        violations: vec![Violation {
+            path: format!("{}: $", path.display()),
+            message: format!("not {format}: {error}"),
+        }],
+    }
+}
+
 impl RosterSource {
+    /// Only a user roster file.
     pub fn file(path: impl Into<PathBuf>) -> RosterSource {
         RosterSource {
             roster: Some(path.into()),
@@ -45,11 +68,11 @@ impl RosterSource {
     /// The merged, narrowed document (not yet validated: the policy does that).
     pub fn load(&self) -> Result<Value> {
         let user = match &self.roster {
-            Some(path) => read_json(path)?,
+            Some(path) => read_document(path)?,
             None => Value::Null,
         };
         let repo = match &self.repo {
-            Some(path) => read_json(path)?,
+            Some(path) => read_document(path)?,
             None => Value::Null,
         };
         if user.is_null() && repo.is_null() {

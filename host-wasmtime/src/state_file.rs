@@ -57,6 +57,7 @@ pub struct ModuleRule {
 }
 
 impl ModuleRule {
+    /// The rule of `module` (instantiated at the first call).
     pub fn new(module: PolicyModule) -> ModuleRule {
         ModuleRule {
             module,
@@ -123,13 +124,17 @@ pub enum WriteError {
     /// The file is there but cannot be read: it is left as it is.
     #[error("cannot read {}: {source}", path.display())]
     Unreadable {
+        /// The state file.
         path: PathBuf,
+        /// Why it cannot be read.
         source: std::io::Error,
     },
     /// The lock, the temporary file, the rename ...
     #[error("cannot write {}: {source}", path.display())]
     Io {
+        /// The state file.
         path: PathBuf,
+        /// The failed operation's error.
         source: std::io::Error,
     },
     /// The policy module failed.
@@ -199,10 +204,12 @@ enum Contents {
 }
 
 impl StateFile {
+    /// The state file at `path`.
     pub fn new(path: impl Into<PathBuf>) -> StateFile {
         StateFile { path: path.into() }
     }
 
+    /// Where it is.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -31,7 +31,9 @@ use serde_json::{json, Value};
 use crate::error::{HostError, Result};
 use crate::runtime::PolicyRuntime;
 
+/// The `format` of a trace file.
 pub const TRACE_FORMAT: &str = "rota-trace";
+/// The `version` of the trace format this host writes and reads.
 pub const TRACE_VERSION: u64 = 1;
 
 /// One recorded step: `{input, outputs, wakeAt}` or `{input, error}`.
@@ -65,6 +67,7 @@ pub struct TraceWriter {
 }
 
 impl TraceWriter {
+    /// Starts a trace file at `path` for a policy built from `document` and `options`.
     pub fn create(path: &Path, document: &Value, options: &Value) -> Result<TraceWriter> {
         let write_error = |source| HostError::Write {
             path: path.to_path_buf(),
@@ -119,6 +122,7 @@ impl TraceWriter {
             })
     }
 
+    /// Ends the file; the number of steps written.
     pub fn finish(mut self) -> Result<u64> {
         self.out
             .write_all(b"\n]}\n")
@@ -134,12 +138,16 @@ impl TraceWriter {
 /// A parsed trace.
 #[derive(Debug, Clone)]
 pub struct Trace {
+    /// The roster document the policy was built from.
     pub document: Value,
+    /// The policy's options.
     pub options: Value,
+    /// Every step: `{input, outputs, wakeAt}` or `{input, error}`.
     pub steps: Vec<Value>,
 }
 
 impl Trace {
+    /// Reads a trace file.
     pub fn read(path: &Path) -> Result<Trace> {
         let value = crate::source::read_json(path)?;
         Trace::from_value(value).map_err(|message| HostError::Invalid {
@@ -150,6 +158,7 @@ impl Trace {
         })
     }
 
+    /// A trace from its JSON (`Err`: why it is not one).
     pub fn from_value(mut value: Value) -> std::result::Result<Trace, String> {
         if value.get("format").and_then(Value::as_str) != Some(TRACE_FORMAT) {
             return Err(format!(
@@ -190,9 +199,13 @@ impl Trace {
 /// The first step whose answer differs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mismatch {
+    /// Its index in the trace.
     pub step: usize,
+    /// The input fed.
     pub input: Value,
+    /// The answer the trace holds.
     pub expected: Value,
+    /// The answer the engine gave.
     pub actual: Value,
     /// Where inside the answer: `outputs[3]`, `wakeAt`, `outputs (length)`, `error`.
     pub at: String,
@@ -251,6 +264,7 @@ fn first_difference(expected: &Value, actual: &Value) -> Option<String> {
 
 /// What a replay engine must do: answer one input as the core's step result.
 pub trait StepEngine {
+    /// Answers one input as the core's step result (`{outputs, wakeAt}` or `{error}`).
     fn step(&mut self, input: &Value) -> Result<Value>;
 }
 
@@ -264,6 +278,7 @@ impl StepEngine for PolicyRuntime {
 pub struct NativeEngine(pub rota_core::Policy);
 
 impl NativeEngine {
+    /// The native core built from a trace's document and options.
     pub fn new(document: &Value, options: &Value) -> Result<NativeEngine> {
         let options = rota_core::json::parse_options(options)
             .map_err(|e| HostError::from_policy_json(&e.to_json()))?;

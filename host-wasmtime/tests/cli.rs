@@ -340,3 +340,287 @@ fn explain_restores_the_state_file_then_explains() {
         text(&out.stderr)
     );
 }
+
+/// The one JSON object `--json` prints on stdout.
+fn json_out(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}):\n{}\n{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        )
+    })
+}
+
+#[test]
+fn json_on_every_subcommand() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = rota(&["check", &example(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let check = json_out(&out);
+    assert_eq!(check["command"], "check");
+    assert_eq!(check["ok"], true);
+    assert_eq!(check["executors"].as_array().map(Vec::len), Some(6));
+    assert_eq!(check["executors"][0]["id"], "claude-opus");
+    assert!(check["slotsPerRole"]["coder"].as_u64().is_some(), "{check}");
+
+    let bad = write(
+        dir.path(),
+        "bad.json",
+        &json!({ "executors": [ { "id": "a", "harness": "pi", "roles": ["coder"], "slots": 0 } ] })
+            .to_string(),
+    );
+    let out = rota(&["--json", "check", &bad]);
+    assert_eq!(out.status.code(), Some(1));
+    let failed = json_out(&out);
+    assert_eq!(failed["ok"], false);
+    assert_eq!(failed["exit"], 1);
+    assert_eq!(failed["violations"][0]["path"], "executors[0].slots");
+    assert!(out.stderr.is_empty() || !text(&out.stderr).contains("violation"));
+
+    let trace = dir.path().join("t.json").display().to_string();
+    let out = rota(&[
+        "simulate", "--hours", "1", "--seed", "5", "--trace", &trace, "-q", "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let sim = json_out(&out);
+    assert_eq!(sim["command"], "simulate");
+    assert_eq!(sim["seed"], 5);
+    for key in [
+        "requests",
+        "granted",
+        "timedOut",
+        "leftWaiting",
+        "probes",
+        "stateWrites",
+    ] {
+        assert!(sim["report"][key].is_u64(), "{key} in {sim}");
+    }
+    assert!(sim["report"]["waitMs"]["p99"].is_u64(), "{sim}");
+    assert_eq!(sim["report"]["executors"].as_array().map(Vec::len), Some(6));
+    let steps = sim["trace"]["steps"].as_u64().expect("trace steps");
+    assert_eq!(sim["report"]["steps"].as_u64(), Some(steps));
+
+    let out = rota(&["replay", &trace, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let replayed = json_out(&out);
+    assert_eq!(replayed["steps"].as_u64(), Some(steps));
+    assert_eq!(replayed["engine"], "module");
+    let junk = write(dir.path(), "junk.json", r#"{"format":"something else"}"#);
+    let out = rota(&["replay", &junk, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_out(&out)["ok"], false);
+
+    let out = rota(&["explain", &example(), "--role", "judge", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let explained = json_out(&out);
+    assert_eq!(explained["command"], "explain");
+    assert_eq!(explained["role"], "judge");
+    assert!(explained["executors"].is_array() && explained["restored"].is_array());
+
+    let out = rota(&["check", "/nonexistent/roster.json", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let unreadable = json_out(&out);
+    assert_eq!(unreadable["exit"], 2);
+    assert!(unreadable["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("cannot read")));
+}
+
+#[test]
+fn completions_for_each_shell() {
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef rota"),
+        ("fish", "complete -c rota"),
+    ] {
+        let out = rota(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let script = text(&out.stdout);
+        assert!(script.contains(marker), "{shell}: {script}");
+        assert!(script.contains("simulate"), "{shell}");
+    }
+    let out = rota(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn verbose_simulate_logs_the_core_events_in_virtual_time() {
+    let out = rota(&["simulate", "--hours", "0.5", "-q"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !text(&out.stderr).contains("rota::core"),
+        "no events unless asked: {}",
+        text(&out.stderr)
+    );
+    let out = rota(&["-v", "simulate", "--hours", "0.5", "-q"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = text(&out.stderr);
+    let granted = stderr
+        .lines()
+        .find(|l| l.contains("rota::core") && l.contains("name=granted"))
+        .unwrap_or_else(|| panic!("a granted event: {stderr}"));
+    assert!(granted.contains("at=2026-01-01T00:"), "{granted}");
+    assert!(granted.contains("executor="), "its own key: {granted}");
+    assert!(!stderr.contains("rota::sim: input"), "inputs only at -vv");
+    let out = rota(&["-vv", "simulate", "--hours", "0.1", "-q"]);
+    assert!(text(&out.stderr).contains("input="));
+}
+
+#[test]
+fn a_bad_roster_is_one_violation_a_line_for_every_subcommand() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = write(
+        dir.path(),
+        "bad.json",
+        &json!({ "executors": [
+            { "id": "a", "harness": "pi", "roles": ["coder"], "slots": 0 },
+            { "id": "b", "roles": ["coder"] },
+        ] })
+        .to_string(),
+    );
+    for args in [
+        vec!["check", bad.as_str()],
+        vec!["simulate", bad.as_str(), "-q"],
+        vec!["explain", bad.as_str(), "--role", "coder"],
+    ] {
+        let out = rota(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&format!("{bad}: executors[0].slots: "))),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&format!("{bad}: executors[1].harness: "))),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(
+            lines.last(),
+            Some(&format!("2 violations in {bad}").as_str())
+        );
+    }
+}
+
+#[test]
+fn times_are_epoch_ms_or_rfc_3339_and_negative_numbers_are_refused() {
+    let at = |now: &str| {
+        let out = rota(&[
+            "explain",
+            &example(),
+            "--role",
+            "coder",
+            "--now",
+            now,
+            "--json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{now}: {}", text(&out.stderr));
+        json_out(&out)
+    };
+    let epoch = at("1767225600000");
+    assert_eq!(epoch["now"], 1_767_225_600_000u64);
+    assert_eq!(at("2026-01-01T00:00:00Z"), epoch);
+    assert_eq!(at("2026-01-01T01:00:00+01:00"), epoch);
+
+    for (args, says) in [
+        (vec!["simulate", "--seed", "-1"], "not negative"),
+        (vec!["simulate", "--hours", "-2"], "above 0"),
+        (vec!["simulate", "--hours", "abc"], "not a number"),
+        (
+            vec!["explain", "ROSTER", "--role", "coder", "--now", "-5"],
+            "not negative",
+        ),
+        (
+            vec!["explain", "ROSTER", "--role", "coder", "--now", "noon"],
+            "RFC 3339",
+        ),
+    ] {
+        let example = example();
+        let args: Vec<&str> = args
+            .iter()
+            .map(|a| if *a == "ROSTER" { example.as_str() } else { a })
+            .collect();
+        let out = rota(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(says),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn yaml_rosters_for_every_subcommand() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let yaml = write(
+        dir.path(),
+        "roster.yaml",
+        "executors:\n  - id: solo\n    harness: pi\n    model: qwen3-coder\n    roles: [coder, reviewer]\n    slots: 2\n",
+    );
+    let overlay = write(
+        dir.path(),
+        "repo.yml",
+        "executors:\n  - id: extra\n    harness: claude\n    roles: [reviewer]\n",
+    );
+    let out = rota(&["check", &yaml, "--repo", &overlay]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("2 executors"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = rota(&["simulate", &yaml, "--hours", "0.5", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = rota(&["explain", &yaml, "--role", "coder"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("would go to solo"));
+
+    let broken = write(dir.path(), "broken.yml", "executors: [\n");
+    let out = rota(&["check", &broken]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("not YAML"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_simulation_feeds_a_tick_only_when_the_wake_up_time_has_come() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("trace.json").display().to_string();
+    let out = rota(&["simulate", "--hours", "8", "--trace", &path, "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let trace: Value = serde_json::from_slice(&std::fs::read(&path).expect("trace")).expect("JSON");
+    let steps = trace["steps"].as_array().expect("steps");
+    let mut ticks = 0;
+    for (index, step) in steps.iter().enumerate() {
+        if step["input"]["type"] != "tick" {
+            continue;
+        }
+        ticks += 1;
+        let now = step["input"]["now"].as_u64().expect("now");
+        let before = &steps[index - 1];
+        let previous_now = before["input"]["now"].as_u64().expect("now");
+        assert!(
+            now > previous_now,
+            "step {index}: a tick at the last input's time"
+        );
+        assert_eq!(
+            before["wakeAt"].as_u64(),
+            Some(now),
+            "step {index}: a tick at the wake-up time the core asked for"
+        );
+        assert!(
+            step["outputs"].as_array().is_some_and(|o| !o.is_empty()),
+            "step {index}: a tick that does nothing: {step}"
+        );
+    }
+    assert!(ticks > 10, "{ticks} ticks");
+}

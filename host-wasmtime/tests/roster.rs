@@ -10,8 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{broken_guest, health_server, policy, policy_file, roster, wait_for, ABI};
-use rota_core::{ExclusionKind, ExplainRequest, Failure, FailureKind, Options};
-use rota_host::{BoxFuture, HostError, LeaseOptions, Provisioner, Roster};
+// The core's types as the host re-exports them: no direct rota-core dependency needed.
+use rota_host::{
+    BoxFuture, ExclusionKind, ExplainRequest, Failure, FailureKind, HostError, LeaseOptions,
+    Options, Provisioner, Roster,
+};
 use serde_json::{json, Value};
 
 async fn build(document: Value) -> Roster {
@@ -21,6 +24,49 @@ async fn build(document: Value) -> Roster {
         .build()
         .await
         .expect("roster")
+}
+
+#[tokio::test]
+async fn a_lease_gives_the_executor_entry_and_a_reload_updates_it() {
+    let entry = json!({
+        "id": "engine", "harness": "pi", "model": "qwen3-coder", "roles": ["coder"],
+        "baseUrl": "http://127.0.0.1:8080/v1", "env": { "API_KEY": "k" }, "flags": { "speed": "fast" },
+    });
+    let roster = build(json!({ "executors": [entry] })).await;
+    assert_eq!(roster.document().expect("document")["executors"][0], entry);
+    let lease = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    assert_eq!(lease.executor(), "engine");
+    assert_eq!(lease.spec().model.as_deref(), Some("qwen3-coder"));
+    assert_eq!(lease.spec().harness, "pi");
+    assert_eq!(
+        lease.field("baseUrl"),
+        Some(&json!("http://127.0.0.1:8080/v1"))
+    );
+    assert_eq!(lease.field("env"), Some(&json!({ "API_KEY": "k" })));
+    assert_eq!(lease.field("flags"), Some(&json!({ "speed": "fast" })));
+    drop(lease);
+
+    let mut changed = entry.clone();
+    changed["model"] = json!("qwen3-coder-next");
+    roster
+        .reload(json!({ "executors": [changed] }))
+        .expect("reload");
+    let lease = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    assert_eq!(lease.spec().model.as_deref(), Some("qwen3-coder-next"));
+    assert_eq!(
+        roster
+            .executor_spec("engine")
+            .expect("spec")
+            .and_then(|s| s.model),
+        Some("qwen3-coder-next".into())
+    );
+    assert_eq!(roster.executor_spec("nobody").expect("spec"), None);
 }
 
 #[tokio::test]
@@ -124,12 +170,23 @@ async fn a_deadline_times_the_request_out_in_virtual_time() {
             "coder",
             LeaseOptions {
                 timeout: Some(Duration::from_secs(600)),
+                label: Some("issue 17".into()),
                 ..LeaseOptions::default()
             },
         )
         .await
         .expect_err("times out");
-    assert!(matches!(error, HostError::TimedOut { .. }), "{error:?}");
+    match &error {
+        HostError::TimedOut { role, label, .. } => {
+            assert_eq!(role, "coder");
+            assert_eq!(label.as_deref(), Some("issue 17"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        error.to_string().contains("for role 'coder' (issue 17)"),
+        "{error}"
+    );
     let waited = started.elapsed();
     assert!(
         waited >= Duration::from_secs(600) && waited < Duration::from_secs(602),
@@ -381,7 +438,7 @@ async fn exclusions_outlive_a_restart_and_other_rosters_entries_stay() {
                 Failure::of_kind(FailureKind::ModelUnavailable, "model gone"),
             )
             .expect("report");
-        first.flush().await;
+        first.flush().await.expect("flushed");
         until
     };
     let text = std::fs::read_to_string(&state).expect("read");
@@ -420,7 +477,7 @@ async fn exclusions_outlive_a_restart_and_other_rosters_entries_stay() {
     assert!(b.exclusion.is_none(), "a run exclusion ends with the run");
     // Resuming writes the file again, still keeping the other roster's entry.
     second.resume("a").expect("resume");
-    second.flush().await;
+    second.flush().await.expect("flushed");
     let file: Value =
         serde_json::from_str(&std::fs::read_to_string(&state).expect("read")).expect("json");
     let ids: Vec<&str> = file["value"]["exclusions"]
@@ -461,7 +518,7 @@ async fn a_corrupt_state_file_is_moved_aside_with_an_event() {
     roster
         .exclude("a", ExclusionKind::Manual, "pause", None)
         .expect("exclude");
-    roster.flush().await;
+    roster.flush().await.expect("flushed");
     let file: Value =
         serde_json::from_str(&std::fs::read_to_string(&state).expect("rewritten")).expect("json");
     assert_eq!(file["value"]["exclusions"][0]["id"], "a");
@@ -486,6 +543,7 @@ async fn unreadable_roster_files_and_bad_documents_are_errors() {
         HostError::Policy {
             code, violations, ..
         } => {
+            assert_eq!(code, rota_host::PolicyCode::InvalidDocument);
             assert_eq!(code, "INVALID_DOCUMENT");
             assert!(violations.len() >= 2, "{violations:?}");
         }
@@ -571,15 +629,19 @@ async fn reload_plan_and_explain() {
         "a plan changes nothing"
     );
     let explanation = roster
-        .explain(&ExplainRequest {
+        .explain(rota_host::Explain::role("reviewer"))
+        .expect("explain");
+    assert_eq!(explanation.pick.as_deref(), Some("b"));
+    let explanation = roster
+        .explain(ExplainRequest {
             role: "reviewer".into(),
-            avoid: vec![],
+            avoid: vec!["b".into()],
             prefer: None,
             pin: None,
             request: None,
         })
         .expect("explain");
-    assert_eq!(explanation.pick.as_deref(), Some("b"));
+    assert_eq!(explanation.pick, None, "b avoided: {explanation:?}");
     let error = roster
         .reload(json!({ "executors": [ { "id": "x" } ] }))
         .expect_err("invalid");

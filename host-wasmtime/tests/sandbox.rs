@@ -217,13 +217,20 @@ fn loading_prunes_the_module_cache_but_never_the_entry_in_use() {
         ..rota_host::EngineConfig::default()
     })
     .expect("engine");
-    let entries = || {
+    let all = || {
         let mut names: Vec<String> = std::fs::read_dir(dir.path())
             .expect("read the cache")
             .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
         names
+    };
+    // The files besides the entries' digests.
+    let entries = || -> Vec<String> {
+        all()
+            .into_iter()
+            .filter(|n| !n.ends_with(".sha256"))
+            .collect()
     };
     // A stale entry (another wasmtime's, say) and a file that is not the cache's.
     let stale = dir
@@ -272,4 +279,71 @@ fn loading_prunes_the_module_cache_but_never_the_entry_in_use() {
         names.iter().any(|n| n.starts_with(&hash(v2_module.hash()))),
         "{names:?}"
     );
+    // Every entry kept has its digest, and no digest outlives its entry.
+    let digests: Vec<String> = all()
+        .into_iter()
+        .filter_map(|n| n.strip_suffix(".sha256").map(str::to_string))
+        .collect();
+    let kept: Vec<String> = names
+        .into_iter()
+        .filter(|n| n.ends_with(".cwasm"))
+        .collect();
+    assert_eq!(digests, kept);
+}
+
+#[test]
+fn a_corrupt_cache_entry_is_compiled_again_not_loaded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = HostEngine::new(rota_host::EngineConfig {
+        cache: rota_host::CacheDir::Dir(dir.path().to_path_buf()),
+        ..rota_host::EngineConfig::default()
+    })
+    .expect("engine");
+    let guest = broken_guest(ABI, true);
+    let first = engine.load_bytes(&guest, "guest").expect("loads");
+    assert!(!first.from_cache());
+    let entry = std::fs::read_dir(dir.path())
+        .expect("read the cache")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .expect("a cache entry");
+    assert!(engine
+        .load_bytes(&guest, "guest")
+        .expect("loads")
+        .from_cache());
+
+    // Flip one bit in the middle of the entry (its code, most likely): without the
+    // digest check, loading it would run whatever the bytes now say, outside the
+    // sandbox.
+    let mut corrupt = std::fs::read(&entry).expect("read the entry");
+    let middle = corrupt.len() / 2;
+    corrupt[middle] ^= 0x10;
+    std::fs::write(&entry, &corrupt).expect("write");
+    let module = engine.load_bytes(&guest, "guest").expect("compiled again");
+    assert!(!module.from_cache(), "a corrupt entry is never loaded");
+    let mut runtime = PolicyRuntime::new(module, &roster(), &Value::Null).expect("creates");
+    assert!(runtime.step(&json!({ "type": "tick", "now": 1 })).is_ok());
+    assert_ne!(
+        std::fs::read(&entry).expect("rewritten"),
+        corrupt,
+        "the entry is written again"
+    );
+    assert!(engine
+        .load_bytes(&guest, "guest")
+        .expect("loads")
+        .from_cache());
+
+    // A bad digest, or none (an older host's entry), is the same: compiled again.
+    let digest = entry.with_extension("cwasm.sha256");
+    std::fs::write(&digest, "0".repeat(64)).expect("write");
+    assert!(!engine
+        .load_bytes(&guest, "guest")
+        .expect("loads")
+        .from_cache());
+    std::fs::remove_file(&digest).expect("remove");
+    assert!(!engine
+        .load_bytes(&guest, "guest")
+        .expect("loads")
+        .from_cache());
+    assert!(digest.exists(), "the digest is written again");
 }

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use common::policy;
 use rota_core::ExclusionKind;
-use rota_host::{Roster, StateRetry};
+use rota_host::{HostError, Roster, StateRetry};
 use serde_json::{json, Value};
 
 const CHILD: &str = "ROTA_STATE_CHILD";
@@ -109,10 +109,11 @@ fn child_writer() {
                 roster
                     .exclude(id, ExclusionKind::Manual, &format!("round {i}"), None)
                     .expect("exclude");
-                roster.flush().await;
+                // A contended attempt may fail; it is retried, and the end waits for it.
+                let _ = roster.flush().await;
                 if i % 3 == 0 {
                     roster.resume(id).expect("resume");
-                    roster.flush().await;
+                    let _ = roster.flush().await;
                 }
             }
         }
@@ -125,10 +126,10 @@ fn child_writer() {
                     None,
                 )
                 .expect("exclude");
-            roster.flush().await;
+            let _ = roster.flush().await;
         }
         // Until every write has landed (the writer retries with back-off).
-        while !roster.flush().await {
+        while roster.flush().await.is_err() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         println!("ROTA done");
@@ -207,7 +208,7 @@ async fn the_seeds_envelope_restores_and_is_what_rota_writes() {
     roster
         .exclude("s-1", ExclusionKind::Manual, "mine", None)
         .expect("exclude");
-    assert!(roster.flush().await);
+    roster.flush().await.expect("flushed");
     assert_eq!(entries(&state), ["s-0", "theirs", "s-1"]);
     let text = std::fs::read_to_string(&state).expect("read");
     assert!(
@@ -299,7 +300,7 @@ async fn a_writer_killed_mid_write_again_and_again_leaves_a_parseable_file_and_t
     roster
         .exclude("k0-0", ExclusionKind::Manual, "after", None)
         .expect("exclude");
-    assert!(roster.flush().await);
+    roster.flush().await.expect("flushed");
     assert!(entries(&state).contains(&"k0-0".to_string()));
     assert_eq!(leftovers(dir.path()), Vec::<String>::new());
 }
@@ -396,7 +397,14 @@ async fn enospc_a_full_disk_fails_the_writes_and_every_entry_lands_once_there_is
             .exclude(id, ExclusionKind::Manual, &format!("{id}: disk full"), None)
             .expect("exclude");
     }
-    assert!(!roster.flush().await, "the write failed");
+    // The flush reports the failed attempt; the entries stay pending for a retry.
+    match roster.flush().await {
+        Err(HostError::Write { path, source }) => {
+            assert_eq!(path, state);
+            assert_eq!(source.raw_os_error(), Some(28), "{source}");
+        }
+        other => panic!("the write failed: {other:?}"),
+    }
     let failed = loop {
         let event = events.recv().await.expect("an event");
         if event.name == "stateFileWriteFailed" {
@@ -416,6 +424,10 @@ async fn enospc_a_full_disk_fails_the_writes_and_every_entry_lands_once_there_is
             break;
         }
     }
+    roster
+        .flush()
+        .await
+        .expect("nothing pending after the retry");
     assert_eq!(entries(&state), ids);
     assert_eq!(leftovers(dir.path()), Vec::<String>::new());
 }

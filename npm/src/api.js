@@ -8,6 +8,21 @@ import { binaryStep } from './binary.js'
 import { stateRule } from './state-rule.js'
 
 /**
+ * The first number in a plain input that JSON cannot carry (NaN, ±Infinity, which
+ * JSON.stringify would quietly write as `null`, an absent field), as `{ path, value }`.
+ */
+function nonFinite(value, path) {
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : { path, value }
+  if (value === null || typeof value !== 'object' || typeof value.toJSON === 'function') return undefined
+  const array = Array.isArray(value)
+  for (const key of Object.keys(value)) {
+    const found = nonFinite(value[key], array ? `${path}[${key}]` : path === '' ? key : `${path}.${key}`)
+    if (found !== undefined) return found
+  }
+  return undefined
+}
+
+/**
  * `Policy#handle`'s JSON path: one input as a plain object, its outputs as plain
  * objects. The module's `handleJson` does the step (the canonical text every host
  * answers); the JS engine's own JSON.stringify and JSON.parse do the rest, with no
@@ -28,6 +43,15 @@ function handleJson(input) {
     }
     // JSON.stringify gives undefined for a function or a symbol.
     if (text === undefined) throw new RotaError('INVALID_INPUT', 'invalid input: the input is not a JSON value')
+    // NaN and the infinities are written as `null`: refused, naming the field, rather
+    // than read as an absent one.
+    if (text.includes('null')) {
+      const found = nonFinite(input, '')
+      if (found !== undefined) {
+        const type = typeof input?.type === 'string' ? `${input.type}: ` : ''
+        throw new RotaError('INVALID_INPUT', `invalid input: ${type}\`${found.path}\` is ${found.value}, a number JSON cannot carry`)
+      }
+    }
   }
   const answer = JSON.parse(this.handleJson(text))
   const { error } = answer

@@ -352,6 +352,8 @@ export function defineRoster(api, platform) {
         store = platform.fileStore(options.statePath)
       }
       const roster = new Roster(constructing, policy, options, store)
+      // A clock that cannot give a time fails the start, not a later timer.
+      roster.#now()
       if (coreOptions.preflight === true) roster.#starting = { awaiting: new Set() }
       await roster.#restore()
       if (roster.#starting !== undefined) await roster.#start()
@@ -395,9 +397,22 @@ export function defineRoster(api, platform) {
 
     // ---- the run loop ----------------------------------------------------------
 
+    /**
+     * The clock's time: whole epoch milliseconds, as every input's `now` must be
+     * (rota_core::limits::MAX_SAFE_INTEGER at most). A clock that gives anything else
+     * (NaN, a fraction, a negative, Infinity, not a number) throws INVALID_INPUT
+     * naming it, rather than running the roster at a made-up time.
+     */
     #now() {
-      const now = Number(this.#clock())
-      return Number.isFinite(now) && now > 0 ? Math.floor(now) : 0
+      const time = this.#clock()
+      const now = time instanceof Date ? time.getTime() : time
+      if (typeof now !== 'number' || !Number.isSafeInteger(now) || now < 0) {
+        throw new RotaError(
+          'INVALID_INPUT',
+          `invalid input: the clock (options.now) gave ${typeof now === 'number' ? String(now) : typeof now}; it must give whole epoch milliseconds from 0 to ${Number.MAX_SAFE_INTEGER}`,
+        )
+      }
+      return now
     }
 
     /** Feeds one input, handles every output, re-arms the timer. Throws a rejected input. */
@@ -445,7 +460,12 @@ export function defineRoster(api, platform) {
       this.#timer = setTimeout(() => {
         this.#timer = undefined
         this.#timerAt = undefined
-        this.tick()
+        try {
+          this.tick()
+        } catch (error) {
+          // Only the clock can throw here (tick's input is never rejected).
+          this.#event('warn', 'clockFailed', error.message, { code: error.code })
+        }
       }, Math.min(Math.max(0, delay), MAX_TIMER_MS))
       // The timer never keeps a process alive on its own (probes, exclusion ends).
       if (typeof this.#timer === 'object') this.#timer.unref?.()
@@ -534,7 +554,13 @@ export function defineRoster(api, platform) {
     }
 
     #event(level, name, message, fields = {}) {
-      this.#emitter.emit('event', { level, name, message, fields, time: this.#now() })
+      let time
+      try {
+        time = this.#now()
+      } catch {
+        time = this.#lastNow
+      }
+      this.#emitter.emit('event', { level, name, message, fields, time })
     }
 
     /** Removes a pending request and its abort listener; returns it. */

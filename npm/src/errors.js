@@ -12,6 +12,7 @@ export const ERROR_CODES = Object.freeze([
   'DUPLICATE_REQUEST',
   'UNKNOWN_EXECUTOR',
   'INVALID_INPUT',
+  'INVALID_OPTIONS',
   'INVALID_STATE',
   'STATE_FILE_CORRUPT',
   // driver

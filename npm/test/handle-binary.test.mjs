@@ -18,6 +18,18 @@ import { Policy, RotaError } from 'rota'
 const START = Date.UTC(2026, 0, 1)
 
 /** The JSON step, as `handle` was before the binary one: the reference. */
+/** As api.js: the first NaN or infinity in a plain input, which JSON writes as null. */
+function nonFinite(value, path) {
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : { path, value }
+  if (value === null || typeof value !== 'object' || typeof value.toJSON === 'function') return undefined
+  const array = Array.isArray(value)
+  for (const key of Object.keys(value)) {
+    const found = nonFinite(value[key], array ? `${path}[${key}]` : path === '' ? key : `${path}.${key}`)
+    if (found !== undefined) return found
+  }
+  return undefined
+}
+
 function viaJson(policy, input) {
   let text
   if (input === undefined) {
@@ -29,6 +41,11 @@ function viaJson(policy, input) {
       throw new RotaError('INVALID_INPUT', `invalid input: the input cannot be written as JSON (${error?.message ?? ''})`)
     }
     if (text === undefined) throw new RotaError('INVALID_INPUT', 'invalid input: the input is not a JSON value')
+    const found = text.includes('null') ? nonFinite(input, '') : undefined
+    if (found !== undefined) {
+      const type = typeof input?.type === 'string' ? `${input.type}: ` : ''
+      throw new RotaError('INVALID_INPUT', `invalid input: ${type}\`${found.path}\` is ${found.value}, a number JSON cannot carry`)
+    }
   }
   const answer = JSON.parse(policy.handleJson(text))
   if (answer.error !== undefined) {
@@ -296,8 +313,11 @@ test(`handle answers as the JSON step on random sequences (seed ${seed}; ROTA_FU
 test('handle grows its buffer for long inputs and many outputs, and after the memory grows', () => {
   const executors = Array.from({ length: 300 }, (_, i) => ({ id: `x${i}-${'w'.repeat(i % 50)}`, harness: 'pi', roles: ['coder'], slots: 1 }))
   const p = pair({ executors }, { minEventLevel: 'debug' })
-  const long = 'L'.repeat(100_000)
-  p.step({ type: 'lease', now: START, id: long, role: 'coder', label: '\u00e9'.repeat(20_000), avoid: executors.slice(0, 200).map((x) => x.id) })
+  // The longest id and label the core takes (rota_core::limits), and one past each.
+  const long = 'L'.repeat(1_024)
+  p.step({ type: 'lease', now: START, id: `${long}L`, role: 'coder' })
+  p.step({ type: 'lease', now: START, id: 'r', role: 'coder', label: '\u00e9'.repeat(2_049) })
+  p.step({ type: 'lease', now: START, id: long, role: 'coder', label: '\u00e9'.repeat(2_048), avoid: executors.slice(0, 200).map((x) => x.id) })
   for (let i = 0; i < 400; i += 1) p.step({ type: 'lease', now: START, id: `r${i}`, role: 'coder', label: `story ${i}` })
   // An exclusion of every executor: many outputs in one answer.
   for (let i = 0; i < 300; i += 5) p.step({ type: 'report', now: START + 1, executor: executors[i].id, failure: { kind: 'authentication', message: 'no' } })

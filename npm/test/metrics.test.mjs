@@ -41,7 +41,7 @@ async function workload(options = {}) {
   clock.advance(2_000)
   first.release() // the waiter: granted after 2 s
   const third = await waiting
-  roster.report('b', Object.assign(new Error('bad gateway'), { status: 502 })) // health exclusion, a probe
+  roster.report('b', Object.assign(new Error('502: backend is unhealthy'), { status: 502 })) // an outage (the seed's signal): health exclusion, a probe
   roster.exclude('a', { reason: 'maintenance' })
   clock.advance(15_000) // the health probe's interval while a request waits
   roster.tick()

@@ -438,6 +438,7 @@ export type CoreErrorCode =
   | 'DUPLICATE_REQUEST'
   | 'UNKNOWN_EXECUTOR'
   | 'INVALID_INPUT'
+  | 'INVALID_OPTIONS'
   | 'INVALID_STATE'
 
 /** The driver's codes: how a lease request ends without a lease. */

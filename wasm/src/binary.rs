@@ -9,7 +9,9 @@
 //! JSON reader accepts (every other input, and every input it does not recognise,
 //! goes through `handleJson`, so errors keep their exact text), and it builds from
 //! the records plain objects deep-equal to `JSON.parse` of `handleJson`'s answer.
-//! The two files are one format; change them together.
+//! The two files are one format; change them together. An input past a bound of
+//! `rota_core::limits` (`Input::check_limits`) is refused here too, so that the JSON
+//! step words the refusal.
 //!
 //! # The buffer
 //!
@@ -82,6 +84,11 @@ pub(crate) const STATUS_REFUSED: u8 = 2;
 /// reader knows (JS then sends it as JSON: the buffer is never trusted to be well
 /// formed, only to be bounded).
 pub(crate) fn read_input(buf: &[u8]) -> Option<Input> {
+    // Beyond a bound of `rota_core::limits`: the JSON step words the refusal.
+    read_fields(buf).filter(|input| input.check_limits().is_ok())
+}
+
+fn read_fields(buf: &[u8]) -> Option<Input> {
     let mut r = Reader {
         buf,
         at: STRINGS.min(buf.len()),

@@ -108,7 +108,7 @@ impl Policy {
                         .filter(|t| *t > now)
                         .or(failure.retry_after_ms.map(|ms| now.saturating_add(ms)))
                         .filter(|t| *t > now)
-                        .unwrap_or(now + spec.cooldown.usage_limit_ms);
+                        .unwrap_or(now.saturating_add(spec.cooldown.usage_limit_ms));
                     Some(self.new_exclusion(
                         ExclusionKind::Until,
                         format!("usage limit ({})", excerpt(&failure.message, 160)),
@@ -159,7 +159,10 @@ impl Policy {
         let window = self.options.rate_limit_window_ms;
         let threshold = self.options.rate_limits_to_exclude.max(1) as usize;
         let limits = &mut self.roster.executors[e].runtime.rate_limits;
-        while limits.front().is_some_and(|&t| t + window <= now) {
+        while limits
+            .front()
+            .is_some_and(|&t| t.saturating_add(window) <= now)
+        {
             limits.pop_front();
         }
         limits.push_back(now);
@@ -173,7 +176,7 @@ impl Policy {
             ));
         }
         if count >= threshold {
-            let until = now + self.roster.executors[e].spec.cooldown.rate_limit_ms;
+            let until = now.saturating_add(self.roster.executors[e].spec.cooldown.rate_limit_ms);
             return Some(self.new_exclusion(
                 ExclusionKind::Until,
                 format!("{count} rate limits within {}", format_duration(window)),
@@ -221,7 +224,7 @@ impl Policy {
             return self.new_exclusion(
                 ExclusionKind::Until,
                 reason,
-                Some(self.now + spec.cooldown.outage_ms),
+                Some(self.now.saturating_add(spec.cooldown.outage_ms)),
             );
         }
         let until = match kind {

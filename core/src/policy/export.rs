@@ -1,10 +1,9 @@
-//! The live swap: export and import of the whole state, and its JSON shape.
+//! The live swap: the export of the whole state, and its JSON shape (written and
+//! read; `import` checks what is read and rebuilds a policy from it).
 
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::document::Document;
-use crate::error::Error;
 use crate::protocol::{Exclusion, ExclusionKind, Options, Output};
 use crate::read::{self, at, list_in, map_in, object, Read};
 use crate::sorted::{self, StrMap, StrSet};
@@ -12,12 +11,12 @@ use crate::status::PreflightRecord;
 use crate::write::{Obj, WriteJson};
 
 use super::exclusions::ActiveExclusion;
-use super::keys::{key_parts, order_key, ByName, KeyParts};
-use super::leases::{Lease, LeaseTable};
+use super::keys::{key_parts, KeyParts};
+use super::leases::Lease;
 use super::provisioning::Pause;
-use super::queue::{request_extra, Creating, Request};
-use super::reload::{PendingReload, Startup};
-use super::roster::{Executor, Runtime};
+use super::queue::Request;
+use super::reload::Startup;
+use super::roster::Runtime;
 use super::Policy;
 
 impl Policy {
@@ -95,213 +94,12 @@ impl Policy {
         }
     }
 
-    /// Rebuilds a policy from `export_state` (of this or an earlier version).
-    pub fn import_state(state: &Value) -> Result<Policy, Error> {
-        let bad = |message: String| Error::InvalidState { message };
-        let exported = Exported::from_json(state).map_err(bad)?;
-        let mut policy = Policy::new(&exported.document, exported.options.clone())
-            .map_err(|e| bad(format!("its document: {e}")))?;
-        if !exported.draining.is_empty() {
-            // A draining executor was declared under an earlier role list: read it
-            // with the roles it names too (it keeps only the current ones, as it
-            // did before the export).
-            let mut roles = policy.document.roles.clone();
-            for raw in &exported.draining {
-                let named = raw
-                    .get("roles")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .chain(
-                        ["roleSlots", "priority"]
-                            .into_iter()
-                            .filter_map(|field| raw.get(field).and_then(Value::as_object))
-                            .flat_map(|o| o.keys().map(String::as_str))
-                            .filter(|k| *k != "default"),
-                    );
-                for role in named {
-                    if !roles.iter().any(|r| r == role) {
-                        roles.push(role.to_string());
-                    }
-                }
-            }
-            let mut doc = serde_json::Map::new();
-            doc.insert("roles".into(), json!(roles));
-            doc.insert("executors".into(), Value::Array(exported.draining.clone()));
-            let drained = Document::from_json(&Value::Object(doc), None)
-                .map_err(|v| bad(format!("its draining executors: {}", join_violations(&v))))?;
-            for spec in drained.executors {
-                let mut x = Executor::new(spec, Runtime::default(), &policy.document.roles);
-                x.draining = true;
-                policy.roster.executors.push(x);
-            }
-        }
-        for x in &mut policy.roster.executors {
-            if let Ok(i) = exported
-                .runtime
-                .binary_search_by(|(id, _)| id.as_str().cmp(&x.spec.id))
-            {
-                x.runtime = exported.runtime[i].1.clone();
-            }
-        }
-        policy.now = exported.now;
-        for q in exported.requests {
-            // Rank and event time are read back from the key: they must agree.
-            let rank = (q.key.0 == 0).then_some(q.key.1);
-            if q.rank != rank || q.event_time.is_some_and(|t| t != q.key.2) {
-                return Err(bad(format!(
-                    "request '{}': its rank or event time differs from its key",
-                    q.id
-                )));
-            }
-            let req = Request {
-                role: policy.roster.roles.intern(&q.role),
-                id: q.id.into_boxed_str(),
-                key: order_key(q.key),
-                since: q.since,
-                announced: q.announced,
-                try_only: q.try_only,
-                has_event_time: q.event_time.is_some(),
-                label: q.label.map(String::into_boxed_str),
-                extra: request_extra(q.avoid, q.prefer, q.pin, q.deadline),
-                creating: match q.state {
-                    RequestState::Waiting => None,
-                    RequestState::Creating { executor, passed } => {
-                        Some(Box::new(Creating { executor, passed }))
-                    }
-                },
-            };
-            // A repeated id: the last one stands (as a map built from the list).
-            policy.queue.requests.remove(&req.id);
-            policy.queue.requests.insert(req);
-        }
-        policy.leases.open = LeaseTable::from_pairs(exported.leases);
-        policy.provisioning.abandoned = exported.abandoned;
-        policy.leases.next_id = exported.next_lease;
-        policy.queue.next_arrival = exported.next_arrival;
-        policy.roster.lease_clock = exported.lease_clock;
-        policy.reloads.known_ids = exported.known_ids;
-        policy.reloads.preflights = exported.preflights;
-        policy.outputs = exported.outputs.into();
-        // `Policy::new` started the startup preflight again: the export says where it is.
-        policy.reloads.startup = match (exported.starting, exported.start_failed) {
-            (_, true) => Startup::Failed,
-            (Some(awaiting), false) => Startup::Preflighting(awaiting),
-            (None, false) => Startup::Serving,
-        };
-        policy.reloads.cut_short = exported.cut_short;
-        if let Some(p) = exported.pending_reload {
-            let document = Document::from_json(&p.document, policy.options.kinds.as_deref())
-                .map_err(|v| bad(format!("its pending reload: {}", join_violations(&v))))?;
-            policy.reloads.pending = Some(PendingReload {
-                document,
-                awaiting: p.awaiting,
-                since: p.since,
-            });
-        }
-        policy.rebuild();
-        // By executor index: the file's entries are this roster's.
-        let mut last_persisted = vec![None; policy.roster.executors.len()];
-        for x in exported.last_persisted {
-            let Some(e) = policy.roster.index.get(&x.id) else {
-                return Err(bad(format!(
-                    "lastPersisted: '{}' is not an executor of the roster",
-                    x.id
-                )));
-            };
-            if last_persisted[e].is_some() {
-                return Err(bad(format!("lastPersisted: '{}' is listed twice", x.id)));
-            }
-            last_persisted[e] = Some(x);
-        }
-        policy.persistence.last = last_persisted;
-        policy.check_whole().map_err(bad)?;
-        policy
-            .verify()
-            .map_err(|violation| bad(violation.to_string()))?;
-        Ok(policy)
-    }
-
-    /// The imported state against itself as a whole, field by field: what a
-    /// hand-edited or mixed-up export can contradict that the invariants would
-    /// report less plainly or not at all (a counter below what it counted).
-    fn check_whole(&self) -> Result<(), String> {
-        let mut requests = ByName::new();
-        for (id, lease) in self.leases.open.iter() {
-            if id == 0 {
-                return Err("leases: lease 0 was never granted (lease ids start at 1)".into());
-            }
-            if lease.counted && !self.roster.index.contains_key(&lease.executor) {
-                return Err(format!(
-                    "leases.{id}: it holds a slot on '{}', which the roster does not have",
-                    lease.executor
-                ));
-            }
-            if lease.deleting {
-                // Released: its request id is free, and its machine is the pool's.
-                if !lease.counted || lease.hold.is_none() {
-                    return Err(format!(
-                        "leases.{id}: it waits for the deletion of a machine it does not hold"
-                    ));
-                }
-                continue;
-            }
-            if let Some(other) = requests.insert(lease.request.as_str().into(), id) {
-                return Err(format!(
-                    "leases.{id}: request '{}' holds lease {other} too",
-                    lease.request
-                ));
-            }
-        }
-        if let Some((last, _)) = self.leases.open.iter().last() {
-            if self.leases.next_id <= last {
-                return Err(format!(
-                    "nextLease {} is not above lease {last}",
-                    self.leases.next_id
-                ));
-            }
-        }
-        for q in self.queue.requests.values() {
-            if let Some(lease) = requests.get(&q.id) {
-                return Err(format!(
-                    "requests: '{}' is also the request of lease {lease}",
-                    q.id
-                ));
-            }
-            let arrival = q.key[3];
-            if arrival >= self.queue.next_arrival {
-                return Err(format!(
-                    "nextArrival {} is not above the arrival {arrival} of request '{}'",
-                    self.queue.next_arrival, q.id
-                ));
-            }
-            if let Some(creating) = &q.creating {
-                if !self.roster.index.contains_key(&creating.executor) {
-                    return Err(format!(
-                        "requests: '{}' creates a machine on '{}', which the roster does not have",
-                        q.id, creating.executor
-                    ));
-                }
-            }
-        }
-        for x in &self.roster.executors {
-            if x.runtime.last_leased > self.roster.lease_clock {
-                return Err(format!(
-                    "leaseClock {} is below runtime.{}.lastLeased {}",
-                    self.roster.lease_clock, x.spec.id, x.runtime.last_leased
-                ));
-            }
-        }
-        Ok(())
-    }
-
     /// A request in the shape `export_state` writes.
     pub(super) fn export_request(&self, q: &Request) -> ExportedRequest {
         ExportedRequest {
             id: q.id.to_string(),
             role: self.roster.request_role_name(q).to_string(),
-            avoid: q.avoid().to_vec(),
+            avoid: q.avoid().as_given().to_vec(),
             prefer: q.prefer().map(str::to_string),
             pin: q.pin().map(str::to_string),
             rank: q.rank(),

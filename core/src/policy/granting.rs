@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use crate::error::Error;
 use crate::protocol::{LeaseRequest, Level, Output};
 use crate::sorted;
 
@@ -57,6 +58,39 @@ impl Policy {
             Admission::Queued if try_only => self.unavailable(&id, r),
             Admission::Queued => self.enqueue(&id, r),
         }
+    }
+
+    /// A lease that would wait while the queue is full is refused (the queue's
+    /// bound, `limits::MAX_WAITING_REQUESTS`, keeps its memory bounded); one a free
+    /// slot serves now is not. A `tryLease` never waits, so it is never refused.
+    pub(super) fn check_room_to_wait(&self, request: &LeaseRequest, r: usize) -> Result<(), Error> {
+        if self.queue.has_room() {
+            return Ok(());
+        }
+        let hypothetical = Request {
+            id: Box::from(request.id.as_str()),
+            key: order_key((1, 0, self.now, self.queue.next_arrival)),
+            since: self.now,
+            role: self.roster.roles.ids.get(r).copied().unwrap_or(0),
+            announced: false,
+            try_only: false,
+            has_event_time: false,
+            label: None,
+            extra: request_extra(
+                request.avoid.clone(),
+                request.prefer.clone(),
+                request.pin.clone(),
+                None,
+            ),
+            creating: None,
+        };
+        if self.choose(&hypothetical, r).is_some() {
+            return Ok(());
+        }
+        Err(Error::input(format!(
+            "lease '{}': {} requests already wait, the most the queue holds; it would wait, so it is refused (serve or cancel some first)",
+            request.id, self.queue.capacity
+        )))
     }
 
     /// Ends a `tryLease` that found no free slot.
@@ -122,7 +156,6 @@ impl Policy {
     /// Among the free executors for a request: `prefer` first; else the lowest
     /// priority for the role; ties to the one leased least recently.
     pub(super) fn pick(&self, req: &Request, r: usize) -> Option<usize> {
-        let avoid = req.avoid();
         if let Some(prefer) = req.prefer() {
             if let Some(e) = self.roster.index.get(prefer) {
                 if self.roster.executors[e].has_role(r)
@@ -136,7 +169,7 @@ impl Policy {
         self.roster.ready[r]
             .keys()
             .map(|k| k[2] as usize)
-            .find(|&e| avoid.is_empty() || !avoid.contains(&self.roster.executors[e].spec.id))
+            .find(|&e| !req.avoids(&self.roster.executors[e].spec.id))
     }
 
     /// Takes a slot on `e` for request `id`: a lease, or a machine creation first.

@@ -13,11 +13,13 @@
 //! per-role queues in lease order, and timer sets for exclusion ends, pause ends
 //! and deadlines.
 
+mod avoid;
 mod events;
 mod exclusions;
 mod exhaustion;
 mod export;
 mod granting;
+mod import;
 mod invariants;
 mod keys;
 mod leases;
@@ -85,6 +87,8 @@ impl Policy {
     /// Builds a policy from a roster document, validated against `options.kinds`:
     /// a bad one is refused with every violation listed.
     pub fn new(document: &Value, options: Options) -> Result<Policy, Error> {
+        // JSON hosts checked them as they read them; a Rust caller's struct is checked here.
+        options.check()?;
         let document = Document::from_json(document, options.kinds.as_deref())
             .map_err(|violations| Error::InvalidDocument { violations })?;
         let roster = Roster::new(&document);
@@ -115,6 +119,8 @@ impl Policy {
 
     /// Feeds one input. On error nothing changed (time did not advance either).
     pub fn handle(&mut self, input: Input) -> Result<(), Error> {
+        // Bounds (`limits.rs`): JSON readers apply them too, a built `Input` is checked here.
+        input.check_limits()?;
         let checked = self.check(&input)?;
         self.now = self.now.max(input.now());
         self.advance_time();
@@ -185,9 +191,22 @@ impl Policy {
             ));
         }
         match input {
-            Input::Lease(request) | Input::TryLease(request) => {
+            Input::Lease(request) => {
+                self.check_new_id(&request.id)?;
+                let r = self.role_index(&request.role)?;
+                self.check_room_to_wait(request, r)?;
+            }
+            Input::TryLease(request) => {
                 self.check_new_id(&request.id)?;
                 self.role_index(&request.role)?;
+                if self.queue.requests.len() >= crate::limits::MAX_WAITING_REQUESTS {
+                    return Err(Error::input(format!(
+                        "{} requests are open, the most the queue holds (limits::MAX_WAITING_REQUESTS); \
+                         request `{}` is refused",
+                        self.queue.requests.len(),
+                        request.id
+                    )));
+                }
             }
             Input::Cancel { id, .. } => {
                 if !self.queue.requests.contains_key(id) {
@@ -359,3 +378,6 @@ impl Policy {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

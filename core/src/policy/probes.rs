@@ -31,12 +31,11 @@ impl Policy {
         }
         let floor = match x.runtime.last_probe_at {
             None => x.runtime.exclusion.as_ref().map_or(self.now, |x| x.since),
-            Some(at) => {
-                at + self
-                    .options
+            Some(at) => at.saturating_add(
+                self.options
                     .health_probe_interval_ms
-                    .min(self.options.idle_probe_interval_ms)
-            }
+                    .min(self.options.idle_probe_interval_ms),
+            ),
         };
         Some(timer_key(floor, e))
     }
@@ -88,7 +87,7 @@ impl Policy {
                 } else {
                     self.options.idle_probe_interval_ms
                 };
-                at + interval
+                at.saturating_add(interval)
             }
         }
     }
@@ -132,7 +131,7 @@ impl Policy {
                         .as_ref()
                         .map(|x| x.reason.clone())
                         .unwrap_or_default();
-                    let until = self.now + spec.cooldown.outage_ms;
+                    let until = self.now.saturating_add(spec.cooldown.outage_ms);
                     let exclusion = self.new_exclusion(ExclusionKind::Until, reason, Some(until));
                     self.set_exclusion(e, Some(exclusion));
                 }

@@ -180,7 +180,7 @@ impl Policy {
             .pause
             .as_ref()
             .map_or(0, |p| p.failures)
-            + 1;
+            .saturating_add(1);
         let doubling = 1u64 << (failures - 1).min(MAX_PAUSE_DOUBLINGS);
         let delay = self
             .options

@@ -13,6 +13,7 @@ use crate::status::{
 };
 use crate::time::iso;
 
+use super::avoid::Avoid;
 use super::exclusions::{describe, Described};
 use super::keys::{order_key, OrderKey};
 use super::queue::{request_extra, Request};
@@ -50,7 +51,7 @@ impl Policy {
     /// Whether an executor outside `avoid` has the role and is not out for the run.
     pub fn can_ever_serve(&self, role: &str, avoid: &[String]) -> Result<bool, Error> {
         let r = self.role_index(role)?;
-        Ok(self.can_serve(r, avoid, None))
+        Ok(self.can_serve(r, &Avoid::new(avoid.to_vec()), None))
     }
 
     pub fn snapshot(&self) -> Snapshot {
@@ -138,7 +139,7 @@ impl Policy {
                     .runtime
                     .rate_limits
                     .iter()
-                    .filter(|&&t| t + self.options.rate_limit_window_ms > self.now)
+                    .filter(|&&t| t.saturating_add(self.options.rate_limit_window_ms) > self.now)
                     .count() as u32,
             })
             .collect();
@@ -159,7 +160,7 @@ impl Policy {
                         event_time: q.event_time(),
                         label: q.label().map(str::to_string),
                         pin: q.pin().map(str::to_string),
-                        avoid: q.avoid().to_vec(),
+                        avoid: q.avoid().as_given().to_vec(),
                         prefer: q.prefer().map(str::to_string),
                         deadline: q.deadline(),
                         ahead: 0,
@@ -253,14 +254,14 @@ impl Policy {
                     .ok_or_else(|| Error::UnknownRequest { id: id.clone() })?;
                 (
                     self.roster.request_role_name(q).to_string(),
-                    q.avoid().to_vec(),
+                    q.avoid().clone(),
                     q.prefer().map(str::to_string),
                     q.pin().map(str::to_string),
                 )
             }
             None => (
                 request.role.clone(),
-                request.avoid.clone(),
+                Avoid::new(request.avoid.clone()),
                 request.prefer.clone(),
                 request.pin.clone(),
             ),
@@ -327,7 +328,7 @@ impl Policy {
             try_only: false,
             has_event_time: false,
             label: None,
-            extra: request_extra(avoid.clone(), prefer, pin.clone(), None),
+            extra: request_extra(avoid.as_given().to_vec(), prefer, pin.clone(), None),
             creating: None,
         };
         let pick = match &pin {

@@ -6,11 +6,14 @@ use serde_json::json;
 use crate::protocol::{Level, Output};
 use crate::sorted::{self, StrMap};
 
+use super::avoid::{Avoid, NO_AVOID};
 use super::events::for_label;
 use super::events::EventName;
 use super::keys::{key_parts, ByName, Index, Key, OrderKey};
 use super::roster::RoleTable;
 use super::Policy;
+
+const MAX_WAITING_REQUESTS: usize = 1_000_000;
 
 /// A request that has no lease yet: waiting, or holding a slot while its machine is
 /// created. Every waiting request holds one, so it is kept small (issue 3: under
@@ -39,7 +42,7 @@ pub(super) struct Request {
 /// The fields of a request that most requests leave empty.
 #[derive(Debug, Clone, Default)]
 pub(super) struct RequestExtra {
-    pub(super) avoid: Vec<String>,
+    pub(super) avoid: Avoid,
     pub(super) prefer: Option<Box<str>>,
     pub(super) pin: Option<Box<str>>,
     pub(super) deadline: Option<u64>,
@@ -52,12 +55,12 @@ pub(super) struct Creating {
 }
 
 impl Request {
-    pub(super) fn avoid(&self) -> &[String] {
-        self.extra.as_ref().map_or(&[], |x| &x.avoid)
+    pub(super) fn avoid(&self) -> &Avoid {
+        self.extra.as_ref().map_or(&NO_AVOID, |x| &x.avoid)
     }
 
     pub(super) fn avoids(&self, executor: &str) -> bool {
-        self.avoid().iter().any(|a| a == executor)
+        self.avoid().contains(executor)
     }
 
     pub(super) fn prefer(&self) -> Option<&str> {
@@ -99,7 +102,7 @@ pub(super) fn request_extra(
     let empty = avoid.is_empty() && prefer.is_none() && pin.is_none() && deadline.is_none();
     (!empty).then(|| {
         Box::new(RequestExtra {
-            avoid,
+            avoid: Avoid::new(avoid),
             prefer: prefer.map(String::into_boxed_str),
             pin: pin.map(String::into_boxed_str),
             deadline,
@@ -297,9 +300,12 @@ pub(super) enum Ending {
 /// The requests without a lease and every index over them: one queue per role and
 /// one per pinned executor, in lease order, and the deadlines. Queues and timers
 /// hold request slots (`requests`), not ids.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(super) struct Queue {
     pub(super) requests: Requests,
+    /// The most requests without a lease (waiting, or creating a machine) it holds:
+    /// `limits::MAX_WAITING_REQUESTS` (a field so that tests can reach it cheaply).
+    pub(super) capacity: usize,
     /// Per document role: its waiting unpinned and pinned requests, by order key.
     pub(super) by_role: Vec<Index>,
     /// Per pinned executor id: its waiting requests, by order key.
@@ -311,7 +317,26 @@ pub(super) struct Queue {
     pub(super) retry: Vec<String>,
 }
 
+impl Default for Queue {
+    fn default() -> Queue {
+        Queue {
+            requests: Requests::default(),
+            capacity: MAX_WAITING_REQUESTS,
+            by_role: Vec::new(),
+            pinned: StrMap::new(),
+            deadlines: Deadlines::default(),
+            next_arrival: 0,
+            retry: Vec::new(),
+        }
+    }
+}
+
 impl Queue {
+    /// Whether one more request can wait.
+    pub(super) fn has_room(&self) -> bool {
+        self.requests.len() < self.capacity
+    }
+
     /// When the queue next needs the time: its first deadline.
     pub(super) fn next_deadline(&self) -> Option<u64> {
         self.deadlines.first().map(|(t, _)| t)
@@ -442,7 +467,7 @@ impl Policy {
         req.announced = true;
         let pin = req.pin().map(str::to_string);
         let label = req.label().map(str::to_string);
-        let avoid = req.avoid().to_vec();
+        let avoid = req.avoid().clone();
         self.queue.queue_waiting(s, r);
         if announce {
             let ahead = self.ahead_of(r, &key, pin.as_deref());

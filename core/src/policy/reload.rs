@@ -307,7 +307,8 @@ impl Policy {
                         // Its health URL is gone: the outage cooldown decides, from now.
                         if let Some(exclusion) = x.runtime.exclusion.as_mut() {
                             exclusion.kind = ExclusionKind::Until;
-                            exclusion.until = Some(self.now + spec.cooldown.outage_ms);
+                            exclusion.until =
+                                Some(self.now.saturating_add(spec.cooldown.outage_ms));
                         }
                         x.runtime.probe_in_flight = false;
                         x.runtime.last_probe_at = None;

@@ -52,7 +52,12 @@ pub enum LogError {
     #[error(
         "the database's rota log schema is version {found}; this host speaks version {supported}"
     )]
-    SchemaTooNew { found: i32, supported: i32 },
+    SchemaTooNew {
+        /// The database's schema version.
+        found: i32,
+        /// The newest this host speaks.
+        supported: i32,
+    },
     /// A bad argument, refused before anything was sent.
     #[error("{0}")]
     InvalidInput(String),
@@ -75,32 +80,43 @@ impl LogError {
     }
 }
 
+/// A log store's answer.
 pub type LogResult<T> = std::result::Result<T, LogError>;
 
 /// One entry of the log. `now` is the store's clock (epoch ms) at its append.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogEntry {
+    /// Its place in the log (from 1, no gaps).
     pub seq: u64,
+    /// The store's clock at its append, epoch ms.
     pub now: u64,
+    /// The instance that appended it.
     pub instance: String,
     /// The leader's epoch on a leader-only entry.
     pub epoch: Option<u64>,
+    /// The entry itself (an input as JSON text).
     pub entry: String,
 }
 
 /// Where an appended batch went: seqs `first_seq..=last_seq`, all stamped `now`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Appended {
+    /// The batch's first seq.
     pub first_seq: u64,
+    /// The batch's last seq.
     pub last_seq: u64,
+    /// The store's clock at the append, epoch ms.
     pub now: u64,
 }
 
 /// The log's head (zeros for a roster with no entry yet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head {
+    /// The last entry's seq.
     pub last_seq: u64,
+    /// The last entry's `now`.
     pub last_now: u64,
+    /// The seq at or below which entries were compacted away.
     pub compacted_through: u64,
 }
 
@@ -111,23 +127,29 @@ pub struct LeaderLease {
     pub acquired: bool,
     /// The holder (none after a step-down).
     pub instance: Option<String>,
+    /// The lease's epoch (it grows with each new holder).
     pub epoch: u64,
     /// The store's clock, epoch ms.
     pub expires_at: u64,
 }
 
+/// A stored snapshot of the folded state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
     /// The state after entries `1..=seq`.
     pub seq: u64,
+    /// The state (the core's exported state as JSON text).
     pub state: String,
+    /// The store's clock when it was written, epoch ms.
     pub created_at: u64,
 }
 
 /// An instance whose heartbeat lapsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstanceSeen {
+    /// The instance.
     pub instance: String,
+    /// Its last heartbeat on the store's clock, epoch ms.
     pub last_seen: u64,
 }
 
@@ -135,7 +157,10 @@ pub struct InstanceSeen {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wake {
     /// An append committed; `seq` is its last.
-    Notify { seq: u64 },
+    Notify {
+        /// The append's last seq.
+        seq: u64,
+    },
     /// Notifications flow (again): what came before them must be read.
     Listen,
     /// The timer: the backstop for lost notifications.
@@ -225,6 +250,7 @@ pub trait LogStore: Send + Sync {
         limit: u32,
     ) -> impl Future<Output = LogResult<Vec<LogEntry>>> + Send;
 
+    /// The log's head.
     fn head(&self) -> impl Future<Output = LogResult<Head>> + Send;
 
     /// The store's clock, epoch ms.
@@ -265,12 +291,14 @@ pub trait LogStore: Send + Sync {
     ) -> impl Future<Output = LogResult<u64>> + Send;
 
     /// Ends the lease held at `epoch` now. True when it was held.
+    /// Gives up the leader lease `instance` holds at `epoch` (`false`: it did not).
     fn step_down(&self, instance: &str, epoch: u64)
         -> impl Future<Output = LogResult<bool>> + Send;
 
     /// Stores the state after entries `1..=seq`.
     fn write_snapshot(&self, seq: u64, state: &str) -> impl Future<Output = LogResult<()>> + Send;
 
+    /// The newest snapshot, if any.
     fn latest_snapshot(&self) -> impl Future<Output = LogResult<Option<Snapshot>>> + Send;
 
     /// Deletes the entries at or below `through` (a snapshot there must exist) and

@@ -1,0 +1,389 @@
+//! The live swap's other half: an export read back, checked as a whole against its
+//! document, and rebuilt into a policy.
+//!
+//! An export is trusted no more than an input: a hand-edited, truncated or mixed-up
+//! one is refused with `INVALID_STATE` naming the field that contradicts the rest,
+//! never accepted into a state that breaks an invariant inputs later (a panic here is
+//! a trap in the wasm module, and a trap leaks its memory). Three passes: the export
+//! alone (`check_export`: bounds, repeated ids, keys against the fields they encode),
+//! the export against its roster (`check_whole`), then every invariant (`verify`).
+
+use serde_json::{json, Value};
+
+use crate::document::Document;
+use crate::error::Error;
+use crate::protocol::ExclusionKind;
+
+use super::export::{join_violations, Exported, RequestState};
+use super::keys::{order_key, ByName};
+use super::leases::LeaseTable;
+use super::queue::{request_extra, Creating, Request};
+use super::reload::{PendingReload, Startup};
+use super::roster::{Executor, Runtime};
+use super::Policy;
+
+/// The largest integer a JSON number holds exactly (2^53 − 1): no time or counter
+/// of a state is beyond it, so that `now + option` and `id + 1` never overflow.
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+impl Policy {
+    /// Rebuilds a policy from `export_state` (of this or an earlier version).
+    /// `INVALID_STATE` when the export contradicts itself, naming what.
+    pub fn import_state(state: &Value) -> Result<Policy, Error> {
+        let bad = |message: String| Error::InvalidState { message };
+        let exported = Exported::from_json(state).map_err(bad)?;
+        check_export(&exported).map_err(bad)?;
+        let mut policy = Policy::new(&exported.document, exported.options.clone())
+            .map_err(|e| bad(format!("its document: {e}")))?;
+        if !exported.draining.is_empty() {
+            // A draining executor was declared under an earlier role list: read it
+            // with the roles it names too (it keeps only the current ones, as it
+            // did before the export).
+            let mut roles = policy.document.roles.clone();
+            for raw in &exported.draining {
+                let named = raw
+                    .get("roles")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .chain(
+                        ["roleSlots", "priority"]
+                            .into_iter()
+                            .filter_map(|field| raw.get(field).and_then(Value::as_object))
+                            .flat_map(|o| o.keys().map(String::as_str))
+                            .filter(|k| *k != "default"),
+                    );
+                for role in named {
+                    if !roles.iter().any(|r| r == role) {
+                        roles.push(role.to_string());
+                    }
+                }
+            }
+            let mut doc = serde_json::Map::new();
+            doc.insert("roles".into(), json!(roles));
+            // A scheduler worker is named by `name` (it has no `id`).
+            let (executors, workers): (Vec<Value>, Vec<Value>) = exported
+                .draining
+                .iter()
+                .cloned()
+                .partition(|raw| raw.get("id").is_some());
+            doc.insert("executors".into(), Value::Array(executors));
+            if !workers.is_empty() {
+                doc.insert("workers".into(), Value::Array(workers));
+            }
+            let drained = Document::from_json(&Value::Object(doc), None)
+                .map_err(|v| bad(format!("draining: {}", join_violations(&v))))?;
+            for spec in drained.executors {
+                if policy.roster.index.contains_key(&spec.id) {
+                    return Err(bad(format!(
+                        "draining: '{}' is also an executor of the document",
+                        spec.id
+                    )));
+                }
+                let mut x = Executor::new(spec, Runtime::default(), &policy.document.roles);
+                x.draining = true;
+                policy.roster.executors.push(x);
+            }
+        }
+        let mut ids: Vec<(&str, usize)> = (policy.roster.executors.iter())
+            .enumerate()
+            .map(|(e, x)| (x.spec.id.as_str(), e))
+            .collect();
+        ids.sort_unstable();
+        let mut runtimes = Vec::with_capacity(exported.runtime.len());
+        for (id, runtime) in &exported.runtime {
+            match ids.binary_search_by(|(x, _)| x.cmp(&id.as_str())) {
+                Ok(i) => runtimes.push((ids[i].1, runtime.clone())),
+                Err(_) => {
+                    return Err(bad(format!(
+                        "runtime.{id}: '{id}' is not an executor of the roster"
+                    )))
+                }
+            }
+        }
+        for (e, runtime) in runtimes {
+            policy.roster.executors[e].runtime = runtime;
+        }
+        policy.now = exported.now;
+        for q in exported.requests {
+            let req = Request {
+                role: policy.roster.roles.intern(&q.role),
+                id: q.id.into_boxed_str(),
+                key: order_key(q.key),
+                since: q.since,
+                announced: q.announced,
+                try_only: q.try_only,
+                has_event_time: q.event_time.is_some(),
+                label: q.label.map(String::into_boxed_str),
+                extra: request_extra(q.avoid, q.prefer, q.pin, q.deadline),
+                creating: match q.state {
+                    RequestState::Waiting => None,
+                    RequestState::Creating { executor, passed } => {
+                        Some(Box::new(Creating { executor, passed }))
+                    }
+                },
+            };
+            policy.queue.requests.insert(req);
+        }
+        policy.leases.open = LeaseTable::from_pairs(exported.leases);
+        policy.provisioning.abandoned = exported.abandoned;
+        policy.leases.next_id = exported.next_lease;
+        policy.queue.next_arrival = exported.next_arrival;
+        policy.roster.lease_clock = exported.lease_clock;
+        policy.reloads.known_ids = exported.known_ids;
+        policy.reloads.preflights = exported.preflights;
+        policy.outputs = exported.outputs.into();
+        // `Policy::new` started the startup preflight again: the export says where it is.
+        policy.reloads.startup = match (exported.starting, exported.start_failed) {
+            (_, true) => Startup::Failed,
+            (Some(awaiting), false) => Startup::Preflighting(awaiting),
+            (None, false) => Startup::Serving,
+        };
+        policy.reloads.cut_short = exported.cut_short;
+        if let Some(p) = exported.pending_reload {
+            let document = Document::from_json(&p.document, policy.options.kinds.as_deref())
+                .map_err(|v| bad(format!("pendingReload: {}", join_violations(&v))))?;
+            if let Some(id) = p.awaiting.iter().find(|id| document.executor(id).is_none()) {
+                return Err(bad(format!(
+                    "pendingReload.awaiting: '{id}' is not an executor of the pending document"
+                )));
+            }
+            policy.reloads.pending = Some(PendingReload {
+                document,
+                awaiting: p.awaiting,
+                since: p.since,
+            });
+        }
+        policy.rebuild();
+        // By executor index: the file's entries are this roster's.
+        let mut last_persisted = vec![None; policy.roster.executors.len()];
+        for x in exported.last_persisted {
+            let Some(e) = policy.roster.index.get(&x.id) else {
+                return Err(bad(format!(
+                    "lastPersisted: '{}' is not an executor of the roster",
+                    x.id
+                )));
+            };
+            if last_persisted[e].is_some() {
+                return Err(bad(format!("lastPersisted: '{}' is listed twice", x.id)));
+            }
+            last_persisted[e] = Some(x);
+        }
+        policy.persistence.last = last_persisted;
+        policy.check_whole().map_err(bad)?;
+        policy
+            .verify()
+            .map_err(|violation| bad(violation.to_string()))?;
+        Ok(policy)
+    }
+
+    /// The imported state against its roster, field by field: what a hand-edited
+    /// or mixed-up export can contradict that the invariants would report less
+    /// plainly or not at all (a counter below what it counted).
+    fn check_whole(&self) -> Result<(), String> {
+        let mut requests = ByName::new();
+        for (id, lease) in self.leases.open.iter() {
+            if lease.counted && !self.roster.index.contains_key(&lease.executor) {
+                return Err(format!(
+                    "leases.{id}: it holds a slot on '{}', which the roster does not have",
+                    lease.executor
+                ));
+            }
+            if lease.deleting {
+                // Released: its request id is free, and its machine is the pool's.
+                if !lease.counted || lease.hold.is_none() {
+                    return Err(format!(
+                        "leases.{id}: it waits for the deletion of a machine it does not hold"
+                    ));
+                }
+                continue;
+            }
+            if let Some(other) = requests.insert(lease.request.as_str().into(), id) {
+                return Err(format!(
+                    "leases.{id}: request '{}' holds lease {other} too",
+                    lease.request
+                ));
+            }
+            if crate::sorted::contains_key(&self.provisioning.abandoned, &lease.request) {
+                return Err(format!(
+                    "abandoned: '{}' is also the request of lease {id}",
+                    lease.request
+                ));
+            }
+        }
+        for q in self.queue.requests.values() {
+            if let Some(lease) = requests.get(&q.id) {
+                return Err(format!(
+                    "requests: '{}' is also the request of lease {lease}",
+                    q.id
+                ));
+            }
+            if crate::sorted::contains_key(&self.provisioning.abandoned, &q.id) {
+                return Err(format!(
+                    "abandoned: '{}' is also a request without a lease",
+                    q.id
+                ));
+            }
+            match &q.creating {
+                Some(creating) => {
+                    if !self.roster.index.contains_key(&creating.executor) {
+                        return Err(format!(
+                            "requests: '{}' creates a machine on '{}', which the roster does not have",
+                            q.id, creating.executor
+                        ));
+                    }
+                }
+                None => {
+                    if self.roster.request_role(q).is_none() {
+                        return Err(format!(
+                            "requests: '{}' waits for the role '{}', which the document does not have",
+                            q.id,
+                            self.roster.request_role_name(q)
+                        ));
+                    }
+                }
+            }
+        }
+        for x in &self.roster.executors {
+            if x.runtime.last_leased > self.roster.lease_clock {
+                return Err(format!(
+                    "leaseClock {} is below runtime.{}.lastLeased {}",
+                    self.roster.lease_clock, x.spec.id, x.runtime.last_leased
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The export alone: every counter and time within a JSON number, counters above
+/// what they counted, no id listed twice, each request's order key the one its
+/// fields make, and nothing stamped after `now`.
+fn check_export(x: &Exported) -> Result<(), String> {
+    let now = x.now;
+    for (name, value) in [
+        ("now", now),
+        ("nextLease", x.next_lease),
+        ("nextArrival", x.next_arrival),
+        ("leaseClock", x.lease_clock),
+    ] {
+        if value > MAX_SAFE_INTEGER {
+            return Err(format!(
+                "{name} {value} is beyond what a JSON number holds exactly (2^53 - 1)"
+            ));
+        }
+    }
+    if x.next_lease == 0 {
+        return Err("nextLease 0: lease ids start at 1".into());
+    }
+    let after_now = |field: String, t: u64| -> Result<(), String> {
+        if t > now {
+            Err(format!("{field} {t} is after now {now}"))
+        } else {
+            Ok(())
+        }
+    };
+    let mut arrivals = Vec::with_capacity(x.requests.len());
+    let mut request_ids = Vec::with_capacity(x.requests.len());
+    for (i, q) in x.requests.iter().enumerate() {
+        let (ranked, rank, time, arrival) = q.key;
+        let field = |name: &str| format!("requests[{i}].{name} ('{}')", q.id);
+        if q.id.is_empty() {
+            return Err(format!(
+                "requests[{i}].id: a request id is a non-empty string"
+            ));
+        }
+        if ranked > 1 {
+            return Err(format!(
+                "{}: the unranked flag {ranked} is not 0 or 1",
+                field("key")
+            ));
+        }
+        let key_rank = (ranked == 0).then_some(rank);
+        if q.rank != key_rank || (ranked == 1 && rank != 0) {
+            return Err(format!("{}: its rank differs from its key", field("rank")));
+        }
+        // The key's time is the event time, else the arrival time (`since`).
+        if time != q.event_time.unwrap_or(q.since) {
+            return Err(format!(
+                "{}: the key's time {time} is neither its eventTime nor its since",
+                field("key")
+            ));
+        }
+        if arrival >= x.next_arrival {
+            return Err(format!(
+                "nextArrival {} is not above the arrival {arrival} of requests[{i}] ('{}')",
+                x.next_arrival, q.id
+            ));
+        }
+        after_now(field("since"), q.since)?;
+        if q.try_only && q.state == RequestState::Waiting {
+            return Err(format!(
+                "{}: a tryLease never waits (it is granted or unavailable)",
+                field("state")
+            ));
+        }
+        arrivals.push((arrival, i));
+        request_ids.push(q.id.as_str());
+    }
+    request_ids.sort_unstable();
+    if let Some(w) = request_ids.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("requests: '{}' is listed twice", w[0]));
+    }
+    arrivals.sort_unstable();
+    if let Some(w) = arrivals.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(format!(
+            "requests[{}].key: its arrival {} is also the arrival of requests[{}]",
+            w[1].1, w[1].0, w[0].1
+        ));
+    }
+    let mut lease_ids: Vec<u64> = x.leases.iter().map(|(id, _)| *id).collect();
+    lease_ids.sort_unstable();
+    if let Some(w) = lease_ids.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("leases: lease {} is listed twice", w[0]));
+    }
+    for (id, lease) in &x.leases {
+        if *id == 0 {
+            return Err("leases: lease 0 was never granted (lease ids start at 1)".into());
+        }
+        if *id >= x.next_lease {
+            return Err(format!(
+                "nextLease {} is not above lease {id}",
+                x.next_lease
+            ));
+        }
+        after_now(format!("leases.{id}.since"), lease.since)?;
+    }
+    for (id, runtime) in &x.runtime {
+        let limits = &runtime.rate_limits;
+        if let Some(t) = limits
+            .iter()
+            .zip(limits.iter().skip(1))
+            .find(|(a, b)| a > b)
+        {
+            return Err(format!(
+                "runtime.{id}.rateLimits: {} comes after {}, out of time order",
+                t.1, t.0
+            ));
+        }
+        if let Some(&last) = limits.back() {
+            after_now(format!("runtime.{id}.rateLimits"), last)?;
+        }
+        if let Some(at) = runtime.last_probe_at {
+            after_now(format!("runtime.{id}.lastProbeAt"), at)?;
+        }
+        if let Some(exclusion) = &runtime.exclusion {
+            after_now(format!("runtime.{id}.exclusion.since"), exclusion.since)?;
+            if exclusion.kind == ExclusionKind::Until && exclusion.until.is_none() {
+                return Err(format!(
+                    "runtime.{id}.exclusion: an `until` exclusion has no `until`"
+                ));
+            }
+        }
+    }
+    if let Some(p) = &x.pending_reload {
+        after_now("pendingReload.since".into(), p.since)?;
+    }
+    Ok(())
+}

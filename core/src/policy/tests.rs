@@ -1,0 +1,281 @@
+//! Unit tests that reach inside the policy: the queue's bound (lowered here, since a
+//! million waiting requests is no unit test), time arithmetic at the ends of `u64`
+//! and of a JSON number, and the import's refusals naming the field.
+
+use serde_json::{json, Value};
+
+use crate::protocol::{Failure, FailureKind, Input, LeaseRequest, Options, Output};
+
+use super::Policy;
+
+const MAX_SAFE: u64 = (1 << 53) - 1;
+const T0: u64 = 1_800_000_000_000;
+
+fn lease(now: u64, id: &str, role: &str) -> LeaseRequest {
+    LeaseRequest {
+        now,
+        id: id.into(),
+        role: role.into(),
+        avoid: Vec::new(),
+        prefer: None,
+        pin: None,
+        rank: None,
+        event_time: None,
+        label: None,
+        deadline: None,
+    }
+}
+
+fn outputs(policy: &mut Policy) -> Vec<Output> {
+    std::iter::from_fn(|| policy.poll_output()).collect()
+}
+
+fn granted(outputs: &[Output]) -> Option<u64> {
+    outputs.iter().find_map(|o| match o {
+        Output::Granted { lease, .. } => Some(*lease),
+        _ => None,
+    })
+}
+
+fn failure(kind: FailureKind, retry_after_ms: Option<u64>, reset_at: Option<u64>) -> Failure {
+    Failure {
+        kind: Some(kind),
+        tag: None,
+        status: None,
+        code: None,
+        message: "boom".into(),
+        reset_at,
+        retry_after_ms,
+    }
+}
+
+#[test]
+fn a_lease_that_would_wait_beyond_the_bound_is_refused_and_changes_nothing() {
+    let doc = json!({ "executors": [
+        { "id": "a", "harness": "pi", "roles": ["coder"], "slots": 1 },
+        { "id": "b", "harness": "pi", "roles": ["reviewer"], "slots": 1 },
+    ]});
+    let mut policy = Policy::new(&doc, Options::default()).expect("a roster");
+    policy.queue.capacity = 2;
+    policy
+        .handle(Input::Lease(lease(T0, "r0", "coder")))
+        .expect("a lease");
+    let first = granted(&outputs(&mut policy)).expect("the free slot");
+    for id in ["r1", "r2"] {
+        policy
+            .handle(Input::Lease(lease(T0, id, "coder")))
+            .expect("it waits");
+        outputs(&mut policy);
+    }
+    let before = policy.export_state();
+    let error = policy
+        .handle(Input::Lease(lease(T0 + 1, "r3", "coder")))
+        .expect_err("the queue is full");
+    assert_eq!(error.code(), "INVALID_INPUT");
+    assert!(
+        error.to_string().contains("2 requests already wait"),
+        "{error}"
+    );
+    assert_eq!(
+        policy.export_state(),
+        before,
+        "a refused input changes nothing"
+    );
+    // A tryLease never waits; a lease a free slot serves now is granted.
+    policy
+        .handle(Input::TryLease(lease(T0, "t", "coder")))
+        .expect("answered");
+    assert!(matches!(
+        outputs(&mut policy)[..],
+        [Output::Unavailable { .. }, ..]
+    ));
+    policy
+        .handle(Input::Lease(lease(T0, "x", "reviewer")))
+        .expect("a free slot");
+    assert!(granted(&outputs(&mut policy)).is_some());
+    // Once one is served there is room again.
+    policy
+        .handle(Input::Release {
+            now: T0 + 2,
+            lease: first,
+        })
+        .expect("released");
+    outputs(&mut policy);
+    policy
+        .handle(Input::Lease(lease(T0 + 2, "r3", "coder")))
+        .expect("room again");
+}
+
+/// Options and cooldowns at their largest, times at 2^53 − 1: every end saturates
+/// instead of overflowing (a panic natively, a wrap in the wasm build that never
+/// probes the executor again).
+#[test]
+fn time_arithmetic_saturates_at_the_largest_options_and_2_pow_53() {
+    let huge = "9007199254740991ms";
+    let cooldown = json!({ "usageLimit": huge, "rateLimit": huge, "outage": huge });
+    let doc = json!({ "executors": [
+        { "id": "a", "harness": "pi", "roles": ["planner"], "slots": 1,
+          "provision": { "image": "worker" }, "cooldown": cooldown },
+        { "id": "b", "harness": "pi", "roles": ["coder"], "slots": 1,
+          "health": "http://127.0.0.1:9/b", "cooldown": cooldown },
+        { "id": "c", "harness": "pi", "roles": ["coder"], "slots": 1, "cooldown": cooldown },
+    ]});
+    for options in [
+        // The longest each option may be (`limits.rs`: longer ones are refused as
+        // INVALID_OPTIONS, at creation and on import), with times near 2^53-1.
+        Options {
+            health_probe_interval_ms: *crate::limits::HEALTH_PROBE_INTERVAL_MS.end(),
+            idle_probe_interval_ms: *crate::limits::IDLE_PROBE_INTERVAL_MS.end(),
+            rate_limit_window_ms: *crate::limits::RATE_LIMIT_WINDOW_MS.end(),
+            rate_limits_to_exclude: 2,
+            provision_first_pause_ms: *crate::limits::PROVISION_FIRST_PAUSE_MS.end(),
+            provision_max_pause_ms: *crate::limits::PROVISION_MAX_PAUSE_MS.end(),
+            ..Options::default()
+        },
+        Options {
+            can_probe: false,
+            provision_first_pause_ms: *crate::limits::PROVISION_FIRST_PAUSE_MS.end(),
+            provision_max_pause_ms: *crate::limits::PROVISION_MAX_PAUSE_MS.end(),
+            ..Options::default()
+        },
+    ] {
+        let mut policy = Policy::new(&doc, options).expect("a roster");
+        let now = MAX_SAFE - 10;
+        let feed = |policy: &mut Policy, input: Input| {
+            policy.handle(input).expect("accepted");
+            let out = outputs(policy);
+            let timeout = policy.poll_timeout();
+            assert!(timeout.is_none_or(|t| t >= policy.now().min(MAX_SAFE - 10)));
+            out
+        };
+        // A machine that keeps failing: the pause doubles into saturation.
+        feed(&mut policy, Input::Lease(lease(now, "m", "planner")));
+        for i in 0..3 {
+            let failed = Input::MachineFailed {
+                now: now + i,
+                id: "m".into(),
+                message: "quota".into(),
+                reason: None,
+            };
+            if policy.queue.requests.get("m").is_some_and(|q| !q.waiting()) {
+                feed(&mut policy, failed);
+            }
+        }
+        // Rate limits in a week-long window, a usage limit retried after 2^53 - 1 ms,
+        // an outage probed at a week's interval, a deadline at 2^53 - 1.
+        for executor in ["b", "c"] {
+            for _ in 0..2 {
+                let rate = failure(FailureKind::RateLimit, None, None);
+                feed(
+                    &mut policy,
+                    Input::Report {
+                        now,
+                        executor: executor.into(),
+                        failure: rate,
+                    },
+                );
+            }
+        }
+        // The largest an input may carry (`limits.rs`: past 2^53-1 is INVALID_INPUT).
+        let usage = failure(FailureKind::UsageLimit, Some(MAX_SAFE), Some(MAX_SAFE));
+        feed(
+            &mut policy,
+            Input::Report {
+                now,
+                executor: "c".into(),
+                failure: usage,
+            },
+        );
+        feed(
+            &mut policy,
+            Input::Resume {
+                now,
+                executor: "b".into(),
+            },
+        );
+        let outage = failure(FailureKind::Outage, None, None);
+        feed(
+            &mut policy,
+            Input::Report {
+                now,
+                executor: "b".into(),
+                failure: outage,
+            },
+        );
+        feed(
+            &mut policy,
+            Input::ProbeResult {
+                now: now + 1,
+                executor: "b".into(),
+                up: false,
+            },
+        );
+        let mut waits = lease(now, "w", "coder");
+        waits.deadline = Some(MAX_SAFE);
+        feed(&mut policy, Input::Lease(waits));
+        feed(&mut policy, Input::Tick { now: MAX_SAFE });
+        // The state at these times exports and imports again.
+        let again = Policy::import_state(&policy.export_state()).expect("a real export");
+        assert_eq!(again.export_state(), policy.export_state());
+    }
+}
+
+/// A real export with leases and waiters.
+fn real_export() -> Value {
+    let doc = json!({ "executors": [
+        { "id": "a", "harness": "pi", "roles": ["coder"], "slots": 2 },
+        { "id": "b", "harness": "pi", "roles": ["coder", "reviewer"], "slots": 1 },
+    ]});
+    let mut policy = Policy::new(&doc, Options::default()).expect("a roster");
+    for i in 1..=5 {
+        policy
+            .handle(Input::Lease(lease(T0, &format!("r{i}"), "coder")))
+            .expect("a lease");
+    }
+    outputs(&mut policy);
+    policy.export_state()
+}
+
+#[test]
+fn contradictory_exports_are_refused_naming_the_field() {
+    type Edit = fn(&mut Value);
+    let cases: [(&str, Edit); 10] = [
+        ("nextLease", |s| s["nextLease"] = json!(1)),
+        ("which the roster does not have", |s| {
+            s["leases"]["1"]["executor"] = json!("ghost")
+        }),
+        ("could be served", |s| s["leases"] = json!({})),
+        ("holds lease", |s| {
+            s["leases"]["1001"] = s["leases"]["1"].clone();
+            s["nextLease"] = json!(1002);
+        }),
+        ("now", |s| s["now"] = json!(u64::MAX)),
+        ("listed twice", |s| {
+            let first = s["requests"][0].clone();
+            if let Some(requests) = s["requests"].as_array_mut() {
+                requests.push(first);
+            }
+        }),
+        ("arrival", |s| {
+            s["requests"][1]["key"][3] = s["requests"][0]["key"][3].clone()
+        }),
+        ("is after now", |s| {
+            s["requests"][0]["since"] = json!(T0 + 1);
+            s["requests"][0]["key"][2] = json!(T0 + 1);
+        }),
+        ("nextArrival", |s| s["nextArrival"] = json!(0)),
+        ("lease ids start at 1", |s| s["nextLease"] = json!(0)),
+    ];
+    let base = real_export();
+    Policy::import_state(&base).expect("the real export imports");
+    for (named, edit) in cases {
+        let mut state = base.clone();
+        edit(&mut state);
+        let error = Policy::import_state(&state).expect_err(named);
+        assert_eq!(error.code(), "INVALID_STATE", "{named}: {error}");
+        assert!(
+            error.to_string().contains(named),
+            "want '{named}' in: {error}"
+        );
+    }
+}

@@ -1,0 +1,231 @@
+//! Imports in `core/src` run one way (issue 12): the JSON step at the top, then the
+//! policy, then the wire types and the document, then the leaves. This test reads every
+//! source file, collects the crate modules it names (`use crate::x`, `crate::x::y` in
+//! code), and fails on an import against the declared order or on any cycle.
+//!
+//! A new module must be given a layer here: an unplaced module fails the test.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Top first. A module may use modules of its own layer or below, never above, and
+/// the imports within a layer must not form a cycle.
+const LAYERS: &[&[&str]] = &[
+    // The JSON step every host calls.
+    &["json"],
+    // The state machine.
+    &["policy"],
+    // What the policy reads and answers: the document, inputs and outputs, queries'
+    // shapes, failure classification, errors.
+    // The state file's rule (parse, merge, render) reads protocol's exclusions.
+    &[
+        "document",
+        "status",
+        "protocol",
+        "classify",
+        "error",
+        "state_file",
+    ],
+    // The leaves: JSON reading and writing helpers, sorted maps, time and durations,
+    // the named bounds.
+    &["read", "write", "sorted", "time", "duration", "limits"],
+];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|layer| layer.contains(&module))
+}
+
+/// The crate module a source file belongs to: `src/x.rs` and `src/x/**` are `x`;
+/// `wire.rs` and `options.rs` are `protocol`'s (`#[path = "wire.rs"] mod wire`).
+fn module_of(src: &Path, file: &Path) -> Option<String> {
+    let relative = file.strip_prefix(src).ok()?;
+    let first = relative.components().next()?.as_os_str().to_str()?;
+    let name = first.strip_suffix(".rs").unwrap_or(first);
+    match name {
+        "lib" => None,
+        "wire" | "options" => Some("protocol".into()),
+        other => Some(other.to_string()),
+    }
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("core/src is readable")
+        .map(|e| e.expect("a directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The code of a line without its `//` comment (doc comments included). Good enough
+/// for this crate: no string literal in it holds `//` next to `crate::`.
+fn code(line: &str) -> &str {
+    match line.find("//") {
+        Some(at) => &line[..at],
+        None => line,
+    }
+}
+
+/// Every crate module named in `text`: `crate::x` and `use crate::{x, y::z}`.
+fn references(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for line in text.lines().map(code) {
+        let mut rest = line;
+        while let Some(at) = rest.find("crate::") {
+            // Not `rota_crate::` or the like: `crate` must start a path.
+            let before = rest[..at].chars().next_back();
+            rest = &rest[at + "crate::".len()..];
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            if let Some(group) = rest.strip_prefix('{') {
+                let end = group.find('}').unwrap_or(group.len());
+                for item in group[..end].split(',') {
+                    let name: String = item
+                        .trim()
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    if !name.is_empty() {
+                        found.insert(name);
+                    }
+                }
+                continue;
+            }
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            // `crate::Foo` (a re-export at the root) names no module.
+            if name.chars().next().is_some_and(|c| c.is_ascii_lowercase()) {
+                found.insert(name);
+            }
+        }
+    }
+    found
+}
+
+/// The module graph of `core/src`: module -> the modules it names (itself left out).
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in files {
+        let Some(module) = module_of(&src, &file) else {
+            continue;
+        };
+        let text = std::fs::read_to_string(&file).expect("a readable source file");
+        let uses = graph.entry(module.clone()).or_default();
+        uses.extend(references(&text).into_iter().filter(|m| *m != module));
+    }
+    graph
+}
+
+/// A cycle in `graph`, as the list of modules around it, if there is one.
+fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut around = path[at..].to_vec();
+            around.push(node.to_string());
+            return Some(around);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(found) = visit(next, graph, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    for node in graph.keys() {
+        if let Some(found) = visit(node, graph, &mut Vec::new(), &mut done) {
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// What is wrong with `graph`: unplaced modules, upward imports, a cycle.
+fn problems(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (module, uses) in graph {
+        let Some(from) = layer_of(module) else {
+            problems.push(format!("module `{module}` has no layer in LAYERS"));
+            continue;
+        };
+        for used in uses {
+            match layer_of(used) {
+                Some(to) if to < from => problems.push(format!(
+                    "`{module}` (layer {from}) uses `{used}` (layer {to}, above it)"
+                )),
+                Some(_) => {}
+                None if graph.contains_key(used) => {} // reported as unplaced
+                None => problems.push(format!("`{module}` names `crate::{used}`, no module")),
+            }
+        }
+    }
+    if let Some(around) = cycle(graph) {
+        problems.push(format!("import cycle: {}", around.join(" -> ")));
+    }
+    problems
+}
+
+#[test]
+fn imports_run_one_way_without_a_cycle() {
+    let graph = graph();
+    assert!(graph.contains_key("policy") && graph.contains_key("json"));
+    let problems = problems(&graph);
+    assert!(
+        problems.is_empty(),
+        "core/src imports: {problems:#?}\ngraph: {graph:#?}"
+    );
+}
+
+#[test]
+fn the_check_finds_an_upward_import_and_a_cycle() {
+    let mut graph = BTreeMap::new();
+    let set = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<BTreeSet<_>>();
+    graph.insert("json".to_string(), set(&["policy"]));
+    graph.insert("policy".to_string(), set(&["document"]));
+    // The cycle issue 12 found: document -> json -> policy -> document.
+    graph.insert("document".to_string(), set(&["json"]));
+    let found = problems(&graph);
+    assert!(found
+        .iter()
+        .any(|p| p.contains("`document` (layer 2) uses `json`")));
+    assert!(found.iter().any(|p| p.starts_with("import cycle")));
+    // Sideways within a layer is allowed, a loop there is not.
+    let mut sideways = BTreeMap::new();
+    sideways.insert("status".to_string(), set(&["protocol"]));
+    sideways.insert("protocol".to_string(), set(&["status"]));
+    let found = problems(&sideways);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("import cycle"));
+}
+
+#[test]
+fn references_reads_paths_groups_and_skips_comments() {
+    let text = "use crate::read::{self, Read};\nuse crate::{document, time::iso};\n\
+                // crate::json is only mentioned\nlet x = crate::sorted::get(a);\n\
+                let y = crate::Policy::new();\n";
+    let found: Vec<String> = references(text).into_iter().collect();
+    assert_eq!(found, ["document", "read", "sorted", "time"]);
+}
