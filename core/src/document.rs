@@ -13,6 +13,7 @@ use crate::duration::parse_duration;
 /// module that reads documents), and is named here where it is made.
 pub use crate::error::Violation;
 use crate::limits;
+use crate::protocol::{Choice, Options, Unservable};
 use crate::sorted::SortedMap;
 use crate::write::to_text;
 
@@ -109,12 +110,27 @@ impl ExecutorSpec {
     }
 }
 
+/// The form a document declares its executors in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// `executors` (the roster seed's files).
+    Roster,
+    /// Only a `workers` list or map (the scheduler seed's `usine.yaml`): `name` as the
+    /// id, `maxConcurrentAttempts`/`max_concurrent_attempts` slots, every role.
+    Workers,
+}
+
 /// A validated roster document.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Document {
     /// The role list: the document's own `roles`, or the seed's five.
     pub roles: Vec<String>,
+    /// `executors` first, then `workers`, each in document order.
     pub executors: Vec<ExecutorSpec>,
+    pub form: Form,
+    /// The document's own `choice` and `unservable`, if it gives them.
+    pub choice: Option<Choice>,
+    pub unservable: Option<Unservable>,
     /// The signal table failures are classified with: the seed's, extended by the
     /// document's top-level `signals` (`crate::classify`).
     pub signals: Signals,
@@ -152,6 +168,26 @@ impl Document {
     pub fn executor(&self, id: &str) -> Option<&ExecutorSpec> {
         self.executors.iter().find(|e| e.id == id)
     }
+
+    /// Which equal free executor takes a request: the document's `choice`, else the
+    /// options', else its form's (DESIGN.md: where the seeds differ, rota offers both).
+    pub fn choice(&self, options: &Options) -> Choice {
+        self.choice.or(options.choice).unwrap_or(match self.form {
+            Form::Roster => Choice::RoundRobin,
+            Form::Workers => Choice::Declared,
+        })
+    }
+
+    /// What becomes of a request nothing can ever serve: the document's
+    /// `unservable`, else the options', else its form's.
+    pub fn unservable(&self, options: &Options) -> Unservable {
+        self.unservable
+            .or(options.unservable)
+            .unwrap_or(match self.form {
+                Form::Roster => Unservable::Exhaust,
+                Form::Workers => Unservable::Wait,
+            })
+    }
 }
 
 /// Every violation of a document, in one pass (empty when it is valid).
@@ -164,16 +200,36 @@ pub fn validate(value: &Value, kinds: Option<&[String]>) -> Vec<Violation> {
 
 /// A repository roster over the user's: an entry replaces the user entry with the
 /// same id, `disabled: true` removes it, a new id is added (after the user's).
-/// Either side may be absent (`null`). Unknown fields pass through.
+/// Either side may be absent (`null`). Unknown fields pass through. Documents in the
+/// scheduler's form merge their `workers` by `name` the same way (a map of workers
+/// becomes a list); the two sides must use the same form.
 pub fn merge(user: &Value, repo: &Value) -> Result<Value, Vec<Violation>> {
     let mut violations = Vec::new();
     let user_entries = executor_objects(user, "user", &mut violations);
     let repo_entries = executor_objects(repo, "repo", &mut violations);
+    let form = match (&user_entries, &repo_entries) {
+        (Some((a, _)), Some((b, _))) if a != b => {
+            violations.push(Violation {
+                path: format!("repo.{b}"),
+                message: format!(
+                    "the repo roster declares `{b}` and the user's `{a}`; give one form"
+                ),
+            });
+            *a
+        }
+        (Some((form, _)), _) | (None, Some((form, _))) => *form,
+        (None, None) => EXECUTORS,
+    };
     if !violations.is_empty() {
         return Err(violations);
     }
     let mut merged: Vec<(String, Value)> = Vec::new();
-    for (id, entry) in user_entries.into_iter().chain(repo_entries) {
+    let entries =
+        |side: Option<(&str, Vec<(String, Value)>)>| side.map(|(_, e)| e).unwrap_or_default();
+    for (id, entry) in entries(user_entries)
+        .into_iter()
+        .chain(entries(repo_entries))
+    {
         match merged.iter_mut().find(|(seen, _)| *seen == id) {
             Some(slot) => slot.1 = entry,
             None => merged.push((id, entry)),
@@ -189,13 +245,13 @@ pub fn merge(user: &Value, repo: &Value) -> Result<Value, Vec<Violation>> {
     for side in [user, repo] {
         if let Some(object) = side.as_object() {
             for (key, value) in object {
-                if key != "executors" {
+                if key != EXECUTORS && key != WORKERS {
                     top.insert(key.clone(), value.clone());
                 }
             }
         }
     }
-    top.insert("executors".into(), Value::Array(executors));
+    top.insert(form.into(), Value::Array(executors));
     Ok(Value::Object(top))
 }
 
@@ -204,11 +260,12 @@ pub fn merge(user: &Value, repo: &Value) -> Result<Value, Vec<Violation>> {
 /// silently empty the roster).
 pub fn narrow(document: &Value, ids: &[String]) -> Result<Value, Vec<Violation>> {
     let mut violations = Vec::new();
-    let entries = executor_objects(document, "document", &mut violations);
+    let (form, entries) =
+        executor_objects(document, "document", &mut violations).unwrap_or((EXECUTORS, Vec::new()));
     for id in ids {
         if !entries.iter().any(|(have, _)| have == id) {
             violations.push(Violation {
-                path: "executors".into(),
+                path: form.into(),
                 message: format!("executor '{id}' is not in the roster"),
             });
         }
@@ -222,37 +279,77 @@ pub fn narrow(document: &Value, ids: &[String]) -> Result<Value, Vec<Violation>>
         .filter(|(id, _)| ids.is_empty() || ids.contains(id))
         .map(|(_, entry)| entry)
         .collect();
-    top.insert("executors".into(), Value::Array(kept));
+    top.insert(form.into(), Value::Array(kept));
     Ok(Value::Object(top))
 }
 
-/// The `(id, object)` pairs of a document's executors, for merge and narrow.
+const EXECUTORS: &str = "executors";
+const WORKERS: &str = "workers";
+
+/// The list a document declares its executors in (`executors`, or the scheduler's
+/// `workers`) and its `(id, object)` pairs, for merge and narrow; `None` for `null`.
+/// A map of workers becomes a list, each with its `name`.
 fn executor_objects(
     value: &Value,
     side: &str,
     violations: &mut Vec<Violation>,
-) -> Vec<(String, Value)> {
+) -> Option<(&'static str, Vec<(String, Value)>)> {
     if value.is_null() {
-        return Vec::new();
+        return None;
     }
-    let Some(executors) = value.get("executors").and_then(Value::as_array) else {
-        violations.push(Violation {
-            path: format!("{side}.executors"),
-            message: format!("the {side} roster needs an `executors` array"),
-        });
-        return Vec::new();
+    let form = match value.get(EXECUTORS) {
+        None if value.get(WORKERS).is_some() => WORKERS,
+        _ => EXECUTORS,
+    };
+    let id_field = if form == WORKERS { "name" } else { "id" };
+    let items: Vec<(String, Value)> = match value.get(form) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (format!("{side}.{form}[{i}]"), v.clone()))
+            .collect(),
+        Some(Value::Object(map)) if form == WORKERS => map
+            .iter()
+            .map(|(name, v)| {
+                let mut entry = v.clone();
+                if let Some(object) = entry.as_object_mut() {
+                    object
+                        .entry("name")
+                        .or_insert_with(|| Value::String(name.clone()));
+                }
+                (format!("{side}.{form}.{name}"), entry)
+            })
+            .collect(),
+        _ => {
+            violations.push(Violation {
+                path: format!("{side}.executors"),
+                message: format!("the {side} roster needs an `executors` array"),
+            });
+            return Some((form, Vec::new()));
+        }
     };
     let mut out = Vec::new();
-    for (index, entry) in executors.iter().enumerate() {
-        match entry.get("id").and_then(Value::as_str) {
-            Some(id) => out.push((id.to_string(), entry.clone())),
+    for (place, entry) in items {
+        match entry.get(id_field).and_then(Value::as_str) {
+            Some(id) => out.push((id.to_string(), entry)),
             None => violations.push(Violation {
-                path: format!("{side}.executors[{index}].id"),
-                message: "an executor has no id".into(),
+                path: format!("{place}.{id_field}"),
+                message: format!("an executor has no {id_field}"),
             }),
         }
     }
-    out
+    Some((form, out))
+}
+
+/// Where an executor is declared: its path (`executors[2]`, `workers.a`), its number
+/// in its list (for one without an id), the map key naming it, and whether it is one
+/// of the scheduler's workers.
+#[derive(Clone, Copy)]
+struct Place<'a> {
+    place: &'a str,
+    ordinal: usize,
+    key: Option<&'a str>,
+    worker: bool,
 }
 
 #[derive(Default)]
@@ -290,12 +387,73 @@ impl Parser {
                 signals
             })
             .unwrap_or_default();
-        let Some(entries) = object.get("executors").and_then(Value::as_array) else {
-            self.fail(
-                "executors",
-                "a roster document needs an `executors` array (it may be empty)",
-            );
-            return None;
+        let workers = object.get("workers");
+        let form = if workers.is_some() && !object.contains_key("executors") {
+            Form::Workers
+        } else {
+            Form::Roster
+        };
+        // (place, name from a map key, entry): executors, then the scheduler's workers.
+        let mut entries: Vec<(String, Option<&str>, &Value, bool)> = Vec::new();
+        let executors_given = object
+            .get("executors")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        match object.get("executors") {
+            Some(Value::Array(items)) => entries.extend(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (format!("executors[{i}]"), None, v, false)),
+            ),
+            None if workers.is_some() => {}
+            _ => {
+                self.fail(
+                    "executors",
+                    "a roster document needs an `executors` array (it may be empty)",
+                );
+                return None;
+            }
+        }
+        match workers {
+            None => {}
+            Some(Value::Array(items)) => entries.extend(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (format!("workers[{i}]"), None, v, true)),
+            ),
+            Some(Value::Object(map)) => entries.extend(
+                map.iter()
+                    .map(|(name, v)| (format!("workers.{name}"), Some(name.as_str()), v, true)),
+            ),
+            Some(_) => {
+                self.fail(
+                    "workers",
+                    "`workers` is a list of workers, or a map of them keyed by name",
+                );
+                return None;
+            }
+        }
+        let choice = match object.get("choice") {
+            None | Some(Value::Null) => None,
+            Some(v) => match Choice::from_json(v) {
+                Ok(choice) => Some(choice),
+                Err(_) => {
+                    self.fail("choice", "`choice` is \"roundRobin\" or \"declared\"");
+                    None
+                }
+            },
+        };
+        let unservable = match object.get("unservable") {
+            None | Some(Value::Null) => None,
+            Some(v) => match Unservable::from_json(v) {
+                Ok(unservable) => Some(unservable),
+                Err(_) => {
+                    self.fail("unservable", "`unservable` is \"exhaust\" or \"wait\"");
+                    None
+                }
+            },
         };
         if entries.len() > limits::MAX_EXECUTORS {
             self.fail(
@@ -309,13 +467,26 @@ impl Parser {
         }
         let mut executors = Vec::new();
         let mut seen = Vec::new();
-        for (index, entry) in entries.iter().enumerate() {
-            if let Some(spec) = self.executor(index, entry, &roles, kinds) {
+        for (index, (place, key, entry, worker)) in entries.into_iter().enumerate() {
+            // "executor #3" names an entry without an id in the roster's wording.
+            let ordinal = if worker {
+                index - executors_given
+            } else {
+                index
+            } + 1;
+            let at = Place {
+                place: &place,
+                ordinal,
+                key,
+                worker,
+            };
+            if let Some(spec) = self.executor(at, entry, &roles, kinds) {
                 if !spec.id.trim().is_empty()
                     && !crate::sorted::set_insert(&mut seen, spec.id.clone())
                 {
+                    let field = if worker { "name" } else { "id" };
                     self.fail(
-                        format!("executors[{index}].id"),
+                        format!("{place}.{field}"),
                         format!("executor '{}' is listed twice", spec.id),
                     );
                 }
@@ -325,6 +496,9 @@ impl Parser {
         Some(Document {
             roles,
             executors,
+            form,
+            choice,
+            unservable,
             signals,
             raw: value.clone(),
         })
@@ -382,54 +556,86 @@ impl Parser {
         roles
     }
 
+    /// One executor at `place` (`executors[2]`, `workers[0]`, `workers.a`). A
+    /// scheduler `worker` is named by `name` (or its map `key`), needs no harness and
+    /// takes every role unless it lists its own.
     fn executor(
         &mut self,
-        index: usize,
+        place: Place,
         value: &Value,
         roles: &[String],
         kinds: Option<&[String]>,
     ) -> Option<ExecutorSpec> {
-        let at = |field: &str| format!("executors[{index}].{field}");
+        let Place {
+            place,
+            ordinal,
+            key,
+            worker,
+        } = place;
+        let at = |field: &str| format!("{place}.{field}");
         let Some(object) = value.as_object() else {
-            self.fail(
-                format!("executors[{index}]"),
-                "an executor is a JSON object",
-            );
+            let what = if worker { "a worker" } else { "an executor" };
+            self.fail(place, format!("{what} is a JSON object"));
             return None;
         };
-        let id = match object.get("id") {
-            Some(Value::String(id)) if id.len() > limits::MAX_ID_BYTES => {
+        let id_field = if worker { "name" } else { "id" };
+        let id = match (object.get(id_field), key) {
+            (Some(Value::String(id)), _) if id.len() > limits::MAX_ID_BYTES => {
                 self.fail(
-                    at("id"),
+                    at(id_field),
                     format!(
-                        "an executor's id is {} bytes long; the most is {}",
+                        "an executor's {id_field} is {} bytes long; the most is {}",
                         id.len(),
                         limits::MAX_ID_BYTES
                     ),
                 );
                 String::new()
             }
-            Some(Value::String(id)) if !id.trim().is_empty() => id.clone(),
-            Some(Value::String(_)) => {
-                self.fail(at("id"), "an executor has an empty id");
+            (Some(Value::String(id)), Some(key)) if id != key => {
+                self.fail(
+                    at(id_field),
+                    format!("worker '{key}' has the name '{id}'; give one"),
+                );
+                key.to_string()
+            }
+            (None, Some(key)) if key.len() > limits::MAX_ID_BYTES => {
+                self.fail(
+                    place,
+                    format!(
+                        "a worker's name is {} bytes long; the most is {}",
+                        key.len(),
+                        limits::MAX_ID_BYTES
+                    ),
+                );
                 String::new()
             }
-            Some(_) => {
-                self.fail(at("id"), "an executor's id is a string");
+            (None, Some(key)) if !key.trim().is_empty() => key.to_string(),
+            (Some(Value::String(id)), _) if !id.trim().is_empty() => id.clone(),
+            (Some(Value::String(_)), _) | (None, Some(_)) => {
+                self.fail(at(id_field), format!("an executor has an empty {id_field}"));
                 String::new()
             }
-            None => {
-                self.fail(at("id"), "an executor has no id");
+            (Some(_), _) => {
+                self.fail(
+                    at(id_field),
+                    format!("an executor's {id_field} is a string"),
+                );
+                String::new()
+            }
+            (None, None) => {
+                self.fail(at(id_field), format!("an executor has no {id_field}"));
                 String::new()
             }
         };
-        let who = if id.is_empty() {
-            format!("executor #{}", index + 1)
-        } else {
-            format!("executor '{id}'")
+        let who = match (id.is_empty(), worker) {
+            (true, true) => format!("worker #{ordinal}"),
+            (true, false) => format!("executor #{ordinal}"),
+            (false, true) => format!("worker '{id}'"),
+            (false, false) => format!("executor '{id}'"),
         };
         let harness = match object.get("harness") {
             Some(Value::String(h)) if !h.trim().is_empty() => h.clone(),
+            None if worker => String::new(),
             Some(Value::String(_)) | None => {
                 self.fail(at("harness"), format!("{who} has no harness"));
                 String::new()
@@ -463,16 +669,24 @@ impl Parser {
             .get("kind")
             .and_then(Value::as_str)
             .map(str::to_string);
-        if let (Some(kinds), Some(kind)) = (kinds, &kind) {
-            if !kinds.iter().any(|k| k == kind) {
-                self.fail(
-                    at("kind"),
-                    format!(
-                        "{who} has kind '{kind}', and this host runs only: {}",
-                        kinds.join(", ")
-                    ),
-                );
-            }
+        match (kinds, &kind) {
+            (Some(kinds), Some(kind)) if !kinds.iter().any(|k| k == kind) => self.fail(
+                at("kind"),
+                format!(
+                    "{who} has kind '{kind}', and this host runs only: {}",
+                    kinds.join(", ")
+                ),
+            ),
+            // The seed's `validateWorkers` refuses a worker whose kind is not the
+            // executor's, and a missing kind is not it.
+            (Some(kinds), None) => self.fail(
+                at("kind"),
+                format!(
+                    "{who} has no kind, and this host runs only: {}",
+                    kinds.join(", ")
+                ),
+            ),
+            _ => {}
         }
 
         // Roles: unknown ones are named with the list of known ones.
@@ -506,6 +720,8 @@ impl Parser {
                 }
             }
             Some(_) => self.fail(at("roles"), format!("{who} has roles that are not a list")),
+            // The scheduler's workers take every run, whatever the role.
+            None if worker => own_roles = roles.to_vec(),
             None => self.fail(at("roles"), format!("{who} takes no role")),
         }
 
@@ -523,17 +739,20 @@ impl Parser {
                 }
             }
         };
-        let slots = slots_of(self, "slots");
-        let alias = slots_of(self, "maxConcurrentAttempts");
-        if let (Some(a), Some(b)) = (slots, alias) {
-            if a != b {
-                self.fail(
-                    at("maxConcurrentAttempts"),
-                    format!("{who} has slots {a} and maxConcurrentAttempts {b}; give one"),
-                );
+        let mut slots = slots_of(self, "slots");
+        // The scheduler's name, and its YAML config's.
+        for alias in ["maxConcurrentAttempts", "max_concurrent_attempts"] {
+            let given = slots_of(self, alias);
+            match (slots, given) {
+                (Some(a), Some(b)) if a != b => self.fail(
+                    at(alias),
+                    format!("{who} has slots {a} and {alias} {b}; give one"),
+                ),
+                (None, Some(_)) => slots = given,
+                _ => {}
             }
         }
-        let slots = slots.or(alias).unwrap_or(1);
+        let slots = slots.unwrap_or(1);
 
         // Role caps: `roleSlots` for any role, `coderSlots` for the coder role.
         let mut role_caps = SortedMap::new();
@@ -541,7 +760,7 @@ impl Parser {
             match value.as_object() {
                 Some(caps) => {
                     for (role, cap) in caps {
-                        let path = format!("executors[{index}].roleSlots.{role}");
+                        let path = format!("{place}.roleSlots.{role}");
                         if !roles.iter().any(|r| r == role) {
                             self.fail(
                                 path,
@@ -607,7 +826,7 @@ impl Parser {
                 None
             }
         };
-        let cooldown = self.cooldown(object.get("cooldown"), index, &who);
+        let cooldown = self.cooldown(object.get("cooldown"), place, &who);
         let disabled = match object.get("disabled") {
             None => false,
             Some(Value::Bool(b)) => *b,
@@ -717,20 +936,20 @@ impl Parser {
         }
     }
 
-    fn cooldown(&mut self, value: Option<&Value>, index: usize, who: &str) -> Cooldowns {
+    fn cooldown(&mut self, value: Option<&Value>, place: &str, who: &str) -> Cooldowns {
         let mut cooldown = Cooldowns::default();
         let Some(value) = value else {
             return cooldown;
         };
         let Some(entries) = value.as_object() else {
             self.fail(
-                format!("executors[{index}].cooldown"),
+                format!("{place}.cooldown"),
                 format!("{who} has a cooldown that is not a record of durations"),
             );
             return cooldown;
         };
         for (name, text) in entries {
-            let path = format!("executors[{index}].cooldown.{name}");
+            let path = format!("{place}.cooldown.{name}");
             let target = match name.as_str() {
                 "usageLimit" => &mut cooldown.usage_limit_ms,
                 "rateLimit" => &mut cooldown.rate_limit_ms,

@@ -188,8 +188,8 @@ pub use duration::{format_duration, parse_duration};
 pub use error::Error;
 pub use policy::Policy;
 pub use protocol::{
-    Exclusion, ExclusionKind, ExplainRequest, Failure, FailureKind, Fields, Input, LeaseRequest,
-    Level, Options, Output, PersistedState,
+    Choice, Exclusion, ExclusionKind, ExplainRequest, Failure, FailureKind, Fields, Input,
+    LeaseRequest, Level, Options, Output, PersistedState, Unservable,
 };
 pub use sorted::SortedMap;
 pub use status::{Explanation, Plan, Snapshot};

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{id_too_long, Level};
+use super::{id_too_long, Choice, Level, Unservable};
 use crate::error::Error;
 use crate::limits;
 use crate::read::{self, object, Read};
@@ -29,8 +29,23 @@ pub struct Options {
     pub provision_first_pause_ms: u64,
     /// The longest pause after failed machine creations.
     pub provision_max_pause_ms: u64,
-    /// Executors that a reload adds or grows must pass a host preflight first.
+    /// The host can preflight executors (it answers `preflight` outputs): every
+    /// executor is preflighted before the roster serves, and a failure stops the start
+    /// (the scheduler seed's startup preflight). Not written while false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub preflight: bool,
+    /// Executors that a reload adds or grows must pass a host preflight first. When a
+    /// host's options leave it out, it follows `preflight` (the seed preflights every
+    /// reload whenever it can).
     pub preflight_reloads: bool,
+    /// Which of the equal free executors takes a request; `None`: the document's, else
+    /// its form's (`roundRobin` for a roster, `declared` for a scheduler's `workers`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub choice: Option<Choice>,
+    /// What becomes of a request nothing can ever serve; `None`: the document's, else
+    /// its form's (`exhaust` for a roster, `wait` for a scheduler's `workers`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unservable: Option<Unservable>,
     /// The executor kinds the host can run; `None` accepts any.
     pub kinds: Option<Vec<String>>,
     /// The least severe `event` output emitted: `debug` (every event, the default),
@@ -51,7 +66,10 @@ impl Default for Options {
             rate_limits_to_exclude: 3,
             provision_first_pause_ms: 30_000,
             provision_max_pause_ms: 10 * 60_000,
+            preflight: false,
             preflight_reloads: false,
+            choice: None,
+            unservable: None,
             kinds: None,
             min_event_level: Level::Debug,
         }
@@ -69,6 +87,9 @@ const OPTIONS_FIELDS: &[&str] = &[
     "preflightReloads",
     "kinds",
     "minEventLevel",
+    "preflight",
+    "choice",
+    "unservable",
 ];
 
 impl Options {
@@ -87,6 +108,7 @@ impl Options {
     pub(crate) fn read_json(value: &Value) -> Read<Options> {
         let o = object(value, "struct Options")?;
         let mut options = Options::default();
+        let mut preflight_reloads = None;
         for (key, v) in o.0 {
             match key.as_str() {
                 "canProbe" => options.can_probe = read::bool(v)?,
@@ -96,13 +118,20 @@ impl Options {
                 "rateLimitsToExclude" => options.rate_limits_to_exclude = read::u32(v)?,
                 "provisionFirstPauseMs" => options.provision_first_pause_ms = read::u64(v)?,
                 "provisionMaxPauseMs" => options.provision_max_pause_ms = read::u64(v)?,
-                "preflightReloads" => options.preflight_reloads = read::bool(v)?,
+                "preflightReloads" => preflight_reloads = Some(read::bool(v)?),
+                "preflight" => options.preflight = read::bool(v)?,
+                "choice" if v.is_null() => options.choice = None,
+                "choice" => options.choice = Some(Choice::from_json(v)?),
+                "unservable" if v.is_null() => options.unservable = None,
+                "unservable" => options.unservable = Some(Unservable::from_json(v)?),
                 "kinds" if v.is_null() => options.kinds = None,
                 "kinds" => options.kinds = Some(read::strings(v)?),
                 "minEventLevel" => options.min_event_level = Level::from_json(v)?,
                 _ => return Err(read::unknown_field(key, OPTIONS_FIELDS)),
             }
         }
+        // Explicit wins; else reloads are preflighted whenever the host can preflight.
+        options.preflight_reloads = preflight_reloads.unwrap_or(options.preflight);
         Ok(options)
     }
 }
@@ -180,8 +209,13 @@ impl WriteJson for Options {
             .field("rateLimitWindowMs", &self.rate_limit_window_ms)
             .field("rateLimitsToExclude", &self.rate_limits_to_exclude)
             .field("provisionFirstPauseMs", &self.provision_first_pause_ms)
-            .field("provisionMaxPauseMs", &self.provision_max_pause_ms)
-            .field("preflightReloads", &self.preflight_reloads)
+            .field("provisionMaxPauseMs", &self.provision_max_pause_ms);
+        if self.preflight {
+            o.field("preflight", &self.preflight);
+        }
+        o.field("preflightReloads", &self.preflight_reloads)
+            .some("choice", &self.choice)
+            .some("unservable", &self.unservable)
             .field("kinds", &self.kinds);
         if !self.min_event_level.is_debug() {
             o.field("minEventLevel", &self.min_event_level);

@@ -13,6 +13,30 @@ use crate::limits;
 use crate::read::{self, object, variant, Read};
 use crate::write::{write_str, Obj, WriteJson};
 
+/// Which of the equal free executors (same priority for the role) takes a request.
+/// The two seeds differ here, and rota offers both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Choice {
+    /// The one leased least recently (the roster seed): a, b, a, b.
+    #[default]
+    RoundRobin,
+    /// The first declared (the scheduler seed's `workerFor`): a, a, b, b.
+    Declared,
+}
+
+/// What becomes of a request that no executor can ever serve (none has its role, or
+/// all that do are out for the run or removed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Unservable {
+    /// It ends at once as exhausted, with a reason per executor (the roster seed).
+    #[default]
+    Exhaust,
+    /// It keeps waiting until a slot, a reload or a cancel (the scheduler seed).
+    Wait,
+}
+
 /// What a lease request asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -217,16 +241,37 @@ pub enum Input {
         executor: String,
         up: bool,
     },
-    /// The answer to a `createMachine` output: the machine's hold.
+    /// The answer to a `createMachine` output: the machine's hold. `checked` (any
+    /// JSON: what the creation checked) records a passed preflight of the executor.
     #[serde(rename_all = "camelCase")]
-    MachineCreated { now: u64, id: String, hold: Value },
-    /// The answer to a `createMachine` output: it failed.
+    MachineCreated {
+        now: u64,
+        id: String,
+        hold: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        checked: Option<Value>,
+    },
+    /// The answer to a `createMachine` output: it failed. `reason` is the pause
+    /// record's (the seed's `MachineUnavailableError.reason`; `unavailable` when
+    /// absent); `check` is a failed capability check, recorded as a failed preflight.
     #[serde(rename_all = "camelCase")]
     MachineFailed {
         now: u64,
         id: String,
         #[serde(default)]
         message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The answer to a `deleteMachine` output that names a `lease`: the slot it held
+    /// frees now. A failed deletion frees it too, with a warning naming the machine.
+    #[serde(rename_all = "camelCase")]
+    MachineDeleted {
+        now: u64,
+        lease: u64,
+        ok: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
     /// Replace the document live.
     #[serde(rename_all = "camelCase")]
@@ -261,6 +306,7 @@ impl Input {
             | Input::ProbeResult { now, .. }
             | Input::MachineCreated { now, .. }
             | Input::MachineFailed { now, .. }
+            | Input::MachineDeleted { now, .. }
             | Input::Reload { now, .. }
             | Input::PreflightResult { now, .. }
             | Input::Restore { now, .. }
@@ -292,7 +338,9 @@ impl Input {
             } => id_too_long("id", id)
                 .or_else(|| id_too_long("executor", executor))
                 .or_else(|| role.as_deref().and_then(|r| id_too_long("role", r))),
-            Input::Release { lease, .. } => beyond_json("lease", Some(*lease)),
+            Input::Release { lease, .. } | Input::MachineDeleted { lease, .. } => {
+                beyond_json("lease", Some(*lease))
+            }
             Input::Report { failure, .. } => beyond_json("failure.resetAt", failure.reset_at)
                 .or_else(|| beyond_json("failure.retryAfterMs", failure.retry_after_ms)),
             Input::Exclude { until, .. } => beyond_json("until", *until),
@@ -433,12 +481,22 @@ pub enum Output {
     /// `machineCreated` or `machineFailed`.
     #[serde(rename_all = "camelCase")]
     CreateMachine { request: String, executor: String },
-    /// Delete this machine.
+    /// Delete this machine. With a `lease`, the slot stays held until the host
+    /// answers `machineDeleted` (the seed deletes the machine before the slot frees).
     #[serde(rename_all = "camelCase")]
-    DeleteMachine { executor: String, hold: Value },
-    /// Preflight this executor before a reload applies; answer with `preflightResult`.
+    DeleteMachine {
+        executor: String,
+        hold: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lease: Option<u64>,
+    },
+    /// Preflight this executor (at start, or before a reload applies); answer with
+    /// `preflightResult`.
     #[serde(rename_all = "camelCase")]
     Preflight { executor: String },
+    /// The startup preflight of `executor` failed: the roster does not start.
+    #[serde(rename_all = "camelCase")]
+    StartFailed { executor: String, error: String },
     /// Write the state: replace the entries of `ids` in the state file with
     /// `state.exclusions`, keeping other rosters' entries.
     #[serde(rename_all = "camelCase")]
@@ -594,6 +652,34 @@ deserialize_from_json!(
     ExplainRequest,
     Fields
 );
+
+impl Choice {
+    const NAMES: &'static [&'static str] = &["roundRobin", "declared"];
+    const ALL: [Choice; 2] = [Choice::RoundRobin, Choice::Declared];
+
+    pub fn from_json(value: &Value) -> Read<Choice> {
+        variant(value, Self::NAMES).map(|i| Self::ALL[i])
+    }
+
+    /// The JSON name: `roundRobin`, `declared`.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
+impl Unservable {
+    const NAMES: &'static [&'static str] = &["exhaust", "wait"];
+    const ALL: [Unservable; 2] = [Unservable::Exhaust, Unservable::Wait];
+
+    pub fn from_json(value: &Value) -> Read<Unservable> {
+        variant(value, Self::NAMES).map(|i| Self::ALL[i])
+    }
+
+    /// The JSON name: `exhaust`, `wait`.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
 
 impl FailureKind {
     const NAMES: &'static [&'static str] = &[
@@ -756,6 +842,18 @@ impl WriteJson for ExclusionKind {
 }
 
 impl WriteJson for Level {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_str(out, self.name());
+    }
+}
+
+impl WriteJson for Choice {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_str(out, self.name());
+    }
+}
+
+impl WriteJson for Unservable {
     fn write_json(&self, out: &mut Vec<u8>) {
         write_str(out, self.name());
     }

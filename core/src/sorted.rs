@@ -86,6 +86,11 @@ pub(crate) fn set_insert(set: &mut StrSet, item: String) -> bool {
     }
 }
 
+/// Whether `item` is in the set.
+pub(crate) fn set_contains(set: &[String], item: &str) -> bool {
+    find_in(set, item).is_ok()
+}
+
 /// Removes `item`; whether it was there.
 pub(crate) fn set_remove(set: &mut StrSet, item: &str) -> bool {
     match find_in(set, item) {

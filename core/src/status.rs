@@ -88,6 +88,11 @@ pub struct PauseStatus {
     pub message: String,
     /// False once the pause has ended (the failure count stays until a success).
     pub blocked: bool,
+    /// The seed's pause record: the reason (`check` for a failed capability check),
+    /// when the creation failed and when it is tried again (ISO 8601).
+    pub reason: String,
+    pub failed_at: String,
+    pub retry_at: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,6 +108,9 @@ pub struct LeaseStatus {
     pub hold: Option<Value>,
     pub since: u64,
     pub occupied: bool,
+    /// Released: its machine is being deleted, and the slot frees after.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleting: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -297,21 +305,27 @@ impl WriteJson for PauseStatus {
             .field("until", &self.until)
             .field("message", &self.message)
             .field("blocked", &self.blocked)
+            .field("reason", &self.reason)
+            .field("failedAt", &self.failed_at)
+            .field("retryAt", &self.retry_at)
             .end();
     }
 }
 
 impl WriteJson for LeaseStatus {
     fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("lease", &self.lease)
+        let mut o = Obj::new(out);
+        o.field("lease", &self.lease)
             .field("request", &self.request)
             .some("role", &self.role)
             .some("label", &self.label)
             .some("hold", &self.hold)
             .field("since", &self.since)
-            .field("occupied", &self.occupied)
-            .end();
+            .field("occupied", &self.occupied);
+        if self.deleting {
+            o.field("deleting", &self.deleting);
+        }
+        o.end();
     }
 }
 

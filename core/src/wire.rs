@@ -100,6 +100,10 @@ macro_rules! take {
     (opt, $slot:expr, $key:ident) => {
         $slot.flatten()
     };
+    // Absent: `None` (a field whose `null` is an error).
+    (some, $slot:expr, $key:ident) => {
+        $slot
+    };
     // Absent: the type's default.
     (default, $slot:expr, $key:ident) => {
         $slot.unwrap_or_default()
@@ -206,6 +210,7 @@ keys! {
     ok "ok": bool,
     error "error": Option<String>,
     state "state": PersistedState,
+    checked "checked": Value,
 }
 
 inputs! {
@@ -224,8 +229,9 @@ inputs! {
     Exclude "exclude" { now: need, executor: need, kind: manual, reason: default, until: opt, }
     Resume "resume" { now: need, executor: need, }
     ProbeResult "probeResult" { now: need, executor: need, up: need, }
-    MachineCreated "machineCreated" { now: need, id: need, hold: need, }
-    MachineFailed "machineFailed" { now: need, id: need, message: default, }
+    MachineCreated "machineCreated" { now: need, id: need, hold: need, checked: non_null, }
+    MachineFailed "machineFailed" { now: need, id: need, message: default, reason: some, }
+    MachineDeleted "machineDeleted" { now: need, lease: need, ok: need, error: opt, }
     Reload "reload" { now: need, document: need, }
     PreflightResult "preflightResult" { now: need, executor: need, ok: need, error: opt, }
     Restore "restore" { now: need, state: need, }
@@ -396,6 +402,7 @@ const OUTPUT_TYPES: &[&str] = &[
     "createMachine",
     "deleteMachine",
     "preflight",
+    "startFailed",
     "persist",
     "event",
 ];
@@ -447,9 +454,14 @@ impl Output {
             "deleteMachine" => Output::DeleteMachine {
                 executor: r.req("executor", string)?,
                 hold: r.req("hold", read::value)?,
+                lease: r.opt("lease", read::u64)?,
             },
             "preflight" => Output::Preflight {
                 executor: r.req("executor", string)?,
+            },
+            "startFailed" => Output::StartFailed {
+                executor: r.req("executor", string)?,
+                error: r.req("error", string)?,
             },
             "persist" => Output::Persist {
                 ids: r.req("ids", read::strings)?,
@@ -561,15 +573,29 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             out.extend_from_slice(b",\"executor\":");
             write_str(out, executor);
         }
-        Output::DeleteMachine { executor, hold } => {
+        Output::DeleteMachine {
+            executor,
+            hold,
+            lease,
+        } => {
             out.extend_from_slice(b"{\"type\":\"deleteMachine\",\"executor\":");
             write_str(out, executor);
             out.extend_from_slice(b",\"hold\":");
             write_value(out, hold);
+            if let Some(lease) = lease {
+                out.extend_from_slice(b",\"lease\":");
+                write_u64(out, *lease);
+            }
         }
         Output::Preflight { executor } => {
             out.extend_from_slice(b"{\"type\":\"preflight\",\"executor\":");
             write_str(out, executor);
+        }
+        Output::StartFailed { executor, error } => {
+            out.extend_from_slice(b"{\"type\":\"startFailed\",\"executor\":");
+            write_str(out, executor);
+            out.extend_from_slice(b",\"error\":");
+            write_str(out, error);
         }
         Output::Persist { ids, state } => {
             write_persist(out, ids, state);

@@ -92,9 +92,19 @@ fn every_output_kind_with_awkward_strings_and_values() {
         outputs.push(Output::DeleteMachine {
             executor: s.clone(),
             hold: value.clone(),
+            lease: None,
+        });
+        outputs.push(Output::DeleteMachine {
+            executor: s.clone(),
+            hold: value.clone(),
+            lease: Some(7),
         });
         outputs.push(Output::Preflight {
             executor: s.clone(),
+        });
+        outputs.push(Output::StartFailed {
+            executor: s.clone(),
+            error: s.clone(),
         });
         outputs.push(Output::Persist {
             ids: vec![s.clone()],

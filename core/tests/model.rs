@@ -194,28 +194,47 @@ impl Model {
         self.waiting.values().any(|q| q.id == id) || self.leases.values().any(|l| l.request == id)
     }
 
-    /// Waiting requests before `key` whose role competes with `r`: some executor
-    /// takes both (DESIGN.md: "how many ahead of it compete for the same executors").
-    fn ahead_of(&self, r: usize, key: &Key) -> u32 {
-        let competes = |o: usize| {
+    /// Waiting requests before `key` that compete with a request of role `r` (pinned
+    /// to `pin`) for an executor (DESIGN.md: "how many ahead of it compete for the
+    /// same executors"): two unpinned ones when some executor takes both roles; a
+    /// pinned and an unpinned one when the pin's executor takes the other's role; two
+    /// pinned ones when they have the same pin (the seed's `aheadCount`).
+    fn ahead_of(&self, r: usize, key: &Key, pin: Option<&str>) -> u32 {
+        let takes = |id: &str, o: usize| {
+            self.index(id)
+                .is_some_and(|e| self.execs[e].has[o] && self.execs[e].caps[o] > 0)
+        };
+        let overlap = |o: usize| {
             o == r
                 || self
                     .execs
                     .iter()
                     .any(|x| x.has[r] && x.has[o] && x.caps[r] > 0 && x.caps[o] > 0)
         };
+        let competes = |p: &Req| match (p.pin.as_deref(), pin) {
+            (None, None) => overlap(p.role),
+            (Some(theirs), None) => takes(theirs, r),
+            (None, Some(ours)) => takes(ours, p.role),
+            (Some(theirs), Some(ours)) => theirs == ours,
+        };
         self.waiting
             .iter()
-            .filter(|(k, q)| competes(q.role) && *k < key)
+            .filter(|(k, q)| *k < key && competes(q))
             .count() as u32
     }
 
-    /// Waiting requests before `key` that executor `e` could have served.
+    /// Waiting requests before `key` that executor `e` could have served (not those
+    /// pinned elsewhere).
     fn passed_by(&self, e: usize, key: &Key) -> u32 {
         let x = &self.execs[e];
         self.waiting
             .iter()
-            .filter(|(k, q)| x.has[q.role] && x.caps[q.role] > 0 && *k < key)
+            .filter(|(k, q)| {
+                x.has[q.role]
+                    && x.caps[q.role] > 0
+                    && *k < key
+                    && q.pin.as_deref().is_none_or(|pin| pin == x.id)
+            })
             .count() as u32
     }
 
@@ -489,7 +508,7 @@ impl Model {
             self.expected.push(Expect::Waiting {
                 request: q.id.clone(),
                 role: ROLES[q.role].to_string(),
-                ahead: self.ahead_of(q.role, &key),
+                ahead: self.ahead_of(q.role, &key, q.pin.as_deref()),
             });
             self.waiting.insert(key, q);
         }
@@ -1099,7 +1118,13 @@ impl StateMachineTest for Sut {
                 .find(|(_, m)| m.id == q.request)
                 .map(|(k, _)| *k)
                 .expect("queued in the model");
-            assert_eq!(q.ahead, model.ahead_of(r, &key), "ahead of {}", q.request);
+            let pin = q.pin.as_deref();
+            assert_eq!(
+                q.ahead,
+                model.ahead_of(r, &key, pin),
+                "ahead of {}",
+                q.request
+            );
         }
         let open: BTreeSet<String> = model.waiting.values().map(|q| q.id.clone()).collect();
         assert_eq!(

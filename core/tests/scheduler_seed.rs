@@ -212,7 +212,9 @@ fn a_pinned_request_does_not_block_the_next_on_another_executor() {
             grant.executor.as_str(),
             grant.passed
         ),
-        ("q", "b", 1)
+        // p is pinned to a: b could never serve it, so q passed nobody (the seed's
+        // `passedCount` counts only what the worker could have taken).
+        ("q", "b", 0)
     );
 }
 
@@ -326,10 +328,16 @@ fn a_provisioned_executor_creates_a_machine_before_the_grant() {
     let leases = sim.exec("m").leases;
     assert_eq!(leases.len(), 1);
     assert_eq!(leases[0].hold, Some(hold.clone()));
-    // Releasing a lease that holds a machine deletes the machine; the next request
-    // creates its own.
+    // Releasing a lease that holds a machine deletes the machine; the slot frees once
+    // the host says it is deleted, and then the next request creates its own.
     let outs = sim.release(grant.lease);
     assert_eq!(outs.deletes(), [(s("m"), hold)]);
+    assert_eq!(outs.deleting_leases(), [grant.lease]);
+    assert!(
+        outs.creates().is_empty(),
+        "the slot is held until the deletion"
+    );
+    let outs = sim.input(json!({ "type": "machineDeleted", "lease": grant.lease, "ok": true }));
     assert_eq!(outs.creates(), pairs(&[("r2", "m")]));
 }
 
@@ -386,8 +394,10 @@ fn a_failed_creation_frees_the_slot_requeues_in_place_and_pauses_with_doubling()
     let outs = sim.input(json!({ "type": "machineCreated", "id": "r1", "hold": "vm-7" }));
     assert_eq!(outs.grant().request, "r1");
     assert!(sim.exec("m").pause.is_none());
-    let outs = sim.release(outs.grant().lease);
+    let lease = outs.grant().lease;
+    let outs = sim.release(lease);
     assert_eq!(outs.deletes(), [(s("m"), json!("vm-7"))]);
+    let outs = sim.input(json!({ "type": "machineDeleted", "lease": lease, "ok": true }));
     assert_eq!(outs.creates(), pairs(&[("r2", "m")]));
     sim.input(json!({ "type": "machineFailed", "id": "r2", "message": "again" }));
     let pause = sim.exec("m").pause.unwrap();
@@ -404,7 +414,9 @@ fn a_request_put_back_after_a_failed_creation_is_not_announced_again() {
         .input(json!({ "type": "machineCreated", "id": "r1", "hold": "vm-1" }))
         .grant()
         .lease;
-    assert_eq!(sim.release(lease).creates(), pairs(&[("r2", "m")]));
+    sim.release(lease);
+    let outs = sim.input(json!({ "type": "machineDeleted", "lease": lease, "ok": true }));
+    assert_eq!(outs.creates(), pairs(&[("r2", "m")]));
     let outs = sim.input(json!({ "type": "machineFailed", "id": "r2", "message": "quota" }));
     assert!(outs.waiting().is_empty(), "{outs:#?}");
     assert_eq!(sim.queue(), ["r2"]);
@@ -899,9 +911,10 @@ fn occupy_on_an_executor_the_roster_does_not_have_takes_no_slot() {
     assert!(!sim.has_exec("gone"));
     assert_eq!(sim.exec("a").busy, 0);
     assert_eq!(sim.granted("r1", "coder").0, "a");
-    // Its release frees nothing but still deletes the machine it held.
+    // Its release frees nothing and deletes no machine: the machine is not the
+    // pool's (the seed's occupy adopts a machine only on a worker it has).
     let outs = sim.release(grant.lease);
-    assert_eq!(outs.deletes(), [(s("gone"), json!("vm-3"))]);
+    assert!(outs.deletes().is_empty());
     assert_eq!(sim.exec("a").busy, 1);
 }
 
@@ -955,4 +968,502 @@ fn a_request_only_a_draining_executor_could_serve_is_exhausted() {
         vec![coder("a", json!({})), ex("j", &["judge"], json!({}))],
     );
     assert_eq!(outs.grant_pairs(), pairs(&[("w", "j")]));
+}
+
+// ---- Issue 14: everything the scheduler seed does, with its defaults ----------------------
+
+/// The outputs a policy queued when it was built (the startup preflight's).
+fn start_outputs(sim: &mut Sim) -> Outs {
+    Outs(std::iter::from_fn(|| sim.policy.poll_output()).collect())
+}
+
+fn field(event: &common::Event, key: &str) -> Value {
+    event.fields.get(key).cloned().unwrap_or(Value::Null)
+}
+
+/// A provisioned lease on `m` (one slot), granted with machine `hold`.
+fn provisioned_lease(sim: &mut Sim, id: &str, hold: &str) -> u64 {
+    assert_eq!(sim.lease(id, "coder").creates(), pairs(&[(id, "m")]));
+    sim.input(json!({ "type": "machineCreated", "id": id, "hold": hold }))
+        .grant()
+        .lease
+}
+
+// Item 1: the slot frees after the machine is deleted.
+
+#[test]
+fn a_released_machine_holds_its_slot_until_the_host_deletes_it() {
+    let mut sim = provisioned(1);
+    let lease = provisioned_lease(&mut sim, "r1", "vm-1");
+    sim.lease("r2", "coder").no_grant();
+    let outs = sim.release(lease);
+    assert_eq!(outs.deletes(), [(s("m"), json!("vm-1"))]);
+    assert_eq!(outs.deleting_leases(), [lease]);
+    assert!(
+        outs.creates().is_empty(),
+        "no creation while the machine is deleted"
+    );
+    assert_eq!(sim.exec("m").busy, 1, "the slot is still held");
+    assert!(sim.exec("m").leases[0].deleting);
+    assert_eq!(sim.policy.available("coder").unwrap(), 0);
+    // A second release is harmless; the request id is free again at once.
+    assert!(sim.release(lease).0.is_empty());
+    let outs = sim.input(json!({ "type": "machineDeleted", "lease": lease, "ok": true }));
+    assert_eq!(outs.creates(), pairs(&[("r2", "m")]));
+    assert!(!outs.has_event("machineDeleteFailed"));
+    // A deletion nothing waits for is refused, and changes nothing.
+    let error = sim.refused(json!({ "type": "machineDeleted", "lease": lease, "ok": true }));
+    assert_eq!(code(&error), "UNKNOWN_LEASE");
+    let error = sim.refused(json!({ "type": "machineDeleted", "lease": 99, "ok": true }));
+    assert_eq!(code(&error), "UNKNOWN_LEASE");
+}
+
+#[test]
+fn a_failed_deletion_frees_the_slot_with_a_warning_naming_the_machine() {
+    let mut sim = provisioned(1);
+    let lease = provisioned_lease(&mut sim, "r1", "vm-1");
+    sim.lease("r2", "coder").no_grant();
+    sim.release(lease);
+    let outs = sim.input(json!({
+        "type": "machineDeleted", "lease": lease, "ok": false, "error": "provider timeout"
+    }));
+    let event = outs.event("machineDeleteFailed");
+    assert_eq!(event.level, Level::Warn);
+    assert_eq!(field(&event, "hold"), json!("vm-1"));
+    assert_eq!(field(&event, "executor"), json!("m"));
+    assert_eq!(field(&event, "error"), json!("provider timeout"));
+    assert!(
+        event.message.contains("left for a sweep"),
+        "{}",
+        event.message
+    );
+    assert_eq!(outs.creates(), pairs(&[("r2", "m")]));
+}
+
+#[test]
+fn a_pending_deletion_survives_export_and_import() {
+    let mut sim = provisioned(1);
+    let lease = provisioned_lease(&mut sim, "r1", "vm-1");
+    sim.lease("r2", "coder").no_grant();
+    sim.release(lease);
+    let state = sim.policy.export_state();
+    assert_eq!(state["leases"][lease.to_string()]["deleting"], json!(true));
+    sim.policy = rota_core::Policy::import_state(&state).expect("the export imports");
+    assert_eq!(sim.exec("m").busy, 1);
+    // The request id r1 is free (a new request may take it) while the slot is held.
+    sim.lease("r1", "coder").no_grant();
+    let outs = sim.input(json!({ "type": "machineDeleted", "lease": lease, "ok": true }));
+    assert_eq!(outs.creates(), pairs(&[("r2", "m")]));
+}
+
+#[test]
+fn a_removed_worker_leaves_only_once_its_machine_is_deleted() {
+    let mut sim = provisioned(1);
+    let lease = provisioned_lease(&mut sim, "r1", "vm-1");
+    sim.input(json!({ "type": "reload", "document": doc(vec![]) }));
+    let outs = sim.release(lease);
+    assert!(!outs.has_event("left"));
+    assert!(sim.has_exec("m"));
+    let outs = sim.input(json!({ "type": "machineDeleted", "lease": lease, "ok": true }));
+    assert!(outs.has_event("left"));
+    assert!(!sim.has_exec("m"));
+}
+
+// Items 2, 3 and 11: the startup preflight, preflight by default, the first failure.
+
+fn two_workers() -> Value {
+    json!({ "workers": [
+        { "name": "a", "kind": "docker", "maxConcurrentAttempts": 1 },
+        { "name": "b", "kind": "docker", "maxConcurrentAttempts": 1 }
+    ] })
+}
+
+#[test]
+fn every_executor_is_preflighted_before_the_roster_serves() {
+    let mut sim = Sim::with_options(two_workers(), json!({ "preflight": true }));
+    let outs = start_outputs(&mut sim);
+    assert_eq!(outs.preflights(), ["a", "b"]);
+    assert!(outs.has_event("preflighting"));
+    // Requests wait (even one nothing could serve, and a tryLease gets nothing).
+    sim.lease("r1", "coder").no_grant();
+    assert_eq!(sim.try_lease("t", "coder").unavailable(), ["t"]);
+    sim.input(json!({ "type": "preflightResult", "executor": "a", "ok": true }))
+        .no_grant();
+    let outs = sim.input(json!({ "type": "preflightResult", "executor": "b", "ok": true }));
+    assert!(outs.has_event("started"));
+    assert_eq!(outs.grant().executor, "a");
+    assert!(sim.exec("b").preflight.unwrap().ok);
+}
+
+#[test]
+fn a_failed_startup_preflight_stops_the_start_and_cuts_the_others_short() {
+    let mut sim = Sim::with_options(two_workers(), json!({ "preflight": true }));
+    start_outputs(&mut sim);
+    sim.lease("r1", "coder").no_grant();
+    let outs = sim.input(json!({
+        "type": "preflightResult", "executor": "b", "ok": false, "error": "no docker daemon"
+    }));
+    assert_eq!(outs.start_failed(), [(s("b"), s("no docker daemon"))]);
+    assert_eq!(outs.event("startFailed").level, Level::Warn);
+    // The later answer is ignored, not recorded (the seed interrupts the others).
+    let outs = sim.input(json!({ "type": "preflightResult", "executor": "a", "ok": true }));
+    assert!(outs.has_event("preflightIgnored"));
+    assert!(sim.exec("a").preflight.is_none());
+    outs.no_grant();
+    assert_eq!(sim.queue(), ["r1"]);
+}
+
+#[test]
+fn reloads_are_preflighted_whenever_the_host_can_preflight_and_explicit_options_win() {
+    let parse = |v: Value| rota_core::json::parse_options(&v).unwrap();
+    assert!(parse(json!({ "preflight": true })).preflight_reloads);
+    assert!(!parse(json!({ "preflight": true, "preflightReloads": false })).preflight_reloads);
+    assert!(parse(json!({ "preflightReloads": true })).preflight_reloads);
+    assert!(!parse(json!({})).preflight_reloads);
+    let mut sim = Sim::with_options(
+        doc(vec![coder("a", json!({}))]),
+        json!({ "preflight": true }),
+    );
+    start_outputs(&mut sim);
+    sim.input(json!({ "type": "preflightResult", "executor": "a", "ok": true }));
+    let outs = sim.input(json!({
+        "type": "reload",
+        "document": doc(vec![coder("a", json!({})), coder("n", json!({}))])
+    }));
+    assert_eq!(outs.preflights(), ["n"]);
+}
+
+#[test]
+fn a_reload_preflight_failure_ignores_the_later_answers() {
+    let mut sim = Sim::with_options(
+        doc(vec![coder("a", json!({}))]),
+        json!({ "preflightReloads": true }),
+    );
+    let outs = sim.input(json!({
+        "type": "reload",
+        "document": doc(vec![coder("a", json!({})), coder("n1", json!({})), coder("n2", json!({}))])
+    }));
+    assert_eq!(outs.preflights(), ["n1", "n2"]);
+    let outs = sim
+        .input(json!({ "type": "preflightResult", "executor": "n1", "ok": false, "error": "x" }));
+    assert!(outs.has_event("reloadRefused"));
+    let outs = sim.input(json!({ "type": "preflightResult", "executor": "n2", "ok": true }));
+    assert!(outs.has_event("preflightIgnored"));
+    assert!(!outs.has_event("reloaded"));
+    assert!(!sim.has_exec("n2"));
+}
+
+// Items 4, 5 and 6: the scheduler's declaration, its choice and its waiting.
+
+#[test]
+fn the_schedulers_workers_take_every_role_with_either_spelling_of_the_count() {
+    let mut sim = Sim::new(json!({ "workers": [
+        { "name": "a", "kind": "docker", "maxConcurrentAttempts": 2 },
+        { "name": "b", "kind": "docker", "max_concurrent_attempts": 3 }
+    ] }));
+    assert_eq!(sim.exec("a").slots, 2);
+    assert_eq!(sim.exec("b").slots, 3);
+    assert_eq!(sim.exec("b").roles, rota_core::document::DEFAULT_ROLES);
+    // The first declared free worker: a, a, b, b (the seed's `workerFor`).
+    let takers: Vec<String> = ["planner", "coder", "judge", "verifier"]
+        .iter()
+        .enumerate()
+        .map(|(i, role)| sim.granted(&format!("r{i}"), role).0)
+        .collect();
+    assert_eq!(takers, ["a", "a", "b", "b"]);
+    // A map keyed by name reads the same.
+    let sim = Sim::new(json!({ "workers": {
+        "a": { "kind": "docker", "max_concurrent_attempts": 3 }
+    } }));
+    assert_eq!(sim.exec("a").slots, 3);
+}
+
+#[test]
+fn the_choice_and_the_waiting_are_options_per_document_or_in_options() {
+    let roster = doc(vec![coder("a", json!({})), coder("b", json!({}))]);
+    let takers = |sim: &mut Sim| -> Vec<String> {
+        (0..2)
+            .map(|i| {
+                let (executor, lease) = sim.granted(&format!("c{i}"), "coder");
+                sim.release(lease);
+                executor
+            })
+            .collect()
+    };
+    assert_eq!(takers(&mut Sim::new(roster.clone())), ["a", "b"]);
+    let mut declared = Sim::with_options(roster.clone(), json!({ "choice": "declared" }));
+    assert_eq!(takers(&mut declared), ["a", "a"]);
+    let mut document = roster.clone();
+    document["choice"] = json!("declared");
+    assert_eq!(takers(&mut Sim::new(document)), ["a", "a"]);
+    let mut workers =
+        json!({ "workers": [{ "name": "a" }, { "name": "b" }], "choice": "roundRobin" });
+    assert_eq!(takers(&mut Sim::new(workers.clone())), ["a", "b"]);
+    // The roster form exhausts; `unservable: "wait"` keeps the request waiting.
+    let outs = Sim::new(doc(vec![])).lease("r", "coder");
+    assert_eq!(outs.exhausted().len(), 1);
+    let mut waiting = Sim::with_options(doc(vec![]), json!({ "unservable": "wait" }));
+    assert!(waiting.lease("r", "coder").exhausted().is_empty());
+    assert_eq!(waiting.queue(), ["r"]);
+    workers["unservable"] = json!("exhaust");
+    workers["workers"] = json!([]);
+    assert_eq!(Sim::new(workers).lease("r", "coder").exhausted().len(), 1);
+}
+
+#[test]
+fn runs_nothing_can_serve_keep_waiting_until_a_reload_or_a_cancel() {
+    let mut sim = Sim::new(json!({ "workers": [{ "name": "a", "kind": "docker" }] }));
+    let (_, lease) = sim.granted("r0", "coder");
+    sim.lease("r1", "coder").no_grant();
+    let outs = sim.input(json!({ "type": "reload", "document": { "workers": [] } }));
+    assert!(outs.exhausted().is_empty(), "the seed keeps it waiting");
+    sim.release(lease);
+    assert_eq!(sim.queue(), ["r1"]);
+    assert!(sim.lease("r2", "coder").exhausted().is_empty());
+    let outs = sim.input(json!({ "type": "reload", "document": { "workers": [{ "name": "b" }] } }));
+    assert_eq!(outs.grant_pairs(), [(s("r1"), s("b"))]);
+    assert_eq!(sim.cancel("r2").cancelled(), ["r2"]);
+}
+
+#[test]
+fn a_workers_document_names_its_violations_by_worker() {
+    let violations = rota_core::validate(
+        &json!({ "workers": { "a": { "name": "b" } }, "choice": "random" }),
+        None,
+    );
+    let paths: Vec<&str> = violations.iter().map(|v| v.path.as_str()).collect();
+    assert_eq!(paths, ["choice", "workers.a.name"]);
+    let violations = rota_core::validate(
+        &json!({ "workers": [{ "name": "a", "max_concurrent_attempts": 0 }] }),
+        None,
+    );
+    assert_eq!(violations[0].path, "workers[0].max_concurrent_attempts");
+}
+
+// Items 7 and 8: the pause record; a failure after a cancel.
+
+#[test]
+fn the_pause_keeps_the_seeds_record_and_a_check_failure_is_a_failed_preflight() {
+    let mut sim = provisioned(1);
+    sim.lease("r1", "coder");
+    let outs = sim.input(json!({
+        "type": "machineFailed", "id": "r1", "message": "no capacity in fra", "reason": "capacity"
+    }));
+    let event = outs.event("provisionPaused");
+    assert_eq!(field(&event, "retryAt"), json!(iso(T0 + 30 * SEC)));
+    assert_eq!(field(&event, "reason"), json!("capacity"));
+    let pause = sim.exec("m").pause.unwrap();
+    assert_eq!(
+        (
+            pause.reason.as_str(),
+            pause.failed_at.as_str(),
+            pause.retry_at.as_str()
+        ),
+        ("capacity", iso(T0).as_str(), iso(T0 + 30 * SEC).as_str())
+    );
+    assert!(sim.exec("m").preflight.is_none());
+    sim.run_to(T0 + 30 * SEC);
+    sim.input(json!({
+        "type": "machineFailed", "id": "r1", "message": "the image lacks git", "reason": "check"
+    }));
+    let preflight = sim.exec("m").preflight.unwrap();
+    assert!(!preflight.ok);
+    assert_eq!(preflight.error.as_deref(), Some("the image lacks git"));
+    assert_eq!(sim.exec("m").pause.unwrap().reason, "check");
+    // A grant's check is a passed preflight; without a reason the pause says so.
+    sim.run_to(T0 + 90 * SEC);
+    sim.input(json!({
+        "type": "machineCreated", "id": "r1", "hold": "vm-1", "checked": { "brains": ["pi/x"] }
+    }))
+    .grant();
+    assert!(sim.exec("m").preflight.unwrap().ok);
+}
+
+#[test]
+fn a_creation_that_fails_after_its_request_was_cancelled_does_not_pause() {
+    let mut sim = provisioned(1);
+    sim.lease("r1", "coder");
+    sim.cancel("r1");
+    let outs = sim.input(json!({ "type": "machineFailed", "id": "r1", "message": "quota" }));
+    assert!(outs.has_event("machineFailedIgnored"));
+    assert!(!outs.has_event("provisionPaused"));
+    assert!(sim.exec("m").pause.is_none());
+    assert_eq!(sim.lease("r2", "coder").creates(), pairs(&[("r2", "m")]));
+}
+
+// Item 9: events.
+
+#[test]
+fn releases_retirements_and_reloads_say_what_happened_with_fields() {
+    let mut sim = Sim::new(doc(vec![coder("a", json!({ "slots": 3 }))]));
+    let leases: Vec<u64> = (0..3)
+        .map(|i| sim.granted(&format!("r{i}"), "coder").1)
+        .collect();
+    let released = sim.release(leases[0]).event("released");
+    assert_eq!(released.level, Level::Debug);
+    assert_eq!(field(&released, "executor"), json!("a"));
+    let (_, again) = sim.granted("r3", "coder");
+    let outs = sim.input(
+        json!({ "type": "reload", "document": doc(vec![coder("b", json!({ "slots": 2 }))]) }),
+    );
+    let added = outs.event("added");
+    assert_eq!(
+        (field(&added, "executor"), field(&added, "slots")),
+        (json!("b"), json!(2))
+    );
+    let removed = outs.event("removed");
+    assert_eq!(
+        (field(&removed, "executor"), field(&removed, "running")),
+        (json!("a"), json!(3))
+    );
+    // The seed: Retired, Retired, Dropped.
+    let names: Vec<String> = [leases[1], leases[2], again]
+        .iter()
+        .map(|&l| {
+            let outs = sim.release(l);
+            let e = outs
+                .events()
+                .into_iter()
+                .find(|e| e.name != "granted")
+                .unwrap();
+            e.name
+        })
+        .collect();
+    assert_eq!(names, ["retired", "retired", "left"]);
+    let outs = sim.input(
+        json!({ "type": "reload", "document": doc(vec![coder("b", json!({ "slots": 4 }))]) }),
+    );
+    let resized = outs.event("resized");
+    assert_eq!(
+        (
+            field(&resized, "slotsBefore"),
+            field(&resized, "slotsAfter"),
+            field(&resized, "running")
+        ),
+        (json!(2), json!(4), json!(0))
+    );
+}
+
+#[test]
+fn the_waiting_event_has_the_queue_length_and_the_position_and_a_pin_elsewhere_warns() {
+    let mut sim = Sim::new(doc(vec![coder("a", json!({}))]));
+    sim.granted("r0", "coder");
+    let first = sim
+        .lease_with("r1", "coder", json!({ "rank": 4 }))
+        .event("waiting");
+    assert_eq!(first.level, Level::Info);
+    assert_eq!(
+        (
+            field(&first, "queued"),
+            field(&first, "positionSource"),
+            field(&first, "position")
+        ),
+        (json!(1), json!("rank"), json!(4))
+    );
+    let second = sim.lease("r2", "coder").event("waiting");
+    assert_eq!(
+        (field(&second, "queued"), field(&second, "positionSource")),
+        (json!(2), json!("none"))
+    );
+    assert_eq!(field(&second, "position"), Value::Null);
+    let pinned = sim
+        .lease_with("r3", "coder", json!({ "pin": "gone" }))
+        .event("waiting");
+    assert_eq!(pinned.level, Level::Warn);
+}
+
+// Item 10: counts and capacity.
+
+#[test]
+fn requests_pinned_to_different_executors_have_nobody_ahead() {
+    let mut sim = Sim::new(doc(vec![
+        coder("a", json!({})),
+        coder("b", json!({})),
+        coder("c", json!({})),
+    ]));
+    for id in ["x", "y", "z"] {
+        sim.granted(id, "coder");
+    }
+    let aheads: Vec<u32> = ["a", "b", "c"]
+        .iter()
+        .map(|pin| {
+            sim.lease_with(&format!("p-{pin}"), "coder", json!({ "pin": pin }))
+                .waiting()[0]
+                .3
+        })
+        .collect();
+    assert_eq!(aheads, [0, 0, 0]);
+    // An unpinned request competes with all three; a second pin to a with the first.
+    assert_eq!(sim.lease("u", "coder").waiting()[0].3, 3);
+    assert_eq!(
+        sim.lease_with("p2-a", "coder", json!({ "pin": "a" }))
+            .waiting()[0]
+            .3,
+        2
+    );
+    let view: Vec<u32> = sim.snapshot().queue.iter().map(|q| q.ahead).collect();
+    assert_eq!(view, [0, 0, 0, 3, 2]);
+}
+
+#[test]
+fn occupy_on_a_removed_worker_reports_its_zero_slots() {
+    let mut sim = Sim::new(doc(vec![
+        coder("a", json!({ "slots": 2 })),
+        coder("b", json!({})),
+    ]));
+    sim.granted("r0", "coder");
+    sim.input(json!({ "type": "reload", "document": doc(vec![coder("b", json!({}))]) }));
+    assert_eq!(sim.exec("a").slots, 0);
+    let outs = sim.input(json!({ "type": "occupy", "id": "o", "executor": "a", "role": "coder" }));
+    let event = outs.event("occupiedBeyondCapacity");
+    assert_eq!(
+        (field(&event, "running"), field(&event, "slots")),
+        (json!(2), json!(0))
+    );
+}
+
+#[test]
+fn the_pause_doubles_at_most_ten_times() {
+    let mut sim = Sim::with_options(
+        doc(vec![coder("m", json!({ "provision": true }))]),
+        json!({ "provisionMaxPauseMs": 100 * HOUR }),
+    );
+    sim.lease("r1", "coder");
+    let mut delays = Vec::new();
+    for _ in 0..13 {
+        sim.input(json!({ "type": "machineFailed", "id": "r1", "message": "quota" }));
+        let until = sim.exec("m").pause.unwrap().until;
+        delays.push((until - sim.now) / SEC);
+        sim.run_to(until);
+    }
+    assert_eq!(&delays[9..], [30 << 9, 30 << 10, 30 << 10, 30 << 10]);
+}
+
+#[test]
+fn a_host_that_names_its_kinds_refuses_an_executor_without_one() {
+    let violations = rota_core::validate(
+        &json!({ "workers": [{ "name": "a" }, { "name": "b", "kind": "docker" }] }),
+        Some(&[s("docker")]),
+    );
+    assert_eq!(violations.len(), 1);
+    assert_eq!(violations[0].path, "workers[0].kind");
+    assert_eq!(
+        violations[0].message,
+        "worker 'a' has no kind, and this host runs only: docker"
+    );
+}
+
+#[test]
+fn merge_and_narrow_read_the_schedulers_workers_by_name() {
+    let user = json!({ "workers": { "a": { "kind": "docker" }, "b": { "kind": "docker" } } });
+    let repo = json!({ "workers": [{ "name": "b", "disabled": true }, { "name": "c" }] });
+    let merged = rota_core::merge(&user, &repo).expect("merged");
+    assert_eq!(
+        merged,
+        json!({ "workers": [{ "name": "a", "kind": "docker" }, { "name": "c" }] })
+    );
+    let narrowed = rota_core::narrow(&merged, &[s("c")]).expect("narrowed");
+    assert_eq!(narrowed, json!({ "workers": [{ "name": "c" }] }));
+    let mixed = rota_core::merge(&doc(vec![coder("a", json!({}))]), &repo).expect_err("mixed");
+    assert_eq!(mixed[0].path, "repo.workers");
 }

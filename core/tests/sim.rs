@@ -476,6 +476,9 @@ struct Host {
     /// Requests that ended while their machine was created: its arrival deletes it.
     abandoned: BTreeSet<String>,
     leases: BTreeMap<u64, HostLease>,
+    /// Released leases whose machine the host is deleting: they hold their slot until
+    /// `machineDeleted`.
+    deleting: BTreeMap<u64, HostLease>,
     released: Vec<u64>,
     seen_leases: BTreeSet<u64>,
     machines: BTreeSet<String>,
@@ -526,6 +529,7 @@ impl Host {
             machine_asks: BTreeMap::new(),
             abandoned: BTreeSet::new(),
             leases: BTreeMap::new(),
+            deleting: BTreeMap::new(),
             released: Vec::new(),
             seen_leases: BTreeSet::new(),
             machines: BTreeSet::new(),
@@ -683,8 +687,26 @@ impl Host {
                 let lease = input["lease"].as_u64().unwrap_or_default();
                 if let Some(l) = self.leases.remove(&lease) {
                     self.released.push(lease);
-                    released_hold = l.hold;
+                    match (&l.hold, l.counted) {
+                        (Some(_), true) => {
+                            released_hold = l.hold.clone();
+                            self.deleting.insert(lease, l);
+                        }
+                        // Work on an executor the roster does not have: its machine is
+                        // not the pool's, and stays the host's.
+                        (Some(hold), false) => {
+                            self.machines.remove(hold);
+                        }
+                        (None, _) => {}
+                    }
                 }
+            }
+            "machineDeleted" => {
+                let lease = input["lease"].as_u64().unwrap_or_default();
+                assert!(
+                    self.deleting.remove(&lease).is_some(),
+                    "seed {seed}: machineDeleted {lease} accepted for no deletion"
+                );
             }
             "occupy" => {
                 occupy = Some((
@@ -748,7 +770,15 @@ impl Host {
                             panic!("seed {seed}: an occupied grant without an occupy")
                         });
                         assert_eq!((&id, &x, &h), (&request, &executor, &hold));
-                        let counted = before.is_none_or(|s| s.executors.iter().any(|e| e.id == x));
+                        // Uncounted: its executor is not the roster's (a warning says so,
+                        // and warnings are never filtered out).
+                        let counted = !outputs
+                            .iter()
+                            .any(|o| o["name"].as_str() == Some("occupiedUnknown"));
+                        debug_assert!(
+                            before.is_none_or(|s| s.executors.iter().any(|e| e.id == x) == counted),
+                            "seed {seed}: occupy counted as the snapshot says"
+                        );
                         self.over_ok.insert(x.clone());
                         self.leases.insert(
                             lease,
@@ -846,6 +876,12 @@ impl Host {
                         .insert(executor, o["url"].as_str().unwrap_or_default().to_string());
                 }
                 "deleteMachine" => {
+                    if let Some(lease) = o["lease"].as_u64() {
+                        assert!(
+                            self.deleting.contains_key(&lease),
+                            "seed {seed}: a deletion for lease {lease}, which was not released"
+                        );
+                    }
                     let hold = o["hold"].as_str().unwrap_or_default();
                     assert!(
                         self.machines.remove(hold),
@@ -958,7 +994,12 @@ impl Host {
         // Slot accounting: busy is exactly what the host holds there.
         let mut busy: BTreeMap<&str, u32> = BTreeMap::new();
         let mut by_role: BTreeMap<(&str, &str), u32> = BTreeMap::new();
-        for l in self.leases.values().filter(|l| l.counted) {
+        for l in self
+            .leases
+            .values()
+            .chain(self.deleting.values())
+            .filter(|l| l.counted)
+        {
             *busy.entry(&l.executor).or_default() += 1;
             if let Some(role) = &l.role {
                 *by_role.entry((&l.executor, role)).or_default() += 1;
@@ -1243,6 +1284,19 @@ impl Host {
     }
 
     fn machine(&mut self) {
+        if let Some(&lease) = self.deleting.keys().next() {
+            if self.rng.chance(50) {
+                let now = self.time();
+                let ok = self.rng.chance(self.knobs.machine_ok_pct);
+                let mut input =
+                    json!({ "type": "machineDeleted", "now": now, "lease": lease, "ok": ok });
+                if !ok {
+                    input["error"] = json!("the provider timed out");
+                }
+                self.send(input);
+                return;
+            }
+        }
         let asked: Vec<String> = self.machine_asks.keys().cloned().collect();
         if asked.is_empty() && !self.rng.chance(5) {
             return self.lease(false);
@@ -1439,6 +1493,11 @@ impl Host {
             for lease in self.leases.keys().copied().collect::<Vec<_>>() {
                 self.send(json!({ "type": "release", "now": now, "lease": lease }));
             }
+            for lease in self.deleting.keys().copied().collect::<Vec<_>>() {
+                self.send(
+                    json!({ "type": "machineDeleted", "now": now, "lease": lease, "ok": true }),
+                );
+            }
             let ids = executor_ids(self.doc());
             for x in &ids {
                 self.send(json!({ "type": "resume", "now": now, "executor": x }));
@@ -1459,6 +1518,7 @@ impl Host {
             }
             if self.open.is_empty()
                 && self.leases.is_empty()
+                && self.deleting.is_empty()
                 && self.machine_asks.is_empty()
                 && self.probes.is_empty()
                 && self.preflights.is_empty()

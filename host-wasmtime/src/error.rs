@@ -63,6 +63,15 @@ pub enum HostError {
         want_minor: u32,
     },
 
+    /// The startup preflight of an executor failed: the roster does not start.
+    #[error("the roster does not start: the preflight of {executor} failed ({error})")]
+    StartFailed {
+        /// The executor whose preflight failed.
+        executor: String,
+        /// What its preflight said.
+        error: String,
+    },
+
     /// The guest answered something that is not the ABI's JSON.
     #[error("the policy module broke the ABI: {0}")]
     Abi(String),

@@ -41,18 +41,25 @@ use crate::telemetry;
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// Carries out the scheduler seed's machine work for executors with `provision`, and
-/// reload preflights. The default one has no machines (creation fails, so the core
-/// pauses that executor) and passes every preflight.
+/// preflights. The default one has no machines (creation fails, so the core pauses
+/// that executor) and cannot preflight.
 pub trait Provisioner: Send + Sync + 'static {
     /// Creates a machine for `request` on `executor`; its hold (any JSON) on success.
     fn create_machine(&self, executor: &str, request: &str) -> BoxFuture<Result<Value, String>>;
-    /// Deletes a machine a released lease held.
-    fn delete_machine(&self, executor: &str, hold: Value) -> BoxFuture<()>;
-    /// Checks an executor that a reload adds or grows.
+    /// Deletes a machine a released lease held. The lease's slot frees when this
+    /// ends; an error frees it too, and the core names the machine for a sweep.
+    fn delete_machine(&self, executor: &str, hold: Value) -> BoxFuture<Result<(), String>>;
+    /// Checks an executor: every one before the roster serves, and those a reload
+    /// adds or grows (the scheduler seed's preflight).
     fn preflight(&self, executor: &str) -> BoxFuture<Result<(), String>>;
+    /// Whether `preflight` checks anything: then the roster preflights at start and
+    /// on reloads unless the builder says otherwise (`RosterBuilder::preflight`).
+    fn can_preflight(&self) -> bool {
+        true
+    }
 }
 
-/// No machines; every preflight passes.
+/// No machines; no preflight (every one would pass).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoProvisioner;
 
@@ -60,11 +67,14 @@ impl Provisioner for NoProvisioner {
     fn create_machine(&self, _executor: &str, _request: &str) -> BoxFuture<Result<Value, String>> {
         Box::pin(async { Err("this host has no machine provisioner".to_string()) })
     }
-    fn delete_machine(&self, _executor: &str, _hold: Value) -> BoxFuture<()> {
-        Box::pin(async {})
+    fn delete_machine(&self, _executor: &str, _hold: Value) -> BoxFuture<Result<(), String>> {
+        Box::pin(async { Ok(()) })
     }
     fn preflight(&self, _executor: &str) -> BoxFuture<Result<(), String>> {
         Box::pin(async { Ok(()) })
+    }
+    fn can_preflight(&self) -> bool {
+        false
     }
 }
 
@@ -175,8 +185,16 @@ struct Waiter {
     requested_at: u64,
 }
 
+/// The startup preflight while the roster starts: the executors whose preflight was
+/// asked and not answered, and the builder that waits for the outcome.
+struct Starting {
+    awaiting: BTreeSet<String>,
+    done: Option<oneshot::Sender<Result<()>>>,
+}
+
 struct Core {
     policy: PolicyRuntime,
+    starting: Option<Starting>,
     waiters: BTreeMap<String, Waiter>,
     /// How many of `waiters` ask for each role (the queue-length gauge).
     waiting: BTreeMap<String, usize>,
@@ -417,14 +435,24 @@ impl Inner {
             }
             "createMachine" => self.spawn_create(text(output, "executor"), request),
             "deleteMachine" => {
-                let provisioner = self.provisioner.clone();
-                let executor = text(output, "executor");
-                let hold = output.get("hold").cloned().unwrap_or(Value::Null);
-                self.runtime.spawn(async move {
-                    provisioner.delete_machine(&executor, hold).await;
-                });
+                let lease = output.get("lease").and_then(Value::as_u64);
+                self.spawn_delete(text(output, "executor"), output.get("hold").cloned(), lease);
             }
-            "preflight" => self.spawn_preflight(text(output, "executor")),
+            "preflight" => {
+                let executor = text(output, "executor");
+                if let Some(starting) = core.starting.as_mut() {
+                    starting.awaiting.insert(executor.clone());
+                }
+                self.spawn_preflight(executor);
+            }
+            "startFailed" => {
+                if let Some(done) = core.starting.take().and_then(|s| s.done) {
+                    let _ = done.send(Err(HostError::StartFailed {
+                        executor: text(output, "executor"),
+                        error: text(output, "error"),
+                    }));
+                }
+            }
             "persist" => {
                 if let Some(writer) = &self.writer {
                     let _ = writer.send(WriterMsg::Persist(output.clone()));
@@ -491,17 +519,47 @@ impl Inner {
                     now,
                     id: request,
                     hold,
+                    checked: None,
                 },
                 Err(message) => Input::MachineFailed {
                     now,
                     id: request,
                     message,
+                    reason: None,
                 },
             };
             if let Err(error) = inner.feed(input) {
                 inner.publish(Event::host(
                     Level::Warn,
                     "machineResultRejected",
+                    error.to_string(),
+                ));
+            }
+        });
+    }
+
+    /// Deletes a released lease's machine; with a `lease`, the core holds its slot
+    /// until the answer (`machineDeleted`).
+    fn spawn_delete(self: &Arc<Inner>, executor: String, hold: Option<Value>, lease: Option<u64>) {
+        let weak = Arc::downgrade(self);
+        let provisioner = self.provisioner.clone();
+        self.runtime.spawn(async move {
+            let result = provisioner
+                .delete_machine(&executor, hold.unwrap_or(Value::Null))
+                .await;
+            let (Some(lease), Some(inner)) = (lease, weak.upgrade()) else {
+                return;
+            };
+            let input = Input::MachineDeleted {
+                now: inner.clock.now_ms(),
+                lease,
+                ok: result.is_ok(),
+                error: result.err(),
+            };
+            if let Err(error) = inner.feed(input) {
+                inner.publish(Event::host(
+                    Level::Warn,
+                    "machineDeletedRejected",
                     error.to_string(),
                 ));
             }
@@ -516,16 +574,26 @@ impl Inner {
             let Some(inner) = weak.upgrade() else { return };
             let input = Input::PreflightResult {
                 now: inner.clock.now_ms(),
-                executor,
+                executor: executor.clone(),
                 ok: result.is_ok(),
                 error: result.err(),
             };
-            if let Err(error) = inner.feed(input) {
+            let mut core = lock(&inner.core);
+            if let Err(error) = inner.feed_locked(&mut core, input) {
                 inner.publish(Event::host(
                     Level::Warn,
                     "preflightResultRejected",
                     error.to_string(),
                 ));
+            }
+            // The start's last preflight passed (a failure ended the start already).
+            if let Some(starting) = core.starting.as_mut() {
+                starting.awaiting.remove(&executor);
+                if starting.awaiting.is_empty() {
+                    if let Some(done) = core.starting.take().and_then(|s| s.done) {
+                        let _ = done.send(Ok(()));
+                    }
+                }
             }
         });
     }
@@ -774,9 +842,26 @@ pub struct RosterBuilder {
     probe_tls: Option<ProbeTls>,
     clock: Option<Clock>,
     checkpoint_every: Option<usize>,
+    preflight: Option<bool>,
+    preflight_reloads: Option<bool>,
 }
 
 impl RosterBuilder {
+    /// Whether every executor is preflighted before the roster serves (a failure
+    /// fails `build`). Default: when the provisioner can preflight, or the options
+    /// say `preflight`.
+    pub fn preflight(mut self, on: bool) -> Self {
+        self.preflight = Some(on);
+        self
+    }
+
+    /// Whether executors a reload adds or grows are preflighted first. Default: the
+    /// options' `preflightReloads`, or whenever the roster preflights.
+    pub fn preflight_reloads(mut self, on: bool) -> Self {
+        self.preflight_reloads = Some(on);
+        self
+    }
+
     /// The roster document itself (instead of files).
     pub fn document(mut self, document: Value) -> Self {
         self.document = Some(document);
@@ -887,7 +972,16 @@ impl RosterBuilder {
             Some(module) => module,
             None => load_module(&engine, self.module.as_deref()).await?,
         };
-        let options = serde_json::to_value(&self.options)
+        // The seed preflights whenever it can: at start and on reloads.
+        let mut core_options = self.options.clone();
+        core_options.preflight = self
+            .preflight
+            .unwrap_or(core_options.preflight || self.provisioner.can_preflight());
+        core_options.preflight_reloads = self
+            .preflight_reloads
+            .unwrap_or(core_options.preflight_reloads || core_options.preflight);
+        let preflight = core_options.preflight;
+        let options = serde_json::to_value(&core_options)
             .map_err(|e| HostError::Abi(format!("cannot encode the options: {e}")))?;
         let mut policy = PolicyRuntime::new(module, &document, &options)?;
         if let Some(every) = self.checkpoint_every {
@@ -907,6 +1001,7 @@ impl RosterBuilder {
         let inner = Arc::new(Inner {
             core: Mutex::new(Core {
                 policy,
+                starting: None,
                 waiters: BTreeMap::new(),
                 waiting: BTreeMap::new(),
                 specs: Document::from_json(&document, None).ok().map(specs_of),
@@ -975,6 +1070,32 @@ impl RosterBuilder {
             ));
         }
         runtime.spawn(timer(Arc::downgrade(&inner), notify, clock));
+        if preflight {
+            // The core asked for every executor's preflight when it was built: a tick
+            // carries those outputs out, and the roster serves once they all pass.
+            let (done, started) = oneshot::channel();
+            lock(&inner.core).starting = Some(Starting {
+                awaiting: BTreeSet::new(),
+                done: Some(done),
+            });
+            inner.feed(Input::Tick {
+                now: clock.now_ms(),
+            })?;
+            let nothing_asked = {
+                let mut core = lock(&inner.core);
+                let empty = core
+                    .starting
+                    .as_ref()
+                    .is_some_and(|s| s.awaiting.is_empty());
+                if empty {
+                    core.starting = None;
+                }
+                empty
+            };
+            if !nothing_asked {
+                started.await.map_err(|_| HostError::Closed)??;
+            }
+        }
         Ok(Roster { inner })
     }
 }
@@ -1047,6 +1168,8 @@ impl Roster {
             probe_tls: None,
             clock: None,
             checkpoint_every: None,
+            preflight: None,
+            preflight_reloads: None,
         }
     }
 

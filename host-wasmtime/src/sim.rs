@@ -287,6 +287,10 @@ enum Happening {
     Preflight {
         executor: String,
     },
+    /// The host deleted a released lease's machine (its slot frees then).
+    Deleted {
+        lease: u64,
+    },
     OutageStart {
         executor: String,
     },
@@ -456,6 +460,9 @@ impl World {
                 let up = self.up(&executor);
                 Some(json!({ "type": "probeResult", "now": now, "executor": executor, "up": up }))
             }
+            Happening::Deleted { lease } => {
+                Some(json!({ "type": "machineDeleted", "now": now, "lease": lease, "ok": true }))
+            }
             Happening::MachineAnswer { request, executor } => {
                 if self.rng.chance(0.1) {
                     self.report.machines_failed += 1;
@@ -599,6 +606,11 @@ impl World {
                             executor: text("executor"),
                         },
                     );
+                }
+                "deleteMachine" => {
+                    if let Some(lease) = output["lease"].as_u64() {
+                        self.at(now + 2000, Happening::Deleted { lease });
+                    }
                 }
                 "preflight" => self.at(
                     now + 1000,

@@ -104,9 +104,27 @@ fn check_with_an_overlay_narrowing_and_kinds() {
         "repo.json",
         &json!({ "executors": [ { "id": "ci-workers", "disabled": true } ] }).to_string(),
     );
-    let out = rota(&["check", &example(), "--repo", &overlay, "--kinds", "k8s"]);
+    let out = rota(&["check", &example(), "--repo", &overlay]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(!text(&out.stdout).contains("ci-workers"));
+    // A host that names its kinds refuses an executor without one (the scheduler
+    // seed's `validateWorkers`), and one of another kind.
+    let out = rota(&["check", &example(), "--repo", &overlay, "--kinds", "k8s"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("executors[0].kind: executor 'claude-opus' has no kind"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = rota(&[
+        "check",
+        &example(),
+        "--executors",
+        "ci-workers",
+        "--kinds",
+        "vm",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let out = rota(&["check", &example(), "--kinds", "k8s"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(

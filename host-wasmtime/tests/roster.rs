@@ -671,9 +671,9 @@ impl Provisioner for Machines {
             Ok(hold)
         })
     }
-    fn delete_machine(&self, _executor: &str, hold: Value) -> BoxFuture<()> {
+    fn delete_machine(&self, _executor: &str, hold: Value) -> BoxFuture<Result<(), String>> {
         let _ = self.deleted.send(hold);
-        Box::pin(async {})
+        Box::pin(async { Ok(()) })
     }
     fn preflight(&self, _executor: &str) -> BoxFuture<Result<(), String>> {
         Box::pin(async { Ok(()) })
@@ -703,6 +703,132 @@ async fn provisioned_executors_create_and_delete_machines() {
         .expect("the release deletes the machine")
         .expect("a hold");
     assert_eq!(hold["machine"], "m1");
+}
+
+/// Machines whose deletion waits for a permit, and preflights that fail for the
+/// executors named in `failing`.
+struct Gated {
+    deletions: Arc<tokio::sync::Semaphore>,
+    deleted: AtomicU32,
+    preflighted: Mutex<Vec<String>>,
+    failing: Vec<String>,
+}
+
+impl Provisioner for Gated {
+    fn create_machine(&self, executor: &str, request: &str) -> BoxFuture<Result<Value, String>> {
+        let hold = json!({ "executor": executor, "request": request });
+        Box::pin(async move { Ok(hold) })
+    }
+    fn delete_machine(&self, _executor: &str, _hold: Value) -> BoxFuture<Result<(), String>> {
+        let gate = self.deletions.clone();
+        let n = self.deleted.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            // One permit per deletion: it is used up, not given back.
+            gate.acquire().await.map_err(|e| e.to_string())?.forget();
+            // Every second deletion fails: the slot frees all the same.
+            if n % 2 == 1 {
+                return Err("the provider timed out".to_string());
+            }
+            Ok(())
+        })
+    }
+    fn preflight(&self, executor: &str) -> BoxFuture<Result<(), String>> {
+        self.preflighted
+            .lock()
+            .expect("lock")
+            .push(executor.to_string());
+        let fails = self.failing.iter().any(|f| f == executor);
+        Box::pin(async move {
+            if fails {
+                Err("no docker daemon".to_string())
+            } else {
+                Ok(())
+            }
+        })
+    }
+}
+
+fn gated(failing: &[&str]) -> Arc<Gated> {
+    Arc::new(Gated {
+        deletions: Arc::new(tokio::sync::Semaphore::new(0)),
+        deleted: AtomicU32::new(0),
+        preflighted: Mutex::new(Vec::new()),
+        failing: failing.iter().map(|s| s.to_string()).collect(),
+    })
+}
+
+#[tokio::test]
+async fn a_released_machine_holds_its_slot_until_the_provisioner_deleted_it() {
+    let provisioner = gated(&[]);
+    let roster = Roster::builder()
+        .document(json!({ "workers": [ { "name": "vm", "kind": "vm", "provision": true } ] }))
+        .provisioner(provisioner.clone())
+        .module(policy())
+        .build()
+        .await
+        .expect("roster");
+    assert_eq!(*provisioner.preflighted.lock().expect("lock"), ["vm"]);
+    for round in 0..2 {
+        let lease = roster
+            .lease("coder", LeaseOptions::default())
+            .await
+            .expect("lease");
+        drop(lease);
+        let next = roster.lease("coder", LeaseOptions::default());
+        tokio::pin!(next);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(200), &mut next)
+                .await
+                .is_err(),
+            "round {round}: no slot while the machine is being deleted"
+        );
+        // The deletion ends (the second one fails): the waiting lease gets the slot.
+        provisioner.deletions.add_permits(1);
+        let lease = tokio::time::timeout(Duration::from_secs(10), next)
+            .await
+            .expect("granted once deleted")
+            .expect("lease");
+        drop(lease);
+        provisioner.deletions.add_permits(1);
+    }
+}
+
+#[tokio::test]
+async fn every_executor_is_preflighted_at_start_and_a_failure_stops_it() {
+    let document = json!({ "workers": [ { "name": "a" }, { "name": "b" } ] });
+    let provisioner = gated(&["b"]);
+    let error = Roster::builder()
+        .document(document.clone())
+        .provisioner(provisioner.clone())
+        .module(policy())
+        .build()
+        .await
+        .expect_err("the start fails");
+    match &error {
+        HostError::StartFailed { executor, error } => {
+            assert_eq!(
+                (executor.as_str(), error.as_str()),
+                ("b", "no docker daemon")
+            );
+        }
+        other => panic!("not a start failure: {other}"),
+    }
+    // The builder can turn the startup preflight off; without a provisioner that
+    // preflights there is none.
+    Roster::builder()
+        .document(document.clone())
+        .provisioner(gated(&["b"]))
+        .preflight(false)
+        .module(policy())
+        .build()
+        .await
+        .expect("no startup preflight");
+    let roster = build(document).await;
+    let lease = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    assert_eq!(lease.executor(), "a");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

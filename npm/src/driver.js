@@ -243,9 +243,11 @@ export function defineRoster(api, platform) {
     try {
       if (reloading && ids.length > 0) {
         // The run's `executors` filter stays; a reload may drop some of them.
-        const present = new Set((merged.executors ?? []).map((e) => e?.id))
+        // (A scheduler document lists `workers` by `name`.)
+        const form = merged.executors === undefined && merged.workers !== undefined ? 'workers' : 'executors'
+        const present = new Set((merged[form] ?? []).map((e) => (form === 'workers' ? e?.name : e?.id)))
         const kept = ids.filter((id) => present.has(id))
-        narrowed = kept.length > 0 ? api.narrow(merged, kept) : { ...merged, executors: [] }
+        narrowed = kept.length > 0 ? api.narrow(merged, kept) : { ...merged, [form]: [] }
       } else {
         narrowed = api.narrow(merged, ids)
       }
@@ -339,6 +341,8 @@ export function defineRoster(api, platform) {
       const document = await resolveDocument(options)
       const coreOptions = { ...options.options }
       if (coreOptions.canProbe === undefined) coreOptions.canProbe = options.probe !== false
+      // The seed preflights whenever it can: at start, and (the core's default) on reloads.
+      if (coreOptions.preflight === undefined) coreOptions.preflight = typeof options.preflight === 'function'
       const policy = new Policy(document, coreOptions)
       let store = options.state
       if (store === undefined && options.statePath !== undefined) {
@@ -350,7 +354,9 @@ export function defineRoster(api, platform) {
       const roster = new Roster(constructing, policy, options, store)
       // A clock that cannot give a time fails the start, not a later timer.
       roster.#now()
+      if (coreOptions.preflight === true) roster.#starting = { awaiting: new Set() }
       await roster.#restore()
+      if (roster.#starting !== undefined) await roster.#start()
       roster.#arm()
       if (options.watch === true) roster.#watch()
       return roster
@@ -526,7 +532,10 @@ export function defineRoster(api, platform) {
         case 'deleteMachine':
           return this.#deleteMachine(output)
         case 'preflight':
+          this.#starting?.awaiting.add(output.executor)
           return this.#runPreflight(output)
+        case 'startFailed':
+          return this.#startFailed(output)
         case 'persist':
           return this.#persist(output)
         case 'event':
@@ -701,26 +710,86 @@ export function defineRoster(api, platform) {
       this.#track(run)
     }
 
-    #deleteMachine({ executor, hold }) {
+    /**
+     * Deletes a machine. With a `lease`, the core holds that lease's slot until the
+     * answer (`machineDeleted`); a failure frees it too, and the core's warning names
+     * the machine for a sweep.
+     */
+    #deleteMachine({ executor, hold, lease }) {
       const remove = this.#machines?.delete
+      const answer = (ok, error) => {
+        if (lease === undefined) return
+        this.#stepQuietly(omitUndefined({ type: 'machineDeleted', now: this.#now(), lease, ok, error }))
+      }
       if (typeof remove !== 'function') {
         this.#event('warn', 'machineNotDeleted', `no machines.delete callback: machine of ${executor} left running`, {
           executor,
           hold,
         })
+        answer(false, 'this roster has no machines.delete callback')
         return Promise.resolve()
       }
       const run = (async () => {
         try {
           await remove({ executor, hold, spec: this.#spec(executor) })
         } catch (error) {
-          this.#event('warn', 'machineDeleteFailed', `deleting a machine of ${executor} failed: ${error?.message ?? error}`, {
-            executor,
-            hold,
-          })
+          const message = String(error?.message ?? error)
+          if (lease === undefined) {
+            this.#event('warn', 'machineDeleteFailed', `deleting a machine of ${executor} failed: ${message}`, {
+              executor,
+              hold,
+            })
+          }
+          answer(false, message)
+          return
         }
+        answer(true)
       })()
       return this.#track(run)
+    }
+
+    /**
+     * The startup preflight: the core asked for every executor's when it was built
+     * (those outputs come with the first answer); the roster serves once they all
+     * pass. A failure closes it and rejects PREFLIGHT_FAILED.
+     */
+    #starting
+    async #start() {
+      const starting = this.#starting
+      const done = new Promise((resolve, reject) => Object.assign(starting, { resolve, reject }))
+      this.#stepQuietly({ type: 'tick', now: this.#now() })
+      if (starting.failed === undefined && starting.awaiting.size === 0) this.#starting = undefined
+      else {
+        try {
+          if (starting.failed !== undefined) throw starting.failed
+          await done
+        } catch (error) {
+          this.#starting = undefined
+          await this.close()
+          throw error
+        }
+      }
+    }
+
+    /** A startup preflight answered (`#runPreflight` fed it to the core). */
+    #startAnswered(executor) {
+      const starting = this.#starting
+      if (starting === undefined || starting.failed !== undefined) return
+      starting.awaiting.delete(executor)
+      if (starting.awaiting.size === 0) {
+        this.#starting = undefined
+        starting.resolve?.()
+      }
+    }
+
+    #startFailed({ executor, error }) {
+      const starting = this.#starting
+      if (starting === undefined) return
+      starting.failed = new RotaError('PREFLIGHT_FAILED', `the roster does not start: the preflight of ${executor} failed (${error})`, {
+        executor,
+        error,
+      })
+      starting.reject?.(starting.failed)
     }
 
     #runPreflight({ executor }) {
@@ -745,6 +814,7 @@ export function defineRoster(api, platform) {
           error = String(cause?.message ?? cause)
         }
         this.#stepQuietly(omitUndefined({ type: 'preflightResult', now: this.#now(), executor, ok, error }))
+        this.#startAnswered(executor)
       })()
       this.#track(run)
     }

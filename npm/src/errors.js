@@ -21,6 +21,7 @@ export const ERROR_CODES = Object.freeze([
   'ABORT_ERR',
   'CLOSED',
   'STATE_FILE_UNREADABLE',
+  'PREFLIGHT_FAILED',
 ])
 
 const codes = new Set(ERROR_CODES)

@@ -115,7 +115,8 @@ test('preflight: a reload that adds an executor applies only when its preflight 
     document: document(executor('a')),
     now: clock,
     probe: false,
-    options: { preflightReloads: true },
+    // Explicit options win over the driver's default (a startup preflight too).
+    options: { preflight: false, preflightReloads: true },
     preflight: async ({ executor: id, spec }) => {
       asked.push([id, spec.harness])
       if (verdict === 'throw') throw new Error('image missing')
@@ -142,4 +143,106 @@ test('preflight: a reload that adds an executor applies only when its preflight 
   await reloaded
   assert.equal(r.slots('coder'), 2)
   assert.equal(r.snapshot().executors.find((e) => e.id === 'b').preflight.ok, true)
+})
+
+/** Waits (a few event-loop turns at most) until `condition` holds. */
+async function until(condition) {
+  for (let turn = 0; turn < 100 && !condition(); turn += 1) await new Promise((resolve) => setTimeout(resolve, 5))
+  assert.ok(condition(), 'the condition never held')
+}
+
+function gatedDeletes() {
+  const host = machineHost()
+  host.deletes = []
+  host.machines.delete = ({ executor: id, hold }) => {
+    host.deleted.push([id, hold])
+    const d = deferred()
+    host.deletes.push(d)
+    return d.promise
+  }
+  return host
+}
+
+const oneSlot = document(executor('fly', { provision: true, kind: 'vm' }))
+
+test('a released machine holds its slot until machines.delete settles (issue 14)', async (t) => {
+  const host = gatedDeletes()
+  const r = await Roster.create({ document: oneSlot, machines: host.machines, probe: false })
+  t.after(() => r.close())
+  const first = r.lease('coder')
+  host.pending[0].resolve('m-1')
+  const lease = await first
+  const second = r.lease('coder')
+  lease.release()
+  assert.deepEqual(host.deleted, [['fly', 'm-1']])
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  assert.equal(host.created.length, 1, 'no new machine while the old one is deleted')
+  assert.equal(r.snapshot().executors[0].leases[0].deleting, true)
+  host.deletes[0].resolve()
+  await until(() => host.created.length === 2)
+  host.pending[1].resolve('m-2')
+  assert.equal((await second).hold, 'm-2')
+})
+
+test('a failed deletion frees the slot with a warning naming the machine for a sweep', async (t) => {
+  const host = gatedDeletes()
+  const r = await Roster.create({ document: oneSlot, machines: host.machines, probe: false })
+  t.after(() => r.close())
+  const first = r.lease('coder')
+  host.pending[0].resolve({ machine: 'm-1' })
+  const lease = await first
+  const second = r.lease('coder')
+  const failed = nextEvent(r, 'machineDeleteFailed')
+  lease.release()
+  host.deletes[0].reject(new Error('provider timeout'))
+  const event = await failed
+  assert.equal(event.level, 'warn')
+  assert.deepEqual(event.fields.hold, { machine: 'm-1' })
+  assert.match(event.message, /provider timeout.*sweep/)
+  await until(() => host.created.length === 2)
+  host.pending[1].resolve('m-2')
+  assert.equal((await second).hold, 'm-2')
+})
+
+test('given a preflight, Roster.create preflights every executor first; a failure rejects PREFLIGHT_FAILED', async () => {
+  const asked = []
+  const workers = { workers: [{ name: 'a', kind: 'docker' }, { name: 'b', kind: 'docker' }] }
+  const error = await rejection(
+    Roster.create({
+      document: workers,
+      probe: false,
+      preflight: async ({ executor: id }) => {
+        asked.push(id)
+        if (id === 'b') throw new Error('no docker daemon')
+      },
+    }),
+  )
+  assert.equal(error.code, 'PREFLIGHT_FAILED')
+  assert.equal(error.executor, 'b')
+  assert.match(error.message, /no docker daemon/)
+  assert.deepEqual(asked.sort(), ['a', 'b'])
+
+  let release
+  const gate = new Promise((resolve) => (release = resolve))
+  let started = false
+  const starting = Roster.create({
+    document: workers,
+    probe: false,
+    preflight: async () => {
+      await gate
+    },
+  }).then((r) => {
+    started = true
+    return r
+  })
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  assert.equal(started, false, 'the roster waits for its preflights')
+  release()
+  const r = await starting
+  assert.equal(r.snapshot().executors.every((e) => e.preflight?.ok === true), true)
+  // A reload that adds a worker is preflighted too, without preflightReloads.
+  const preflighting = nextEvent(r, 'preflighting')
+  await r.reload({ workers: [...workers.workers, { name: 'c', kind: 'docker' }] })
+  assert.deepEqual((await preflighting).fields.executors, ['c'])
+  await r.close()
 })

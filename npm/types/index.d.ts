@@ -117,8 +117,26 @@ export interface PolicyOptions {
   provisionFirstPauseMs?: number
   /** Longest pause after failed machine creations (10 minutes). */
   provisionMaxPauseMs?: number
-  /** Executors that a reload adds or grows must pass a preflight first (false). */
+  /**
+   * The host answers `preflight` outputs: every executor is preflighted before the
+   * roster serves, and a failure stops the start (`startFailed`). The driver sets it
+   * when given a `preflight` function (false).
+   */
+  preflight?: boolean
+  /** Executors that a reload adds or grows must pass a preflight first (absent: `preflight`). */
   preflightReloads?: boolean
+  /**
+   * Which of the equal free executors takes a request: `'roundRobin'` (the one leased
+   * least recently) or `'declared'` (the first declared). Absent: the document's
+   * `choice`, else `'declared'` for a scheduler `workers` document, `'roundRobin'` otherwise.
+   */
+  choice?: Choice
+  /**
+   * A request nothing can ever serve: `'exhaust'` ends it (EXHAUSTED), `'wait'` keeps it
+   * waiting until a slot, a reload or a cancel. Absent: the document's `unservable`, else
+   * `'wait'` for a scheduler `workers` document, `'exhaust'` otherwise.
+   */
+  unservable?: Unservable
   /** The executor kinds the host can run (null: any). */
   kinds?: string[] | null
   /**
@@ -128,6 +146,9 @@ export interface PolicyOptions {
    */
   minEventLevel?: Level
 }
+
+export type Choice = 'roundRobin' | 'declared'
+export type Unservable = 'exhaust' | 'wait'
 
 // ---- inputs ----------------------------------------------------------------------------
 
@@ -217,8 +238,9 @@ export type Input =
   | { type: 'exclude'; now: number; executor: string; kind?: ExclusionKind; reason?: string; until?: number }
   | { type: 'resume'; now: number; executor: string }
   | { type: 'probeResult'; now: number; executor: string; up: boolean }
-  | { type: 'machineCreated'; now: number; id: string; hold: unknown }
-  | { type: 'machineFailed'; now: number; id: string; message?: string }
+  | { type: 'machineCreated'; now: number; id: string; hold: unknown; checked?: unknown }
+  | { type: 'machineFailed'; now: number; id: string; message?: string; reason?: string }
+  | { type: 'machineDeleted'; now: number; lease: number; ok: boolean; error?: string }
   | { type: 'reload'; now: number; document: RosterDocument }
   | { type: 'preflightResult'; now: number; executor: string; ok: boolean; error?: string }
   | { type: 'restore'; now: number; state: PersistedState }
@@ -253,8 +275,9 @@ export type Output =
   | { type: 'waiting'; request: string; role: Role; report: string; ahead: number }
   | { type: 'probe'; executor: string; url: string }
   | { type: 'createMachine'; request: string; executor: string }
-  | { type: 'deleteMachine'; executor: string; hold: unknown }
+  | { type: 'deleteMachine'; executor: string; hold: unknown; lease?: number }
   | { type: 'preflight'; executor: string }
+  | { type: 'startFailed'; executor: string; error: string }
   | { type: 'persist'; ids: string[]; state: PersistedState }
   | ({ type: 'event' } & CoreEvent)
 
@@ -287,6 +310,10 @@ export interface PauseStatus {
   until: number
   message: string
   blocked: boolean
+  /** The seed's pause record: why (`check`: a failed capability check), failed at, retry at (ISO). */
+  reason: string
+  failedAt: string
+  retryAt: string
 }
 
 export interface LeaseStatus {
@@ -297,6 +324,8 @@ export interface LeaseStatus {
   hold?: unknown
   since: number
   occupied: boolean
+  /** Released; its machine is being deleted, and the slot frees after (`machineDeleted`). */
+  deleting?: true
 }
 
 export interface PreflightRecord {
@@ -413,7 +442,7 @@ export type CoreErrorCode =
   | 'INVALID_STATE'
 
 /** The driver's codes: how a lease request ends without a lease. */
-export type DriverErrorCode = 'EXHAUSTED' | 'TIMEOUT' | 'ABORT_ERR' | 'CLOSED'
+export type DriverErrorCode = 'EXHAUSTED' | 'TIMEOUT' | 'ABORT_ERR' | 'CLOSED' | 'PREFLIGHT_FAILED'
 
 export type ErrorCode = CoreErrorCode | DriverErrorCode
 
@@ -512,19 +541,31 @@ export declare function parseRetryAfter(value: string | number | null | undefine
 
 /**
  * The core's events by name, with their fields. Levels (as of this version): debug —
- * unavailable, failureIgnored, exclusionKept, probeIgnored, probeDown; warn — timedOut,
- * exhausted, occupiedBeyondCapacity, occupiedUnknown, excluded, provisionPaused,
- * reloadRefused; info — the rest.
+ * unavailable, failureIgnored, exclusionKept, probeIgnored, probeDown, released,
+ * deletingMachine, preflightIgnored; warn — timedOut, exhausted, occupiedBeyondCapacity,
+ * occupiedUnknown, excluded, provisionPaused, reloadRefused, machineDeleteFailed,
+ * startFailed, and waiting for a pin the roster does not declare; info — the rest.
  */
 export interface CoreEventFields {
   unavailable: { request: string }
-  waiting: { request: string; role: Role; ahead: number }
+  waiting: {
+    request: string
+    role: Role
+    ahead: number
+    queued: number
+    positionSource: 'rank' | 'none'
+    position?: number
+    pin?: string
+  }
   creatingMachine: { request: string; executor: string; role: Role; passed: number }
   granted: { request: string; lease: number; executor: string; role: Role; passed: number }
   cancelled: { request: string }
   timedOut: { request: string }
   exhausted: { request: string; role: Role }
   left: { executor: string }
+  released: { executor: string; lease: number }
+  deletingMachine: { executor: string; hold: unknown; lease: number }
+  machineDeleteFailed: { executor: string; hold: unknown; lease?: number; error?: string }
   retired: { executor: string; running: number; slots: number }
   occupied: { executor: string; lease: number; running: number; slots: number }
   occupiedBeyondCapacity: { executor: string; lease: number; running: number; slots: number }
@@ -540,14 +581,18 @@ export interface CoreEventFields {
   probeIgnored: { executor: string }
   probeDown: { executor: string }
   machineDiscarded: { request: string; executor: string }
-  provisionPaused: { executor: string; failures: number; retryAt: number }
+  provisionPaused: { executor: string; failures: number; message: string; reason: string; retryAt: string }
+  machineFailedIgnored: { executor: string; request: string }
   provisionResumed: { executor: string; failures: number }
   reloadSuperseded: Record<string, never>
   preflighting: { executors: string[] }
   reloadRefused: { executor: string; error: string }
-  added: Record<string, never>
-  removed: Record<string, never>
-  resized: Record<string, never>
+  preflightIgnored: { executor: string; ok: boolean }
+  started: Record<string, never>
+  startFailed: { executor: string; error: string }
+  added: { executor: string; slots: number; running?: number }
+  removed: { executor: string; running: number }
+  resized: { executor: string; slotsBefore: number; slotsAfter: number; running: number }
   reloaded: Record<string, never>
 }
 
@@ -631,11 +676,20 @@ export interface MachineCallbacks {
     spec: ExecutorSpec
     signal: AbortSignal
   }): Promise<unknown> | unknown
-  /** Deletes a machine when its lease ends. */
+  /**
+   * Deletes a machine when its lease ends. The lease's slot frees when this settles
+   * (the scheduler seed deletes the machine before the slot frees); a throw frees it
+   * too, with a `machineDeleteFailed` warning naming the machine for a sweep.
+   */
   delete?(machine: { executor: string; hold: unknown; spec: ExecutorSpec }): Promise<void> | void
 }
 
-/** Runs before a reload that adds or grows an executor applies; false or a throw fails it. */
+/**
+ * Checks an executor: every one before `Roster.create` resolves (a failure rejects it
+ * PREFLIGHT_FAILED), and those a reload adds or grows before it applies (a failure
+ * refuses the reload). False or a throw fails it. Given one, the driver sets the core's
+ * `preflight` option (explicit `options.preflight`/`preflightReloads` still win).
+ */
 export type PreflightFunction = (request: {
   executor: string
   spec: ExecutorSpec

@@ -101,6 +101,8 @@ struct Seen {
     waiting: Vec<String>,
     /// Requests with a `createMachine` not yet answered.
     machines: Vec<String>,
+    /// Leases whose machine's deletion is not answered yet (`deleteMachine` with a lease).
+    deleting: Vec<u64>,
     probes: Vec<String>,
     preflights: Vec<String>,
     persisted: Option<Value>,
@@ -142,6 +144,7 @@ impl Seen {
                         self.machines.push(request);
                     }
                 }
+                "deleteMachine" => self.deleting.extend(o["lease"].as_u64()),
                 "probe" => self
                     .probes
                     .extend(o["executor"].as_str().map(str::to_string)),
@@ -279,6 +282,16 @@ fn random_options(r: &mut SplitMix64) -> Value {
     }
     if r.chance(10) {
         o["kinds"] = json!(["local"]);
+    }
+    // The scheduler seed's ways: a startup preflight, the first declared, waiting.
+    if r.chance(10) {
+        o["preflight"] = json!(true);
+    }
+    if r.chance(15) {
+        o["choice"] = json!("declared");
+    }
+    if r.chance(15) {
+        o["unservable"] = json!("wait");
     }
     if r.chance(30) {
         Value::Null
@@ -575,6 +588,15 @@ fn next_input(r: &mut SplitMix64, seen: &mut Seen) -> String {
             };
             json!({ "type": "probeResult", "now": now, "executor": executor, "up": r.chance(50) })
         }
+        9 if !seen.deleting.is_empty() && r.chance(40) => {
+            let i = r.below(seen.deleting.len() as u64) as usize;
+            let lease = seen.deleting.remove(i);
+            if r.chance(80) {
+                json!({ "type": "machineDeleted", "now": now, "lease": lease, "ok": true })
+            } else {
+                json!({ "type": "machineDeleted", "now": now, "lease": lease, "ok": false, "error": "provider timeout" })
+            }
+        }
         9 => {
             let id = if !seen.machines.is_empty() && r.chance(90) {
                 let i = r.below(seen.machines.len() as u64) as usize;
@@ -624,8 +646,14 @@ pub fn generate_one(seed: u64) -> (Trace, Vec<String>) {
 fn generate_one_with(seed: u64, checks: bool) -> (Trace, Vec<String>) {
     let mut r = SplitMix64::new(seed);
     let mut problems = Vec::new();
-    let document = random_document(&mut r);
+    let mut document = random_document(&mut r);
     let options = random_options(&mut r);
+    if !options["kinds"].is_null() {
+        // A host that names its kinds refuses an executor without one.
+        for x in document["executors"].as_array_mut().into_iter().flatten() {
+            x["kind"] = json!("local");
+        }
+    }
     let mut seen = Seen {
         now: T0 + r.below(86_400_000),
         ..Seen::default()

@@ -627,7 +627,7 @@ impl<'a> Writer<'a> {
                 self.byte(10);
                 self.str(executor);
             }
-            Output::DeleteMachine { .. } | Output::Persist { .. } => {
+            Output::DeleteMachine { .. } | Output::StartFailed { .. } | Output::Persist { .. } => {
                 self.byte(0);
                 // The derived writer: the same content as the canonical text.
                 let text = serde_json::to_string(output).unwrap_or_else(|_| "null".into());

@@ -28,7 +28,14 @@ pub(super) enum EventName {
     OccupiedBeyondCapacity,
     /// Work already runs on an executor the roster does not have.
     OccupiedUnknown,
-    /// A lease ended on an executor running more leases than it has slots.
+    /// A lease ended and its slot is free (the seed's "Worker slot released").
+    Released,
+    /// A released lease's machine is being deleted; its slot frees after.
+    DeletingMachine,
+    /// A released lease's machine could not be deleted: its slot freed anyway.
+    MachineDeleteFailed,
+    /// A lease ended on an executor running more leases than it has slots, or on
+    /// one a reload removed, before its last.
     Retired,
     /// A removed executor's last slot was freed: it leaves the roster.
     Left,
@@ -74,6 +81,14 @@ pub(super) enum EventName {
     Removed,
     /// A reload applied.
     Reloaded,
+    /// A preflight answer that no start or reload waits for any more.
+    PreflightIgnored,
+    /// The startup preflight of every executor passed: the roster serves.
+    Started,
+    /// A startup preflight failed: the roster does not start.
+    StartFailed,
+    /// A machine creation failed after its request stopped waiting: no pause.
+    MachineFailedIgnored,
 }
 
 impl EventName {
@@ -89,6 +104,9 @@ impl EventName {
             EventName::Occupied => "occupied",
             EventName::OccupiedBeyondCapacity => "occupiedBeyondCapacity",
             EventName::OccupiedUnknown => "occupiedUnknown",
+            EventName::Released => "released",
+            EventName::DeletingMachine => "deletingMachine",
+            EventName::MachineDeleteFailed => "machineDeleteFailed",
             EventName::Retired => "retired",
             EventName::Left => "left",
             EventName::Excluded => "excluded",
@@ -112,6 +130,10 @@ impl EventName {
             EventName::Resized => "resized",
             EventName::Removed => "removed",
             EventName::Reloaded => "reloaded",
+            EventName::PreflightIgnored => "preflightIgnored",
+            EventName::Started => "started",
+            EventName::StartFailed => "startFailed",
+            EventName::MachineFailedIgnored => "machineFailedIgnored",
         }
     }
 }

@@ -327,7 +327,7 @@ impl Policy {
                 .roles
                 .count_servable(&self.roster.executors[e], !is_run);
             let roles = self.roster.executors[e].role_indexes.clone();
-            if is_run {
+            if is_run && self.ends_unservable() {
                 self.recheck_exhaustion(&roles);
                 let id = self.roster.executors[e].spec.id.clone();
                 let pinned: Vec<String> = sorted::get(&self.queue.pinned, &id)

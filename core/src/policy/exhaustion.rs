@@ -1,11 +1,13 @@
 //! Exhaustion: whether anything can ever serve a request, and the reasons why not
 //! (the seed's waiting report and `RosterExhausted` reasons).
 
+use crate::protocol::Unservable;
 use crate::time::iso;
 
 use super::avoid::Avoid;
 use super::exclusions::Described;
 use super::queue::{Ending, Request};
+use super::reload::Startup;
 use super::Policy;
 
 impl Policy {
@@ -68,8 +70,25 @@ impl Policy {
         found
     }
 
+    /// Whether a request that nothing can ever serve ends now as exhausted (the
+    /// roster seed), rather than waiting for a slot, a reload or a cancel (the
+    /// scheduler seed, `unservable: "wait"`). While the startup preflight runs,
+    /// every request waits.
+    pub(super) fn ends_unservable(&self) -> bool {
+        self.serving() && self.roster.unservable == Unservable::Exhaust
+    }
+
+    /// Ends every waiting request that nothing can ever serve now.
+    pub(super) fn recheck_all_exhaustion(&mut self) {
+        let all: Vec<usize> = (0..self.document.roles.len()).collect();
+        self.recheck_exhaustion(&all);
+    }
+
     /// Ends every waiting request of these roles that nothing can ever serve now.
     pub(super) fn recheck_exhaustion(&mut self, roles: &[usize]) {
+        if !self.ends_unservable() {
+            return;
+        }
         let mut ended = Vec::new();
         for &r in roles {
             for &s in self.queue.by_role[r].values() {
@@ -159,6 +178,10 @@ impl Policy {
         if listed > SHOWN {
             parts.push(format!("and {} more", listed - SHOWN));
         }
+        if parts.is_empty() {
+            // It waits all the same (`unservable: "wait"`) until a reload or a cancel.
+            return format!("no executor takes {}", self.role_name(r));
+        }
         parts.join("; ")
     }
 
@@ -182,6 +205,10 @@ impl Policy {
                     x.spec.id,
                     iso(p.until)
                 ),
+                _ if !self.serving() => match self.reloads.startup {
+                    Startup::Failed => format!("{}: the roster did not start", x.spec.id),
+                    _ => format!("{} waits for its startup preflight", x.spec.id),
+                },
                 _ => format!("{} busy", x.spec.id),
             },
         }

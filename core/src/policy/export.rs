@@ -15,6 +15,7 @@ use super::keys::{key_parts, KeyParts};
 use super::leases::Lease;
 use super::provisioning::Pause;
 use super::queue::Request;
+use super::reload::Startup;
 use super::roster::Runtime;
 use super::Policy;
 
@@ -84,6 +85,12 @@ impl Policy {
             }),
             preflights: self.reloads.preflights.clone(),
             outputs: self.outputs.iter().cloned().collect(),
+            starting: match &self.reloads.startup {
+                Startup::Preflighting(awaiting) => Some(awaiting.clone()),
+                _ => None,
+            },
+            start_failed: self.reloads.startup == Startup::Failed,
+            cut_short: self.reloads.cut_short.clone(),
         }
     }
 
@@ -176,6 +183,13 @@ pub(super) struct Exported {
     #[serde(serialize_with = "as_map")]
     pub(super) preflights: StrMap<PreflightRecord>,
     pub(super) outputs: Vec<Output>,
+    /// While the startup preflight runs: the executors it waits for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) starting: Option<StrSet>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(super) start_failed: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) cut_short: StrSet,
 }
 
 #[derive(Serialize)]
@@ -193,8 +207,8 @@ pub(super) struct ExportedReload {
 
 impl WriteJson for Exported {
     fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("version", &self.version)
+        let mut o = Obj::new(out);
+        o.field("version", &self.version)
             .field("options", &self.options)
             .field("document", &self.document)
             .field("draining", &self.draining)
@@ -211,7 +225,11 @@ impl WriteJson for Exported {
             .field("pendingReload", &self.pending_reload)
             .pairs("preflights", &self.preflights)
             .field("outputs", &self.outputs)
-            .end();
+            .some("starting", &self.starting);
+        if self.start_failed {
+            o.field("startFailed", &self.start_failed);
+        }
+        o.nonempty("cutShort", &self.cut_short).end();
     }
 }
 
@@ -264,16 +282,19 @@ impl WriteJson for RequestState {
 
 impl WriteJson for Lease {
     fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("request", &self.request)
+        let mut o = Obj::new(out);
+        o.field("request", &self.request)
             .field("executor", &self.executor)
             .field("role", &self.role)
             .field("label", &self.label)
             .field("hold", &self.hold)
             .field("since", &self.since)
             .field("occupied", &self.occupied)
-            .field("counted", &self.counted)
-            .end();
+            .field("counted", &self.counted);
+        if self.deleting {
+            o.field("deleting", &self.deleting);
+        }
+        o.end();
     }
 }
 
@@ -309,6 +330,8 @@ impl WriteJson for Pause {
             .field("until", &self.until)
             .field("message", &self.message)
             .field("blocked", &self.blocked)
+            .field("reason", &self.reason)
+            .field("failedAt", &self.failed_at)
             .end();
     }
 }
@@ -354,6 +377,9 @@ impl Pause {
             until: o.req("until", read::u64)?,
             message: o.req("message", read::string)?,
             blocked: o.req("blocked", read::bool)?,
+            // Exports before the pause record carried neither.
+            reason: o.or("reason", read::string, String::new())?,
+            failed_at: o.or("failedAt", read::u64, 0)?,
         })
     }
 }
@@ -442,6 +468,7 @@ impl Lease {
             since: o.req("since", read::u64)?,
             occupied: o.req("occupied", read::bool)?,
             counted: o.req("counted", read::bool)?,
+            deleting: o.or("deleting", read::bool, false)?,
         })
     }
 }
@@ -498,6 +525,9 @@ impl Exported {
             )?,
             preflights: sorted::map_from(map_in(o, "preflights", PreflightRecord::from_json)?),
             outputs: list_in(o, "outputs", Output::from_json)?,
+            starting: o.opt("starting", read::strings)?.map(sorted::set_from),
+            start_failed: o.or("startFailed", read::bool, false)?,
+            cut_short: sorted::set_from(o.or("cutShort", read::strings, Vec::new())?),
         })
     }
 }

@@ -122,7 +122,7 @@ impl Policy {
         if !may_wait {
             return Admission::Queued;
         }
-        if !self.can_serve_request(req, r) {
+        if self.ends_unservable() && !self.can_serve_request(req, r) {
             self.end_request(id, Ending::Exhausted);
             return Admission::Ended;
         }
@@ -135,6 +135,9 @@ impl Policy {
 
     /// The executor that serves `req` now, if any: its pin, or the pick.
     pub(super) fn choose(&self, req: &Request, r: usize) -> Option<usize> {
+        if !self.serving() {
+            return None; // the startup preflight has not passed
+        }
         match req.pin() {
             Some(pin) => self
                 .roster
@@ -296,6 +299,9 @@ impl Policy {
     /// The earliest waiting request, in lease order, that one of the dirty
     /// executors can serve now.
     pub(super) fn next_candidate(&self) -> Option<(u32, Option<usize>)> {
+        if !self.serving() {
+            return None;
+        }
         let mut best: Option<(OrderKey, u32, Option<usize>)> = None;
         for &e in &self.roster.dirty {
             let x = &self.roster.executors[e];

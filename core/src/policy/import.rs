@@ -19,7 +19,7 @@ use super::export::{join_violations, Exported, RequestState};
 use super::keys::{order_key, ByName, Index};
 use super::leases::LeaseTable;
 use super::queue::{request_extra, Creating, Request};
-use super::reload::PendingReload;
+use super::reload::{PendingReload, Startup};
 use super::roster::{Executor, Runtime};
 use super::Policy;
 
@@ -59,7 +59,16 @@ impl Policy {
             }
             let mut doc = serde_json::Map::new();
             doc.insert("roles".into(), json!(roles));
-            doc.insert("executors".into(), Value::Array(exported.draining.clone()));
+            // A scheduler worker is named by `name` (it has no `id`).
+            let (executors, workers): (Vec<Value>, Vec<Value>) = exported
+                .draining
+                .iter()
+                .cloned()
+                .partition(|raw| raw.get("id").is_some());
+            doc.insert("executors".into(), Value::Array(executors));
+            if !workers.is_empty() {
+                doc.insert("workers".into(), Value::Array(workers));
+            }
             let drained = Document::from_json(&Value::Object(doc), None)
                 .map_err(|v| bad(format!("draining: {}", join_violations(&v))))?;
             for spec in drained.executors {
@@ -125,6 +134,13 @@ impl Policy {
         policy.reloads.known_ids = exported.known_ids;
         policy.reloads.preflights = exported.preflights;
         policy.outputs = exported.outputs.into();
+        // `Policy::new` started the startup preflight again: the export says where it is.
+        policy.reloads.startup = match (exported.starting, exported.start_failed) {
+            (_, true) => Startup::Failed,
+            (Some(awaiting), false) => Startup::Preflighting(awaiting),
+            (None, false) => Startup::Serving,
+        };
+        policy.reloads.cut_short = exported.cut_short;
         if let Some(p) = exported.pending_reload {
             let document = Document::from_json(&p.document, policy.options.kinds.as_deref())
                 .map_err(|v| bad(format!("pendingReload: {}", join_violations(&v))))?;
@@ -173,6 +189,15 @@ impl Policy {
                     "leases.{id}: it holds a slot on '{}', which the roster does not have",
                     lease.executor
                 ));
+            }
+            if lease.deleting {
+                // Released: its request id is free, and its machine is the pool's.
+                if !lease.counted || lease.hold.is_none() {
+                    return Err(format!(
+                        "leases.{id}: it waits for the deletion of a machine it does not hold"
+                    ));
+                }
+                continue;
             }
             if let Some(other) = requests.insert(lease.request.as_str().into(), id) {
                 return Err(format!(

@@ -113,10 +113,19 @@ impl Policy {
                     self.leases.next_id
                 )
             })?;
+            // A lease whose machine is being deleted freed its request id.
+            let indexed = self.leases.by_request.get(lease.request.as_str()) == Some(&id);
+            ensure(indexed != lease.deleting, "lease requests", || {
+                format!(
+                    "lease {id} is{} indexed by its request {}",
+                    if indexed { "" } else { " not" },
+                    lease.request
+                )
+            })?;
             ensure(
-                self.leases.by_request.get(lease.request.as_str()) == Some(&id),
-                "lease requests",
-                || format!("lease {id} is not indexed by its request {}", lease.request),
+                !lease.deleting || (lease.counted && lease.hold.is_some()),
+                "lease deletions",
+                || format!("lease {id} waits for a deletion, without a machine of the pool"),
             )?;
             if !lease.counted {
                 continue;
@@ -142,7 +151,7 @@ impl Policy {
             }
         }
         ensure(
-            self.leases.by_request.len() == table.live,
+            self.leases.by_request.len() == table.values().filter(|l| !l.deleting).count(),
             "lease requests",
             || "a request id names a lease that is not open".to_string(),
         )?;
@@ -273,14 +282,16 @@ impl Policy {
                     "queue",
                     || format!("request {id} is not queued under its role and key"),
                 )?;
-                let servable_now = match q.pin() {
-                    Some(pin) => self
-                        .roster
-                        .index
-                        .get(pin)
-                        .is_some_and(|e| self.pin_ready(e, r) && !q.avoids(pin)),
-                    None => self.pick(q, r).is_some(),
-                };
+                // Before the startup preflight passed, every request waits.
+                let servable_now = self.serving()
+                    && match q.pin() {
+                        Some(pin) => self
+                            .roster
+                            .index
+                            .get(pin)
+                            .is_some_and(|e| self.pin_ready(e, r) && !q.avoids(pin)),
+                        None => self.pick(q, r).is_some(),
+                    };
                 ensure(!servable_now, "grant pass", || {
                     format!("waiting request {id} could be served by a free slot")
                 })?;

@@ -22,6 +22,11 @@ pub(super) struct Lease {
     pub(super) occupied: bool,
     /// False for work occupying an executor the roster does not have.
     pub(super) counted: bool,
+    /// Released, and its machine is being deleted: it still holds its slot (the seed
+    /// deletes the machine before the slot frees) until `machineDeleted`. Its request
+    /// id is free again.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(super) deleting: bool,
 }
 
 /// The open leases by id, in id order: a `Vec` sorted by id, where a released
@@ -49,6 +54,16 @@ impl LeaseTable {
             leases.insert(id, lease);
         }
         leases
+    }
+
+    pub(super) fn get(&self, id: u64) -> Option<&Lease> {
+        let i = self.find(id).ok()?;
+        self.slots[i].1.as_ref()
+    }
+
+    fn get_mut(&mut self, id: u64) -> Option<&mut Lease> {
+        let i = self.find(id).ok()?;
+        self.slots[i].1.as_mut()
     }
 
     pub(super) fn find(&self, id: u64) -> Result<usize, usize> {
@@ -146,16 +161,36 @@ impl Leases {
     /// Closes lease `id`; `None` if it is not open (released before).
     pub(super) fn close(&mut self, id: u64) -> Option<Lease> {
         let lease = self.open.remove(id)?;
+        if lease.deleting {
+            return Some(lease);
+        }
         let indexed = self.by_request.remove(lease.request.as_str());
         debug_assert_eq!(indexed, Some(id), "lease {id} indexed by its request");
         Some(lease)
     }
 
-    /// Rebuilds the request index from the open leases (after an import).
+    /// Marks lease `id` released while its machine is deleted: it keeps its slot, and
+    /// its request id is free again. The lease as it was, if it was open and live.
+    pub(super) fn start_deletion(&mut self, id: u64) -> Option<Lease> {
+        let lease = self.open.get_mut(id).filter(|lease| !lease.deleting)?;
+        lease.deleting = true;
+        let lease = lease.clone();
+        let indexed = self.by_request.remove(lease.request.as_str());
+        debug_assert_eq!(indexed, Some(id), "lease {id} indexed by its request");
+        Some(lease)
+    }
+
+    /// Whether lease `id` waits for its machine's deletion.
+    pub(super) fn is_deleting(&self, id: u64) -> bool {
+        self.open.get(id).is_some_and(|lease| lease.deleting)
+    }
+
+    /// Rebuilds the request index from the live open leases (after an import).
     pub(super) fn reindex(&mut self) {
         self.by_request = self
             .open
             .iter()
+            .filter(|(_, lease)| !lease.deleting)
             .map(|(id, lease)| (lease.request.as_str().into(), id))
             .collect();
     }
@@ -222,6 +257,7 @@ impl Policy {
                 since: self.now,
                 occupied: false,
                 counted: true,
+                deleting: false,
             },
         );
     }
@@ -264,18 +300,83 @@ impl Policy {
     }
 
     pub(super) fn release(&mut self, lease_id: u64) {
-        let Some(lease) = self.leases.close(lease_id) else {
+        let Some(lease) = self.leases.open.get(lease_id) else {
             return; // released before: releasing is idempotent
         };
-        if let Some(hold) = &lease.hold {
-            self.outputs.push_back(Output::DeleteMachine {
-                executor: lease.executor.clone(),
-                hold: hold.clone(),
-            });
+        if lease.deleting {
+            return; // released before, its machine still being deleted
         }
-        if !lease.counted {
+        // Work on an executor the roster does not have holds no slot, and its machine
+        // is not the pool's to delete (the seed's occupy adopts no machine there).
+        if lease.counted {
+            if let Some(hold) = lease.hold.clone() {
+                // The seed deletes the machine before the slot frees: the slot stays
+                // held until the host answers `machineDeleted`.
+                let executor = lease.executor.clone();
+                self.leases.start_deletion(lease_id);
+                self.outputs.push_back(Output::DeleteMachine {
+                    executor: executor.clone(),
+                    hold: hold.clone(),
+                    lease: Some(lease_id),
+                });
+                self.event(
+                    Level::Debug,
+                    EventName::DeletingMachine,
+                    format!(
+                        "deleting the machine of a released lease on {executor}; its slot frees once the machine is deleted"
+                    ),
+                    vec![
+                        ("executor", json!(executor)),
+                        ("hold", hold),
+                        ("lease", json!(lease_id)),
+                    ],
+                );
+                return;
+            }
+        }
+        let Some(lease) = self.leases.close(lease_id) else {
+            debug_assert!(false, "release: the lease is open");
             return;
+        };
+        if lease.counted {
+            self.free_lease_slot(lease_id, &lease);
         }
+    }
+
+    /// The host deleted (or failed to delete) the machine of released lease `lease_id`:
+    /// its slot frees. A failed deletion is a warning naming the machine for a sweep.
+    pub(super) fn machine_deleted(&mut self, lease_id: u64, ok: bool, error: Option<String>) {
+        debug_assert!(
+            self.leases.is_deleting(lease_id),
+            "machineDeleted: the lease was checked"
+        );
+        let Some(lease) = self.leases.close(lease_id) else {
+            return;
+        };
+        if !ok {
+            let why = error.unwrap_or_else(|| "no reason given".into());
+            self.event(
+                Level::Warn,
+                EventName::MachineDeleteFailed,
+                format!(
+                    "the machine of a released lease on {} could not be deleted ({why}); its slot frees, and the machine is left for a sweep",
+                    lease.executor
+                ),
+                vec![
+                    ("error", json!(why)),
+                    ("executor", json!(lease.executor)),
+                    ("hold", lease.hold.clone().unwrap_or(Value::Null)),
+                    ("lease", json!(lease_id)),
+                ],
+            );
+        }
+        self.free_lease_slot(lease_id, &lease);
+    }
+
+    /// Frees the slot a closed, counted lease held, and says what became of it:
+    /// released, retired (over capacity, or on a removed executor), or the last on a
+    /// removed executor, which leaves.
+    fn free_lease_slot(&mut self, lease_id: u64, lease: &Lease) {
         let Some(e) = self.roster.index.get(&lease.executor) else {
             debug_assert!(false, "a counted lease is on an executor of the roster");
             return;
@@ -284,12 +385,12 @@ impl Policy {
             .role
             .as_ref()
             .and_then(|role| self.document.roles.iter().position(|x| x == role));
-        let over = self.roster.executors[e].busy > self.roster.executors[e].spec.slots
-            && !self.roster.executors[e].draining;
+        let x = &self.roster.executors[e];
+        let over = x.busy > x.spec.slots && !x.draining;
         self.free_slot(e, r);
         let x = &self.roster.executors[e];
+        let id = x.spec.id.clone();
         if x.draining && x.busy == 0 {
-            let id = x.spec.id.clone();
             self.event(
                 Level::Info,
                 EventName::Left,
@@ -299,15 +400,35 @@ impl Policy {
                 vec![("executor", json!(id))],
             );
             self.remove_drained(e);
-        } else if over {
-            let (id, busy, slots) = (x.spec.id.clone(), x.busy, x.spec.slots);
+        } else if x.draining || over {
+            // A removed executor has no slots: each lease before its last retires one
+            // (the seed: Retired, Retired, Dropped).
+            let (busy, slots) = (x.busy, if x.draining { 0 } else { x.spec.slots });
+            let message = if x.draining {
+                format!(
+                    "a lease ended on {id}, which a reload removed; its slot retires ({busy} running, {slots} slots)"
+                )
+            } else {
+                format!(
+                    "a lease ended on {id}, which runs more leases than it has slots; its slot retires ({busy} running, {slots} slots)"
+                )
+            };
             self.event(
                 Level::Info,
                 EventName::Retired,
-                format!(
-                    "a lease ended on {id}, which runs more leases than it has slots; its slot retires ({busy} running, {slots} slots)"
-                ),
-                vec![("executor", json!(id)), ("running", json!(busy)), ("slots", json!(slots))],
+                message,
+                vec![
+                    ("executor", json!(id)),
+                    ("running", json!(busy)),
+                    ("slots", json!(slots)),
+                ],
+            );
+        } else if Level::Debug >= self.options.min_event_level {
+            self.event(
+                Level::Debug,
+                EventName::Released,
+                format!("{id}'s slot is released"),
+                vec![("executor", json!(id)), ("lease", json!(lease_id))],
             );
         }
     }
@@ -329,7 +450,8 @@ impl Policy {
                 if let Some(r) = r.filter(|&r| x.has_role(r)) {
                     x.busy_by_role[r] += 1;
                 }
-                let (busy, slots) = (x.busy, x.spec.slots);
+                // A removed executor has no slots left (its snapshot says 0).
+                let (busy, slots) = (x.busy, if x.draining { 0 } else { x.spec.slots });
                 self.roster.ready_up(e);
                 let fields = vec![
                     ("executor", json!(executor)),
@@ -388,6 +510,7 @@ impl Policy {
                 since: self.now,
                 occupied: true,
                 counted,
+                deleting: false,
             },
         );
     }

@@ -109,6 +109,9 @@ impl Policy {
         };
         policy.rebuild();
         policy.persistence.last = vec![None; policy.roster.executors.len()];
+        if policy.options.preflight {
+            policy.start_preflight();
+        }
         Ok(policy)
     }
 
@@ -254,7 +257,17 @@ impl Policy {
                     return Err(Error::UnknownRequest { id: id.clone() });
                 }
             }
+            Input::MachineDeleted { lease, .. } => {
+                if !self.leases.is_deleting(*lease) {
+                    return Err(Error::UnknownLease { lease: *lease });
+                }
+            }
             Input::Reload { document, .. } => {
+                if !self.serving() {
+                    return Err(Error::input(
+                        "reload: the roster has not started (its startup preflight has not passed)",
+                    ));
+                }
                 let parsed = Document::from_json(document, self.options.kinds.as_deref())
                     .map_err(|violations| Error::InvalidDocument { violations })?;
                 return Ok(Checked::Reload(parsed));
@@ -265,7 +278,10 @@ impl Policy {
                     .pending
                     .as_ref()
                     .is_some_and(|p| p.document.executor(executor).is_some());
-                if !pending && !self.roster.index.contains_key(executor) {
+                if !pending
+                    && !self.roster.index.contains_key(executor)
+                    && !sorted::set_contains(&self.reloads.cut_short, executor)
+                {
                     return Err(Error::UnknownExecutor {
                         id: executor.clone(),
                     });
@@ -334,8 +350,18 @@ impl Policy {
             }
             Input::Resume { executor, .. } => self.resume(&executor),
             Input::ProbeResult { executor, up, .. } => self.probe_result(&executor, up),
-            Input::MachineCreated { id, hold, .. } => self.machine_created(&id, hold),
-            Input::MachineFailed { id, message, .. } => self.machine_failed(&id, &message),
+            Input::MachineCreated {
+                id, hold, checked, ..
+            } => self.machine_created(&id, hold, checked),
+            Input::MachineFailed {
+                id,
+                message,
+                reason,
+                ..
+            } => self.machine_failed(&id, &message, reason),
+            Input::MachineDeleted {
+                lease, ok, error, ..
+            } => self.machine_deleted(lease, ok, error),
             Input::Reload { .. } => {
                 if let Checked::Reload(document) = checked {
                     self.reload(document);

@@ -7,6 +7,7 @@ use crate::classify::excerpt;
 use crate::duration::format_duration;
 use crate::protocol::{Level, Output};
 use crate::sorted::{self, StrMap};
+use crate::time::iso;
 
 use super::events::EventName;
 use super::keys::{timer_key, Index};
@@ -17,10 +18,26 @@ use super::Policy;
 #[serde(rename_all = "camelCase")]
 pub(super) struct Pause {
     pub(super) failures: u32,
+    /// When creation resumes (the seed's `retryAt`).
     pub(super) until: u64,
     pub(super) message: String,
     pub(super) blocked: bool,
+    /// The seed's pause record: why (`MachineUnavailableError.reason`, or `check`)
+    /// and when the creation failed.
+    pub(super) reason: String,
+    pub(super) failed_at: u64,
 }
+
+/// The doubling of the pause stops at 2^10 (the seed's `2 ** Math.min(failures - 1,
+/// 10)`); the longest pause caps it sooner with the defaults.
+pub(super) const MAX_PAUSE_DOUBLINGS: u32 = 10;
+
+/// The pause reason of a failure that names none.
+pub(super) const DEFAULT_PAUSE_REASON: &str = "unavailable";
+
+/// The reason of a failed capability check (the seed's `WorkerCapabilityError`): it
+/// is recorded as a failed preflight too.
+pub(super) const CHECK_REASON: &str = "check";
 
 /// Machine creation's own state: the pause timers of executors whose creations
 /// failed, and the requests cancelled while their machine was created.
@@ -61,11 +78,12 @@ impl Provisioning {
 }
 
 impl Policy {
-    pub(super) fn machine_created(&mut self, id: &str, hold: Value) {
+    pub(super) fn machine_created(&mut self, id: &str, hold: Value, checked: Option<Value>) {
         if let Some(executor) = sorted::remove(&mut self.provisioning.abandoned, id) {
             self.outputs.push_back(Output::DeleteMachine {
                 executor: executor.clone(),
                 hold,
+                lease: None,
             });
             self.event(
                 Level::Info,
@@ -103,12 +121,29 @@ impl Policy {
                 self.roster.dirty.push(e);
             }
         }
+        if checked.is_some() {
+            // The creation checked the executor: the seed records a passed preflight.
+            self.record_preflight(&executor, true, None);
+        }
         self.open_lease(req, executor, Some(hold), passed);
     }
 
-    pub(super) fn machine_failed(&mut self, id: &str, message: &str) {
+    pub(super) fn machine_failed(&mut self, id: &str, message: &str, reason: Option<String>) {
         let executor = match sorted::remove(&mut self.provisioning.abandoned, id) {
-            Some(executor) => executor,
+            Some(executor) => {
+                // The request stopped waiting first: the seed interrupts the creation,
+                // so it never sees this failure, and the executor does not pause.
+                self.event(
+                    Level::Info,
+                    EventName::MachineFailedIgnored,
+                    format!(
+                        "a machine creation on {executor} failed after its request stopped waiting ({}); {executor} does not pause",
+                        excerpt(message, 160)
+                    ),
+                    vec![("executor", json!(executor)), ("request", json!(id))],
+                );
+                return;
+            }
             None => {
                 let Some(req) = self.queue.requests.get_mut(id) else {
                     debug_assert!(false, "machine_failed: the request was checked");
@@ -131,6 +166,11 @@ impl Policy {
                 executor
             }
         };
+        let reason = reason.unwrap_or_else(|| DEFAULT_PAUSE_REASON.to_string());
+        if reason == CHECK_REASON {
+            // A failed capability check: the seed records it as a failed preflight.
+            self.record_preflight(&executor, false, Some(message.to_string()));
+        }
         let Some(e) = self.roster.index.get(&executor) else {
             return;
         };
@@ -141,7 +181,7 @@ impl Policy {
             .as_ref()
             .map_or(0, |p| p.failures)
             .saturating_add(1);
-        let doubling = 1u64 << (failures - 1).min(20);
+        let doubling = 1u64 << (failures - 1).min(MAX_PAUSE_DOUBLINGS);
         let delay = self
             .options
             .provision_first_pause_ms
@@ -156,6 +196,8 @@ impl Policy {
             until,
             message: message.to_string(),
             blocked: true,
+            reason: reason.clone(),
+            failed_at: self.now,
         });
         self.provisioning.time_pause(e, until);
         self.roster.ready_up(e);
@@ -170,7 +212,9 @@ impl Policy {
             vec![
                 ("executor", json!(executor)),
                 ("failures", json!(failures)),
-                ("retryAt", json!(until)),
+                ("message", json!(message)),
+                ("reason", json!(reason)),
+                ("retryAt", json!(iso(until))),
             ],
         );
     }

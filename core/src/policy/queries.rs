@@ -76,6 +76,7 @@ impl Policy {
                 hold: lease.hold.clone(),
                 since: lease.since,
                 occupied: lease.occupied,
+                deleting: lease.deleting,
             });
         }
         let executors = self
@@ -125,6 +126,9 @@ impl Policy {
                     until: p.until,
                     message: p.message.clone(),
                     blocked: p.blocked,
+                    reason: p.reason.clone(),
+                    failed_at: iso(p.failed_at),
+                    retry_at: iso(p.until),
                 }),
                 draining: x.draining,
                 provision: x.spec.provision,
@@ -168,15 +172,49 @@ impl Policy {
         queue.sort_by_key(|a| a.0);
         // In lease order, with a running count per role: ahead of each request are the
         // earlier ones of the roles that compete with its own.
+        // Pinned requests are counted by pin (`ahead_of` says who competes).
         let mut seen = vec![0u32; roles.len()];
+        let mut seen_pinned: sorted::StrMap<u32> = Vec::new();
         for (_, r, q) in &mut queue {
-            q.ahead = self
-                .roster
-                .roles
-                .overlap
-                .get(*r)
-                .map_or(seen[*r], |roles| roles.iter().map(|&o| seen[o]).sum());
-            seen[*r] += 1;
+            let unpinned =
+                |roles: &mut dyn Iterator<Item = usize>| -> u32 { roles.map(|o| seen[o]).sum() };
+            q.ahead = match &q.pin {
+                Some(pin) => {
+                    let same = sorted::get(&seen_pinned, pin).copied().unwrap_or(0);
+                    match self.roster.index.get(pin) {
+                        None => same,
+                        Some(e) => {
+                            let x = &self.roster.executors[e];
+                            same + unpinned(
+                                &mut x.role_indexes.iter().copied().filter(|&o| self.takes(e, o)),
+                            )
+                        }
+                    }
+                }
+                None => {
+                    let overlap: &[usize] = self
+                        .roster
+                        .roles
+                        .overlap
+                        .get(*r)
+                        .map_or(std::slice::from_ref(r), Vec::as_slice);
+                    unpinned(&mut overlap.iter().copied())
+                        + seen_pinned
+                            .iter()
+                            .filter(|(pin, _)| {
+                                self.roster
+                                    .index
+                                    .get(pin)
+                                    .is_some_and(|e| self.takes(e, *r))
+                            })
+                            .map(|(_, n)| n)
+                            .sum::<u32>()
+                }
+            };
+            match &q.pin {
+                Some(pin) => *sorted::entry(&mut seen_pinned, pin) += 1,
+                None => seen[*r] += 1,
+            }
         }
         let creating = self
             .queue

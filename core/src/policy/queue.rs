@@ -451,6 +451,7 @@ impl Queue {
 
 impl Policy {
     pub(super) fn enqueue(&mut self, id: &str, r: usize) {
+        let req_rank = |key: &OrderKey| (key[0] == 0).then(|| key_parts(key).1);
         let Some(s) = self.queue.requests.slot(id) else {
             debug_assert!(false, "enqueue: the request is stored");
             return;
@@ -467,7 +468,8 @@ impl Policy {
         let label = req.label().map(str::to_string);
         self.queue.queue_waiting(s, r);
         if announce {
-            let ahead = self.ahead_of(r, &key);
+            let ahead = self.ahead_of(r, &key, pin.as_deref());
+            let rank = req_rank(&key);
             // Read in place: an avoid list can be long.
             let request = self.queue.requests.at(s);
             debug_assert!(
@@ -488,44 +490,129 @@ impl Policy {
                 message.push_str(&format!(" for {label}"));
             }
             message.push_str(&format!(": {report}"));
+            // A pin to an executor the roster does not declare waits at warn (the seed).
+            let mut level = Level::Info;
             if let Some(pin) = &pin {
                 if !self.roster.index.contains_key(pin) {
+                    level = Level::Warn;
                     message.push_str(&format!(
                         " ({pin} is not in the roster; the request waits until a reload declares it or it is cancelled)"
                     ));
                 }
             }
-            self.event(
-                Level::Info,
-                EventName::Waiting,
-                message,
-                vec![
-                    ("request", json!(id)),
-                    ("role", json!(role)),
-                    ("ahead", json!(ahead)),
-                ],
-            );
+            // The seed's position fields: the rank is rota's pipeline position.
+            let mut fields = vec![
+                ("ahead", json!(ahead)),
+                (
+                    "positionSource",
+                    json!(if rank.is_some() { "rank" } else { "none" }),
+                ),
+                ("queued", json!(self.queued())),
+                ("request", json!(id)),
+                ("role", json!(role)),
+            ];
+            if let Some(rank) = rank {
+                fields.push(("position", json!(rank)));
+            }
+            if let Some(pin) = &pin {
+                fields.push(("pin", json!(pin)));
+            }
+            self.event(level, EventName::Waiting, message, fields);
         }
     }
 
-    /// Waiting requests ahead of `key` in lease order that compete with role `r` for
-    /// an executor (requests of every role some executor takes along with `r`).
-    pub(super) fn ahead_of(&self, r: usize, key: &OrderKey) -> u32 {
-        match self.roster.roles.overlap.get(r) {
-            Some(roles) => roles.iter().map(|&o| self.queue.count_before(o, key)).sum(),
-            None => self.queue.count_before(r, key),
+    /// Whether executor `e` takes new requests of role `r` (what makes two requests
+    /// compete for it).
+    pub(super) fn takes(&self, e: usize, r: usize) -> bool {
+        let x = &self.roster.executors[e];
+        !x.draining && x.caps.get(r).copied().unwrap_or(0) > 0
+    }
+
+    /// The earlier waiting pinned requests than `key`: each one's pin and role.
+    fn pinned_before<'a>(
+        &'a self,
+        key: &'a OrderKey,
+    ) -> impl Iterator<Item = (&'a str, Option<usize>)> + 'a {
+        self.queue.pinned.iter().flat_map(move |(pin, queue)| {
+            queue.range(..*key).filter_map(move |(_, &s)| {
+                let q = self.queue.requests.at(s)?;
+                Some((pin.as_str(), self.roster.request_role(q)))
+            })
+        })
+    }
+
+    /// Waiting requests ahead of `key` in lease order that compete with a request of
+    /// role `r` (pinned to `pin`, if any) for an executor: unpinned ones of the roles
+    /// some executor takes along with `r`, and pinned ones whose executor could serve
+    /// it. A request pinned elsewhere competes for nothing it could take (the seed's
+    /// `aheadCount`): three requests pinned to three executors each have 0 ahead.
+    pub(super) fn ahead_of(&self, r: usize, key: &OrderKey, pin: Option<&str>) -> u32 {
+        let unpinned_before = |roles: &mut dyn Iterator<Item = usize>| -> u32 {
+            roles.map(|o| self.queue.count_before(o, key)).sum()
+        };
+        match pin {
+            Some(pin) => {
+                let same = sorted::get(&self.queue.pinned, pin)
+                    .map_or(0, |queue| queue.range(..*key).count() as u32);
+                let Some(e) = self.roster.index.get(pin) else {
+                    return same; // undeclared: only requests pinned to it compete
+                };
+                let roles: Vec<usize> = self.roster.executors[e]
+                    .role_indexes
+                    .iter()
+                    .copied()
+                    .filter(|&o| self.takes(e, o))
+                    .collect();
+                // The role queues hold pinned requests too: those are counted apart.
+                let pinned_in_roles = self
+                    .pinned_before(key)
+                    .filter(|(_, o)| o.is_some_and(|o| roles.contains(&o)))
+                    .count() as u32;
+                same + unpinned_before(&mut roles.iter().copied()) - pinned_in_roles
+            }
+            None => {
+                let overlap: &[usize] = self
+                    .roster
+                    .roles
+                    .overlap
+                    .get(r)
+                    .map_or(std::slice::from_ref(&r), Vec::as_slice);
+                let mut ahead = unpinned_before(&mut overlap.iter().copied());
+                for (pin, o) in self.pinned_before(key) {
+                    let counted = o.is_some_and(|o| overlap.contains(&o));
+                    let competes = self.roster.index.get(pin).is_some_and(|e| self.takes(e, r));
+                    match (counted, competes) {
+                        (true, false) => ahead -= 1,
+                        (false, true) => ahead += 1,
+                        _ => {}
+                    }
+                }
+                ahead
+            }
         }
     }
 
     /// Waiting requests ahead of `key` in lease order that executor `e` could have
-    /// served: what a grant on `e` passed.
+    /// served: what a grant on `e` passed (requests pinned elsewhere it could not).
     pub(super) fn passed_by(&self, e: usize, key: &OrderKey) -> u32 {
         let x = &self.roster.executors[e];
-        x.role_indexes
+        let roles: Vec<usize> = x
+            .role_indexes
             .iter()
-            .filter(|&&r| x.caps[r] > 0)
-            .map(|&r| self.queue.count_before(r, key))
-            .sum()
+            .copied()
+            .filter(|&r| x.caps[r] > 0)
+            .collect();
+        let all: u32 = roles.iter().map(|&r| self.queue.count_before(r, key)).sum();
+        let elsewhere = self
+            .pinned_before(key)
+            .filter(|&(pin, o)| pin != x.spec.id && o.is_some_and(|o| roles.contains(&o)))
+            .count() as u32;
+        all - elsewhere
+    }
+
+    /// Waiting requests, every role and pin.
+    pub(super) fn queued(&self) -> usize {
+        self.queue.by_role.iter().map(|queue| queue.len()).sum()
     }
 
     pub(super) fn dequeue(&mut self, id: &str) {

@@ -21,11 +21,28 @@ pub(super) struct PendingReload {
     pub(super) since: u64,
 }
 
+/// The startup preflight (the scheduler seed preflights every worker before it
+/// schedules, and a failure stops the start).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) enum Startup {
+    /// Serving (no startup preflight, or every one passed).
+    #[default]
+    Serving,
+    /// Waiting for the preflights of these executors; requests wait.
+    Preflighting(StrSet),
+    /// A preflight failed: the roster does not start, and serves nothing.
+    Failed,
+}
+
 /// Reloads: the one waiting for preflights, the preflights' records, and every
 /// executor id a document of this run declared.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Reloads {
     pub(super) pending: Option<PendingReload>,
+    pub(super) startup: Startup,
+    /// Executors whose preflight answers a failure cut short (the seed's first
+    /// failure interrupts the others): their late answers are ignored.
+    pub(super) cut_short: StrSet,
     pub(super) preflights: StrMap<PreflightRecord>,
     /// Every executor id any document of this run declared. Persists no longer need
     /// it (`Persistence::last` names what the file holds); kept so that exports keep
@@ -43,6 +60,46 @@ impl Reloads {
 }
 
 impl Policy {
+    /// Whether the roster serves (its startup preflight, if any, passed).
+    pub(super) fn serving(&self) -> bool {
+        self.reloads.startup == Startup::Serving
+    }
+
+    /// Asks the host to preflight every executor before the roster serves (at
+    /// construction, when the host can preflight).
+    pub(super) fn start_preflight(&mut self) {
+        let all = sorted::set_from(self.document.executors.iter().map(|x| x.id.clone()));
+        if all.is_empty() {
+            return;
+        }
+        for id in &all {
+            self.outputs.push_back(Output::Preflight {
+                executor: id.clone(),
+            });
+        }
+        self.event(
+            Level::Info,
+            EventName::Preflighting,
+            format!("preflighting {} before the roster serves", all.join(", ")),
+            vec![("executors", json!(all))],
+        );
+        self.reloads.startup = Startup::Preflighting(all);
+    }
+
+    /// Records an executor's preflight (a preflight answer, or what a machine
+    /// creation checked).
+    pub(super) fn record_preflight(&mut self, executor: &str, ok: bool, error: Option<String>) {
+        sorted::insert(
+            &mut self.reloads.preflights,
+            executor.to_string(),
+            PreflightRecord {
+                at: self.now,
+                ok,
+                error,
+            },
+        );
+    }
+
     pub(super) fn reload(&mut self, document: Document) {
         if let Some(pending) = self.reloads.pending.take() {
             self.event(
@@ -99,23 +156,74 @@ impl Policy {
     }
 
     pub(super) fn preflight_result(&mut self, executor: String, ok: bool, error: Option<String>) {
-        sorted::insert(
-            &mut self.reloads.preflights,
-            executor.clone(),
-            PreflightRecord {
-                at: self.now,
-                ok,
-                error: error.clone(),
-            },
-        );
-        let Some(pending) = self.reloads.pending.as_mut() else {
-            return;
-        };
-        if !sorted::set_remove(&mut pending.awaiting, &executor) {
+        if let Startup::Preflighting(awaiting) = &mut self.reloads.startup {
+            if sorted::set_remove(awaiting, &executor) {
+                let done = awaiting.is_empty();
+                let rest = std::mem::take(awaiting);
+                self.record_preflight(&executor, ok, error.clone());
+                if !ok {
+                    let why = error.unwrap_or_else(|| "no reason given".into());
+                    self.reloads.startup = Startup::Failed;
+                    self.reloads.cut_short = rest;
+                    self.outputs.push_back(Output::StartFailed {
+                        executor: executor.clone(),
+                        error: why.clone(),
+                    });
+                    self.event(
+                        Level::Warn,
+                        EventName::StartFailed,
+                        format!(
+                            "the roster does not start: the preflight of {executor} failed ({why})"
+                        ),
+                        vec![("error", json!(why)), ("executor", json!(executor))],
+                    );
+                } else if done {
+                    self.reloads.startup = Startup::Serving;
+                    self.event(
+                        Level::Info,
+                        EventName::Started,
+                        format!(
+                            "every executor passed its preflight; the roster serves ({})",
+                            plural(self.roster.executors.len() as u32, "executor", "executors")
+                        ),
+                        vec![],
+                    );
+                    self.roster.dirty = (0..self.roster.executors.len()).collect();
+                    self.recheck_all_exhaustion();
+                } else {
+                    self.reloads.startup = Startup::Preflighting(rest);
+                }
+                return;
+            }
+        }
+        let awaited = self
+            .reloads
+            .pending
+            .as_mut()
+            .is_some_and(|pending| sorted::set_remove(&mut pending.awaiting, &executor));
+        if !awaited {
+            // A late answer after a failure cut the preflights short, or one nothing
+            // waits for: the seed never sees it, so it is not recorded.
+            sorted::set_remove(&mut self.reloads.cut_short, &executor);
+            self.event(
+                Level::Debug,
+                EventName::PreflightIgnored,
+                format!("the preflight answer of {executor} is ignored: no start or reload waits for it"),
+                vec![("executor", json!(executor)), ("ok", json!(ok))],
+            );
             return;
         }
+        self.record_preflight(&executor, ok, error.clone());
         if !ok {
-            self.reloads.pending = None;
+            let rest = self
+                .reloads
+                .pending
+                .take()
+                .map(|pending| pending.awaiting)
+                .unwrap_or_default();
+            for id in rest {
+                sorted::set_insert(&mut self.reloads.cut_short, id);
+            }
             let why = error.unwrap_or_else(|| "no reason given".into());
             self.event(
                 Level::Warn,
@@ -127,7 +235,12 @@ impl Policy {
             );
             return;
         }
-        if pending.awaiting.is_empty() {
+        if self
+            .reloads
+            .pending
+            .as_ref()
+            .is_some_and(|pending| pending.awaiting.is_empty())
+        {
             if let Some(pending) = self.reloads.pending.take() {
                 self.apply_reload(pending.document);
             }
@@ -162,6 +275,11 @@ impl Policy {
                                 "{} declared again by a reload; it takes leases now",
                                 spec.id
                             ),
+                            vec![
+                                ("executor", json!(spec.id)),
+                                ("running", json!(running(&prev))),
+                                ("slots", json!(spec.slots)),
+                            ],
                         ));
                     } else if prev.spec.slots != spec.slots {
                         events.push((
@@ -173,6 +291,12 @@ impl Policy {
                                 spec.slots,
                                 running(&prev)
                             ),
+                            vec![
+                                ("executor", json!(spec.id)),
+                                ("running", json!(running(&prev))),
+                                ("slotsAfter", json!(spec.slots)),
+                                ("slotsBefore", json!(prev.spec.slots)),
+                            ],
                         ));
                     }
                     let mut x = Executor::new(spec.clone(), prev.runtime, &roles);
@@ -196,6 +320,7 @@ impl Policy {
                     events.push((
                         EventName::Added,
                         format!("{} added by a reload; it takes leases now", spec.id),
+                        vec![("executor", json!(spec.id)), ("slots", json!(spec.slots))],
                     ));
                     execs.push(Executor::new(spec.clone(), Runtime::default(), &roles));
                 }
@@ -216,6 +341,7 @@ impl Policy {
                         "{id} removed by a reload; it takes no new lease, and leaves when its running leases end ({} running)",
                         running(&prev)
                     ),
+                    vec![("executor", json!(id)), ("running", json!(running(&prev)))],
                 ));
                 prev.draining = true;
                 execs.push(prev);
@@ -223,6 +349,7 @@ impl Policy {
                 events.push((
                     EventName::Removed,
                     format!("{id} removed by a reload; it runs no lease, so it leaves now"),
+                    vec![("executor", json!(id)), ("running", json!(0))],
                 ));
             }
         }
@@ -236,8 +363,8 @@ impl Policy {
             }
         }
         self.rebuild();
-        for (name, message) in events {
-            self.event(Level::Info, name, message, vec![]);
+        for (name, message, fields) in events {
+            self.event(Level::Info, name, message, fields);
         }
         self.event(
             Level::Info,
@@ -263,8 +390,7 @@ impl Policy {
         for id in orphaned {
             self.end_request(&id, Ending::Exhausted);
         }
-        let all: Vec<usize> = (0..roles.len()).collect();
-        self.recheck_exhaustion(&all);
+        self.recheck_all_exhaustion();
         self.roster.dirty = (0..self.roster.executors.len()).collect();
     }
 }

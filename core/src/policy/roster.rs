@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 
 use crate::document::ExecutorSpec;
-use crate::protocol::ExclusionKind;
+use crate::protocol::{Choice, ExclusionKind, Unservable};
 
 use super::exclusions::ActiveExclusion;
 use super::keys::{ready_key, ByName, Index, Priority};
@@ -248,6 +248,10 @@ pub(super) struct Roster {
     /// Executors that may have gained a usable slot during this input.
     /// (A list, cleared without freeing: a repeat is harmless.)
     pub(super) dirty: Vec<usize>,
+    /// The running document's choice among equal free executors, and what becomes
+    /// of a request nothing can serve (resolved with the options on every rebuild).
+    pub(super) choice: Choice,
+    pub(super) unservable: Unservable,
 }
 
 impl Roster {
@@ -282,9 +286,11 @@ impl Roster {
     /// Puts `e` into the ready set of every role it can take now, and out of the
     /// others (after a change). Entries whose key did not change stay in place.
     pub(super) fn ready_up(&mut self, e: usize) {
+        let declared = self.choice == Choice::Declared;
         let x = &mut self.executors[e];
         let old = x.ready_stamp;
-        let stamp = x.runtime.last_leased;
+        // Declared: every stamp is 0, so ties go to declaration order (the index).
+        let stamp = if declared { 0 } else { x.runtime.last_leased };
         x.ready_stamp = stamp;
         for i in 0..x.role_indexes.len() {
             let r = x.role_indexes[i];
@@ -342,6 +348,8 @@ impl Policy {
     /// (after creation, a reload, a drained executor leaving, an import).
     pub(super) fn rebuild(&mut self) {
         let roles = self.document.roles.clone();
+        self.roster.choice = self.document.choice(&self.options);
+        self.roster.unservable = self.document.unservable(&self.options);
         self.roster.derive(&roles);
         for lease in self.leases.open.values().filter(|lease| lease.counted) {
             let r = lease

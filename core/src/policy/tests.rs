@@ -155,6 +155,7 @@ fn time_arithmetic_saturates_at_the_largest_options_and_2_pow_53() {
                 now: now + i,
                 id: "m".into(),
                 message: "quota".into(),
+                reason: None,
             };
             if policy.queue.requests.get("m").is_some_and(|q| !q.waiting()) {
                 feed(&mut policy, failed);

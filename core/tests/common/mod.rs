@@ -203,7 +203,30 @@ impl Outs {
         self.0
             .iter()
             .filter_map(|o| match o {
-                Output::DeleteMachine { executor, hold } => Some((executor.clone(), hold.clone())),
+                Output::DeleteMachine { executor, hold, .. } => {
+                    Some((executor.clone(), hold.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The lease of every deleteMachine output that holds a slot until `machineDeleted`.
+    pub fn deleting_leases(&self) -> Vec<u64> {
+        self.0
+            .iter()
+            .filter_map(|o| match o {
+                Output::DeleteMachine { lease, .. } => *lease,
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn start_failed(&self) -> Vec<(String, String)> {
+        self.0
+            .iter()
+            .filter_map(|o| match o {
+                Output::StartFailed { executor, error } => Some((executor.clone(), error.clone())),
                 _ => None,
             })
             .collect()
