@@ -163,9 +163,11 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             out.extend_from_slice(b",\"reasons\":");
             write_strs(out, reasons);
         }
-        Output::TimedOut { request } => {
+        Output::TimedOut { request, reasons } => {
             out.extend_from_slice(b"{\"type\":\"timedOut\",\"request\":");
             write_str(out, request);
+            out.extend_from_slice(b",\"reasons\":");
+            write_strs(out, reasons);
         }
         Output::Unavailable { request } => {
             out.extend_from_slice(b"{\"type\":\"unavailable\",\"request\":");

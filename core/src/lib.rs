@@ -119,6 +119,7 @@
 //! * [`json`]: the JSON step every host calls (`step_str`), queries and answers.
 //! * [`protocol`]: inputs, outputs and options, the shapes every host speaks.
 //! * [`document`]: the roster document, its validation, `merge` and `narrow`.
+//! * [`secrets`]: literal secrets in `env`: warnings, redaction.
 //! * [`classify`]: a failure report's kind, as the roster seed classifies it.
 //! * [`duration`], `time`: duration strings; instants as ISO 8601 in messages.
 //! * [`status`]: what queries return (snapshot, explanation, plan).
@@ -154,14 +155,17 @@ pub mod json;
 pub mod policy;
 pub mod protocol;
 mod read;
+pub mod secrets;
 mod sorted;
 pub mod state_file;
 pub mod status;
 mod time;
 pub mod write;
 
-pub use document::{merge, narrow, validate, Document, ExecutorSpec, Violation};
-pub use duration::{format_duration, parse_duration};
+pub use document::{
+    check, merge, narrow, validate, Check, Document, ExecutorSpec, Narrowed, Violation,
+};
+pub use duration::{format_duration, format_seed_duration, parse_duration};
 pub use error::Error;
 pub use policy::Policy;
 pub use protocol::{

@@ -546,6 +546,7 @@ impl Output {
             },
             "timedOut" => Output::TimedOut {
                 request: r.req("request", string)?,
+                reasons: r.or("reasons", read::strings, Vec::new())?,
             },
             "unavailable" => Output::Unavailable {
                 request: r.req("request", string)?,

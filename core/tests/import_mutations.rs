@@ -48,7 +48,8 @@ fn document(rng: &mut Rng) -> Value {
             if roles.is_empty() {
                 roles.push("coder");
             }
-            let mut e = json!({ "id": id, "harness": "pi", "roles": roles, "slots": 1 + rng.below(3) });
+            let mut e =
+                json!({ "id": id, "harness": "pi", "roles": roles, "slots": 1 + rng.below(3) });
             if rng.chance(30) {
                 e["health"] = json!(format!("http://127.0.0.1:9/{id}"));
             }
@@ -84,14 +85,24 @@ fn random_input(rng: &mut Rng, now: &mut u64, serial: &mut u64) -> Value {
             }
             input
         }
-        3 => json!({ "type": "tryLease", "now": now, "id": format!("t{serial}"), "role": rng.pick(&ROLES) }),
+        3 => {
+            json!({ "type": "tryLease", "now": now, "id": format!("t{serial}"), "role": rng.pick(&ROLES) })
+        }
         4 | 5 => json!({ "type": "release", "now": now, "lease": 1 + rng.below(12) }),
         6 => json!({ "type": "cancel", "now": now, "id": request }),
         7 => {
-            let kind = rng.pick(&["rateLimit", "usageLimit", "outage", "authentication", "other"]);
+            let kind = rng.pick(&[
+                "rateLimit",
+                "usageLimit",
+                "outage",
+                "authentication",
+                "other",
+            ]);
             json!({ "type": "report", "now": now, "executor": executor, "failure": { "kind": kind, "message": "boom" } })
         }
-        8 => json!({ "type": "probeResult", "now": now, "executor": executor, "up": rng.chance(50) }),
+        8 => {
+            json!({ "type": "probeResult", "now": now, "executor": executor, "up": rng.chance(50) })
+        }
         9 => {
             if rng.chance(50) {
                 json!({ "type": "machineCreated", "now": now, "id": format!("m{}", rng.below(*serial as usize)), "hold": { "machine": serial.to_string() } })
@@ -244,15 +255,24 @@ fn mutate(rng: &mut Rng, state: &mut Value) -> String {
             }
         }
     }
-    format!("{shown}: {before} -> {}", at_path(state, &path).map_or("(gone)".into(), |v| v.to_string()))
+    format!(
+        "{shown}: {before} -> {}",
+        at_path(state, &path).map_or("(gone)".into(), |v| v.to_string())
+    )
 }
 
 fn seed() -> u64 {
-    std::env::var("ROTA_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x00C0_FFEE)
+    std::env::var("ROTA_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x00C0_FFEE)
 }
 
 fn count() -> usize {
-    std::env::var("ROTA_IMPORT_MUTATIONS").ok().and_then(|s| s.parse().ok()).unwrap_or(20_000)
+    std::env::var("ROTA_IMPORT_MUTATIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_000)
 }
 
 #[test]
@@ -275,11 +295,18 @@ fn mutated_exports_are_refused_or_survive_random_inputs() {
     let mut failure = None;
     for case in 0..total {
         let mut state = rng.pick(&bases).clone();
-        let edits: Vec<String> = (0..1 + rng.below(3)).map(|_| mutate(&mut rng, &mut state)).collect();
+        let edits: Vec<String> = (0..1 + rng.below(3))
+            .map(|_| mutate(&mut rng, &mut state))
+            .collect();
         let follow_seed = rng.next();
         let outcome = catch_unwind(AssertUnwindSafe(|| match Policy::import_state(&state) {
             Err(error) => {
-                assert_eq!(error.code(), "INVALID_STATE", "refused with {}: {error}", error.code());
+                assert_eq!(
+                    error.code(),
+                    "INVALID_STATE",
+                    "refused with {}: {error}",
+                    error.code()
+                );
                 false
             }
             Ok(mut policy) => {
@@ -316,5 +343,8 @@ fn mutated_exports_are_refused_or_survive_random_inputs() {
     }
     println!("import mutations: {refused} refused with INVALID_STATE, {accepted} accepted and survived 100 inputs");
     assert_eq!(refused + accepted, total);
-    assert!(refused > 0 && accepted > 0, "the mutations should both break and keep states");
+    assert!(
+        refused > 0 && accepted > 0,
+        "the mutations should both break and keep states"
+    );
 }

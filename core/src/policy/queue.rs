@@ -6,8 +6,8 @@ use serde_json::json;
 use crate::protocol::{Level, Output};
 use crate::sorted::{self, StrMap};
 
-use super::events::for_label;
 use super::events::EventName;
+use super::events::{for_label, with_label};
 use super::keys::{key_parts, ByName, Index, Key, OrderKey};
 use super::roster::RoleTable;
 use super::Policy;
@@ -465,16 +465,13 @@ impl Policy {
                     ));
                 }
             }
-            self.event(
-                Level::Info,
-                EventName::Waiting,
-                message,
-                vec![
-                    ("request", json!(id)),
-                    ("role", json!(role)),
-                    ("ahead", json!(ahead)),
-                ],
-            );
+            let mut fields = vec![
+                ("ahead", json!(ahead)),
+                ("request", json!(id)),
+                ("role", json!(role)),
+            ];
+            with_label(&mut fields, label.as_deref());
+            self.event(Level::Debug, EventName::Waiting, message, fields);
         }
     }
 
@@ -533,37 +530,40 @@ impl Policy {
             }
         }
         let role = self.roster.request_role_name(&req).to_string();
+        let mut fields = vec![("request", json!(id))];
+        with_label(&mut fields, req.label());
         match ending {
             Ending::Cancelled => {
                 self.outputs.push_back(Output::Cancelled {
                     request: id.to_string(),
                 });
                 self.event(
-                    Level::Info,
+                    Level::Debug,
                     EventName::Cancelled,
                     format!(
                         "the request for {role}{} stopped waiting",
                         for_label(req.label())
                     ),
-                    vec![("request", json!(id))],
+                    fields,
                 );
             }
             Ending::TimedOut => {
+                let reasons = self.timed_out_reasons(&req);
+                let message = format!(
+                    "no executor took {role}{} before its deadline: {}",
+                    for_label(req.label()),
+                    reasons.join("; ")
+                );
+                fields.push(("reasons", json!(reasons)));
                 self.outputs.push_back(Output::TimedOut {
                     request: id.to_string(),
+                    reasons,
                 });
-                self.event(
-                    Level::Warn,
-                    EventName::TimedOut,
-                    format!(
-                        "no executor took {role}{} before its deadline",
-                        for_label(req.label())
-                    ),
-                    vec![("request", json!(id))],
-                );
+                self.event(Level::Warn, EventName::TimedOut, message, fields);
             }
             Ending::Exhausted => {
                 let reasons = self.exhausted_reasons(&req);
+                fields.push(("role", json!(role)));
                 self.event(
                     Level::Warn,
                     EventName::Exhausted,
@@ -572,7 +572,7 @@ impl Policy {
                         for_label(req.label()),
                         reasons.join("; ")
                     ),
-                    vec![("request", json!(id)), ("role", json!(role))],
+                    fields,
                 );
                 self.outputs.push_back(Output::Exhausted {
                     request: id.to_string(),
