@@ -17,16 +17,16 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 DEMO_ARGS ?=
 
-.PHONY: help setup setup-native setup-wasm setup-node setup-browser \
+.PHONY: help setup setup-native setup-wasm setup-node setup-browser setup-postgres \
         wasm wasm-abi wasm-js \
-        test test-rust test-node test-browser test-conformance \
+        test test-rust test-node test-browser test-conformance test-shared \
         demo clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
 
 # ---- setup -------------------------------------------------------------------------
-setup: setup-native setup-wasm setup-node setup-browser
+setup: setup-native setup-wasm setup-node setup-browser setup-postgres
 setup-native:
 	@scripts/setup.sh native
 setup-wasm:
@@ -35,6 +35,8 @@ setup-node:
 	@scripts/setup.sh node
 setup-browser:
 	@scripts/setup.sh browser
+setup-postgres:
+	@scripts/setup.sh postgres
 
 # ---- build -------------------------------------------------------------------------
 wasm: setup-wasm
@@ -47,7 +49,7 @@ wasm-js: setup-wasm
 # ---- tests -------------------------------------------------------------------------
 # `make test` runs every suite below. A new suite gets its own test-* target here and
 # a place in TEST_SUITES.
-TEST_SUITES := test-rust test-node test-browser test-conformance
+TEST_SUITES := test-rust test-node test-browser test-conformance test-shared
 
 test: setup wasm $(TEST_SUITES)
 	@echo "==> all tests passed"
@@ -58,6 +60,11 @@ test-node: setup-node wasm
 	@scripts/test.sh node
 test-browser: setup-browser setup-node wasm
 	@scripts/test.sh browser
+
+# The shared roster's log contract on PostgreSQL, for both hosts: starts a scratch
+# server (scripts/postgres.sh), runs the Node and the Rust tests, stops it.
+test-shared: setup-native setup-node setup-postgres
+	@scripts/test.sh shared
 
 # The cross-host conformance suite (tests/run.sh). Alone it runs every part; within
 # `make test` it skips its `rust` part, which test-rust's `cargo test --workspace`

@@ -2,13 +2,15 @@
 # Installs what the build and the tests need, when it is missing. Idempotent and
 # non-interactive; a second run only checks (well under a second).
 #
-#   scripts/setup.sh [all|native|wasm|node|browser]...   (default: all)
+#   scripts/setup.sh [all|native|wasm|node|browser|postgres]...   (default: all)
 #
 #   native   rustup's cargo with rustfmt and clippy, a C linker (build-essential)
 #   wasm     a wasm32 toolchain (rustup's target, else Debian's rustc-web recipe)
 #            and wasm-bindgen-cli at exactly the wasm-bindgen version in Cargo.lock
 #   node     npm packages in npm/ (when npm/package.json exists)
 #   browser  Debian's chromium for browser tests
+#   postgres Debian's postgresql server (the shared-roster tests start their own with
+#            scripts/postgres.sh; the package's own cluster is not used)
 # shellcheck source-path=SCRIPTDIR source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -127,14 +129,31 @@ setup_browser() {
   fi
 }
 
+setup_postgres() {
+  step "setup: PostgreSQL (shared-roster tests)"
+  local dir
+  for dir in /usr/lib/postgresql/*/bin; do
+    if [ -x "$dir/initdb" ] && [ -x "$dir/pg_ctl" ]; then
+      note "$dir: present"
+      return 0
+    fi
+  done
+  apt_install postgresql
+  for dir in /usr/lib/postgresql/*/bin; do
+    [ -x "$dir/initdb" ] && return 0
+  done
+  die "postgresql installed but no /usr/lib/postgresql/*/bin/initdb"
+}
+
 [ $# -gt 0 ] || set -- all
 for part in "$@"; do
   case "$part" in
-    all)     setup_native; setup_wasm; setup_node; setup_browser ;;
+    all)     setup_native; setup_wasm; setup_node; setup_browser; setup_postgres ;;
     native)  setup_native ;;
     wasm)    setup_wasm ;;
     node)    setup_node ;;
     browser) setup_browser ;;
-    *) die "unknown setup part '$part' (all|native|wasm|node|browser)" ;;
+    postgres) setup_postgres ;;
+    *) die "unknown setup part '$part' (all|native|wasm|node|browser|postgres)" ;;
   esac
 done

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Runs the test suites. Expects `make setup` and `make wasm` to have run (make does that).
 #
-#   scripts/test.sh [rust|node|browser]...   (default: all three)
+#   scripts/test.sh [rust|node|browser|shared]...   (default: rust node browser)
 #
 #   rust     cargo fmt --check, clippy -D warnings, cargo test (whole workspace)
 #   node     `npm test` in npm/            (when npm/package.json has a "test" script)
 #   browser  `npm run test:browser` in npm/ (when npm/package.json has that script)
+#   shared   the shared roster's log contract on a scratch PostgreSQL
+#            (scripts/postgres.sh start ... stop): npm/test/shared/ and
+#            rota-host's tests/shared_log.rs (feature `shared`)
 # shellcheck source-path=SCRIPTDIR source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$ROOT" || exit
@@ -38,6 +41,7 @@ test_rust() {
   run cargo clippy -p rota-wasm --all-targets --no-default-features --features abi -- -D warnings
   run cargo clippy -p rota-wasm --all-targets --features js -- -D warnings
   run cargo clippy -p rota-wasm --all-targets --features js,fast-step -- -D warnings
+  run cargo clippy -p rota-host --all-targets --features shared -- -D warnings
   run cargo test --workspace --no-fail-fast
 }
 
@@ -58,13 +62,26 @@ test_browser() {
   fi
 }
 
+test_shared() {
+  local url
+  step "shared: start a scratch PostgreSQL"
+  url="$("$ROOT/scripts/postgres.sh" start)" || { FAILED+=("scripts/postgres.sh start"); return; }
+  # Stopped however the tests end (the EXIT trap covers an interrupted run).
+  trap '"$ROOT/scripts/postgres.sh" stop' EXIT
+  run env ROTA_PG_URL="$url" node --test --test-reporter=spec "$ROOT/npm/test/shared/"
+  run env ROTA_PG_URL="$url" cargo test -p rota-host --features shared --test shared_log
+  "$ROOT/scripts/postgres.sh" stop
+  trap - EXIT
+}
+
 [ $# -gt 0 ] || set -- rust node browser
 for what in "$@"; do
   case "$what" in
     rust)    test_rust ;;
     node)    test_node ;;
     browser) test_browser ;;
-    *) die "unknown suite '$what' (rust|node|browser)" ;;
+    shared)  test_shared ;;
+    *) die "unknown suite '$what' (rust|node|browser|shared)" ;;
   esac
 done
 

@@ -289,10 +289,8 @@ fn storm() -> Vec<(String, Failure)> {
                 _ => (FailureKind::ModelUnavailable, None),
             };
             let failure = Failure {
-                kind,
-                message: "HTTP 429: too many requests".to_string(),
-                reset_at: None,
                 retry_after_ms,
+                ..Failure::of_kind(kind, "HTTP 429: too many requests")
             };
             (executor, failure)
         })

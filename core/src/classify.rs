@@ -1,6 +1,38 @@
-//! How a failure report becomes an exclusion, as the roster seed classifies it.
-//! Only infrastructure signals exclude an executor: the quality of its work fails
-//! the work, never the executor.
+//! How a failure becomes a kind, as the roster seed classifies it, and which probe
+//! answers mean up: the rules every host calls instead of keeping its own.
+//!
+//! A host only extracts *facts* from what its callers throw ([`Failure`]: a tag, an
+//! HTTP status, an error code, a message, a reset instant, a `Retry-After`); the core
+//! decides the kind here, with one signal table ([`Signals`]). Only infrastructure
+//! signals exclude an executor: the quality of its work fails the work, never the
+//! executor.
+//!
+//! The rules, first match wins ([`classify`]):
+//!
+//! 1. the message says the model is unavailable (a model-unavailable signal) →
+//!    `modelUnavailable` (the seed checks this before the tag, for every error);
+//! 2. an explicit `kind` (an already-classified failure) → that kind;
+//! 3. the tag of an @llm4ts/core error: `UsageLimitError` → `usageLimit`,
+//!    `RateLimitError` → `rateLimit`, `AuthenticationError` → `authentication`,
+//!    `ProviderError` → rule 5, any other tag (`TimeoutError`, `InvalidRequestError`
+//!    …) → `other`;
+//! 4. without a tag, the HTTP facts: a `resetAt` → `usageLimit`; status 401 or 403 →
+//!    `authentication`; 429 → `rateLimit` (a quota "per minute" is a rate limit);
+//! 5. the seed's `isOutage`: not a context overflow, and the message (or the error
+//!    code) contains an outage signal, or the status is one of the document's
+//!    `outageStatuses` → `outage`; else `other`. Plain 5xx text, "connection reset",
+//!    "service unavailable", "overloaded" are *not* outages (the seed retries them;
+//!    the executor stays in the round).
+//!
+//! Signals match case-insensitively as substrings of the message (ASCII case, as the
+//! seed's `toLowerCase` for its ASCII signals), and of the error code.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::document::Violation;
+use crate::protocol::{Failure, FailureKind};
 
 /// Messages that mean the executor names a model its harness cannot serve (a typo,
 /// a model the account has no access to): every call will fail the same way, so it
@@ -15,37 +47,235 @@ pub const MODEL_UNAVAILABLE_SIGNALS: [&str; 7] = [
     "does not exist or you do not have access",
 ];
 
-/// Whether a failure message says the model is unavailable (case-insensitive).
-pub fn is_model_unavailable_message(message: &str) -> bool {
-    if message.is_ascii() && message.len() <= 512 {
-        // The common case, lowercased on the stack (the signals are lowercase ASCII).
-        let mut buffer = [0u8; 512];
-        let lower = &mut buffer[..message.len()];
-        lower.copy_from_slice(message.as_bytes());
-        lower.make_ascii_lowercase();
-        let Ok(lower) = std::str::from_utf8(lower) else {
-            return false;
+/// The seed's outage signals (`isOutage`, @llm4ts/flow `TransientRetry.ts`): the
+/// serving engine itself is down or restarting, so the executor waits for its health
+/// check (or the outage cooldown).
+pub const OUTAGE_SIGNALS: [&str; 8] = [
+    "engine is recovering",
+    "engine_recovering",
+    "backend is unhealthy",
+    "runtime_unavailable",
+    "server is shutting down",
+    "server_shutdown",
+    "failed to load model",
+    "engine protocol startup was aborted",
+];
+
+/// A prompt larger than the model's window (@llm4ts/flow `contextOverflowSignals`):
+/// never an outage, whatever else the message says.
+pub const CONTEXT_OVERFLOW_SIGNALS: [&str; 6] = [
+    "exceeds the maximum number of tokens",
+    "input token count exceeds",
+    "context length exceeded",
+    "maximum context length",
+    "prompt is too long",
+    "request too large",
+];
+
+/// The signal table: the seed's lists, extended by a document's top-level
+/// `signals: { outage: [...], modelUnavailable: [...], outageStatuses: [...] }`.
+/// Only the additions are held (lowercased); the seed's lists always apply.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Signals {
+    /// More outage signals (matched in the message and the error code).
+    pub outage: Vec<String>,
+    /// More model-unavailable signals.
+    pub model_unavailable: Vec<String>,
+    /// HTTP statuses that mean an outage (an API whose 503 should exclude); none by
+    /// default, as in the seed.
+    pub outage_statuses: Vec<u16>,
+}
+
+const SIGNAL_FIELDS: [&str; 3] = ["outage", "modelUnavailable", "outageStatuses"];
+
+impl Signals {
+    /// A document's `signals` object; every violation is named with its place.
+    pub fn from_json(value: &Value, violations: &mut Vec<Violation>) -> Signals {
+        let mut fail = |path: String, message: &str| {
+            violations.push(Violation {
+                path,
+                message: message.into(),
+            })
         };
-        // Every signal says "model" or "access": most messages are out after two scans.
-        return (lower.contains("model") || lower.contains("access"))
-            && MODEL_UNAVAILABLE_SIGNALS.iter().any(|s| lower.contains(s));
+        let mut signals = Signals::default();
+        let Some(object) = value.as_object() else {
+            fail("signals".into(), LISTS);
+            return signals;
+        };
+        for (key, value) in object {
+            let place = format!("signals.{key}");
+            let (Some(items), true) = (value.as_array(), SIGNAL_FIELDS.contains(&key.as_str()))
+            else {
+                fail(place, LISTS);
+                continue;
+            };
+            for (i, item) in items.iter().enumerate() {
+                let at = || format!("{place}[{i}]");
+                if key == "outageStatuses" {
+                    match item.as_u64().filter(|s| (100..=599).contains(s)) {
+                        Some(status) => signals.outage_statuses.push(status as u16),
+                        None => fail(at(), "an HTTP status is a whole number from 100 to 599"),
+                    }
+                    continue;
+                }
+                match item.as_str().filter(|text| !text.trim().is_empty()) {
+                    Some(text) if key == "outage" => {
+                        signals.outage.push(lowercase(text).into_owned())
+                    }
+                    Some(text) => signals.model_unavailable.push(lowercase(text).into_owned()),
+                    None => fail(at(), "a signal is a non-empty string"),
+                }
+            }
+        }
+        signals
     }
-    // Unicode lowercasing can turn a non-ASCII character into an ASCII one, as the
-    // seed's `toLowerCase` does: the Kelvin sign into `k`, and `İ` into `i` and a
-    // combining dot. Every other non-ASCII character lowercases to non-ASCII ones,
-    // which no (ASCII) signal can match, so they are kept as they are: the same
-    // matches as `to_lowercase`, without the Unicode case tables in the module.
-    let mut normalized = String::with_capacity(message.len());
-    for c in message.chars() {
+}
+
+/// What a document's `signals` holds (the message of a wrong one).
+const LISTS: &str = "`signals` holds lists: outage, modelUnavailable, outageStatuses";
+
+/// Which rule decided (the order in the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    ModelUnavailableSignal,
+    Kind,
+    Tag,
+    ResetAt,
+    Status,
+    ContextOverflow,
+    OutageSignal,
+    OutageStatus,
+    /// Nothing matched: `other`.
+    None,
+}
+
+impl Rule {
+    /// The JSON name: `modelUnavailableSignal`, `kind`, `tag`, …
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::ModelUnavailableSignal => "modelUnavailableSignal",
+            Rule::Kind => "kind",
+            Rule::Tag => "tag",
+            Rule::ResetAt => "resetAt",
+            Rule::Status => "status",
+            Rule::ContextOverflow => "contextOverflow",
+            Rule::OutageSignal => "outageSignal",
+            Rule::OutageStatus => "outageStatus",
+            Rule::None => "none",
+        }
+    }
+}
+
+/// A failure's kind and the rule that decided it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Classification {
+    pub kind: FailureKind,
+    pub rule: Rule,
+}
+
+impl Classification {
+    /// `{"kind": "outage", "rule": "outageSignal"}`.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({ "kind": self.kind.name(), "rule": self.rule.name() })
+    }
+}
+
+/// The kind of a failure (the rules in the module docs).
+pub fn classify(failure: &Failure, signals: &Signals) -> Classification {
+    let decided = |kind, rule| Classification { kind, rule };
+    let message = lowercase(&failure.message);
+    let says = |seed: &[&str], extra: &[String]| {
+        seed.iter().any(|s| message.contains(s))
+            || extra.iter().any(|s| message.contains(s.as_str()))
+    };
+    if says(&MODEL_UNAVAILABLE_SIGNALS, &signals.model_unavailable) {
+        return decided(FailureKind::ModelUnavailable, Rule::ModelUnavailableSignal);
+    }
+    if let Some(kind) = failure.kind {
+        return decided(kind, Rule::Kind);
+    }
+    match failure.tag.as_deref() {
+        Some("UsageLimitError") => return decided(FailureKind::UsageLimit, Rule::Tag),
+        Some("RateLimitError") => return decided(FailureKind::RateLimit, Rule::Tag),
+        Some("AuthenticationError") => return decided(FailureKind::Authentication, Rule::Tag),
+        Some("ProviderError") => {}
+        Some(_) => return decided(FailureKind::Other, Rule::Tag),
+        None => {
+            if failure.reset_at.is_some() {
+                return decided(FailureKind::UsageLimit, Rule::ResetAt);
+            }
+            match failure.status {
+                Some(401 | 403) => return decided(FailureKind::Authentication, Rule::Status),
+                Some(429) => return decided(FailureKind::RateLimit, Rule::Status),
+                _ => {}
+            }
+        }
+    }
+    // The seed's isOutage.
+    if says(&CONTEXT_OVERFLOW_SIGNALS, &[]) {
+        return decided(FailureKind::Other, Rule::ContextOverflow);
+    }
+    let code = failure.code.as_deref().map(str::to_ascii_lowercase);
+    let code_says = |s: &str| code.as_deref().is_some_and(|c| c.contains(s));
+    if says(&OUTAGE_SIGNALS, &signals.outage)
+        || OUTAGE_SIGNALS.iter().any(|s| code_says(s))
+        || signals.outage.iter().any(|s| code_says(s))
+    {
+        return decided(FailureKind::Outage, Rule::OutageSignal);
+    }
+    if failure
+        .status
+        .is_some_and(|s| signals.outage_statuses.contains(&s))
+    {
+        return decided(FailureKind::Outage, Rule::OutageStatus);
+    }
+    decided(FailureKind::Other, Rule::None)
+}
+
+/// Whether a failure message says the model is unavailable (the seed's signals).
+pub fn is_model_unavailable_message(message: &str) -> bool {
+    let lower = lowercase(message);
+    MODEL_UNAVAILABLE_SIGNALS.iter().any(|s| lower.contains(s))
+}
+
+/// Whether a health probe's answer means up: a 2xx status. Redirects are not
+/// followed: a 3xx is down (a health URL answers for itself; a redirect is usually a
+/// login page in front of it). Every host asks this of the first answer it gets.
+pub fn probe_is_up(status: u16) -> bool {
+    (200..300).contains(&status)
+}
+
+/// Whether a probe follows redirects (it does not: see [`probe_is_up`]).
+pub const PROBE_FOLLOWS_REDIRECTS: bool = false;
+
+/// A text lowercased as the seed's `toLowerCase` lowercases it for ASCII signals.
+///
+/// Unicode lowercasing can turn a non-ASCII character into an ASCII one, as the
+/// seed's `toLowerCase` does: the Kelvin sign into `k`, and `İ` into `i` and a
+/// combining dot. Every other non-ASCII character lowercases to non-ASCII ones,
+/// which no ASCII signal can match, so they are kept as they are: the same matches
+/// as `to_lowercase`, without the Unicode case tables in the module. (A signal with
+/// non-ASCII letters is lowercased the same way, so it matches those letters as
+/// written.)
+fn lowercase(text: &str) -> Cow<'_, str> {
+    if !text
+        .bytes()
+        .any(|b| b.is_ascii_uppercase() || !b.is_ascii())
+    {
+        return Cow::Borrowed(text);
+    }
+    if text.is_ascii() {
+        return Cow::Owned(text.to_ascii_lowercase());
+    }
+    let mut normalized = String::with_capacity(text.len());
+    for c in text.chars() {
         match c {
             '\u{212A}' => normalized.push('k'),
             '\u{130}' => normalized.push_str("i\u{307}"),
             c => normalized.push(c.to_ascii_lowercase()),
         }
     }
-    MODEL_UNAVAILABLE_SIGNALS
-        .iter()
-        .any(|signal| normalized.contains(signal))
+    Cow::Owned(normalized)
 }
 
 /// The first `max` characters of a message, for reasons (never splits a character).
@@ -60,6 +290,18 @@ pub fn excerpt(message: &str, max: usize) -> &str {
 mod tests {
     use super::*;
 
+    fn facts(tag: Option<&str>, status: Option<u16>, message: &str) -> Failure {
+        Failure {
+            tag: tag.map(str::to_string),
+            status,
+            ..Failure::new(message)
+        }
+    }
+
+    fn kind_of(failure: &Failure) -> FailureKind {
+        classify(failure, &Signals::default()).kind
+    }
+
     #[test]
     fn the_narrow_lowercasing_agrees_with_unicode_lowercasing() {
         // Every character whose lowercase has an ASCII character is ASCII, the Kelvin
@@ -73,6 +315,7 @@ mod tests {
             "MODEL NOT FOUND \u{212A}",
             "\u{130}nvalid model é",
             "Unknown \u{212A}model",
+            "ENGINE IS RECOVERING",
         ] {
             let lower = message.to_lowercase();
             assert_eq!(
@@ -80,16 +323,12 @@ mod tests {
                 MODEL_UNAVAILABLE_SIGNALS.iter().any(|s| lower.contains(s)),
                 "{message}"
             );
-        }
-    }
-
-    #[test]
-    fn every_signal_says_model_or_access() {
-        // The ASCII fast path relies on it.
-        for signal in MODEL_UNAVAILABLE_SIGNALS {
-            assert!(
-                signal.contains("model") || signal.contains("access"),
-                "{signal}"
+            assert_eq!(
+                OUTAGE_SIGNALS
+                    .iter()
+                    .any(|s| lowercase(message).contains(s)),
+                OUTAGE_SIGNALS.iter().any(|s| lower.contains(s)),
+                "{message}"
             );
         }
     }
@@ -100,19 +339,176 @@ mod tests {
             let message = format!("Error: {} (code 404)", signal.to_uppercase());
             assert!(is_model_unavailable_message(&message), "{message}");
         }
-        assert!(is_model_unavailable_message(
-            "There's an issue with the selected model (claude-9). It may not exist or you may not have access to it."
-        ));
         assert!(!is_model_unavailable_message("rate limit exceeded"));
         assert!(!is_model_unavailable_message("model overloaded"));
-        // Non-ASCII messages lowercase like JS `toLowerCase` (the Kelvin sign is `k`).
-        assert!(is_model_unavailable_message("Modèle: MODEL NOT FOUND"));
         assert!(is_model_unavailable_message("UN\u{212A}NOWN MODEL"));
         assert!(!is_model_unavailable_message("modèle indisponible"));
-        // Beyond the stack buffer: the general path.
         let long = format!("{} Model Not Found", "x".repeat(600));
         assert!(is_model_unavailable_message(&long));
-        assert!(!is_model_unavailable_message(&"x".repeat(600)));
+        for signal in OUTAGE_SIGNALS {
+            let failure = facts(Some("ProviderError"), None, &signal.to_uppercase());
+            assert_eq!(kind_of(&failure), FailureKind::Outage, "{signal}");
+        }
+    }
+
+    #[test]
+    fn the_seed_rules_in_order() {
+        use FailureKind::*;
+        let cases: &[(Option<&str>, Option<u16>, &str, FailureKind)] = &[
+            (
+                Some("UsageLimitError"),
+                None,
+                "Too many requests",
+                UsageLimit,
+            ),
+            (Some("RateLimitError"), None, "rate limited", RateLimit),
+            (
+                Some("AuthenticationError"),
+                None,
+                "OAuth token has expired",
+                Authentication,
+            ),
+            (
+                Some("ProviderError"),
+                None,
+                "503: engine is recovering; retry shortly",
+                Outage,
+            ),
+            (
+                Some("ProviderError"),
+                None,
+                "Metal backend is unhealthy",
+                Outage,
+            ),
+            (Some("ProviderError"), None, "502 Bad Gateway", Other),
+            (
+                Some("ProviderError"),
+                None,
+                "connection reset by peer",
+                Other,
+            ),
+            (Some("ProviderError"), None, "service unavailable", Other),
+            (Some("ProviderError"), None, "model overloaded", Other),
+            (Some("ProviderError"), None, "HTTP 503", Other),
+            (Some("TimeoutError"), None, "timed out after 30s", Other),
+            (Some("InvalidRequestError"), Some(429), "bad", Other),
+            // The model signal first, whatever the tag.
+            (
+                Some("RateLimitError"),
+                None,
+                "unknown model 'x'",
+                ModelUnavailable,
+            ),
+            (
+                None,
+                Some(404),
+                "The model `gpt-9` does not exist or you do not have access to it.",
+                ModelUnavailable,
+            ),
+            (
+                None,
+                Some(429),
+                "Quota exceeded for requests per minute",
+                RateLimit,
+            ),
+            (None, Some(401), "", Authentication),
+            (None, Some(403), "", Authentication),
+            (None, Some(503), "Service Unavailable", Other),
+            (None, None, "server is shutting down", Outage),
+            // A context overflow is never an outage.
+            (
+                Some("ProviderError"),
+                None,
+                "failed to load model: prompt is too long",
+                Other,
+            ),
+        ];
+        for (tag, status, message, kind) in cases {
+            assert_eq!(
+                kind_of(&facts(*tag, *status, message)),
+                *kind,
+                "{tag:?} {status:?} {message}"
+            );
+        }
+        // An explicit kind wins over the other facts, not over the model signal.
+        let failure = Failure {
+            kind: Some(Outage),
+            ..facts(Some("RateLimitError"), Some(429), "x")
+        };
+        assert_eq!(classify(&failure, &Signals::default()).rule, Rule::Kind);
+        let failure = Failure {
+            kind: Some(Outage),
+            ..Failure::new("model not found")
+        };
+        assert_eq!(kind_of(&failure), ModelUnavailable);
+        // A reset instant without a tag is a usage limit.
+        let failure = Failure {
+            reset_at: Some(5),
+            ..facts(None, Some(429), "slow down")
+        };
+        assert_eq!(kind_of(&failure), UsageLimit);
+    }
+
+    #[test]
+    fn a_document_extends_the_signals() {
+        let mut violations = Vec::new();
+        let signals = Signals::from_json(
+            &serde_json::json!({"outage": ["Service Unavailable", "ECONNREFUSED"], "modelUnavailable": ["No Such Model"], "outageStatuses": [503]}),
+            &mut violations,
+        );
+        assert!(violations.is_empty(), "{violations:?}");
+        let kind = |f: &Failure| classify(f, &signals).kind;
+        assert_eq!(
+            kind(&facts(None, None, "503 service unavailable")),
+            FailureKind::Outage
+        );
+        assert_eq!(
+            kind(&facts(None, None, "no such model: x")),
+            FailureKind::ModelUnavailable
+        );
+        let refused = Failure {
+            code: Some("ECONNREFUSED".into()),
+            ..Failure::new("fetch failed")
+        };
+        assert_eq!(classify(&refused, &signals).rule, Rule::OutageSignal);
+        assert_eq!(kind_of(&refused), FailureKind::Other);
+        assert_eq!(
+            classify(&facts(None, Some(503), ""), &signals).rule,
+            Rule::OutageStatus
+        );
+        // The seed's own lists still apply.
+        assert_eq!(
+            kind(&facts(None, None, "engine_recovering")),
+            FailureKind::Outage
+        );
+
+        let mut violations = Vec::new();
+        Signals::from_json(
+            &serde_json::json!({"outage": [""], "outageStatuses": [99, "503"], "bogus": [], "other": ["x"], "modelUnavailable": "x"}),
+            &mut violations,
+        );
+        let paths: Vec<&str> = violations.iter().map(|v| v.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            // In key order (a JSON object's keys are sorted).
+            [
+                "signals.bogus",
+                "signals.modelUnavailable",
+                "signals.other",
+                "signals.outage[0]",
+                "signals.outageStatuses[0]",
+                "signals.outageStatuses[1]"
+            ]
+        );
+        let mut violations = Vec::new();
+        Signals::from_json(&serde_json::json!(["x"]), &mut violations);
+        assert_eq!(violations.len(), 1);
+    }
+
+    #[test]
+    fn probes_are_up_on_2xx_only() {
+        assert!(probe_is_up(200) && probe_is_up(204) && probe_is_up(299));
+        assert!(!probe_is_up(199) && !probe_is_up(302) && !probe_is_up(503) && !probe_is_up(0));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::classify::Signals;
 use crate::duration::parse_duration;
 use crate::sorted::SortedMap;
 
@@ -125,6 +126,9 @@ pub struct Document {
     /// The role list: the document's own `roles`, or the seed's five.
     pub roles: Vec<String>,
     pub executors: Vec<ExecutorSpec>,
+    /// The signal table failures are classified with: the seed's, extended by the
+    /// document's top-level `signals` (`crate::classify`).
+    pub signals: Signals,
     /// The document as written.
     pub raw: Value,
 }
@@ -334,6 +338,10 @@ impl Parser {
             return None;
         };
         let roles = self.roles(object.get("roles"));
+        let signals = object
+            .get("signals")
+            .map(|value| Signals::from_json(value, &mut self.violations))
+            .unwrap_or_default();
         let Some(entries) = object.get("executors").and_then(Value::as_array) else {
             self.fail(
                 "executors",
@@ -359,6 +367,7 @@ impl Parser {
         Some(Document {
             roles,
             executors,
+            signals,
             raw: value.clone(),
         })
     }

@@ -78,8 +78,11 @@
 //!   A request nothing outside its `avoid` can ever serve ends as `exhausted` with a
 //!   reason per executor. `pin` waits for one executor, even an undeclared one.
 //! * **Exclusions**: `until` an instant, `health` until the health URL answers, `run`
-//!   for the rest of the run, `manual` until resumed (or its own end). Failure reports
-//!   are classified as the roster seed does ([`classify`]). A stronger exclusion is
+//!   for the rest of the run, `manual` until resumed (or its own end). A failure
+//!   report carries facts (an @llm4ts/core tag, an HTTP status, an error code, a
+//!   message, a reset instant) or an explicit kind; the core classifies it as the
+//!   roster seed does, with one signal table a document may extend ([`classify`]),
+//!   and says which probe answers mean up. A stronger exclusion is
 //!   never replaced by a weaker one, and between timed ends the later wins; a timed
 //!   exclusion hidden under a stronger one takes over when that one ends.
 //! * **Persistence**: every change to the exclusions that outlive a run gives one
@@ -162,6 +165,7 @@ pub mod status;
 mod time;
 pub mod write;
 
+pub use classify::{classify, probe_is_up, Classification, Rule, Signals};
 pub use document::{
     check, merge, narrow, validate, Check, Document, ExecutorSpec, Narrowed, Violation,
 };

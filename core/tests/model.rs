@@ -663,10 +663,11 @@ impl Tr {
                 now,
                 executor: exec.clone(),
                 failure: Failure {
-                    kind: *kind,
+                    kind: Some(*kind),
                     message: format!("{kind:?} failure"),
                     reset_at: reset_in_ms.map(|d| base.saturating_add_signed(d)),
                     retry_after_ms: *retry_after_ms,
+                    ..Failure::default()
                 },
             },
             Tr::Resume { exec, .. } => Input::Resume {

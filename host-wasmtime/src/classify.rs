@@ -1,80 +1,75 @@
-//! Turns what callers really get back from an executor (an HTTP status with its
-//! headers and body, an IO error) into the core's [`Failure`], which the core then
-//! classifies into an exclusion as the roster seed does.
+//! Extracts the facts of a failed call (an HTTP status with its headers and body, an
+//! IO error) for the core, which classifies them as the roster seed does
+//! (`rota_core::classify`). No word list lives here: the signal table is the core's,
+//! extended by the document's `signals`.
 //!
-//! | what | failure |
+//! | what | facts |
 //! |---|---|
-//! | 429, or a body saying "usage limit"/"quota" | `usageLimit` when the body says so, else `rateLimit`; `Retry-After` sets the end |
-//! | 401, 403 | `authentication` |
-//! | 404 or 400 whose body says the model does not exist / is unavailable | `modelUnavailable` |
-//! | 500, 502, 503, 504, 529 (and other 5xx) | `outage` (`Retry-After` kept) |
-//! | connection refused / reset / aborted, timed out, broken pipe, unreachable | `outage` |
-//! | anything else | `other` (no exclusion) |
+//! | an HTTP answer | `status`; `Retry-After` (seconds or an HTTP date) or `retry-after-ms` as `retryAfterMs`; the body as the message (`HTTP <status>` when empty) |
+//! | an IO error | its kind as the POSIX-style code Node reports (`ECONNREFUSED`, `ECONNRESET`, `ETIMEDOUT`, …, else the kind's name), its text as the message |
+//!
+//! What the core makes of them: 401/403 → authentication, 429 → rate limit, a message
+//! with a model-unavailable signal → out for the run, a message or code with an outage
+//! signal → outage; plain 5xx and connection errors are not outages unless the
+//! document says so (`"signals": {"outage": ["ECONNREFUSED"], "outageStatuses": [503]}`).
 
-use rota_core::{Failure, FailureKind};
+use rota_core::Failure;
 
-/// A failed HTTP call: its status, its `Retry-After` header (if any) and its body.
-pub fn classify_http(status: u16, retry_after: Option<&str>, body: &str, now_ms: u64) -> Failure {
-    let lower = body.to_ascii_lowercase();
-    let says = |words: &[&str]| words.iter().any(|w| lower.contains(w));
-    let retry_after_ms = retry_after.and_then(|v| parse_retry_after(v, now_ms));
-    let usage = says(&[
-        "usage limit",
-        "usage_limit",
-        "quota",
-        "insufficient_quota",
-        "billing",
-    ]);
-    let model_gone = says(&[
-        "model_not_found",
-        "model not found",
-        "does not exist",
-        "model is not available",
-        "model unavailable",
-        "no such model",
-    ]);
-    let (kind, what) = match status {
-        429 if usage => (FailureKind::UsageLimit, "usage limit"),
-        429 => (FailureKind::RateLimit, "rate limit"),
-        401 | 403 => (FailureKind::Authentication, "authentication"),
-        400 | 404 if model_gone => (FailureKind::ModelUnavailable, "model unavailable"),
-        402 if usage => (FailureKind::UsageLimit, "usage limit"),
-        500..=599 => (FailureKind::Outage, "outage"),
-        _ => (FailureKind::Other, "error"),
+/// The most of a body kept as the message (the core quotes at most 200 characters).
+const MESSAGE_LIMIT: usize = 2_000;
+
+/// The facts of a failed HTTP call: its status, its headers (any case) and its body.
+pub fn http_facts(status: u16, headers: &[(&str, &str)], body: &str, now_ms: u64) -> Failure {
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.trim())
     };
-    let snippet: String = body.chars().take(200).collect();
+    let retry_after_ms = header("retry-after-ms")
+        .and_then(|ms| ms.parse::<f64>().ok())
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+        .map(|ms| ms.round() as u64)
+        .or_else(|| header("retry-after").and_then(|v| parse_retry_after(v, now_ms)));
+    let body = body.trim();
     Failure {
-        kind,
-        message: if snippet.is_empty() {
-            format!("HTTP {status} ({what})")
+        status: (100..=599).contains(&status).then_some(status),
+        retry_after_ms,
+        ..Failure::new(if body.is_empty() {
+            format!("HTTP {status}")
         } else {
-            format!("HTTP {status} ({what}): {snippet}")
-        },
-        reset_at: None,
-        retry_after_ms: match kind {
-            FailureKind::RateLimit | FailureKind::UsageLimit | FailureKind::Outage => {
-                retry_after_ms
-            }
-            _ => None,
-        },
+            body.chars().take(MESSAGE_LIMIT).collect()
+        })
     }
 }
 
-/// A failed call that never got an HTTP answer.
-pub fn classify_io(error: &std::io::Error) -> Failure {
-    use std::io::ErrorKind::*;
-    let kind = match error.kind() {
-        ConnectionRefused | ConnectionReset | ConnectionAborted | NotConnected | TimedOut
-        | BrokenPipe | UnexpectedEof | AddrNotAvailable | HostUnreachable | NetworkUnreachable
-        | NetworkDown => FailureKind::Outage,
-        _ => FailureKind::Other,
-    };
+/// The facts of a call that failed without an HTTP answer.
+pub fn io_facts(error: &std::io::Error) -> Failure {
     Failure {
-        kind,
-        message: format!("{error}"),
-        reset_at: None,
-        retry_after_ms: None,
+        code: Some(io_code(error.kind())),
+        ..Failure::new(error.to_string())
     }
+}
+
+/// An IO error kind as the code Node gives the same failure, so one signal
+/// (`ECONNREFUSED`) means the same on every host; other kinds by their name.
+fn io_code(kind: std::io::ErrorKind) -> String {
+    use std::io::ErrorKind::*;
+    let code = match kind {
+        ConnectionRefused => "ECONNREFUSED",
+        ConnectionReset => "ECONNRESET",
+        ConnectionAborted => "ECONNABORTED",
+        NotConnected => "ENOTCONN",
+        TimedOut => "ETIMEDOUT",
+        BrokenPipe => "EPIPE",
+        AddrNotAvailable => "EADDRNOTAVAIL",
+        HostUnreachable => "EHOSTUNREACH",
+        NetworkUnreachable => "ENETUNREACH",
+        NetworkDown => "ENETDOWN",
+        PermissionDenied => "EACCES",
+        other => return format!("{other:?}"),
+    };
+    code.to_string()
 }
 
 /// `Retry-After`: delay-seconds, or an HTTP date (IMF-fixdate), as milliseconds from
@@ -142,47 +137,89 @@ mod tests {
     use super::*;
 
     #[test]
-    fn http_statuses() {
-        let f = classify_http(429, Some("30"), "slow down", 0);
+    fn http_answers_give_their_status_retry_after_and_body() {
+        let f = http_facts(429, &[("Retry-After", "30")], "slow down", 0);
         assert_eq!(
-            (f.kind, f.retry_after_ms),
-            (FailureKind::RateLimit, Some(30_000))
+            (f.status, f.retry_after_ms, f.message.as_str(), f.kind),
+            (Some(429), Some(30_000), "slow down", None)
+        );
+        let f = http_facts(
+            429,
+            &[("retry-after-ms", "1500"), ("Retry-After", "30")],
+            "",
+            0,
         );
         assert_eq!(
-            classify_http(429, None, "You exceeded your usage limit", 0).kind,
-            FailureKind::UsageLimit
+            (f.retry_after_ms, f.message.as_str()),
+            (Some(1_500), "HTTP 429")
         );
+        // No prefix on the body: the reason quotes the engine's own text.
+        let f = http_facts(503, &[], "  engine is recovering\n", 0);
+        assert_eq!(f.message, "engine is recovering");
         assert_eq!(
-            classify_http(401, None, "", 0).kind,
-            FailureKind::Authentication
+            http_facts(200, &[("retry-after", "soon")], "", 0).retry_after_ms,
+            None
         );
-        assert_eq!(
-            classify_http(403, None, "", 0).kind,
-            FailureKind::Authentication
-        );
-        assert_eq!(classify_http(503, None, "", 0).kind, FailureKind::Outage);
-        assert_eq!(
-            classify_http(404, None, "model_not_found", 0).kind,
-            FailureKind::ModelUnavailable
-        );
-        assert_eq!(classify_http(418, None, "", 0).kind, FailureKind::Other);
-        assert_eq!(classify_http(401, Some("5"), "", 0).retry_after_ms, None);
+        assert_eq!(http_facts(42, &[], "", 0).status, None);
+        let long = "x".repeat(5_000);
+        assert_eq!(http_facts(500, &[], &long, 0).message.len(), MESSAGE_LIMIT);
     }
 
     #[test]
-    fn io_errors() {
+    fn io_errors_give_nodes_codes() {
         use std::io::{Error, ErrorKind};
-        for kind in [
-            ErrorKind::ConnectionRefused,
-            ErrorKind::ConnectionReset,
-            ErrorKind::TimedOut,
+        for (kind, code) in [
+            (ErrorKind::ConnectionRefused, "ECONNREFUSED"),
+            (ErrorKind::ConnectionReset, "ECONNRESET"),
+            (ErrorKind::TimedOut, "ETIMEDOUT"),
+            (ErrorKind::BrokenPipe, "EPIPE"),
+            (ErrorKind::NotFound, "NotFound"),
         ] {
-            assert_eq!(classify_io(&Error::from(kind)).kind, FailureKind::Outage);
+            let f = io_facts(&Error::from(kind));
+            assert_eq!(f.code.as_deref(), Some(code), "{kind:?}");
+            assert!(f.kind.is_none() && !f.message.is_empty());
         }
+        let f = io_facts(&Error::other("engine protocol startup was aborted"));
+        assert_eq!(f.message, "engine protocol startup was aborted");
+    }
+
+    #[test]
+    fn the_core_classifies_the_facts() {
+        use rota_core::{classify, FailureKind, Signals};
+        let kind = |f: &Failure| classify(f, &Signals::default()).kind;
         assert_eq!(
-            classify_io(&Error::from(ErrorKind::PermissionDenied)).kind,
+            kind(&http_facts(429, &[], "Quota exceeded per minute", 0)),
+            FailureKind::RateLimit
+        );
+        assert_eq!(
+            kind(&http_facts(401, &[], "", 0)),
+            FailureKind::Authentication
+        );
+        assert_eq!(
+            kind(&http_facts(
+                404,
+                &[],
+                "The model `x` does not exist or you do not have access to it.",
+                0
+            )),
+            FailureKind::ModelUnavailable
+        );
+        assert_eq!(
+            kind(&http_facts(503, &[], "Service Unavailable", 0)),
             FailureKind::Other
         );
+        assert_eq!(
+            kind(&http_facts(503, &[], "backend is unhealthy", 0)),
+            FailureKind::Outage
+        );
+        let refused = io_facts(&std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert_eq!(kind(&refused), FailureKind::Other);
+        let mut violations = Vec::new();
+        let signals = Signals::from_json(
+            &serde_json::json!({"outage": ["ECONNREFUSED"]}),
+            &mut violations,
+        );
+        assert_eq!(classify(&refused, &signals).kind, FailureKind::Outage);
     }
 
     #[test]

@@ -13,6 +13,8 @@
 //! - [`Roster`]: the async API: `lease`, `try_lease`, `report`, `exclude`, `resume`,
 //!   `reload`, `snapshot`, `explain`, `plan`, `swap_policy`.
 //! - [`sim`] and [`trace`]: the `rota simulate` and `rota replay` engines.
+//! - `shared` (feature `shared`): the log of a roster shared by several processes,
+//!   on PostgreSQL (`LogStore`, `PgLogStore`).
 //!
 //! ```no_run
 //! # async fn demo() -> rota_host::Result<()> {
@@ -25,7 +27,7 @@
 //! let lease = roster.lease("coder", LeaseOptions::default()).await?;
 //! println!("coding on {}", lease.executor());
 //! // ... on a 429 from the executor:
-//! roster.report_http(lease.executor(), 429, Some("30"), "")?;
+//! roster.report_http(lease.executor(), 429, &[("retry-after", "30")], "")?;
 //! drop(lease); // released
 //! # Ok(()) }
 //! ```
@@ -39,6 +41,8 @@ pub mod guest;
 pub mod probe;
 pub mod roster;
 pub mod runtime;
+#[cfg(feature = "shared")]
+pub mod shared;
 pub mod sim;
 pub mod source;
 pub mod state_file;

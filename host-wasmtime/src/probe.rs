@@ -1,7 +1,8 @@
 //! Health probes: a plain HTTP/1.1 GET over a tokio `TcpStream` (`http://`) or over
 //! rustls (`https://`, the server's certificate checked against the Mozilla roots of
-//! `webpki-roots` plus any roots the host was given: [`ProbeTls`]), up when the status
-//! is 2xx, within a timeout. A URL this host cannot probe answers "unsupported" with a
+//! `webpki-roots` plus any roots the host was given: [`ProbeTls`]), within a timeout.
+//! Up or down is the core's probe rule (`rota_core::probe_is_up`: 2xx is up;
+//! redirects are not followed, so a 3xx is down), the same on every host. A URL this host cannot probe answers "unsupported" with a
 //! reason, and the host reports it as an event.
 
 use std::sync::{Arc, OnceLock};
@@ -135,7 +136,8 @@ fn parse_url(url: &str) -> Result<Target, String> {
     })
 }
 
-/// GETs `url`; `Up` on 2xx. Never longer than `timeout`. `https://` servers are
+/// GETs `url` (no redirect followed); `Up` when the core's probe rule says so (2xx).
+/// Never longer than `timeout`. `https://` servers are
 /// checked against the Mozilla roots ([`ProbeTls::shared`]).
 pub async fn probe(url: &str, timeout: Duration) -> ProbeOutcome {
     match ProbeTls::shared() {
@@ -151,7 +153,7 @@ pub async fn probe_with(url: &str, timeout: Duration, tls: &ProbeTls) -> ProbeOu
         Err(reason) => return ProbeOutcome::Unsupported(reason),
     };
     match tokio::time::timeout(timeout, get(&target, tls)).await {
-        Ok(Ok(status)) if (200..300).contains(&status) => ProbeOutcome::Up(status),
+        Ok(Ok(status)) if rota_core::probe_is_up(status) => ProbeOutcome::Up(status),
         Ok(Ok(status)) => ProbeOutcome::Down(format!("HTTP {status}")),
         Ok(Err(e)) => ProbeOutcome::Down(e.to_string()),
         Err(_) => ProbeOutcome::Down(format!("no answer within {} ms", timeout.as_millis())),
@@ -322,5 +324,13 @@ mod tests {
             ProbeOutcome::Down("HTTP 503".into())
         );
         assert!(ProbeTls::with_roots_pem(b"not pem").is_err());
+        // A redirect is not followed, and is down (the core's probe rule).
+        let (port, pem) = https_server(302).await;
+        let url = format!("https://127.0.0.1:{port}/health");
+        let trusted = ProbeTls::with_roots_pem(pem.as_bytes()).expect("the test root");
+        assert_eq!(
+            probe_with(&url, timeout, &trusted).await,
+            ProbeOutcome::Down("HTTP 302".into())
+        );
     }
 }

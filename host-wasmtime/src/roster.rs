@@ -25,7 +25,7 @@ use rota_core::{
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, Notify};
 
-use crate::classify::{classify_http, classify_io};
+use crate::classify::{http_facts, io_facts};
 use crate::clock::Clock;
 use crate::engine::{HostEngine, PolicyModule};
 use crate::error::{HostError, Result};
@@ -1008,25 +1008,33 @@ impl Roster {
         Ok(if after != before { after } else { None })
     }
 
-    /// Reports a failed HTTP call (see [`crate::classify`]).
+    /// Reports a failed HTTP call: its status, headers (`Retry-After`) and body are
+    /// the facts the core classifies ([`crate::classify`]).
     pub fn report_http(
         &self,
         executor: &str,
         status: u16,
-        retry_after: Option<&str>,
+        headers: &[(&str, &str)],
         body: &str,
     ) -> Result<Option<ExclusionStatus>> {
-        let failure = classify_http(status, retry_after, body, self.inner.clock.now_ms());
+        let failure = http_facts(status, headers, body, self.inner.clock.now_ms());
         self.report(executor, failure)
     }
 
-    /// Reports a call that failed without an HTTP answer.
+    /// Reports a call that failed without an HTTP answer (its kind as a code such as
+    /// `ECONNREFUSED`, and its text).
     pub fn report_io(
         &self,
         executor: &str,
         error: &std::io::Error,
     ) -> Result<Option<ExclusionStatus>> {
-        self.report(executor, classify_io(error))
+        self.report(executor, io_facts(error))
+    }
+
+    /// The kind the core gives `failure` with the running document's signals, without
+    /// reporting it: `{"kind", "rule"}`.
+    pub fn classify(&self, failure: &Failure) -> Result<Value> {
+        self.inner.query(|p| p.classify(failure))
     }
 
     /// Takes an executor out of the round (`manual` is an operator's pause).

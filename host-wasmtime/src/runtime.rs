@@ -352,6 +352,12 @@ impl PolicyRuntime {
         self.query(&json!({ "query": "snapshot" }))
     }
 
+    /// The kind the guest gives a failure with the running document's signals:
+    /// `{"kind", "rule"}` (the ABI's `classify` query).
+    pub fn classify(&mut self, failure: &rota_core::Failure) -> Result<Value> {
+        self.query(&json!({ "query": "classify", "failure": failure }))
+    }
+
     pub fn snapshot(&mut self) -> Result<Snapshot> {
         typed(self.snapshot_json()?, "snapshot")
     }

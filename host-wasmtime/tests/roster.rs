@@ -170,12 +170,12 @@ async fn a_rate_limit_with_retry_after_excludes_until_then() {
         .expect("lease");
     // Without Retry-After a rate limit only counts (three in ten minutes exclude).
     assert!(roster
-        .report_http("a", 429, None, "slow down")
+        .report_http("a", 429, &[], "slow down")
         .expect("report")
         .is_none());
     let now = roster.now_ms();
     let exclusion = roster
-        .report_http("a", 429, Some("120"), "slow down")
+        .report_http("a", 429, &[("Retry-After", "120")], "slow down")
         .expect("report")
         .expect("a Retry-After excludes until then");
     assert_eq!(
@@ -189,7 +189,7 @@ async fn a_rate_limit_with_retry_after_excludes_until_then() {
         .expect("lease");
     assert_eq!(next.executor(), "b", "a is out of the round");
     let auth = roster
-        .report_http("b", 401, None, "bad key")
+        .report_http("b", 401, &[], "bad key")
         .expect("report")
         .expect("excluded");
     assert_eq!(auth.kind, ExclusionKind::Run);
@@ -201,7 +201,9 @@ async fn a_rate_limit_with_retry_after_excludes_until_then() {
 #[tokio::test]
 async fn health_probes_over_loopback_bring_an_executor_back() {
     let server = health_server(Duration::from_millis(30)).await;
-    let document = json!({ "executors": [
+    // A reset connection is an outage only because this document says so (the seed's
+    // signals do not include it).
+    let document = json!({ "signals": { "outage": ["ECONNRESET"] }, "executors": [
         { "id": "local", "harness": "opencode", "roles": ["coder"], "health": server.url },
     ] });
     let options = Options {
@@ -296,7 +298,7 @@ async fn https_health_server() -> (String, String) {
 #[tokio::test]
 async fn https_health_probes_trust_the_roots_they_are_given() {
     let (url, pem) = https_health_server().await;
-    let document = json!({ "executors": [
+    let document = json!({ "signals": { "outage": ["ECONNRESET"] }, "executors": [
         { "id": "tls", "harness": "x", "roles": ["coder"], "health": url },
     ] });
     let options = Options {
@@ -344,15 +346,7 @@ async fn an_unprobeable_health_url_counts_as_down_with_an_event() {
         .expect("roster");
     let mut events = roster.subscribe();
     roster
-        .report(
-            "remote",
-            Failure {
-                kind: FailureKind::Outage,
-                message: "down".into(),
-                reset_at: None,
-                retry_after_ms: None,
-            },
-        )
+        .report("remote", Failure::of_kind(FailureKind::Outage, "down"))
         .expect("report");
     let event = wait_for(&mut events, "probeUnsupported", Duration::from_secs(20)).await;
     assert!(event.message.contains("bad port"), "{}", event.message);
@@ -384,12 +378,7 @@ async fn exclusions_outlive_a_restart_and_other_rosters_entries_stay() {
         first
             .report(
                 "b",
-                Failure {
-                    kind: FailureKind::ModelUnavailable,
-                    message: "model gone".into(),
-                    reset_at: None,
-                    retry_after_ms: None,
-                },
+                Failure::of_kind(FailureKind::ModelUnavailable, "model gone"),
             )
             .expect("report");
         first.flush().await;
@@ -786,4 +775,36 @@ async fn swap_policy_refuses_a_bad_module_and_keeps_the_running_one() {
         .host_events()
         .iter()
         .any(|e| e.name == "policySwapRefused"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_guest_classifies_the_facts_the_host_extracts() {
+    let roster = build(roster()).await;
+    // A 429 "Quota exceeded … per minute" is a rate limit, as on every host.
+    let quota = rota_host::classify::http_facts(
+        429,
+        &[],
+        "Quota exceeded for quota metric 'Generate Content API requests per minute'",
+        0,
+    );
+    assert_eq!(
+        roster.classify(&quota).expect("classify"),
+        json!({ "kind": "rateLimit", "rule": "status" })
+    );
+    // A 404 "model … does not exist": out for the run.
+    let gone = roster
+        .report_http(
+            "a",
+            404,
+            &[],
+            "The model `gpt-9` does not exist or you do not have access to it.",
+        )
+        .expect("report")
+        .expect("excluded");
+    assert_eq!(gone.kind, ExclusionKind::Run);
+    // A plain 503 is not an outage by the seed's signals.
+    assert!(roster
+        .report_http("b", 503, &[], "Service Unavailable")
+        .expect("report")
+        .is_none());
 }

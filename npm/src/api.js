@@ -1,7 +1,7 @@
 // The package's exports, over one initialised wasm-bindgen module. Both entries
 // (Node and browser) re-export this with their platform.
 
-import { classifyFailure, isModelUnavailableMessage, parseResetTime, parseRetryAfter, FAILURE_KINDS } from './classify.js'
+import { failureFacts, parseRetryAfter, FAILURE_KINDS } from './classify.js'
 import { Lease, combineUpdates, defineRoster } from './driver.js'
 import { ERROR_CODES, RotaError } from './errors.js'
 import { binaryStep } from './binary.js'
@@ -71,7 +71,19 @@ export function buildApi(wasm, platform) {
     coreVersion: wasm.version(),
     stateFile: stateRule(wasm),
     combineUpdates,
+    // The core's classifier over the facts `failureFacts` extracts: `{ kind, rule }`,
+    // with the seed's signals and `signals` (as a document's top-level `signals`).
+    classifyFailure: (error, { now, signals } = {}) => {
+      const policy = new wasm.Policy({ executors: [], signals }, undefined)
+      try {
+        return policy.classify(failureFacts(error, { now }))
+      } finally {
+        policy.free()
+      }
+    },
+    // A status that is not a whole number is no HTTP answer (the module takes a u32).
+    probeIsUp: (status) => Number.isInteger(status) && status >= 0 && wasm.probeIsUp(status),
   }
 }
 
-export { classifyFailure, isModelUnavailableMessage, parseResetTime, parseRetryAfter, FAILURE_KINDS, ERROR_CODES, RotaError }
+export { failureFacts, parseRetryAfter, FAILURE_KINDS, ERROR_CODES, RotaError }

@@ -27,13 +27,13 @@ export const {
   defaultRoles,
   coreVersion,
   stateFile,
+  classifyFailure,
+  probeIsUp,
 } = api
 
 export const { memoryState, webStorageState } = storageStates(stateRule(wasm))
 export {
-  classifyFailure,
-  isModelUnavailableMessage,
-  parseResetTime,
+  failureFacts,
   parseRetryAfter,
   FAILURE_KINDS,
   ERROR_CODES,

@@ -7,7 +7,7 @@
 // asks for that takes time (a probe, a machine, a state write) runs asynchronously
 // and its result comes back as another input.
 
-import { FAILURE_KINDS, classifyFailure } from './classify.js'
+import { FAILURE_KINDS, failureFacts } from './classify.js'
 import {
   RotaError,
   aborted,
@@ -259,14 +259,16 @@ export function defineRoster(api, platform) {
     return narrowed
   }
 
+  // The core's probe rule (`probeIsUp`): 2xx is up; a redirect is not followed and is
+  // down (in a browser, `manual` gives an opaque redirect with status 0: down too).
   const defaultProbe = async (url, { signal }) => {
-    const response = await fetch(url, { signal, redirect: 'follow' })
+    const response = await fetch(url, { signal, redirect: 'manual' })
     try {
       await response.body?.cancel()
     } catch {
       // the status is all a health check needs
     }
-    return response.ok
+    return Number.isInteger(response.status) && api.probeIsUp(response.status)
   }
 
   class Roster {
@@ -1031,8 +1033,9 @@ export function defineRoster(api, platform) {
     // ---- failures and exclusions ------------------------------------------------------
 
     /**
-     * Reports a failed call on an executor: a real error (classified with
-     * `classifyFailure`) or an already-classified `{ kind, message, resetAt?, retryAfterMs? }`.
+     * Reports a failed call on an executor: a real error (its facts extracted with
+     * `failureFacts`, classified by the core with the document's signals) or an
+     * already-classified `{ kind, message, resetAt?, retryAfterMs? }`.
      * Returns the exclusion it earned, if any.
      */
     report(executor, error) {
@@ -1043,11 +1046,17 @@ export function defineRoster(api, platform) {
         throw new RotaError('INVALID_INPUT', `unknown failure kind ${JSON.stringify(error.kind)}: one of ${FAILURE_KINDS.join(', ')}`)
       }
       const now = this.#now()
-      const failure = classifyFailure(error, { now })
+      const failure = failureFacts(error, { now })
       const before = this.#exclusionOf(executor)
       this.#step({ type: 'report', now, executor, failure })
       const after = this.#exclusionOf(executor)
       return after !== undefined && JSON.stringify(after) !== JSON.stringify(before) ? after : undefined
+    }
+
+    /** The kind the core gives `error` with this roster's signals, reporting nothing: `{ kind, rule }`. */
+    classify(error) {
+      this.#checkOpen()
+      return this.#policy.classify(failureFacts(error, { now: this.#now() }))
     }
 
     #exclusionOf(executor) {

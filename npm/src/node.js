@@ -42,12 +42,12 @@ export const {
   defaultRoles,
   coreVersion,
   stateFile,
+  classifyFailure,
+  probeIsUp,
 } = api
 
 export {
-  classifyFailure,
-  isModelUnavailableMessage,
-  parseResetTime,
+  failureFacts,
   parseRetryAfter,
   FAILURE_KINDS,
   ERROR_CODES,

@@ -11,7 +11,8 @@ test('an outage waits for the health URL; a waiting lease gets the executor when
   const server = await healthServer(t)
   const clock = virtualClock()
   const r = await Roster.create({
-    document: document(executor('local', { health: server.url })),
+    // A refused connection is an outage because this document says so (not the seed's).
+    document: { ...document(executor('local', { health: server.url })), signals: { outage: ['ECONNREFUSED'] } },
     now: clock,
   })
   t.after(() => r.close())
@@ -92,7 +93,7 @@ test('a custom probe function gets the URL and a signal', async (t) => {
   })
   t.after(() => r.close())
   const back = nextEvent(r, 'back')
-  r.report('a', Object.assign(new Error('bad gateway'), { status: 502 }))
+  r.report('a', Object.assign(new Error('502: engine is recovering'), { status: 502 }))
   await back
   assert.deepEqual(calls, [['http://engine.internal/health', 'a', true]])
 })
@@ -105,7 +106,28 @@ test('probe: false: an outage waits out the outage cooldown (the seed’s fallba
     probe: false,
   })
   t.after(() => r.close())
-  const exclusion = r.report('a', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))
+  const exclusion = r.report('a', new Error('server is shutting down'))
   assert.equal(exclusion.kind, 'until')
   assert.equal(exclusion.until, clock() + 120_000)
+})
+
+test('the default probe follows no redirect: a 302 is down (the core’s probe rule)', async (t) => {
+  const server = await healthServer(t)
+  server.state.status = 302
+  server.state.headers = { location: '/elsewhere' }
+  const clock = virtualClock()
+  const events = []
+  const r = await Roster.create({
+    document: document(executor('a', { health: server.url })),
+    now: clock,
+    onEvent: (e) => events.push(e),
+  })
+  t.after(() => r.close())
+  const probed = server.waitForRequest()
+  assert.equal(r.report('a', new Error('engine is recovering')).kind, 'health')
+  assert.equal(await probed, '/health')
+  await r.idle()
+  assert.equal(server.state.requests, 1, 'the redirect was not followed')
+  assert.equal(r.snapshot().executors[0].exclusion.kind, 'health', 'still out')
+  assert.ok(events.some((e) => e.name === 'probeDown'), events.map((e) => e.name).join(', '))
 })

@@ -287,7 +287,7 @@ test('report classifies real errors and returns the exclusion earned', async (t)
   t.after(() => roster.close())
   // Usage limit with a reset time: until it.
   const reset = clock() + 2 * 3_600_000
-  const usage = roster.report('a', new Error(`Claude AI usage limit reached|${Math.floor(reset / 1000)}`))
+  const usage = roster.report('a', { _tag: 'UsageLimitError', message: 'Claude AI usage limit reached', resetAt: new Date(reset) })
   assert.equal(usage.kind, 'until')
   assert.equal(usage.until, reset)
   // Three rate limits within the window: the rate cooldown.

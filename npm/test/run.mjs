@@ -57,6 +57,9 @@ try {
       // The package's own directory: its dev dependencies (bundlers, TypeScript, Ajv,
       // OpenTelemetry, the seed's persistence) and README.md, for the tests that need them.
       ROTA_PACKAGE_ROOT: root,
+      // For classify.test.mjs: the dev dependencies it builds real errors with
+      // (@llm4ts/core and effect), which the test project does not install.
+      ROTA_DEV_MODULES: join(root, 'node_modules'),
       // For handle-binary.test.mjs: the conformance vectors and the native random traces
       // (when tests/run.sh has written them) of the repository around the package.
       ROTA_VECTORS: process.env.ROTA_VECTORS ?? join(root, '..', 'tests', 'vectors'),

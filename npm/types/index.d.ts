@@ -78,7 +78,19 @@ export interface RosterDocument {
   /** Declares the role list (default: the seed's five). */
   roles?: readonly Role[]
   executors: readonly ExecutorSpec[]
+  /** Extends the seed's signal lists that failures are classified with. */
+  signals?: Signals
   [field: string]: unknown
+}
+
+/** Signals added to the seed's (which always apply); matched case-insensitively. */
+export interface Signals {
+  /** Outage texts, matched in a failure's message and its error code (`"ECONNREFUSED"`). */
+  outage?: string[]
+  /** Model-unavailable texts, matched in the message. */
+  modelUnavailable?: string[]
+  /** HTTP statuses that mean an outage (none by default). */
+  outageStatuses?: number[]
 }
 
 /** One thing wrong with a document, and where (`executors[2].slots`). */
@@ -127,14 +139,40 @@ export type FailureKind =
   | 'modelUnavailable'
   | 'other'
 
-/** A failed call, classified. */
+/**
+ * A failed call, as facts the core classifies (the seed's rules), or with its `kind`
+ * already decided (an explicit kind wins, except over a model-unavailable message).
+ */
 export interface Failure {
-  kind: FailureKind
-  message: string
+  kind?: FailureKind
+  /** An @llm4ts/core error's `_tag`: `UsageLimitError`, `RateLimitError`, `AuthenticationError`, `ProviderError`, … */
+  tag?: string
+  /** The HTTP status (100–599). */
+  status?: number
+  /** An error code: `ECONNREFUSED`, `UND_ERR_SOCKET`, … */
+  code?: string
+  message?: string
   /** A usage limit's reset instant (epoch ms). */
   resetAt?: number
   /** A `Retry-After` in ms from now: sets the exclusion's end. */
   retryAfterMs?: number
+}
+
+/** Which rule decided a failure's kind. */
+export type ClassificationRule =
+  | 'modelUnavailableSignal'
+  | 'kind'
+  | 'tag'
+  | 'resetAt'
+  | 'status'
+  | 'contextOverflow'
+  | 'outageSignal'
+  | 'outageStatus'
+  | 'none'
+
+export interface Classification {
+  kind: FailureKind
+  rule: ClassificationRule
 }
 
 export type ExclusionKind = 'until' | 'health' | 'run' | 'manual'
@@ -427,6 +465,8 @@ export declare class Policy {
   exportState(): unknown
   static importState(state: unknown): Policy
   document(): RosterDocument
+  /** The kind a report of `failure` would get with this document's signals. */
+  classify(failure: Failure): Classification
   /** Frees the WebAssembly memory now (otherwise the garbage collector does). */
   free(): void
 }
@@ -455,17 +495,17 @@ export declare const coreVersion: string
 export declare const FAILURE_KINDS: readonly FailureKind[]
 
 /**
- * Classifies a failed call: HTTP 429 (+ Retry-After) → rateLimit, 401/403 →
- * authentication, 5xx and connection errors → outage, usage-limit messages →
- * usageLimit (with the reset time), the seed's model-unavailable messages →
- * modelUnavailable; an already-classified failure passes through.
+ * The facts of a failed call (an Error and its `cause` chain, a fetch Response, an
+ * axios-style error, an @llm4ts/core tagged error: `_tag`, `resetAt` DateTime,
+ * `retryAfter` Duration), for the core to classify. No classification here.
  */
-export declare function classifyFailure(error: unknown, options?: { now?: number }): Failure
-export declare function isModelUnavailableMessage(message: string): boolean
+export declare function failureFacts(error: unknown, options?: { now?: number }): Failure
+/** The core's classification of `failureFacts(error)`; `signals` extends the seed's lists. */
+export declare function classifyFailure(error: unknown, options?: { now?: number; signals?: Signals }): Classification
+/** The core's probe rule: 2xx is up; redirects are not followed (a 3xx is down). */
+export declare function probeIsUp(status: number): boolean
 /** `Retry-After` (seconds or HTTP-date) in ms from `now`. */
 export declare function parseRetryAfter(value: string | number | null | undefined, now?: number): number | undefined
-/** The reset instant a usage-limit message names (epoch ms). */
-export declare function parseResetTime(message: string, now?: number): number | undefined
 
 // ---- the driver ------------------------------------------------------------------------
 
@@ -735,6 +775,8 @@ export declare class Roster<R extends string = Role> implements AsyncDisposable 
   occupy(executor: string, options?: { role?: R; hold?: unknown; id?: string }): Lease<R> | undefined
   /** Reports a failed call (a real error, or a `Failure`); returns the exclusion it earned. An unknown `kind` throws INVALID_INPUT. */
   report(executor: string, error: unknown): ExclusionStatus | undefined
+  /** The kind the core gives `error` with this roster's signals; reports nothing. */
+  classify(error: unknown): Classification
   exclude(executor: string, options?: ExcludeOptions): void
   exclude(exclusion: { id: string } & ExcludeOptions): void
   resume(executor: string): void

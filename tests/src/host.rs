@@ -246,6 +246,12 @@ pub fn native_query(policy: &Policy, query: &str) -> Value {
         })),
         "document" => ok(Ok(policy.document().clone())),
         "now" => ok(Ok(policy.now())),
+        "classify" => {
+            match rota_core::Failure::from_json(query.get("failure").unwrap_or(&Value::Null)) {
+                Ok(failure) => json!({ "ok": policy.classify(&failure).to_json() }),
+                Err(e) => ok::<()>(Err(input_error(format!("query field `failure`: {e}")))),
+            }
+        }
         other => {
             json!({"error": {"code": "UNKNOWN_QUERY", "message": format!("unknown query '{other}'")}})
         }

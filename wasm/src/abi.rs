@@ -39,6 +39,9 @@
 //! | `canEverServe` | `role`, `avoid`? | a boolean |
 //! | `document` | | the running document as written |
 //! | `now` | | the last input's time |
+//! | `classify` | `failure`: a report's failure (facts or a kind) | `{kind, rule}`: the kind the core gives it with this document's signals ([`rota_core::classify`]) |
+//!
+//! Version 1.1 added the `classify` query.
 //!
 //! `rota_export(h)` gives everything a live swap needs (`Policy::export_state`);
 //! `rota_import(state)` builds a policy from it in this module.
@@ -52,11 +55,11 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use rota_core::json::{parse_options, step, step_str};
-use rota_core::{Error, ExplainRequest, Policy};
+use rota_core::{Error, ExplainRequest, Failure, Policy};
 use serde_json::{json, Value};
 
 /// ABI version, major in the high 16 bits, minor in the low 16 bits.
-pub const ABI_VERSION: u32 = 1 << 16 | 1;
+pub const ABI_VERSION: u32 = (1 << 16) | 1;
 
 /// Live policies by handle, and the result buffer of the last call.
 #[derive(Default)]
@@ -234,11 +237,17 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
         })),
         "document" => ok(Ok(policy.document().clone())),
         "now" => ok(Ok(policy.now())),
+        "classify" => match Failure::from_json(query.get("failure").unwrap_or(&Value::Null)) {
+            Ok(failure) => json!({ "ok": policy.classify(&failure).to_json() }),
+            Err(e) => core_error(&Error::InvalidInput {
+                message: format!("query field `failure`: {e}"),
+            }),
+        },
         other => abi_error(
             "UNKNOWN_QUERY",
             format!(
                 "unknown query '{other}' (snapshot, explain, plan, available, slots, \
-                 canEverServe, document, now)"
+                 canEverServe, document, now, classify)"
             ),
         ),
     })
@@ -448,6 +457,22 @@ mod tests {
             "{value}"
         );
         assert_eq!(validate(DOC.as_bytes(), b"")["ok"], json!([]));
+    }
+
+    #[test]
+    fn classify_uses_the_documents_signals() {
+        let doc = r#"{"signals":{"outage":["service unavailable"]},"executors":[{"id":"a","harness":"pi","roles":["coder"]}]}"#;
+        let h = handle_of(&create(doc.as_bytes(), b""));
+        let answer = query(
+            h,
+            br#"{"query":"classify","failure":{"tag":"ProviderError","message":"503 Service Unavailable"}}"#,
+        );
+        assert_eq!(
+            answer,
+            json!({"ok": {"kind": "outage", "rule": "outageSignal"}})
+        );
+        let answer = query(h, br#"{"query":"classify","failure":{"status":99}}"#);
+        assert_eq!(answer["error"]["code"], "INVALID_INPUT", "{answer}");
     }
 
     #[test]

@@ -29,7 +29,7 @@
 //! | lease, tryLease | 1 rank, 2 eventTime, 4 deadline, 8 prefer, 16 pin, 32 label, 64 avoid | rank, eventTime, deadline | id, role, prefer?, pin?, label?, avoid? (u32 count + strings) |
 //! | release | | lease | |
 //! | cancel | | | id |
-//! | report | 1 resetAt, 2 retryAfterMs | resetAt, retryAfterMs | executor, message |
+//! | report (with a `kind`; a failure of facts takes the JSON step) | 1 resetAt, 2 retryAfterMs | resetAt, retryAfterMs | executor, message |
 //! | resume | | | executor |
 //! | probeResult | | | executor |
 //!
@@ -192,10 +192,9 @@ pub(crate) fn read_input(buf: &[u8]) -> Option<Input> {
                 now,
                 executor,
                 failure: Failure {
-                    kind,
-                    message,
                     reset_at,
                     retry_after_ms,
+                    ..Failure::of_kind(kind, message)
                 },
             }
         }

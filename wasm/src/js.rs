@@ -232,6 +232,26 @@ impl JsPolicy {
     pub fn document(&self) -> JsValue {
         to_js_value(self.inner.document())
     }
+
+    /// The kind a report of `failure` (facts or a kind) gets with this document's
+    /// signals: `{ kind, rule }`. Throws `INVALID_INPUT`.
+    pub fn classify(&self, failure: JsValue) -> JsResult<JsValue> {
+        read_failure(&failure)
+            .map(|failure| to_js_value(&self.inner.classify(&failure).to_json()))
+            .map_err(|e| to_js_error(&e))
+    }
+}
+
+fn read_failure(failure: &JsValue) -> Result<rota_core::Failure, Error> {
+    let value = read(failure, "the failure")?;
+    rota_core::Failure::from_json(&value).map_err(|e| invalid_input(format!("failure: {e}")))
+}
+
+/// Whether a health probe's HTTP status means up (2xx; redirects are not followed,
+/// so a 3xx is down): the one probe rule of every host.
+#[wasm_bindgen(js_name = probeIsUp)]
+pub fn probe_is_up(status: u32) -> bool {
+    u16::try_from(status).is_ok_and(rota_core::probe_is_up)
 }
 
 /// Every violation of a document (empty when valid). `kinds`: the executor kinds the

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::json;
 
-use crate::classify::{excerpt, is_model_unavailable_message};
+use crate::classify::{classify, excerpt, Classification};
 use crate::duration::format_seed_duration;
 use crate::protocol::{ExclusionKind, Failure, FailureKind, Level};
 use crate::sorted;
@@ -74,6 +74,11 @@ impl Exclusions {
 }
 
 impl Policy {
+    /// The kind a failure report would get, with this document's signal table.
+    pub fn classify(&self, failure: &Failure) -> Classification {
+        classify(failure, &self.document.signals)
+    }
+
     pub(super) fn report(&mut self, executor: &str, failure: &Failure) {
         let Some(e) = self.roster.index.get(executor) else {
             debug_assert!(false, "report: the executor was checked");
@@ -81,9 +86,8 @@ impl Policy {
         };
         let now = self.now;
         let spec = &self.roster.executors[e].spec;
-        let model_unavailable = failure.kind == FailureKind::ModelUnavailable
-            || is_model_unavailable_message(&failure.message);
-        let exclusion = if model_unavailable {
+        let kind = classify(failure, &self.document.signals).kind;
+        let exclusion = if kind == FailureKind::ModelUnavailable {
             Some(self.new_exclusion(
                 ExclusionKind::Run,
                 format!(
@@ -97,7 +101,7 @@ impl Policy {
                 None,
             ))
         } else {
-            match failure.kind {
+            match kind {
                 FailureKind::UsageLimit => {
                     let until = failure
                         .reset_at
@@ -127,12 +131,12 @@ impl Policy {
         };
         match exclusion {
             Some(exclusion) => {
-                if failure.kind == FailureKind::RateLimit {
+                if kind == FailureKind::RateLimit {
                     self.roster.executors[e].runtime.rate_limits.clear();
                 }
                 self.exclude(e, exclusion);
             }
-            None if failure.kind == FailureKind::RateLimit => {}
+            None if kind == FailureKind::RateLimit => {}
             None => self.event(
                 Level::Debug,
                 EventName::FailureIgnored,

@@ -171,7 +171,7 @@ test('state in localStorage survives a new roster; a corrupt entry is moved asid
     await first.idle()
     const saved = JSON.parse(localStorage.getItem('rota')).value
     const back = new Promise((resolve) => first.on('event', (e) => e.name === 'back' && resolve(e.fields.executor)))
-    first.report('b', Object.assign(new Error('bad gateway'), { status: 502 }))
+    first.report('b', Object.assign(new Error('502: backend is unhealthy'), { status: 502 }))
     const cameBack = await back
     await first.close()
 
