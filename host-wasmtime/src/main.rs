@@ -90,10 +90,14 @@ impl RosterArgs {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Validate a roster: every violation with its place (exit 1 on any), else a summary.
+    /// Validate a roster: every violation with its place (exit 1 on any), else a summary;
+    /// warnings (a literal secret in `env`, an unknown `--executors` id) are printed too.
     Check {
         #[command(flatten)]
         roster: RosterArgs,
+        /// Warnings fail the check too (exit 1).
+        #[arg(long)]
+        strict: bool,
     },
     /// Drive the policy module through simulated executors in virtual time.
     Simulate {
@@ -165,7 +169,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
     let result = match &cli.command {
-        Command::Check { roster } => check(&cli, roster),
+        Command::Check { roster, strict } => check(&cli, roster, *strict),
         Command::Simulate {
             roster,
             seed,
@@ -278,8 +282,13 @@ fn print_violations(label: &str, violations: &[Violation]) -> String {
 
 /// The merged roster, or exit 1 with every violation of its files.
 fn load_roster(args: &RosterArgs) -> Result<Value, Failure> {
-    match args.source().load() {
-        Ok(document) => Ok(document),
+    load_roster_with_warnings(args).map(|(document, _)| document)
+}
+
+/// The merged roster and narrowing's warnings, or exit 1 with every violation.
+fn load_roster_with_warnings(args: &RosterArgs) -> Result<(Value, Vec<Violation>), Failure> {
+    match args.source().load_with_warnings() {
+        Ok(loaded) => Ok(loaded),
         Err(HostError::Invalid { violations }) => {
             Err(Failure::Check(print_violations(&args.label(), &violations)))
         }
@@ -287,12 +296,37 @@ fn load_roster(args: &RosterArgs) -> Result<Value, Failure> {
     }
 }
 
-fn check(cli: &Cli, args: &RosterArgs) -> Result<(), Failure> {
-    let document = load_roster(args)?;
+/// "FILE: warning: executors[0].env.API_KEY: ..." lines, and a count.
+fn print_warnings(label: &str, warnings: &[Violation]) -> String {
+    let mut out = String::new();
+    for w in warnings {
+        out.push_str(&format!("{label}: warning: {}: {}\n", w.path, w.message));
+    }
+    out
+}
+
+fn check(cli: &Cli, args: &RosterArgs, strict: bool) -> Result<(), Failure> {
+    let (document, mut warnings) = load_roster_with_warnings(args)?;
     let module = module(cli)?;
     let violations = module.validate(&document, &args.options())?;
+    // Literal secrets in `env`: the core's rule, on the document as checked.
+    warnings.extend(rota_core::secrets::warnings(&document));
     if !violations.is_empty() {
-        return Err(Failure::Check(print_violations(&args.label(), &violations)));
+        let mut text = print_warnings(&args.label(), &warnings);
+        text.push_str(&print_violations(&args.label(), &violations));
+        return Err(Failure::Check(text));
+    }
+    if !warnings.is_empty() {
+        let text = print_warnings(&args.label(), &warnings);
+        if strict {
+            return Err(Failure::Check(format!(
+                "{text}{} warning{} in {} (--strict)",
+                warnings.len(),
+                if warnings.len() == 1 { "" } else { "s" },
+                args.label()
+            )));
+        }
+        eprint!("{text}");
     }
     let mut runtime = PolicyRuntime::new(module, &document, &args.options())?;
     let snapshot = runtime.snapshot()?;
