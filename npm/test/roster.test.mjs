@@ -384,6 +384,35 @@ test('a narrowed roster stays narrowed across reloads, and a reload may drop a n
   assert.deepEqual(roster.executors.map((e) => e.id), ['b'])
 })
 
+test('narrowing with an unknown id ignores it, as the seed does, with a warning naming it', async (t) => {
+  const events = []
+  const roster = await create(document(executor('a'), executor('b')), {
+    executors: ['a', 'zz'],
+    onEvent: (e) => events.push(e),
+  })
+  t.after(() => roster.close())
+  assert.deepEqual(roster.executors.map((e) => e.id), ['a'])
+  const warning = events.find((e) => e.name === 'narrowIgnored')
+  assert.equal(warning?.level, 'warn')
+  assert.deepEqual(warning.fields.executors, ['zz'])
+  assert.match(warning.message, /executor 'zz' is not in the roster; narrowing ignores it/)
+})
+
+test('report returns the exclusion it put in force, from the core (the seed shape)', async (t) => {
+  const roster = await create(document(executor('a'), executor('b')))
+  t.after(() => roster.close())
+  assert.deepEqual(roster.report('a', { kind: 'authentication', message: 'expired' }), {
+    id: 'a',
+    kind: 'run',
+    reason: 'not signed in (expired)',
+  })
+  // A weaker one beside a run exclusion changes nothing: undefined.
+  assert.equal(roster.report('a', { kind: 'outage', message: 'ECONNREFUSED' }), undefined)
+  const until = roster.report('b', { kind: 'usageLimit', message: 'limit', retryAfterMs: 60_000 })
+  assert.equal(until.kind, 'until')
+  assert.equal(typeof until.until, 'number')
+})
+
 test('queries: snapshot, explain (hypothetical and waiting), occupy', async (t) => {
   const roster = await create(document(executor('a', { slots: 2 }), executor('b', { roles: ['planner'] })))
   t.after(() => roster.close())
