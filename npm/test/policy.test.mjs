@@ -42,7 +42,7 @@ test('handle returns the drained outputs and the next wake-up in one call', () =
   assert.equal(policy.now, START)
 
   const late = policy.handle({ type: 'tick', now: START + 5_000 })
-  assert.deepEqual(late.outputs[0], { type: 'timedOut', request: 'r3' })
+  assert.deepEqual(late.outputs[0], { type: 'timedOut', request: 'r3', reasons: ['a busy', 'b busy'] })
 })
 
 test('handle and handleJson give the same answer; handleJson is the core text', () => {

@@ -310,7 +310,7 @@ test('report classifies real errors and returns the exclusion earned', async (t)
   assert.equal(roster.snapshot().executors[0].exclusion, undefined)
   // Expiry happens on the tick that passes it.
   clock.advance(60_000)
-  const back = nextEvent(roster, 'back', (e) => e.fields.executor === 'b')
+  const back = nextEvent(roster, 'back', (e) => e.fields.executors.includes('b'))
   roster.tick()
   await back
   assert.equal(roster.snapshot().executors[1].exclusion, undefined)

@@ -273,9 +273,10 @@ pub fn check(document: JsValue, kinds: JsValue) -> JsResult<JsValue> {
     let run = || -> Result<_, Error> {
         let document = read(&document, "the document")?;
         let kinds = read_kinds(&kinds)?;
-        Ok(rota_core::check(&document, kinds.as_deref()))
+        let check = rota_core::check(&document, kinds.as_deref());
+        Ok(serde_json::json!({ "violations": check.violations, "warnings": check.warnings }))
     };
-    to_js(&run().map_err(|e| to_js_error(&e))?)
+    Ok(to_js_value(&run().map_err(|e| to_js_error(&e))?))
 }
 
 /// The document with every `env` value that is not a `${VAR}` reference replaced by
