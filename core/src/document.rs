@@ -198,6 +198,55 @@ pub fn validate(value: &Value, kinds: Option<&[String]>) -> Vec<Violation> {
     }
 }
 
+/// A document's violations and, beside them, its warnings: things a valid
+/// document should not do (a literal secret in `env`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Check {
+    pub violations: Vec<Violation>,
+    pub warnings: Vec<Violation>,
+}
+
+/// `validate`, and the warnings of a document that may well be valid.
+pub fn check(value: &Value, kinds: Option<&[String]>) -> Check {
+    Check {
+        violations: validate(value, kinds),
+        warnings: crate::secrets::warnings(value),
+    }
+}
+
+/// A narrowed document, and a warning naming the ids it ignored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Narrowed {
+    pub document: Value,
+    /// The ids the document does not have (ignored, as the seed does).
+    pub unknown: Vec<String>,
+    /// The list the document declares its executors in (`executors` or `workers`).
+    pub list: &'static str,
+}
+
+impl Narrowed {
+    /// "executors 'x', 'y' are not in the roster; narrowing ignores them".
+    pub fn warning(&self) -> Option<Violation> {
+        if self.unknown.is_empty() {
+            return None;
+        }
+        let names: Vec<String> = self.unknown.iter().map(|id| format!("'{id}'")).collect();
+        let (noun, verb) = if names.len() == 1 {
+            ("executor", "is")
+        } else {
+            ("executors", "are")
+        };
+        Some(Violation {
+            path: self.list.into(),
+            message: format!(
+                "{noun} {} {verb} not in the roster; narrowing ignores {}",
+                names.join(", "),
+                if names.len() == 1 { "it" } else { "them" }
+            ),
+        })
+    }
+}
+
 /// A repository roster over the user's: an entry replaces the user entry with the
 /// same id, `disabled: true` removes it, a new id is added (after the user's).
 /// Either side may be absent (`null`). Unknown fields pass through. Documents in the
@@ -255,23 +304,23 @@ pub fn merge(user: &Value, repo: &Value) -> Result<Value, Vec<Violation>> {
     Ok(Value::Object(top))
 }
 
-/// Only the named executors (`--executors a,b`); an empty list keeps all.
-/// A name the document does not have is a violation (a typo would otherwise
-/// silently empty the roster).
-pub fn narrow(document: &Value, ids: &[String]) -> Result<Value, Vec<Violation>> {
+/// Only the named executors (`--executors a,b`); an empty list keeps all. A name
+/// the document does not have is ignored, as the seed's `narrowRoster` does, and
+/// named in the result (`Narrowed::warning`) so a typo does not pass in silence.
+/// Only a document without an `executors` array (or an entry without an id) is
+/// refused.
+pub fn narrow(document: &Value, ids: &[String]) -> Result<Narrowed, Vec<Violation>> {
     let mut violations = Vec::new();
     let (form, entries) =
         executor_objects(document, "document", &mut violations).unwrap_or((EXECUTORS, Vec::new()));
-    for id in ids {
-        if !entries.iter().any(|(have, _)| have == id) {
-            violations.push(Violation {
-                path: form.into(),
-                message: format!("executor '{id}' is not in the roster"),
-            });
-        }
-    }
     if !violations.is_empty() {
         return Err(violations);
+    }
+    let mut unknown: Vec<String> = Vec::new();
+    for id in ids {
+        if !entries.iter().any(|(have, _)| have == id) && !unknown.contains(id) {
+            unknown.push(id.clone());
+        }
     }
     let mut top = document.as_object().cloned().unwrap_or_default();
     let kept: Vec<Value> = entries
@@ -280,7 +329,11 @@ pub fn narrow(document: &Value, ids: &[String]) -> Result<Value, Vec<Violation>>
         .map(|(_, entry)| entry)
         .collect();
     top.insert(form.into(), Value::Array(kept));
-    Ok(Value::Object(top))
+    Ok(Narrowed {
+        document: Value::Object(top),
+        unknown,
+        list: form,
+    })
 }
 
 const EXECUTORS: &str = "executors";

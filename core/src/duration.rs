@@ -80,6 +80,29 @@ pub fn format_duration(ms: u64) -> String {
     }
 }
 
+/// Formats milliseconds as effect's `Duration.format` does, the way the roster seed's
+/// reasons say them: "10m", "1m 30s", "1s 500ms", "1d 2h"; zero is "0".
+pub fn format_seed_duration(ms: u64) -> String {
+    if ms == 0 {
+        return "0".to_string();
+    }
+    let parts = [
+        (ms / 86_400_000, "d"),
+        (ms / 3_600_000 % 24, "h"),
+        (ms / 60_000 % 60, "m"),
+        (ms / 1_000 % 60, "s"),
+        (ms % 1_000, "ms"),
+    ];
+    let mut out = String::new();
+    for (n, unit) in parts.into_iter().filter(|(n, _)| *n != 0) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&format!("{n}{unit}"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,5 +152,25 @@ mod tests {
         assert_eq!(format_duration(90_000), "90 seconds");
         assert_eq!(format_duration(7_200_000), "2 hours");
         assert_eq!(format_duration(1_500), "1500 ms");
+    }
+
+    #[test]
+    fn formats_as_effect_does() {
+        // effect's `Duration.format` (effect/Duration.ts): days, hours, minutes,
+        // seconds, millis, each when not zero, joined by spaces.
+        for (ms, text) in [
+            (600_000, "10m"),
+            (1_800_000, "30m"),
+            (300_000, "5m"),
+            (90_000, "1m 30s"),
+            (15_000, "15s"),
+            (1_500, "1s 500ms"),
+            (7, "7ms"),
+            (3_600_000, "1h"),
+            (93_784_005, "1d 2h 3m 4s 5ms"),
+            (0, "0"),
+        ] {
+            assert_eq!(format_seed_duration(ms), text, "{ms}");
+        }
     }
 }

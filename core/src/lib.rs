@@ -136,6 +136,7 @@
 //!   their readers and writers (`protocol::wire`: one table per input, the output's
 //!   reader and writer).
 //! * [`document`]: the roster document, its validation, `merge` and `narrow`.
+//! * [`secrets`]: literal secrets in `env`: warnings, redaction.
 //! * [`classify`]: a failure report's kind, as the roster seed classifies it.
 //! * [`duration`], `time`: duration strings; instants as ISO 8601 in messages.
 //! * [`status`]: what queries return (snapshot, explanation, plan).
@@ -176,6 +177,7 @@ pub mod limits;
 pub mod policy;
 pub mod protocol;
 mod read;
+pub mod secrets;
 mod sorted;
 pub mod state_file;
 pub mod status;
@@ -183,8 +185,10 @@ mod time;
 pub mod write;
 
 pub use classify::{classify, probe_is_up, Classification, Rule, Signals};
-pub use document::{merge, narrow, validate, Document, ExecutorSpec, Violation};
-pub use duration::{format_duration, parse_duration};
+pub use document::{
+    check, merge, narrow, validate, Check, Document, ExecutorSpec, Narrowed, Violation,
+};
+pub use duration::{format_duration, format_seed_duration, parse_duration};
 pub use error::Error;
 pub use policy::Policy;
 pub use protocol::{

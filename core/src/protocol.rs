@@ -456,7 +456,11 @@ pub enum Output {
     },
     /// The request's deadline passed.
     #[serde(rename_all = "camelCase")]
-    TimedOut { request: String },
+    TimedOut {
+        request: String,
+        /// Why, one per executor its waiting report names ("a busy", "b until ...").
+        reasons: Vec<String>,
+    },
     /// A `tryLease` found no free slot.
     #[serde(rename_all = "camelCase")]
     Unavailable { request: String },

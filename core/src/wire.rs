@@ -430,6 +430,7 @@ impl Output {
             },
             "timedOut" => Output::TimedOut {
                 request: r.req("request", string)?,
+                reasons: r.or("reasons", read::strings, Vec::new())?,
             },
             "unavailable" => Output::Unavailable {
                 request: r.req("request", string)?,
@@ -534,9 +535,11 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             out.extend_from_slice(b",\"reasons\":");
             write_strs(out, reasons);
         }
-        Output::TimedOut { request } => {
+        Output::TimedOut { request, reasons } => {
             out.extend_from_slice(b"{\"type\":\"timedOut\",\"request\":");
             write_str(out, request);
+            out.extend_from_slice(b",\"reasons\":");
+            write_strs(out, reasons);
         }
         Output::Unavailable { request } => {
             out.extend_from_slice(b"{\"type\":\"unavailable\",\"request\":");

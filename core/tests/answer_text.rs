@@ -72,7 +72,10 @@ fn every_output_kind_with_awkward_strings_and_values() {
             role: s.clone(),
             reasons: vec![s.clone(); i],
         });
-        outputs.push(Output::TimedOut { request: s.clone() });
+        outputs.push(Output::TimedOut {
+            request: s.clone(),
+            reasons: vec![s.clone(); i % 3],
+        });
         outputs.push(Output::Unavailable { request: s.clone() });
         outputs.push(Output::Cancelled { request: s.clone() });
         outputs.push(Output::Waiting {

@@ -93,8 +93,11 @@ fn a_request_times_out_at_its_deadline() {
     assert_eq!(event.level, Level::Warn);
     assert_eq!(
         event.message,
-        "no executor took coder for story-2 before its deadline"
+        "no executor took coder for story-2 before its deadline: a busy"
     );
+    // Why, per executor, and who asked, as fields (issue 16, issue 13).
+    assert_eq!(event.fields["reasons"], json!(["a busy"]));
+    assert_eq!(event.fields["label"], json!("story-2"));
     assert!(sim.queue().is_empty());
     assert_eq!(sim.wake_at(), None);
     // It ended once: a freed slot does not go to it.
@@ -164,7 +167,7 @@ fn retry_after_on_a_rate_limit_sets_the_end_of_the_exclusion() {
         (x.kind, x.until),
         (ExclusionKind::Until, Some(T0 + 2 * MIN))
     );
-    assert_eq!(x.reason, "rate limited; retry after 2 minutes");
+    assert_eq!(x.reason, "rate limited; retry after 2m");
     assert_eq!(outs.persists().len(), 1);
     let outs = sim.run_to(T0 + 2 * MIN);
     assert!(outs.has_event("back"));
@@ -1026,9 +1029,11 @@ fn grant_and_exclusion_events_use_the_seeds_wording() {
     let outs = sim.lease_with("r1", "coder", json!({ "label": "story-1" }));
     assert_eq!(outs.messages("granted"), ["a takes coder for story-1"]);
     let event = outs.event("granted");
-    assert_eq!(event.level, Level::Info);
+    // A request's lifecycle is debug (issue 16); its label is a field (issue 13).
+    assert_eq!(event.level, Level::Debug);
     assert_eq!(event.fields["executor"], json!("a"));
     assert_eq!(event.fields["request"], json!("r1"));
+    assert_eq!(event.fields["label"], json!("story-1"));
     let outs = sim.lease("r2", "coder");
     assert_eq!(outs.messages("granted"), ["b takes coder"]);
     let outs = sim.report("b", "authentication", "expired");
@@ -1116,4 +1121,71 @@ fn a_draining_executors_exclusion_is_not_persisted() {
         .collect();
     assert!(persists.is_empty(), "{answer}");
     assert!(policy.persisted_state().exclusions.is_empty());
+}
+
+#[test]
+fn resume_ends_the_pause_and_a_rate_limit_queued_under_it_takes_over() {
+    // Issue 17 item 7: a 429 during a manual pause was queued ("then until ..."); a
+    // resume must not drop it (the executor took a lease before its end).
+    let mut sim = Sim::new(doc(vec![coder("a", json!({}))]));
+    sim.input(json!({ "type": "exclude", "executor": "a", "kind": "manual", "reason": "deploy" }));
+    let outs = sim.input(json!({
+        "type": "report", "executor": "a",
+        "failure": { "kind": "rateLimit", "message": "429", "retryAfterMs": 120_000 }
+    }));
+    assert_eq!(
+        outs.event("exclusionQueued").fields["thenUntil"],
+        json!(T0 + 2 * MIN)
+    );
+    sim.after(5 * SEC);
+    let outs = sim.input(json!({ "type": "resume", "executor": "a" }));
+    let x = sim.exclusion("a").unwrap();
+    assert_eq!(
+        (x.kind, x.until),
+        (ExclusionKind::Until, Some(T0 + 2 * MIN))
+    );
+    assert_eq!(
+        outs.messages("resumed"),
+        ["a resumed; it stays out of the round until 2027-01-15T08:02:00.000Z: rate limited; retry after 2m"]
+    );
+    sim.lease("r1", "coder").no_grant();
+    assert_eq!(sim.run_to(T0 + 2 * MIN).granted()[0].executor, "a");
+}
+
+#[test]
+fn the_last_executor_of_a_role_going_out_warns_and_the_first_back_says_so() {
+    // Issue 16 item 10: a starved role is visible, with when the first returns.
+    let mut sim = Sim::new(doc(vec![coder("a", json!({})), coder("b", json!({}))]));
+    let outs = sim.report("a", "authentication", "expired");
+    assert!(
+        outs.events().iter().all(|e| e.name != "roleOut"),
+        "b still takes coder"
+    );
+    let outs = sim.input(json!({
+        "type": "report", "executor": "b",
+        "failure": { "kind": "rateLimit", "message": "429", "retryAfterMs": 120_000 }
+    }));
+    let out = outs.event("roleOut");
+    assert_eq!(out.level, Level::Warn);
+    assert_eq!(out.fields["role"], json!("coder"));
+    assert_eq!(out.fields["executors"], json!(["a", "b"]));
+    assert_eq!(out.fields["nextBackAt"], json!(T0 + 2 * MIN));
+    let outs = sim.run_to(T0 + 2 * MIN);
+    let back = outs.event("roleBack");
+    assert_eq!(
+        (back.level, back.fields["executor"].clone()),
+        (Level::Info, json!("b"))
+    );
+}
+
+#[test]
+fn exclusions_that_end_together_come_back_in_one_event() {
+    // The roster seed's expire: "a, b back in the round".
+    let mut sim = Sim::new(doc(vec![coder("a", json!({})), coder("b", json!({}))]));
+    for id in ["a", "b"] {
+        sim.input(json!({ "type": "exclude", "executor": id, "kind": "until", "reason": "x", "until": T0 + MIN }));
+    }
+    let outs = sim.run_to(T0 + MIN);
+    assert_eq!(outs.messages("back"), ["a, b back in the round"]);
+    assert_eq!(outs.event("back").fields["executors"], json!(["a", "b"]));
 }

@@ -396,19 +396,45 @@ fn narrow_keeps_only_the_named_executors_in_document_order() {
         ex("c", &["coder"], json!({})),
     ]);
     let ids = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let narrowed = narrow(&document, &ids(&["c", "a"])).unwrap();
     assert_eq!(
-        narrow(&document, &ids(&["c", "a"])).unwrap(),
+        narrowed.document,
         doc(vec![
             ex("a", &["coder"], json!({})),
             ex("c", &["coder"], json!({}))
         ])
     );
-    assert_eq!(narrow(&document, &[]).unwrap(), document);
-    let error = narrow(&document, &ids(&["a", "zz"])).unwrap_err();
+    assert_eq!(narrowed.warning(), None);
+    assert_eq!(narrow(&document, &[]).unwrap().document, document);
+}
+
+#[test]
+fn narrow_ignores_unknown_ids_with_a_warning_naming_them() {
+    // The seed's `narrowRoster` filters by the ids it has: an unknown one is ignored,
+    // not a refused document (issue 13); rota names it so a typo does not pass quietly.
+    let document = doc(vec![
+        ex("a", &["coder"], json!({})),
+        ex("b", &["coder"], json!({})),
+    ]);
+    let ids = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let narrowed = narrow(&document, &ids(&["a", "zz", "yy", "zz"])).unwrap();
+    assert_eq!(narrowed.document, doc(vec![ex("a", &["coder"], json!({}))]));
+    assert_eq!(narrowed.unknown, ["zz", "yy"]);
     assert_eq!(
-        error,
-        [v("executors", "executor 'zz' is not in the roster")]
+        narrowed.warning(),
+        Some(v(
+            "executors",
+            "executors 'zz', 'yy' are not in the roster; narrowing ignores them"
+        ))
     );
+    let one = narrow(&document, &ids(&["q"])).unwrap();
+    assert_eq!(one.document, doc(vec![]));
+    assert_eq!(
+        one.warning().unwrap().message,
+        "executor 'q' is not in the roster; narrowing ignores it"
+    );
+    // A document narrowing cannot read is still refused.
+    assert!(narrow(&json!({}), &ids(&["a"])).is_err());
 }
 
 // ---- parseDuration --------------------------------------------------------------------------

@@ -951,7 +951,7 @@ fn decision(output: &Output, file: &mut BTreeMap<String, u64>) -> Option<Expect>
             request: request.clone(),
             role: role.clone(),
         },
-        Output::TimedOut { request } => Expect::TimedOut(request.clone()),
+        Output::TimedOut { request, .. } => Expect::TimedOut(request.clone()),
         Output::Unavailable { request } => Expect::Unavailable(request.clone()),
         Output::Cancelled { request } => Expect::Cancelled(request.clone()),
         Output::Persist { ids, state } => {

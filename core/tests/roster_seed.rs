@@ -315,9 +315,11 @@ fn exhausted_when_every_executor_with_the_role_is_avoided() {
         ex("j", &["judge"], json!({})),
     ]));
     let outs = sim.lease_with("r1", "coder", json!({ "avoid": ["a", "b"] }));
+    // Named, as `explain` says it (issue 16: "no executor in the roster takes this
+    // role" was untrue here).
     assert_eq!(
         outs.exhausted()[0].2,
-        ["no executor in the roster takes this role"]
+        ["a: avoided by the request", "b: avoided by the request"]
     );
     // Avoided executors give no reason; the others do.
     sim.report("b", "authentication", "expired token");
@@ -499,7 +501,7 @@ fn three_rate_limits_in_ten_minutes_exclude_for_the_rate_cooldown_two_do_not() {
     assert!(outs.persists().is_empty());
     assert_eq!(
         outs.messages("rateLimited"),
-        ["a hit a rate limit (1 of 3 within 10 minutes)"]
+        ["a hit a rate limit (1 of 3 within 10m)"]
     );
     sim.after(4 * MIN);
     sim.report("a", "rateLimit", "429");
@@ -514,7 +516,8 @@ fn three_rate_limits_in_ten_minutes_exclude_for_the_rate_cooldown_two_do_not() {
     );
     assert_eq!(
         sim.exclusion("a").unwrap().reason,
-        "3 rate limits within 10 minutes"
+        // The seed's reason, with effect's `Duration.format` of the window.
+        "3 rate limits within 10m"
     );
     assert_eq!(outs.persists().len(), 1);
 }
@@ -698,7 +701,8 @@ fn an_outage_with_a_health_url_probes_at_once_and_up_brings_it_back() {
             id: "a".into(),
             reason: "serving engine down (ECONNREFUSED)".into(),
             kind: ExclusionKind::Health,
-            until: None,
+            // As the seed writes it: the report's time.
+            until: Some(sim.now),
         }]
     );
     assert!(sim.exec("a").probe_in_flight);
@@ -962,7 +966,8 @@ fn persisted_state_round_trips_through_restore() {
     assert_eq!(
         kinds,
         [
-            ("a", ExclusionKind::Health, None),
+            // The seed writes a health entry's `until` as the report's time.
+            ("a", ExclusionKind::Health, Some(T0)),
             ("b", ExclusionKind::Until, Some(T0 + 30 * MIN)),
             ("c", ExclusionKind::Manual, None),
             ("e", ExclusionKind::Manual, Some(T0 + HOUR)),

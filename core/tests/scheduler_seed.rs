@@ -878,7 +878,7 @@ fn occupy_takes_a_slot_even_beyond_capacity_and_says_so() {
         (first.executor.as_str(), first.role.as_str()),
         ("a", "coder")
     );
-    assert_eq!(outs.event("occupied").level, Level::Info);
+    assert_eq!(outs.event("occupied").level, Level::Debug);
     let outs = sim.input(json!({ "type": "occupy", "id": "o2", "executor": "a", "role": "coder" }));
     let second = outs.grant();
     let event = outs.event("occupiedBeyondCapacity");

@@ -104,10 +104,14 @@ impl RosterArgs {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Validate a roster: every violation with its place (exit 1 on any), else a summary.
+    /// Validate a roster: every violation with its place (exit 1 on any), else a summary;
+    /// warnings (a literal secret in `env`, an unknown `--executors` id) are printed too.
     Check {
         #[command(flatten)]
         roster: RosterArgs,
+        /// Warnings fail the check too (exit 1).
+        #[arg(long)]
+        strict: bool,
     },
     /// Drive the policy module through simulated executors in virtual time.
     Simulate {
@@ -280,7 +284,7 @@ fn main() -> ExitCode {
     let simulating = matches!(cli.command, Command::Simulate { .. });
     init_tracing(cli.verbose, simulating);
     let result = match &cli.command {
-        Command::Check { roster } => check(&cli, roster),
+        Command::Check { roster, strict } => check(&cli, roster, *strict),
         Command::Simulate {
             roster,
             seed,
@@ -433,9 +437,23 @@ fn print_violations(label: &str, violations: &[Violation]) -> String {
 
 /// The merged roster, or exit 1 with every violation of its files.
 fn load_roster(args: &RosterArgs) -> Result<Value, Failure> {
+    load_roster_with_warnings(args).map(|(document, _)| document)
+}
+
+/// The merged roster and narrowing's warnings, or exit 1 with every violation.
+fn load_roster_with_warnings(args: &RosterArgs) -> Result<(Value, Vec<Violation>), Failure> {
     args.source()
-        .load()
+        .load_with_warnings()
         .map_err(|error| Failure::roster(&args.label(), error))
+}
+
+/// "FILE: warning: executors[0].env.API_KEY: ..." lines.
+fn print_warnings(label: &str, warnings: &[Violation]) -> String {
+    let mut out = String::new();
+    for w in warnings {
+        out.push_str(&format!("{label}: warning: {}: {}\n", w.path, w.message));
+    }
+    out
 }
 
 /// A table without borders: columns line up in a terminal, a pipe and a test alike.
@@ -457,12 +475,44 @@ fn render(table: &Table) -> String {
         .join("\n")
 }
 
-fn check(cli: &Cli, args: &RosterArgs) -> Result<Report, Failure> {
-    let document = load_roster(args)?;
+fn check(cli: &Cli, args: &RosterArgs, strict: bool) -> Result<Report, Failure> {
+    let (document, mut warnings) = load_roster_with_warnings(args)?;
     let module = module(cli)?;
     let violations = module.validate(&document, &args.options())?;
+    // Literal secrets in `env`: the core's rule, on the document as checked.
+    warnings.extend(rota_core::secrets::warnings(&document));
     if !violations.is_empty() {
-        return Err(Failure::violations(&args.label(), &violations));
+        let failure = Failure::violations(&args.label(), &violations);
+        return Err(match failure {
+            Failure::Check {
+                message,
+                mut detail,
+            } => {
+                detail["warnings"] = json!(warnings);
+                Failure::Check {
+                    message: format!("{}{message}", print_warnings(&args.label(), &warnings)),
+                    detail,
+                }
+            }
+            other => other,
+        });
+    }
+    if !warnings.is_empty() {
+        let text = print_warnings(&args.label(), &warnings);
+        if strict {
+            return Err(Failure::Check {
+                message: format!(
+                    "{text}{} warning{} in {} (--strict)",
+                    warnings.len(),
+                    if warnings.len() == 1 { "" } else { "s" },
+                    args.label()
+                ),
+                detail: json!({ "warnings": warnings, "file": args.label() }),
+            });
+        }
+        if !cli.json {
+            eprint!("{text}");
+        }
     }
     let mut runtime = PolicyRuntime::new(module, &document, &args.options())
         .map_err(|e| Failure::roster(&args.label(), e))?;
@@ -559,6 +609,7 @@ fn check(cli: &Cli, args: &RosterArgs) -> Result<Report, Failure> {
         text,
         json: json!({
             "roster": args.label(),
+            "warnings": warnings,
             "roles": parsed.roles,
             "slotsPerRole": slots,
             "executors": executors,

@@ -17,9 +17,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use rota_core::status::ExclusionStatus;
 use rota_core::{
-    Document, ExclusionKind, ExecutorSpec, ExplainRequest, Explanation, Failure, Input,
+    Document, Exclusion, ExclusionKind, ExecutorSpec, ExplainRequest, Explanation, Failure, Input,
     LeaseRequest, Level, Options, PersistedState, Plan, Snapshot,
 };
 use serde_json::Value;
@@ -958,9 +957,9 @@ impl RosterBuilder {
         telemetry::describe();
         let runtime = tokio::runtime::Handle::current();
         let source = self.document.is_none().then(|| self.source.clone());
-        let document = match (&self.document, &source) {
-            (Some(document), _) => document.clone(),
-            (None, Some(source)) => source.load()?,
+        let (document, warnings) = match (&self.document, &source) {
+            (Some(document), _) => (document.clone(), Vec::new()),
+            (None, Some(source)) => source.load_with_warnings()?,
             (None, None) => return Err(HostError::Closed),
         };
         let engine = match (&self.engine, &self.loaded) {
@@ -1022,6 +1021,9 @@ impl RosterBuilder {
             engine,
             runtime: runtime.clone(),
         });
+        for warning in warnings {
+            inner.publish(narrow_warning(&warning));
+        }
         if let (Some(file), Some(rx)) = (state_file, writer_rx) {
             let rule = Arc::new(Mutex::new(ModuleRule::new(
                 lock(&inner.core).policy.module().clone(),
@@ -1098,6 +1100,26 @@ impl RosterBuilder {
         }
         Ok(Roster { inner })
     }
+}
+
+/// The exclusion a report put in force on `executor`, from its `excluded` event.
+fn exclusion_from(outputs: &[Value], executor: &str) -> Option<Exclusion> {
+    let fields = outputs.iter().find_map(|o| {
+        let event = o.get("type")? == "event" && o.get("name")? == "excluded";
+        let fields = o.get("fields")?;
+        (event && fields.get("executor")? == executor).then_some(fields)
+    })?;
+    Some(Exclusion {
+        id: executor.to_string(),
+        reason: fields.get("reason")?.as_str()?.to_string(),
+        kind: serde_json::from_value(fields.get("kind")?.clone()).ok()?,
+        until: fields.get("until").and_then(Value::as_u64),
+    })
+}
+
+/// `--executors` named ids the roster does not have: ignored, and said.
+fn narrow_warning(warning: &rota_core::Violation) -> Event {
+    Event::host(Level::Warn, "narrowIgnored", warning.message.clone())
 }
 
 async fn load_module(engine: &HostEngine, path: Option<&Path>) -> Result<PolicyModule> {
@@ -1352,25 +1374,17 @@ impl Roster {
             })
     }
 
-    fn exclusion_of(&self, executor: &str) -> Option<ExclusionStatus> {
-        self.snapshot()
-            .ok()?
-            .executors
-            .into_iter()
-            .find(|e| e.id == executor)?
-            .exclusion
-    }
-
-    /// Reports a failed call on `executor`; the exclusion it earned, if any.
-    pub fn report(&self, executor: &str, failure: Failure) -> Result<Option<ExclusionStatus>> {
-        let before = self.exclusion_of(executor);
-        self.inner.feed(Input::Report {
+    /// Reports a failed call on `executor`: the exclusion it put in force, as the
+    /// seed's `report` returns it (`{ id, reason, kind, until? }`), read from the core's
+    /// answer (its `excluded` event, emitted at every event level); `None` when it
+    /// earned none or a stronger exclusion stays.
+    pub fn report(&self, executor: &str, failure: Failure) -> Result<Option<Exclusion>> {
+        let step = self.inner.feed(Input::Report {
             now: self.inner.clock.now_ms(),
             executor: executor.to_string(),
             failure,
         })?;
-        let after = self.exclusion_of(executor);
-        Ok(if after != before { after } else { None })
+        Ok(exclusion_from(&step.outputs, executor))
     }
 
     /// Reports a failed HTTP call: its status, headers (`Retry-After`) and body are
@@ -1381,18 +1395,14 @@ impl Roster {
         status: u16,
         headers: &[(&str, &str)],
         body: &str,
-    ) -> Result<Option<ExclusionStatus>> {
+    ) -> Result<Option<Exclusion>> {
         let failure = http_facts(status, headers, body, self.inner.clock.now_ms());
         self.report(executor, failure)
     }
 
     /// Reports a call that failed without an HTTP answer (its kind as a code such as
     /// `ECONNREFUSED`, and its text).
-    pub fn report_io(
-        &self,
-        executor: &str,
-        error: &std::io::Error,
-    ) -> Result<Option<ExclusionStatus>> {
+    pub fn report_io(&self, executor: &str, error: &std::io::Error) -> Result<Option<Exclusion>> {
         self.report(executor, io_facts(error))
     }
 
@@ -1453,7 +1463,11 @@ impl Roster {
                     message: "this roster was built from a document, not from files".into(),
                 }],
             })?;
-        self.reload(source.load()?)
+        let (document, warnings) = source.load_with_warnings()?;
+        for warning in warnings {
+            self.inner.publish(narrow_warning(&warning));
+        }
+        self.reload(document)
     }
 
     /// Every executor, lease and waiting request now.
@@ -1628,7 +1642,7 @@ impl Lease {
     }
 
     /// Reports a failed call on this lease's executor.
-    pub fn report(&self, failure: Failure) -> Result<Option<ExclusionStatus>> {
+    pub fn report(&self, failure: Failure) -> Result<Option<Exclusion>> {
         Roster {
             inner: self.inner.clone(),
         }

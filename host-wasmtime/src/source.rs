@@ -67,6 +67,12 @@ impl RosterSource {
 
     /// The merged, narrowed document (not yet validated: the policy does that).
     pub fn load(&self) -> Result<Value> {
+        self.load_with_warnings().map(|(document, _)| document)
+    }
+
+    /// The merged, narrowed document and the warnings narrowing raised (ids in
+    /// `--executors` the roster does not have: ignored, as the seed does).
+    pub fn load_with_warnings(&self) -> Result<(Value, Vec<Violation>)> {
         let user = match &self.roster {
             Some(path) => read_document(path)?,
             None => Value::Null,
@@ -90,9 +96,9 @@ impl RosterSource {
                 .map_err(|violations| HostError::Invalid { violations })?
         };
         if self.executors.is_empty() {
-            return Ok(merged);
+            return Ok((merged, Vec::new()));
         }
-        rota_core::narrow(&merged, &self.executors).map_err(|mut violations| {
+        let narrowed = rota_core::narrow(&merged, &self.executors).map_err(|mut violations| {
             // A roster that narrowing cannot read: say everything wrong with it too.
             for v in rota_core::validate(&merged, None) {
                 if !violations.contains(&v) {
@@ -100,7 +106,9 @@ impl RosterSource {
                 }
             }
             HostError::Invalid { violations }
-        })
+        })?;
+        let warnings = narrowed.warning().into_iter().collect();
+        Ok((narrowed.document, warnings))
     }
 }
 

@@ -67,8 +67,12 @@ pub struct TraceWriter {
 }
 
 impl TraceWriter {
-    /// Starts a trace file at `path` for a policy built from `document` and `options`.
+    /// Starts a trace file at `path` for a policy built from `document` and `options`,
+    /// written with its `env` literals
+    /// redacted (`rota_core::secrets::redact`): a trace is a file to share, and env
+    /// values decide nothing, so it replays the same.
     pub fn create(path: &Path, document: &Value, options: &Value) -> Result<TraceWriter> {
+        let document = &rota_core::secrets::redact(document);
         let write_error = |source| HostError::Write {
             path: path.to_path_buf(),
             source,
@@ -86,8 +90,17 @@ impl TraceWriter {
         })
     }
 
-    /// Records a step from values.
+    /// Records a step from values (a reload's document redacted).
     pub fn step(&mut self, input: &Value, result: &Value) -> Result<()> {
+        let redacted;
+        let input = if input["type"] == "reload" {
+            let mut copy = input.clone();
+            copy["document"] = rota_core::secrets::redact(&input["document"]);
+            redacted = copy;
+            &redacted
+        } else {
+            input
+        };
         let record = step_record(input, result).to_string();
         self.write_record(&record)
     }
@@ -95,8 +108,10 @@ impl TraceWriter {
     /// Records a step from the texts as they crossed the boundary, keeping the
     /// core's bytes (`{"input":INPUT,"outputs":...,"wakeAt":...}`).
     pub fn step_text(&mut self, input: &str, result: &str) -> Result<()> {
+        // A reload carries a document: through `step`, which redacts it.
+        let reload = input.contains("\"reload\"");
         match result.strip_prefix('{') {
-            Some(rest) if rest.starts_with('"') => {
+            Some(rest) if rest.starts_with('"') && !reload => {
                 let record = format!("{{\"input\":{input},{rest}");
                 self.write_record(&record)
             }

@@ -132,19 +132,67 @@ fn check_with_an_overlay_narrowing_and_kinds() {
         "{}",
         text(&out.stderr)
     );
+    // An unknown id is ignored with a warning naming it, as the seed's narrowing
+    // does (issue 13); `--strict` makes the warning fail the check.
     let out = rota(&["check", &example(), "--executors", "codex,nobody"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
-        text(&out.stderr).contains("'nobody'"),
+        text(&out.stderr).contains("warning: executors: executor 'nobody' is not in the roster"),
         "{}",
         text(&out.stderr)
     );
+    assert!(text(&out.stdout).contains("1 executor;"));
+    let out = rota(&[
+        "check",
+        &example(),
+        "--executors",
+        "codex,nobody",
+        "--strict",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let out = rota(&["check", &example(), "--executors", "codex"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(
         text(&out.stdout).contains("1 executor;"),
         "{}",
         text(&out.stdout)
+    );
+}
+
+#[test]
+fn check_warns_about_a_literal_secret_in_env_and_strict_fails_on_it() {
+    // Issue 13 item 5: a literal secret passed `rota check` silently.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let roster = write(
+        dir.path(),
+        "secret.json",
+        &json!({ "executors": [
+            { "id": "a", "harness": "claude", "roles": ["coder"],
+              "env": { "ANTHROPIC_API_KEY": "sk-ant-api03-0123456789abcdef", "HOME_REF": "${HOME}" } },
+        ] })
+        .to_string(),
+    );
+    let out = rota(&["check", &roster]);
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a warning keeps the roster valid: {stderr}"
+    );
+    assert!(
+        stderr.contains("warning: executors[0].env.ANTHROPIC_API_KEY:"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("0123456789abcdef"),
+        "the value is never printed: {stderr}"
+    );
+    let out = rota(&["check", &roster, "--strict"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("1 warning in"),
+        "{}",
+        text(&out.stderr)
     );
 }
 
@@ -623,4 +671,41 @@ fn a_simulation_feeds_a_tick_only_when_the_wake_up_time_has_come() {
         );
     }
     assert!(ticks > 10, "{ticks} ticks");
+}
+
+#[test]
+fn simulate_traces_redact_literal_env_values_and_still_replay() {
+    // Issue 13 item 5: a literal secret in `env` was copied into `--trace` files.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut roster: Value =
+        serde_json::from_str(&std::fs::read_to_string(example()).expect("example")).unwrap();
+    roster["executors"][0]["env"] = json!({
+        "ANTHROPIC_API_KEY": "sk-ant-api03-literal-secret-0123456789",
+        "REF": "${ANTHROPIC_API_KEY}"
+    });
+    let path = write(dir.path(), "roster.json", &roster.to_string());
+    let trace = dir.path().join("trace.json").display().to_string();
+    let out = rota(&[
+        "simulate", &path, "--hours", "1", "--quiet", "--trace", &trace,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let written = std::fs::read_to_string(&trace).expect("trace");
+    assert!(
+        !written.contains("literal-secret"),
+        "the secret is in the trace"
+    );
+    let parsed: Value = serde_json::from_str(&written).expect("trace JSON");
+    assert_eq!(
+        parsed["document"]["executors"][0]["env"],
+        json!({ "ANTHROPIC_API_KEY": "[redacted]", "REF": "${ANTHROPIC_API_KEY}" })
+    );
+    // Env values decide nothing: the redacted trace replays to the same outputs.
+    let out = rota(&["replay", &trace]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
 }

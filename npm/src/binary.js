@@ -412,7 +412,12 @@ export function binaryStep(wasm, RotaError) {
         return { type: 'event', level, name, message, fields }
       }
       case 4: return { type: 'cancelled', request: str() }
-      case 5: return { type: 'timedOut', request: str() }
+      case 5: {
+        const request = str()
+        const reasons = []
+        for (let n = u32(); n > 0; n -= 1) reasons.push(str())
+        return { type: 'timedOut', request, reasons }
+      }
       case 6: return { type: 'unavailable', request: str() }
       case 7: {
         const request = str()

@@ -21,6 +21,8 @@ export const {
   validate,
   merge,
   narrow,
+  check,
+  redact,
   parseDuration,
   formatDuration,
   defaultOptions,

@@ -185,6 +185,18 @@ export function combineUpdates(updates) {
 }
 
 /**
+ * The exclusion a report put in force, from the core's answer (its `excluded` event,
+ * always emitted: warn is the highest level), in the seed's shape `{ id, kind, reason,
+ * until? }`; undefined when it earned none or a stronger one stays.
+ */
+function exclusionFrom(outputs, executor) {
+  const event = outputs.find((o) => o.type === 'event' && o.name === 'excluded' && o.fields?.executor === executor)
+  if (event === undefined) return undefined
+  const { kind, reason, until } = event.fields
+  return until === undefined ? { id: executor, kind, reason } : { id: executor, kind, reason, until }
+}
+
+/**
  * Builds the Roster class over a wasm API ({ Policy, merge, narrow, validate }) and a
  * platform ({ readRoster?, fileStore?, name }).
  */
@@ -192,7 +204,7 @@ export function defineRoster(api, platform) {
   const { Policy } = api
 
   /** Merge and narrow as the seed does; every violation at once. */
-  async function resolveDocument(options, { reloading = false } = {}) {
+  async function resolveDocument(options) {
     const violations = []
     const read = async (path, side) => {
       if (platform.readRoster === undefined) {
@@ -241,24 +253,17 @@ export function defineRoster(api, platform) {
         : (list(options.executors, 'executors') ?? [])
     let narrowed
     try {
-      if (reloading && ids.length > 0) {
-        // The run's `executors` filter stays; a reload may drop some of them.
-        // (A scheduler document lists `workers` by `name`.)
-        const form = merged.executors === undefined && merged.workers !== undefined ? 'workers' : 'executors'
-        const present = new Set((merged[form] ?? []).map((e) => (form === 'workers' ? e?.name : e?.id)))
-        const kept = ids.filter((id) => present.has(id))
-        narrowed = kept.length > 0 ? api.narrow(merged, kept) : { ...merged, [form]: [] }
-      } else {
-        narrowed = api.narrow(merged, ids)
-      }
+      // An id the roster does not have is ignored, as the seed does, with a warning
+      // naming it (the core's); a reload may drop some of the run's filter this way.
+      narrowed = api.narrow(merged, ids)
     } catch (error) {
       if (error?.code !== 'INVALID_DOCUMENT') throw error
-      // Name the unknown ids and everything else wrong with the document at once.
+      // Name everything else wrong with the document at once.
       throw invalidDocument([...twice, ...error.violations, ...api.validate(merged, options.options?.kinds)])
     }
-    const found = [...twice, ...api.validate(narrowed, options.options?.kinds)]
+    const found = [...twice, ...api.validate(narrowed.document, options.options?.kinds)]
     if (found.length > 0) throw invalidDocument(found)
-    return narrowed
+    return { document: narrowed.document, unknown: narrowed.unknown, warnings: narrowed.warnings }
   }
 
   // The core's probe rule (`probeIsUp`): 2xx is up; a redirect is not followed and is
@@ -338,7 +343,7 @@ export function defineRoster(api, platform) {
         throw new RotaError('INVALID_INPUT', 'Roster.create takes an options object')
       }
       checkOptions(options)
-      const document = await resolveDocument(options)
+      const { document, unknown, warnings } = await resolveDocument(options)
       const coreOptions = { ...options.options }
       if (coreOptions.canProbe === undefined) coreOptions.canProbe = options.probe !== false
       // The seed preflights whenever it can: at start, and (the core's default) on reloads.
@@ -355,6 +360,7 @@ export function defineRoster(api, platform) {
       // A clock that cannot give a time fails the start, not a later timer.
       roster.#now()
       if (coreOptions.preflight === true) roster.#starting = { awaiting: new Set() }
+      roster.#narrowWarnings(unknown, warnings)
       await roster.#restore()
       if (roster.#starting !== undefined) await roster.#start()
       roster.#arm()
@@ -505,7 +511,7 @@ export function defineRoster(api, platform) {
         }
         case 'timedOut': {
           const pending = this.#settle(output.request)
-          return pending?.reject(this.#timeoutError(output.request, pending))
+          return pending?.reject(this.#timeoutError(output.request, pending, undefined, output.reasons))
         }
         case 'unavailable':
           return this.#settle(output.request)?.resolve(undefined)
@@ -553,6 +559,13 @@ export function defineRoster(api, platform) {
       }
     }
 
+    /** `executors` named ids the roster does not have: ignored (as the seed does), and said. */
+    #narrowWarnings(unknown, warnings) {
+      for (const warning of warnings ?? []) {
+        this.#event('warn', 'narrowIgnored', `roster: ${warning.message}`, { executors: unknown ?? [] })
+      }
+    }
+
     #event(level, name, message, fields = {}) {
       let time
       try {
@@ -590,12 +603,13 @@ export function defineRoster(api, platform) {
       }
     }
 
-    #timeoutError(request, pending, cause) {
+    #timeoutError(request, pending, cause, reasons) {
       return timedOut({
         request,
         role: pending.role,
         timeoutMs: pending.timeoutMs,
         label: pending.label,
+        reasons,
         report: pending.report,
         explanation: pending.input && this.#explainQuietly(pending.input),
         cause,
@@ -1143,20 +1157,14 @@ export function defineRoster(api, platform) {
       }
       const now = this.#now()
       const failure = failureFacts(error, { now })
-      const before = this.#exclusionOf(executor)
-      this.#step({ type: 'report', now, executor, failure })
-      const after = this.#exclusionOf(executor)
-      return after !== undefined && JSON.stringify(after) !== JSON.stringify(before) ? after : undefined
+      const outputs = this.#step({ type: 'report', now, executor, failure })
+      return exclusionFrom(outputs, executor)
     }
 
     /** The kind the core gives `error` with this roster's signals, reporting nothing: `{ kind, rule }`. */
     classify(error) {
       this.#checkOpen()
       return this.#policy.classify(failureFacts(error, { now: this.#now() }))
-    }
-
-    #exclusionOf(executor) {
-      return this.#policy.snapshot().executors.find((e) => e.id === executor)?.exclusion
     }
 
     /**
@@ -1192,14 +1200,18 @@ export function defineRoster(api, platform) {
      */
     async reload(document) {
       this.#checkOpen()
-      const next =
+      const { document: next, unknown, warnings } =
         document === undefined
-          ? await resolveDocument(this.#options, { reloading: true })
-          : await resolveDocument(
-              { ...this.#options, document, repoDocument: undefined, rosterPath: undefined, repoRosterPath: undefined },
-              { reloading: true },
-            )
+          ? await resolveDocument(this.#options)
+          : await resolveDocument({
+              ...this.#options,
+              document,
+              repoDocument: undefined,
+              rosterPath: undefined,
+              repoRosterPath: undefined,
+            })
       this.#checkOpen()
+      this.#narrowWarnings(unknown, warnings)
       this.#pendingDocument = next
       this.#step({ type: 'reload', now: this.#now(), document: next })
     }

@@ -62,18 +62,12 @@ export function explainReasons(explanation) {
 }
 
 /**
- * The seed's `RosterExhausted`: no executor outside `avoid` can ever serve the role.
- * `explanation` is the core's `explain` of the request at that moment, kept on the
- * error (and used for the message when the core's reasons name no executor).
+ * The seed's `RosterExhausted`: no executor outside `avoid` can ever serve the role,
+ * with the core's reasons (one per executor). `explanation` is the core's `explain`
+ * of the request at that moment, kept on the error.
  */
 export function exhausted(output, label, explanation) {
-  let reasons = output.reasons
-  // The core says "no executor in the roster takes this role" when every one that
-  // does is avoided or the pin excludes them: name them instead (see explain).
-  const holders = (explanation?.executors ?? []).filter((e) => !e.reasons.some((r) => r.startsWith('lacks the role')))
-  if (holders.length > 0 && reasons.length === 1 && reasons[0] === 'no executor in the roster takes this role') {
-    reasons = holders.map((e) => `${e.id}: ${e.reasons.join(', ')}`)
-  }
+  const reasons = output.reasons
   const error = new RotaError(
     'EXHAUSTED',
     `no executor can ever take ${output.role}${label === undefined ? '' : ` for ${label}`}: ${reasons.join('; ')}`,
@@ -85,16 +79,16 @@ export function exhausted(output, label, explanation) {
 
 /**
  * No executor took the request before its deadline (`timeoutMs`, or an
- * `AbortSignal.timeout()` signal: then `cause` is its reason). Says why: the request's
- * last waiting report and the core's `explain` of it at the deadline.
+ * `AbortSignal.timeout()` signal: then `cause` is its reason). Says why: the core's
+ * reasons at the deadline (its `timedOut` output), else (a signal's timeout, which the
+ * core does not see) the `explain` of the request then; and the last waiting report.
  */
-export function timedOut({ request, role, timeoutMs, label, report, explanation, cause }) {
-  const reasons = explainReasons(explanation)
-  const why = reasons.length > 0 ? reasons.join('; ') : report
+export function timedOut({ request, role, timeoutMs, label, reasons, report, explanation, cause }) {
+  const why = reasons ?? explainReasons(explanation)
   const error = new RotaError(
     'TIMEOUT',
-    `no executor took ${role}${label === undefined ? '' : ` for ${label}`}${timeoutMs === undefined ? '' : ` within ${timeoutMs} ms`}${why ? `: ${why}` : ''}`,
-    omitUndefined({ role, request, timeoutMs, reasons, report, explain: explanation }),
+    `no executor took ${role}${label === undefined ? '' : ` for ${label}`}${timeoutMs === undefined ? '' : ` within ${timeoutMs} ms`}${why.length > 0 ? `: ${why.join('; ')}` : report ? `: ${report}` : ''}`,
+    omitUndefined({ role, request, timeoutMs, reasons: why, report, explain: explanation }),
     cause === undefined ? undefined : { cause },
   )
   error.name = 'TimeoutError'

@@ -22,6 +22,8 @@ export const {
   validate,
   merge,
   narrow,
+  check,
+  redact,
   parseDuration,
   formatDuration,
   defaultOptions,

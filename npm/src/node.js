@@ -36,6 +36,8 @@ export const {
   validate,
   merge,
   narrow,
+  check,
+  redact,
   parseDuration,
   formatDuration,
   defaultOptions,

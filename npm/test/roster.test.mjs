@@ -311,7 +311,7 @@ test('report classifies real errors and returns the exclusion earned', async (t)
   assert.equal(roster.snapshot().executors[0].exclusion, undefined)
   // Expiry happens on the tick that passes it.
   clock.advance(60_000)
-  const back = nextEvent(roster, 'back', (e) => e.fields.executor === 'b')
+  const back = nextEvent(roster, 'back', (e) => e.fields.executors.includes('b'))
   roster.tick()
   await back
   assert.equal(roster.snapshot().executors[1].exclusion, undefined)
@@ -383,6 +383,35 @@ test('a narrowed roster stays narrowed across reloads, and a reload may drop a n
   assert.equal(roster.slots('coder'), 3)
   await roster.reload(document(executor('b'), executor('c')))
   assert.deepEqual(roster.executors.map((e) => e.id), ['b'])
+})
+
+test('narrowing with an unknown id ignores it, as the seed does, with a warning naming it', async (t) => {
+  const events = []
+  const roster = await create(document(executor('a'), executor('b')), {
+    executors: ['a', 'zz'],
+    onEvent: (e) => events.push(e),
+  })
+  t.after(() => roster.close())
+  assert.deepEqual(roster.executors.map((e) => e.id), ['a'])
+  const warning = events.find((e) => e.name === 'narrowIgnored')
+  assert.equal(warning?.level, 'warn')
+  assert.deepEqual(warning.fields.executors, ['zz'])
+  assert.match(warning.message, /executor 'zz' is not in the roster; narrowing ignores it/)
+})
+
+test('report returns the exclusion it put in force, from the core (the seed shape)', async (t) => {
+  const roster = await create(document(executor('a'), executor('b')))
+  t.after(() => roster.close())
+  assert.deepEqual(roster.report('a', { kind: 'authentication', message: 'expired' }), {
+    id: 'a',
+    kind: 'run',
+    reason: 'not signed in (expired)',
+  })
+  // A weaker one beside a run exclusion changes nothing: undefined.
+  assert.equal(roster.report('a', { kind: 'outage', message: 'ECONNREFUSED' }), undefined)
+  const until = roster.report('b', { kind: 'usageLimit', message: 'limit', retryAfterMs: 60_000 })
+  assert.equal(until.kind, 'until')
+  assert.equal(typeof until.until, 'number')
 })
 
 test('queries: snapshot, explain (hypothetical and waiting), occupy', async (t) => {

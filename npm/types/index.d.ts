@@ -269,7 +269,7 @@ export interface GrantedOutput {
 export type Output =
   | GrantedOutput
   | { type: 'exhausted'; request: string; role: Role; reasons: string[] }
-  | { type: 'timedOut'; request: string }
+  | { type: 'timedOut'; request: string; reasons: string[] }
   | { type: 'unavailable'; request: string }
   | { type: 'cancelled'; request: string }
   | { type: 'waiting'; request: string; role: Role; report: string; ahead: number }
@@ -505,6 +505,10 @@ export declare class Policy {
 
 /** Every violation of a document (empty when valid). */
 export declare function validate(document: unknown, kinds?: string[] | null): Violation[]
+/** `validate`'s violations and, beside them, warnings of a document that stays valid (a literal secret in `env`). */
+export declare function check(document: unknown, kinds?: string[] | null): { violations: Violation[]; warnings: Violation[] }
+/** The document with every `env` value that is not a `${VAR}` reference replaced by "[redacted]". */
+export declare function redact<D>(document: D): D
 /** A repository roster over the user's: same id replaces, `disabled: true` removes, new ids add. */
 export declare function merge(
   user: RosterDocument | null | undefined,
@@ -541,13 +545,15 @@ export declare function parseRetryAfter(value: string | number | null | undefine
 
 /**
  * The core's events by name, with their fields. Levels (as of this version): debug —
- * unavailable, failureIgnored, exclusionKept, probeIgnored, probeDown, released,
- * deletingMachine, preflightIgnored; warn — timedOut, exhausted, occupiedBeyondCapacity,
- * occupiedUnknown, excluded, provisionPaused, reloadRefused, machineDeleteFailed,
- * startFailed, and waiting for a pin the roster does not declare; info — the rest.
+ * a request's lifecycle (waiting, granted, creatingMachine, cancelled, unavailable,
+ * occupied, released) and failureIgnored, exclusionKept, probeIgnored, probeDown,
+ * deletingMachine, preflightIgnored; warn — timedOut, exhausted, roleOut,
+ * occupiedBeyondCapacity, occupiedUnknown, excluded, provisionPaused, reloadRefused,
+ * machineDeleteFailed, startFailed, and waiting for a pin the roster does not declare;
+ * info — the rest. `label` is the request's, when it has one.
  */
 export interface CoreEventFields {
-  unavailable: { request: string }
+  unavailable: { request: string; label?: string }
   waiting: {
     request: string
     role: Role
@@ -556,12 +562,14 @@ export interface CoreEventFields {
     positionSource: 'rank' | 'none'
     position?: number
     pin?: string
+    label?: string
   }
-  creatingMachine: { request: string; executor: string; role: Role; passed: number }
-  granted: { request: string; lease: number; executor: string; role: Role; passed: number }
-  cancelled: { request: string }
-  timedOut: { request: string }
-  exhausted: { request: string; role: Role }
+  creatingMachine: { request: string; executor: string; role: Role; passed: number; label?: string }
+  granted: { request: string; lease: number; executor: string; role: Role; passed: number; label?: string }
+  cancelled: { request: string; label?: string }
+  /** `reasons`: each executor's state at the deadline ("a busy", "b until …"). */
+  timedOut: { request: string; reasons: string[]; label?: string }
+  exhausted: { request: string; role: Role; label?: string }
   left: { executor: string }
   released: { executor: string; lease: number }
   deletingMachine: { executor: string; hold: unknown; lease: number }
@@ -576,7 +584,12 @@ export interface CoreEventFields {
   exclusionQueued: { executor: string; thenUntil: number }
   excluded: { executor: string; kind: ExclusionKind; reason: string; until?: number }
   exclusionChanged: { executor: string }
-  back: { executor: string }
+  /** Executors whose exclusions ended together: one event ("a, b back in the round"). */
+  back: { executors: string[] }
+  /** Every executor of `role` is out of the round; `nextBackAt` the earliest timed end, if any. */
+  roleOut: { role: Role; executors: string[]; nextBackAt?: number }
+  /** A role that had no executor in the round has `executor` back. */
+  roleBack: { role: Role; executor: string }
   resumed: { executor: string }
   probeIgnored: { executor: string }
   probeDown: { executor: string }
@@ -598,6 +611,8 @@ export interface CoreEventFields {
 
 /** The driver's own events (state store, probes, machines, watching): all warn but probeFailed (debug) and stateFileRecovered (info). */
 export interface DriverEventFields {
+  /** `executors` named ids the roster does not have: ignored (as the seed does). */
+  narrowIgnored: { executors: string[] }
   /** A state file (or storage key) rota cannot parse, set aside under `movedTo`; never overwritten. */
   stateFileCorrupt: { path?: string; key?: string; reason?: string; error?: string; movedTo?: string }
   /** A state file rota cannot read at all (permissions, a directory): left alone, writes kept and retried. */
@@ -829,7 +844,8 @@ export declare class Roster<R extends string = Role> implements AsyncDisposable 
   /** Records work already running on an executor after a restart. */
   occupy(executor: string, options?: { role?: R; hold?: unknown; id?: string }): Lease<R> | undefined
   /** Reports a failed call (a real error, or a `Failure`); returns the exclusion it earned. An unknown `kind` throws INVALID_INPUT. */
-  report(executor: string, error: unknown): ExclusionStatus | undefined
+  /** The exclusion the report put in force, in the seed's shape; undefined when it earned none or a stronger one stays. */
+  report(executor: string, error: unknown): Exclusion | undefined
   /** The kind the core gives `error` with this roster's signals; reports nothing. */
   classify(error: unknown): Classification
   exclude(executor: string, options?: ExcludeOptions): void

@@ -176,6 +176,21 @@ function showInEditor(v) {
 
 const KEY_ORDER = ['id', 'harness', 'model', 'kind', 'roles', 'slots', 'maxConcurrentAttempts', 'coderSlots', 'roleSlots', 'priority', 'health', 'baseUrl', 'cooldown', 'provision', 'flags', 'env', 'disabled']
 
+/**
+ * A trace to download, with every `env` literal redacted by the core (the document
+ * and each reload's): a trace is a file to share, and env values decide nothing, so it
+ * replays the same.
+ */
+function redactedTrace(trace) {
+  return {
+    ...trace,
+    document: rota.redact(trace.document),
+    steps: trace.steps.map((step) =>
+      step.input?.type === 'reload' ? { ...step, input: { ...step.input, document: rota.redact(step.input.document) } } : step,
+    ),
+  }
+}
+
 /** A document as JSON text with each executor's fields in a readable order (the core writes them sorted). */
 function documentText(doc) {
   const rank = (k) => (KEY_ORDER.includes(k) ? KEY_ORDER.indexOf(k) : KEY_ORDER.length)
@@ -1164,7 +1179,7 @@ function wire() {
 
   // traces
   $('#download-trace').addEventListener('click', () => {
-    const blob = new Blob([JSON.stringify(app.session.trace(), null, 1)], { type: 'application/json' })
+    const blob = new Blob([JSON.stringify(redactedTrace(app.session.trace()), null, 1)], { type: 'application/json' })
     const a = h('a', { href: URL.createObjectURL(blob), download: 'rota-session-trace.json' })
     document.body.append(a)
     a.click()

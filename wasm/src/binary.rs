@@ -55,7 +55,8 @@
 //! | 1 granted | request, lease (f64), executor, role, passed (u32), extras (u8: 1 occupied, 2 hold), hold? (JSON text) |
 //! | 2 waiting | request, role, report, ahead (u32) |
 //! | 3 event | level (u8: 0 debug, 1 info, 2 warn), name, message, count (u32), (key, value)* |
-//! | 4 cancelled, 5 timedOut, 6 unavailable | request |
+//! | 4 cancelled, 6 unavailable | request |
+//! | 5 timedOut | request, u32 count, reasons |
 //! | 7 exhausted | request, role, count (u32), reasons |
 //! | 8 probe | executor, url |
 //! | 9 createMachine | request, executor |
@@ -592,9 +593,13 @@ impl<'a> Writer<'a> {
                 self.byte(4);
                 self.str(request);
             }
-            Output::TimedOut { request } => {
+            Output::TimedOut { request, reasons } => {
                 self.byte(5);
                 self.str(request);
+                self.u32(reasons.len() as u32);
+                for reason in reasons {
+                    self.str(reason);
+                }
             }
             Output::Unavailable { request } => {
                 self.byte(6);

@@ -260,16 +260,40 @@ pub fn probe_is_up(status: u32) -> bool {
 pub fn validate(document: JsValue, kinds: JsValue) -> JsResult<JsValue> {
     let run = || -> Result<_, Error> {
         let document = read(&document, "the document")?;
-        let kinds = match read(&kinds, "kinds")? {
-            Value::Null => None,
-            other => Some(
-                from_value::<Vec<String>>(&other)
-                    .map_err(|_| invalid_input("kinds must be a list of strings".into()))?,
-            ),
-        };
+        let kinds = read_kinds(&kinds)?;
         Ok(rota_core::validate(&document, kinds.as_deref()))
     };
     to_js(&run().map_err(|e| to_js_error(&e))?)
+}
+
+/// `{ violations, warnings }`: `validate`'s violations, and beside them the warnings
+/// of a document that stays valid (a literal secret in `env`).
+#[wasm_bindgen]
+pub fn check(document: JsValue, kinds: JsValue) -> JsResult<JsValue> {
+    let run = || -> Result<_, Error> {
+        let document = read(&document, "the document")?;
+        let kinds = read_kinds(&kinds)?;
+        let check = rota_core::check(&document, kinds.as_deref());
+        Ok(serde_json::json!({ "violations": check.violations, "warnings": check.warnings }))
+    };
+    Ok(to_js_value(&run().map_err(|e| to_js_error(&e))?))
+}
+
+/// The document with every `env` value that is not a `${VAR}` reference replaced by
+/// `[redacted]`: for traces, logs and displays (env values decide nothing).
+#[wasm_bindgen]
+pub fn redact(document: JsValue) -> JsResult<JsValue> {
+    let document = read(&document, "the document").map_err(|e| to_js_error(&e))?;
+    Ok(to_js_value(&rota_core::secrets::redact(&document)))
+}
+
+fn read_kinds(kinds: &JsValue) -> Result<Option<Vec<String>>, Error> {
+    match read(kinds, "kinds")? {
+        Value::Null => Ok(None),
+        other => from_value::<Vec<String>>(&other)
+            .map(Some)
+            .map_err(|_| invalid_input("kinds must be a list of strings".into())),
+    }
 }
 
 /// A repository roster over the user's (either may be `null`). Throws
@@ -284,15 +308,22 @@ pub fn merge(user: JsValue, repo: JsValue) -> JsResult<JsValue> {
     Ok(to_js_value(&run().map_err(|e| to_js_error(&e))?))
 }
 
-/// Only the named executors; an empty list keeps all. Throws `INVALID_DOCUMENT`
-/// naming an id the document does not have.
+/// Only the named executors; an empty list keeps all: `{ document, unknown, warnings }`, a
+/// warning naming the ids the document does not have (ignored, as the seed does).
+/// Throws `INVALID_DOCUMENT` only for a document without an `executors` array.
 #[wasm_bindgen]
 pub fn narrow(document: JsValue, ids: JsValue) -> JsResult<JsValue> {
     let run = || -> Result<Value, Error> {
         let document = read(&document, "the document")?;
         let ids = read_strings(&ids, "ids")?;
-        rota_core::narrow(&document, &ids)
-            .map_err(|violations| Error::InvalidDocument { violations })
+        let narrowed = rota_core::narrow(&document, &ids)
+            .map_err(|violations| Error::InvalidDocument { violations })?;
+        let warnings: Vec<rota_core::Violation> = narrowed.warning().into_iter().collect();
+        Ok(serde_json::json!({
+            "document": narrowed.document,
+            "unknown": narrowed.unknown,
+            "warnings": warnings,
+        }))
     };
     Ok(to_js_value(&run().map_err(|e| to_js_error(&e))?))
 }

@@ -51,6 +51,10 @@ pub(super) enum EventName {
     Back,
     /// An operator resumed an executor.
     Resumed,
+    /// The last executor in the round for a role went out: nothing serves it now.
+    RoleOut,
+    /// A role that had no executor in the round has one again.
+    RoleBack,
     /// A rate limit was counted, short of an exclusion.
     RateLimited,
     /// A failure that takes no executor out of the round.
@@ -115,6 +119,8 @@ impl EventName {
             EventName::ExclusionChanged => "exclusionChanged",
             EventName::Back => "back",
             EventName::Resumed => "resumed",
+            EventName::RoleOut => "roleOut",
+            EventName::RoleBack => "roleBack",
             EventName::RateLimited => "rateLimited",
             EventName::FailureIgnored => "failureIgnored",
             EventName::ProbeDown => "probeDown",
@@ -160,6 +166,13 @@ impl Policy {
 
 pub(super) fn for_label(label: Option<&str>) -> String {
     label.map(|l| format!(" for {l}")).unwrap_or_default()
+}
+
+/// Adds a request's label to its event's fields, when it has one.
+pub(super) fn with_label(fields: &mut Vec<(&'static str, Value)>, label: Option<&str>) {
+    if let Some(label) = label {
+        fields.push(("label", Value::String(label.to_string())));
+    }
 }
 
 /// "1 running lease", "2 running leases".

@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::classify::{classify, excerpt, Classification};
-use crate::duration::format_duration;
+use crate::duration::format_seed_duration;
 use crate::protocol::{ExclusionKind, Failure, FailureKind, Level};
 use crate::sorted;
 use crate::time::{iso, Iso};
@@ -171,7 +171,7 @@ impl Policy {
         if let Some(ms) = failure.retry_after_ms.filter(|ms| *ms > 0) {
             return Some(self.new_exclusion(
                 ExclusionKind::Until,
-                format!("rate limited; retry after {}", format_duration(ms)),
+                format!("rate limited; retry after {}", format_seed_duration(ms)),
                 Some(now.saturating_add(ms)),
             ));
         }
@@ -179,7 +179,10 @@ impl Policy {
             let until = now.saturating_add(self.roster.executors[e].spec.cooldown.rate_limit_ms);
             return Some(self.new_exclusion(
                 ExclusionKind::Until,
-                format!("{count} rate limits within {}", format_duration(window)),
+                format!(
+                    "{count} rate limits within {}",
+                    format_seed_duration(window)
+                ),
                 Some(until),
             ));
         }
@@ -188,7 +191,7 @@ impl Policy {
             EventName::RateLimited,
             format!(
                 "{id} hit a rate limit ({count} of {threshold} within {})",
-                format_duration(window)
+                format_seed_duration(window)
             ),
             vec![("executor", json!(id)), ("count", json!(count))],
         );
@@ -319,7 +322,12 @@ impl Policy {
             self.persistence.touch(e);
         }
         let back = exclusion.is_none();
+        // In or out of the round changed: it came back, or it was in and is out now.
+        let round_changed = old.is_some() == back;
         self.roster.executors[e].runtime.exclusion = exclusion;
+        if round_changed {
+            self.count_in_round(e, back);
+        }
         self.probe_wait(e);
         self.roster.ready_up(e);
         if was_run != is_run {
@@ -348,67 +356,184 @@ impl Policy {
         }
     }
 
-    /// An exclusion's time has come (or its health check answered): the timed one
-    /// it shadowed takes over if still in the future, else the executor is back.
-    pub(super) fn end_exclusion(&mut self, e: usize, at: u64, answered: bool) {
-        let Some(exclusion) = self.roster.executors[e].runtime.exclusion.clone() else {
-            debug_assert!(false, "end_exclusion: an exclusion ends only where one is");
+    /// Exclusions whose time has come together (or a health check that answered):
+    /// for each, the timed one it shadowed takes over if still in the future, else
+    /// the executor is back. The executors back are announced in one event, as the
+    /// seed does ("a, b back in the round").
+    pub(super) fn end_exclusions(&mut self, ended: &[usize], at: u64, answered: bool) {
+        let mut back = Vec::new();
+        for &e in ended {
+            let Some(exclusion) = self.roster.executors[e].runtime.exclusion.clone() else {
+                debug_assert!(false, "end_exclusions: an exclusion ends only where one is");
+                continue;
+            };
+            match exclusion.then.clone().filter(|(end, _)| *end > at) {
+                Some((end, reason)) => self.take_over(e, &exclusion, end, reason, None),
+                None => back.push(e),
+            }
+        }
+        if back.is_empty() {
             return;
+        }
+        let ids: Vec<String> = back
+            .iter()
+            .map(|&e| self.roster.executors[e].spec.id.clone())
+            .collect();
+        let message = if answered {
+            format!(
+                "{} answers its health check again; back in the round",
+                ids.join(", ")
+            )
+        } else {
+            format!("{} back in the round", ids.join(", "))
         };
-        let id = self.roster.executors[e].spec.id.clone();
-        match exclusion.then.clone().filter(|(end, _)| *end > at) {
-            Some((end, reason)) => {
-                let next = ActiveExclusion {
-                    kind: ExclusionKind::Until,
-                    reason,
-                    until: Some(end),
-                    since: exclusion.since,
-                    then: None,
-                };
-                let message = format!(
-                    "{id}'s {} exclusion ended; it stays out of the round {}",
-                    kind_name(exclusion.kind),
-                    Described(&next)
-                );
-                self.set_exclusion(e, Some(next));
-                self.event(
-                    Level::Info,
-                    EventName::ExclusionChanged,
-                    message,
-                    vec![("executor", json!(id))],
-                );
-            }
-            None => {
-                self.set_exclusion(e, None);
-                let message = if answered {
-                    format!("{id} answers its health check again; back in the round")
-                } else {
-                    format!("{id} back in the round")
-                };
-                self.event(
-                    Level::Info,
-                    EventName::Back,
-                    message,
-                    vec![("executor", json!(id))],
-                );
-            }
+        self.event(
+            Level::Info,
+            EventName::Back,
+            message,
+            vec![("executors", json!(ids))],
+        );
+        for e in back {
+            self.set_exclusion(e, None);
         }
     }
 
+    /// The timed exclusion that `ended` shadowed takes over on `e`.
+    fn take_over(
+        &mut self,
+        e: usize,
+        ended: &ActiveExclusion,
+        end: u64,
+        reason: String,
+        resumed: Option<&str>,
+    ) {
+        let id = self.roster.executors[e].spec.id.clone();
+        let next = ActiveExclusion {
+            kind: ExclusionKind::Until,
+            reason,
+            until: Some(end),
+            since: ended.since,
+            then: None,
+        };
+        let (name, message) = match resumed {
+            Some(executor) => (
+                EventName::Resumed,
+                format!(
+                    "{executor} resumed; it stays out of the round {}",
+                    Described(&next)
+                ),
+            ),
+            None => (
+                EventName::ExclusionChanged,
+                format!(
+                    "{id}'s {} exclusion ended; it stays out of the round {}",
+                    kind_name(ended.kind),
+                    Described(&next)
+                ),
+            ),
+        };
+        self.set_exclusion(e, Some(next));
+        self.event(Level::Info, name, message, vec![("executor", json!(id))]);
+    }
+
+    /// An operator's resume: it ends a manual pause, and a timed exclusion the
+    /// pause shadowed takes over if it has not ended (issue 17: a 429 queued under
+    /// a pause must still hold after the resume). Any other exclusion it ends, as
+    /// the seed's `resume` does.
     pub(super) fn resume(&mut self, executor: &str) {
         let Some(e) = self.roster.index.get(executor) else {
             debug_assert!(false, "resume: the executor was checked");
             return;
         };
-        if self.roster.executors[e].runtime.exclusion.is_none() {
+        let Some(exclusion) = self.roster.executors[e].runtime.exclusion.clone() else {
+            return;
+        };
+        let shadowed = exclusion
+            .then
+            .clone()
+            .filter(|(end, _)| exclusion.kind == ExclusionKind::Manual && *end > self.now);
+        if let Some((end, reason)) = shadowed {
+            self.take_over(e, &exclusion, end, reason, Some(executor));
             return;
         }
-        self.set_exclusion(e, None);
         self.event(
             Level::Info,
             EventName::Resumed,
             format!("{executor} resumed"),
             vec![("executor", json!(executor))],
+        );
+        self.set_exclusion(e, None);
+    }
+
+    /// Executor `e` left the round (`back` false) or came back to it: the count of
+    /// each of its roles changes, and a role that loses its last executor, or gets
+    /// its first back, says so.
+    fn count_in_round(&mut self, e: usize, back: bool) {
+        let roles: Vec<usize> = self.roster.executors[e]
+            .role_indexes
+            .iter()
+            .copied()
+            .filter(|&r| self.roster.executors[e].counts_for(r))
+            .collect();
+        for r in roles {
+            let count = &mut self.roster.roles.in_round[r];
+            if back {
+                *count += 1;
+                if *count == 1 {
+                    self.role_back(r, e);
+                }
+            } else {
+                debug_assert!(*count > 0, "in-round count of role {r}");
+                *count = count.saturating_sub(1);
+                if *count == 0 {
+                    self.role_out(r);
+                }
+            }
+        }
+    }
+
+    /// Every executor of role `r` is out of the round: a warning, with when the
+    /// first comes back (the earliest timed end; health checks and operators may
+    /// bring one back sooner).
+    fn role_out(&mut self, r: usize) {
+        let members: Vec<usize> = self.roster.roles.members[r]
+            .iter()
+            .copied()
+            .filter(|&e| self.roster.executors[e].counts_for(r))
+            .collect();
+        let ids: Vec<&str> = members
+            .iter()
+            .map(|&e| self.roster.executors[e].spec.id.as_str())
+            .collect();
+        let next = members
+            .iter()
+            .filter_map(|&e| self.roster.executors[e].runtime.exclusion.as_ref()?.end())
+            .min();
+        let role = self.role_name(r).to_string();
+        let mut message = format!(
+            "no executor takes {role} now: every one is out of the round ({})",
+            ids.join(", ")
+        );
+        match next {
+            Some(t) => message.push_str(&format!("; the first is back at {}", iso(t))),
+            None => message.push_str("; none is back at a set time"),
+        }
+        let mut fields = vec![("executors", json!(ids)), ("role", json!(role))];
+        if let Some(t) = next {
+            fields.insert(0, ("nextBackAt", json!(t)));
+        }
+        self.event(Level::Warn, EventName::RoleOut, message, fields);
+    }
+
+    /// Role `r` had no executor in the round, and `e` is back.
+    fn role_back(&mut self, r: usize, e: usize) {
+        let id = self.roster.executors[e].spec.id.clone();
+        let role = self.role_name(r).to_string();
+        self.event(
+            Level::Info,
+            EventName::RoleBack,
+            format!("{id} is back: {role} has an executor in the round again"),
+            vec![("executor", json!(id)), ("role", json!(role))],
         );
     }
 }

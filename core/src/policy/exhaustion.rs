@@ -122,16 +122,60 @@ impl Policy {
                 None => vec![format!("{pin} is not in the roster")],
             };
         }
-        let reasons: Vec<String> = self.roster.roles.members[r]
+        let members = &self.roster.roles.members[r];
+        let reasons: Vec<String> = members
             .iter()
             .filter(|&&e| !req.avoids(&self.roster.executors[e].spec.id))
             .map(|&e| self.unavailable_reason(e, r))
             .collect();
-        if reasons.is_empty() {
+        if !reasons.is_empty() {
+            reasons
+        } else if members.is_empty() {
             vec!["no executor in the roster takes this role".to_string()]
         } else {
-            reasons
+            // Every executor with the role is avoided: name them, as `explain` does.
+            members
+                .iter()
+                .map(|&e| {
+                    format!(
+                        "{}: avoided by the request",
+                        self.roster.executors[e].spec.id
+                    )
+                })
+                .collect()
         }
+    }
+
+    /// Why a request reached its deadline: the state of each executor its waiting
+    /// report names, as at the deadline (a long list ends "and N more").
+    pub(super) fn timed_out_reasons(&self, req: &Request) -> Vec<String> {
+        const SHOWN: usize = 10;
+        let Some(r) = self.roster.request_role(req) else {
+            return vec![format!(
+                "the roster no longer has the role {}",
+                self.roster.request_role_name(req)
+            )];
+        };
+        if let Some(pin) = req.pin() {
+            return vec![match self.roster.index.get(pin) {
+                None => format!("{pin} not in the roster"),
+                Some(e) => self.executor_state(e, r),
+            }];
+        }
+        let members: Vec<usize> = self.roster.roles.members[r]
+            .iter()
+            .copied()
+            .filter(|&e| !req.avoids(&self.roster.executors[e].spec.id))
+            .collect();
+        let mut reasons: Vec<String> = members
+            .iter()
+            .take(SHOWN)
+            .map(|&e| self.executor_state(e, r))
+            .collect();
+        if members.len() > SHOWN {
+            reasons.push(format!("and {} more", members.len() - SHOWN));
+        }
+        reasons
     }
 
     pub(super) fn unavailable_reason(&self, e: usize, r: usize) -> String {

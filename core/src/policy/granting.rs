@@ -7,8 +7,8 @@ use crate::error::Error;
 use crate::protocol::{LeaseRequest, Level, Output};
 use crate::sorted;
 
-use super::events::for_label;
 use super::events::EventName;
+use super::events::{for_label, with_label};
 use super::keys::{order_key, OrderKey};
 use super::queue::{request_extra, Creating, Ending, Request};
 use super::Policy;
@@ -95,15 +95,17 @@ impl Policy {
 
     /// Ends a `tryLease` that found no free slot.
     pub(super) fn unavailable(&mut self, id: &str, r: usize) {
-        self.queue.requests.remove(id);
+        let req = self.queue.requests.remove(id);
         self.outputs.push_back(Output::Unavailable {
             request: id.to_string(),
         });
+        let mut fields = vec![("request", json!(id))];
+        with_label(&mut fields, req.as_ref().and_then(Request::label));
         self.event(
             Level::Debug,
             EventName::Unavailable,
             format!("no free executor takes {} now", self.role_name(r)),
-            vec![("request", json!(id))],
+            fields,
         );
     }
 
@@ -227,19 +229,21 @@ impl Policy {
                 executor: executor_id.clone(),
             });
             let role = self.role_name(r).to_string();
+            let mut fields = vec![
+                ("executor", json!(executor_id)),
+                ("passed", json!(passed)),
+                ("request", json!(id)),
+                ("role", json!(role)),
+            ];
+            with_label(&mut fields, label.as_deref());
             self.event(
-                Level::Info,
+                Level::Debug,
                 EventName::CreatingMachine,
                 format!(
                     "{executor_id} takes {role}{} in lease order; creating its machine",
                     for_label(label.as_deref())
                 ),
-                vec![
-                    ("request", json!(id)),
-                    ("executor", json!(executor_id)),
-                    ("role", json!(role)),
-                    ("passed", json!(passed)),
-                ],
+                fields,
             );
             return;
         }

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use crate::protocol::{Level, Output};
 
-use super::events::EventName;
+use super::events::{with_label, EventName};
 use super::keys::ByName;
 use super::queue::Request;
 use super::Policy;
@@ -219,7 +219,7 @@ impl Policy {
         });
         // The hot path of every grant: nothing is built for a filtered event, the
         // message without `format!`, the fields in key order.
-        if Level::Info >= self.options.min_event_level {
+        if Level::Debug >= self.options.min_event_level {
             let mut message = String::with_capacity(
                 executor_id.len() + role.len() + label.as_ref().map_or(0, |l| l.len() + 5) + 27,
             );
@@ -233,18 +233,15 @@ impl Policy {
             if hold.is_some() {
                 message.push_str(" with a new machine");
             }
-            self.event(
-                Level::Info,
-                EventName::Granted,
-                message,
-                vec![
-                    ("executor", Value::String(executor_id.clone())),
-                    ("lease", Value::from(lease)),
-                    ("passed", Value::from(passed)),
-                    ("request", Value::String(id.clone())),
-                    ("role", Value::String(role.clone())),
-                ],
-            );
+            let mut fields = vec![
+                ("executor", Value::String(executor_id.clone())),
+                ("lease", Value::from(lease)),
+                ("passed", Value::from(passed)),
+                ("request", Value::String(id.clone())),
+                ("role", Value::String(role.clone())),
+            ];
+            with_label(&mut fields, label.as_deref());
+            self.event(Level::Debug, EventName::Granted, message, fields);
         }
         self.leases.open(
             lease,
@@ -461,7 +458,7 @@ impl Policy {
                 ];
                 if busy <= slots {
                     self.event(
-                        Level::Info,
+                        Level::Debug,
                         EventName::Occupied,
                         format!("work that already runs on {executor} occupies a slot ({busy} of {slots})"),
                         fields,

@@ -49,7 +49,11 @@ impl Policy {
             if expired {
                 continue;
             }
-            let exclusion = self.exclusion_of_kind(e, x.kind, x.reason, x.until);
+            let mut exclusion = self.exclusion_of_kind(e, x.kind, x.reason, x.until);
+            if exclusion.kind == ExclusionKind::Health {
+                // The seed's `until` of a health entry is when it was reported.
+                exclusion.since = x.until.map_or(now, |t| t.min(now));
+            }
             self.exclude(e, exclusion);
         }
         // What was just read is what the file holds: no write for a restore.
@@ -73,11 +77,16 @@ impl Policy {
             return None;
         }
         let exclusion = x.runtime.exclusion.as_ref()?;
+        let until = match exclusion.kind {
+            // As the seed writes it: `until` is the report's time (its first probe).
+            ExclusionKind::Health => Some(exclusion.since),
+            _ => exclusion.end(),
+        };
         (exclusion.kind != ExclusionKind::Run).then(|| Exclusion {
             id: x.spec.id.clone(),
             reason: exclusion.reason.clone(),
             kind: exclusion.kind,
-            until: exclusion.end(),
+            until,
         })
     }
 

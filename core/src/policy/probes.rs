@@ -160,7 +160,7 @@ impl Policy {
         }
         self.roster.executors[e].runtime.probe_in_flight = false;
         if up {
-            self.end_exclusion(e, self.now, true);
+            self.end_exclusions(&[e], self.now, true);
         } else {
             self.roster.executors[e].runtime.last_probe_at = Some(self.now);
             self.probe_wait(e);

@@ -8,8 +8,8 @@ use crate::protocol::{Level, Output};
 use crate::sorted::{self, StrMap};
 
 use super::avoid::{Avoid, NO_AVOID};
-use super::events::for_label;
 use super::events::EventName;
+use super::events::{for_label, with_label};
 use super::keys::{key_parts, ByName, Index, Key, OrderKey};
 use super::roster::RoleTable;
 use super::Policy;
@@ -491,7 +491,7 @@ impl Policy {
             }
             message.push_str(&format!(": {report}"));
             // A pin to an executor the roster does not declare waits at warn (the seed).
-            let mut level = Level::Info;
+            let mut level = Level::Debug;
             if let Some(pin) = &pin {
                 if !self.roster.index.contains_key(pin) {
                     level = Level::Warn;
@@ -517,6 +517,7 @@ impl Policy {
             if let Some(pin) = &pin {
                 fields.push(("pin", json!(pin)));
             }
+            with_label(&mut fields, label.as_deref());
             self.event(level, EventName::Waiting, message, fields);
         }
     }
@@ -650,37 +651,40 @@ impl Policy {
             }
         }
         let role = self.roster.request_role_name(&req).to_string();
+        let mut fields = vec![("request", json!(id))];
+        with_label(&mut fields, req.label());
         match ending {
             Ending::Cancelled => {
                 self.outputs.push_back(Output::Cancelled {
                     request: id.to_string(),
                 });
                 self.event(
-                    Level::Info,
+                    Level::Debug,
                     EventName::Cancelled,
                     format!(
                         "the request for {role}{} stopped waiting",
                         for_label(req.label())
                     ),
-                    vec![("request", json!(id))],
+                    fields,
                 );
             }
             Ending::TimedOut => {
+                let reasons = self.timed_out_reasons(&req);
+                let message = format!(
+                    "no executor took {role}{} before its deadline: {}",
+                    for_label(req.label()),
+                    reasons.join("; ")
+                );
+                fields.push(("reasons", json!(reasons)));
                 self.outputs.push_back(Output::TimedOut {
                     request: id.to_string(),
+                    reasons,
                 });
-                self.event(
-                    Level::Warn,
-                    EventName::TimedOut,
-                    format!(
-                        "no executor took {role}{} before its deadline",
-                        for_label(req.label())
-                    ),
-                    vec![("request", json!(id))],
-                );
+                self.event(Level::Warn, EventName::TimedOut, message, fields);
             }
             Ending::Exhausted => {
                 let reasons = self.exhausted_reasons(&req);
+                fields.push(("role", json!(role)));
                 self.event(
                     Level::Warn,
                     EventName::Exhausted,
@@ -689,7 +693,7 @@ impl Policy {
                         for_label(req.label()),
                         reasons.join("; ")
                     ),
-                    vec![("request", json!(id)), ("role", json!(role))],
+                    fields,
                 );
                 self.outputs.push_back(Output::Exhausted {
                     request: id.to_string(),

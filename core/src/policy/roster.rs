@@ -116,6 +116,17 @@ impl Executor {
                 .as_ref()
                 .is_none_or(|x| x.kind != ExclusionKind::Run)
     }
+
+    /// It takes role `r` and is not out of the round (busy or not).
+    pub(super) fn in_round(&self, r: usize) -> bool {
+        self.counts_for(r) && self.runtime.exclusion.is_none()
+    }
+
+    /// It counts among the executors of role `r` at all: declared (not draining)
+    /// and with a slot for it.
+    pub(super) fn counts_for(&self, r: usize) -> bool {
+        !self.draining && self.caps.get(r).copied().unwrap_or(0) > 0
+    }
 }
 
 /// Executor ids to their index in `Roster::executors`.
@@ -150,6 +161,9 @@ pub(super) struct RoleTable {
     pub(super) overlap: Vec<Vec<usize>>,
     /// Per document role: executors that can ever serve it (`Executor::servable`).
     pub(super) servable: Vec<u32>,
+    /// Per document role: executors in the round for it (`Executor::in_round`); a
+    /// role whose count falls to 0 is out (`roleOut`) until one comes back.
+    pub(super) in_round: Vec<u32>,
 }
 
 impl RoleTable {
@@ -189,11 +203,15 @@ impl RoleTable {
     fn derive(&mut self, executors: &[Executor], roles: usize) {
         self.members = vec![Vec::new(); roles];
         self.servable = vec![0; roles];
+        self.in_round = vec![0; roles];
         for (e, x) in executors.iter().enumerate() {
             for &r in &x.role_indexes {
                 self.members[r].push(e);
                 if x.servable(r) {
                     self.servable[r] += 1;
+                }
+                if x.in_round(r) {
+                    self.in_round[r] += 1;
                 }
             }
         }

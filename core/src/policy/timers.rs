@@ -64,9 +64,11 @@ impl Policy {
             .next_timer(Timers::Expiries)
             .filter(|&(at, _)| at <= self.now)
         {
+            let mut ended = Vec::new();
             while let Some(e) = self.exclusions.pop_due(at) {
-                self.end_exclusion(e, at, false);
+                ended.push(e);
             }
+            self.end_exclusions(&ended, at, false);
             while let Some(e) = self.provisioning.pop_due_pause(at) {
                 self.end_pause(e);
             }

@@ -155,7 +155,7 @@ impl Outs {
 
     pub fn timed_out(&self) -> Vec<String> {
         self.requests_of(|o| match o {
-            Output::TimedOut { request } => Some(request.clone()),
+            Output::TimedOut { request, .. } => Some(request.clone()),
             _ => None,
         })
     }

@@ -170,7 +170,7 @@ test('state in localStorage survives a new roster; a corrupt entry is moved asid
     first.exclude('a', { reason: 'maintenance' })
     await first.idle()
     const saved = JSON.parse(localStorage.getItem('rota')).value
-    const back = new Promise((resolve) => first.on('event', (e) => e.name === 'back' && resolve(e.fields.executor)))
+    const back = new Promise((resolve) => first.on('event', (e) => e.name === 'back' && resolve(e.fields.executors[0])))
     first.report('b', Object.assign(new Error('502: backend is unhealthy'), { status: 502 }))
     const cameBack = await back
     await first.close()
