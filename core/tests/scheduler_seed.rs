@@ -1463,7 +1463,13 @@ fn merge_and_narrow_read_the_schedulers_workers_by_name() {
         json!({ "workers": [{ "name": "a", "kind": "docker" }, { "name": "c" }] })
     );
     let narrowed = rota_core::narrow(&merged, &[s("c")]).expect("narrowed");
-    assert_eq!(narrowed, json!({ "workers": [{ "name": "c" }] }));
+    assert_eq!(narrowed.document, json!({ "workers": [{ "name": "c" }] }));
+    assert!(narrowed.unknown.is_empty());
+    let typo = rota_core::narrow(&merged, &[s("c"), s("zz")]).expect("narrowed");
+    assert_eq!(typo.unknown, vec![s("zz")]);
+    let warning = typo.warning().expect("a warning names the unknown id");
+    assert_eq!(warning.path, "workers");
+    assert!(warning.message.contains("'zz'"), "{}", warning.message);
     let mixed = rota_core::merge(&doc(vec![coder("a", json!({}))]), &repo).expect_err("mixed");
     assert_eq!(mixed[0].path, "repo.workers");
 }

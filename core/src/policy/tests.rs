@@ -245,6 +245,7 @@ fn time_arithmetic_saturates_with_options_at_u64_max() {
             now,
             id: "m".into(),
             message: "quota".into(),
+            reason: None,
         },
         Input::Report {
             now,
