@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::document::Violation;
+use crate::error::Violation;
 
 /// What a redacted `env` value reads as.
 pub const REDACTED: &str = "[redacted]";

@@ -17,9 +17,11 @@ const LAYERS: &[&[&str]] = &[
     &["policy"],
     // What the policy reads and answers: the document, inputs and outputs, queries'
     // shapes, failure classification, errors.
-    // The state file's rule (parse, merge, render) reads protocol's exclusions.
+    // The state file's rule (parse, merge, render) reads protocol's exclusions; the
+    // secrets rule (warnings, redaction) reads documents as JSON.
     &[
         "document",
+        "secrets",
         "status",
         "protocol",
         "classify",

@@ -504,15 +504,19 @@ fn verbose_simulate_logs_the_core_events_in_virtual_time() {
     let out = rota(&["-v", "simulate", "--hours", "0.5", "-q"]);
     assert_eq!(out.status.code(), Some(0));
     let stderr = text(&out.stderr);
-    let granted = stderr
+    // -v is info and up: an exclusion, not a request's lifecycle (debug).
+    let excluded = stderr
         .lines()
-        .find(|l| l.contains("rota::core") && l.contains("name=granted"))
-        .unwrap_or_else(|| panic!("a granted event: {stderr}"));
-    assert!(granted.contains("at=2026-01-01T00:"), "{granted}");
-    assert!(granted.contains("executor="), "its own key: {granted}");
+        .find(|l| l.contains("rota::core") && l.contains("name=excluded"))
+        .unwrap_or_else(|| panic!("an excluded event: {stderr}"));
+    assert!(excluded.contains("at=2026-01-01T00:"), "{excluded}");
+    assert!(excluded.contains("executor="), "its own key: {excluded}");
+    assert!(!stderr.contains("name=granted"), "grants only at -vv");
     assert!(!stderr.contains("rota::sim: input"), "inputs only at -vv");
     let out = rota(&["-vv", "simulate", "--hours", "0.1", "-q"]);
-    assert!(text(&out.stderr).contains("input="));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("input="), "{stderr}");
+    assert!(stderr.contains("name=granted"), "{stderr}");
 }
 
 #[test]
