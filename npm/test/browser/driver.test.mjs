@@ -150,7 +150,7 @@ test('the Roster driver in Chromium: fair queue, AbortSignal, timeoutMs, events'
     timedOut: 'TIMEOUT',
     tryNothing: true,
     available: 2,
-    events: ['cancelled', 'granted', 'timedOut', 'unavailable', 'waiting'],
+    events: ['cancelled', 'granted', 'released', 'timedOut', 'unavailable', 'waiting'],
   })
   assert.deepEqual(errors, [])
 })
