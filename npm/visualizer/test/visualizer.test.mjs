@@ -126,7 +126,7 @@ describe('the visualizer', () => {
     await click(page, '[data-failure="rateLimit"]')
     const badge = '.exec[data-executor="codex"] .badge.excl[data-kind="until"]'
     await page.waitForSelector(badge)
-    assert.match(await page.textContent(badge), /until\s+3 rate limits within 10 minutes · back in 10m 00s/)
+    assert.match(await page.textContent(badge), /until\s+3 rate limits within 10m · back in 10m 00s/)
     await page.waitForSelector('#log li[data-name="excluded"]')
     await page.waitForSelector('#log li[data-effect="persist"]')
     await b.shot('02-rate-limit-exclusion')
