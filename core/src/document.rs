@@ -198,22 +198,6 @@ pub fn validate(value: &Value, kinds: Option<&[String]>) -> Vec<Violation> {
     }
 }
 
-/// A document's violations and, beside them, its warnings: things a valid
-/// document should not do (a literal secret in `env`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct Check {
-    pub violations: Vec<Violation>,
-    pub warnings: Vec<Violation>,
-}
-
-/// `validate`, and the warnings of a document that may well be valid.
-pub fn check(value: &Value, kinds: Option<&[String]>) -> Check {
-    Check {
-        violations: validate(value, kinds),
-        warnings: crate::secrets::warnings(value),
-    }
-}
-
 /// A narrowed document, and a warning naming the ids it ignored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Narrowed {

@@ -185,9 +185,7 @@ mod time;
 pub mod write;
 
 pub use classify::{classify, probe_is_up, Classification, Rule, Signals};
-pub use document::{
-    check, merge, narrow, validate, Check, Document, ExecutorSpec, Narrowed, Violation,
-};
+pub use document::{merge, narrow, validate, Document, ExecutorSpec, Narrowed, Violation};
 pub use duration::{format_duration, format_seed_duration, parse_duration};
 pub use error::Error;
 pub use policy::Policy;
@@ -195,6 +193,7 @@ pub use protocol::{
     Choice, Exclusion, ExclusionKind, ExplainRequest, Failure, FailureKind, Fields, Input,
     LeaseRequest, Level, Options, Output, PersistedState, Unservable,
 };
+pub use secrets::{check, Check};
 pub use sorted::SortedMap;
 pub use status::{Explanation, Plan, Snapshot};
 pub use time::iso as iso_time;

@@ -4,9 +4,10 @@
 //! document leaves the process (traces, the visualizer): env values decide nothing,
 //! so a redacted document replays to the same outputs.
 
+use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::Violation;
+use crate::document::{validate, Violation};
 
 /// What a redacted `env` value reads as.
 pub const REDACTED: &str = "[redacted]";
@@ -120,6 +121,22 @@ fn high_entropy(value: &str) -> bool {
         })
         .sum();
     entropy >= 3.5
+}
+
+/// A document's violations and, beside them, its warnings: things a valid
+/// document should not do (a literal secret in `env`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Check {
+    pub violations: Vec<Violation>,
+    pub warnings: Vec<Violation>,
+}
+
+/// `validate`, and the warnings of a document that may well be valid.
+pub fn check(value: &Value, kinds: Option<&[String]>) -> Check {
+    Check {
+        violations: validate(value, kinds),
+        warnings: warnings(value),
+    }
 }
 
 /// The executors of a document, with their index (for paths).

@@ -13,15 +13,14 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     // The JSON step every host calls.
     &["json"],
-    // The state machine.
-    &["policy"],
+    // The state machine; beside it, literal secrets in `env` (warnings next to
+    // `validate`'s violations, redaction), which read the document too.
+    &["policy", "secrets"],
     // What the policy reads and answers: the document, inputs and outputs, queries'
     // shapes, failure classification, errors.
-    // The state file's rule (parse, merge, render) reads protocol's exclusions; the
-    // secrets rule (warnings, redaction) reads documents as JSON.
+    // The state file's rule (parse, merge, render) reads protocol's exclusions.
     &[
         "document",
-        "secrets",
         "status",
         "protocol",
         "classify",

@@ -18,10 +18,11 @@ use wasmtime::{Config, Engine, InstancePre, Linker, Module, Store, StoreLimits};
 use crate::error::{HostError, Result};
 use crate::guest::{Guest, GuestState};
 
-/// The ABI this host speaks: major 1, minor 1 (`rota_state_file`) or later.
+/// The ABI this host speaks: major 1, minor 2 (`rota_check`) or later.
 pub const ABI_MAJOR: u32 = 1;
-/// The lowest ABI minor version this host accepts (1: `rota_state_file`).
-pub const ABI_MINOR: u32 = 1;
+/// The lowest ABI minor version this host accepts (1: `rota_state_file`, 2:
+/// `rota_check`).
+pub const ABI_MINOR: u32 = 2;
 
 /// The policy module `make wasm` built, when it had been built at compile time.
 #[cfg(rota_policy_bundled)]
@@ -588,6 +589,23 @@ impl PolicyModule {
             .map_err(|e| HostError::Abi(format!("rota_validate: {e}")))
     }
 
+    /// `validate`'s violations and the warnings beside them (a literal secret in
+    /// `env`), by this module's rules (`rota_check`).
+    pub fn check(
+        &self,
+        document: &serde_json::Value,
+        options: &serde_json::Value,
+    ) -> Result<rota_core::Check> {
+        let mut guest = self.instantiate()?;
+        let result = guest
+            .check(
+                document.to_string().as_bytes(),
+                options.to_string().as_bytes(),
+            )
+            .map_err(|e| e.into_host("rota_check"))?;
+        check_of(result)
+    }
+
     /// A fresh instance in a fresh store.
     pub fn instantiate(&self) -> Result<Guest> {
         let mut store = self.inner.engine.new_store()?;
@@ -601,6 +619,25 @@ impl PolicyModule {
             })?;
         Guest::new(self.clone(), store, instance)
     }
+}
+
+/// A `rota_check` answer as a [`rota_core::Check`].
+pub(crate) fn check_of(mut result: serde_json::Value) -> Result<rota_core::Check> {
+    if let Some(error) = result.get("error") {
+        return Err(HostError::from_policy_json(error));
+    }
+    let mut list = |key: &str| -> Result<Vec<rota_core::Violation>> {
+        let value = result
+            .get_mut("ok")
+            .and_then(|ok| ok.get_mut(key))
+            .map(serde_json::Value::take)
+            .unwrap_or_default();
+        serde_json::from_value(value).map_err(|e| HostError::Abi(format!("rota_check: {key}: {e}")))
+    };
+    Ok(rota_core::Check {
+        violations: list("violations")?,
+        warnings: list("warnings")?,
+    })
 }
 
 #[cfg(test)]

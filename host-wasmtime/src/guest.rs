@@ -50,6 +50,8 @@ struct Funcs {
     validate: TypedFunc<(u32, u32, u32, u32), u64>,
     /// ABI minor 1; a module without it is refused by its version.
     state_file: Option<TypedFunc<(u32, u32), u64>>,
+    /// ABI minor 2; a module without it is refused by its version.
+    check: Option<TypedFunc<(u32, u32, u32, u32), u64>>,
 }
 
 /// A buffer in guest memory that the host reuses for its arguments.
@@ -109,6 +111,7 @@ impl Guest {
             export: typed(&instance, &mut store, "rota_export")?,
             validate: typed(&instance, &mut store, "rota_validate")?,
             state_file: typed(&instance, &mut store, "rota_state_file").ok(),
+            check: typed(&instance, &mut store, "rota_check").ok(),
         };
         module.engine().arm(&mut store)?;
         let abi_version = version
@@ -246,6 +249,23 @@ impl Guest {
         let (dp, dl) = self.write(0, document)?;
         let (op, ol) = self.write(1, options)?;
         let packed = self.call(|f| &f.validate, (dp, dl, op, ol))?;
+        self.read(packed)
+    }
+
+    /// `rota_check` (ABI 1.2): `{"ok": {"violations", "warnings"}}` or `{"error"}`.
+    pub(crate) fn check(&mut self, document: &[u8], options: &[u8]) -> Result<Value, CallError> {
+        let Some(func) = self.funcs.check.clone() else {
+            return Err(CallError::Abi("the module has no `rota_check`".into()));
+        };
+        let (dp, dl) = self.write(0, document)?;
+        let (op, ol) = self.write(1, options)?;
+        self.module
+            .engine()
+            .arm(&mut self.store)
+            .map_err(|e| CallError::Abi(e.to_string()))?;
+        let packed = func
+            .call(&mut self.store, (dp, dl, op, ol))
+            .map_err(|e| failure(&e))?;
         self.read(packed)
     }
 

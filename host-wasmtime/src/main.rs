@@ -478,9 +478,11 @@ fn render(table: &Table) -> String {
 fn check(cli: &Cli, args: &RosterArgs, strict: bool) -> Result<Report, Failure> {
     let (document, mut warnings) = load_roster_with_warnings(args)?;
     let module = module(cli)?;
-    let violations = module.validate(&document, &args.options())?;
-    // Literal secrets in `env`: the core's rule, on the document as checked.
-    warnings.extend(rota_core::secrets::warnings(&document));
+    // The module's violations and its warnings (a literal secret in `env`), beside
+    // the narrowing's.
+    let check = module.check(&document, &args.options())?;
+    let violations = check.violations;
+    warnings.extend(check.warnings);
     if !violations.is_empty() {
         let failure = Failure::violations(&args.label(), &violations);
         return Err(match failure {

@@ -422,6 +422,22 @@ impl PolicyRuntime {
         }
     }
 
+    /// `validate`'s violations and the warnings beside them (a literal secret in
+    /// `env`), by this module's rules (`rota_check`).
+    pub fn check(&mut self, document: &Value, options: &Value) -> Result<rota_core::Check> {
+        let result = {
+            let (guest, _) = self.live()?;
+            guest.check(
+                document.to_string().as_bytes(),
+                options.to_string().as_bytes(),
+            )
+        };
+        match result {
+            Ok(result) => crate::engine::check_of(result),
+            Err(error) => Err(self.fail("rota_check", error)),
+        }
+    }
+
     /// The state file's rule (`rota_core::state_file::answer`, through the guest's
     /// `rota_state_file`): the `ok` value; a corrupt file is a `Policy` error with the
     /// code `STATE_FILE_CORRUPT`.

@@ -8,6 +8,8 @@ import { Replay } from './lib/replay.js'
 import { parseTraceInSlices, jsonEqual } from './lib/trace.js'
 import { clockText, timeOfDay, span, h, roleColor, describeInput, describeEffect, shownLabel } from './lib/format.js'
 import { renderChart, chartPositionAt, moveChartCursor } from './lib/chart.js'
+import { entryPieces } from './lib/statefile.js'
+import { redactDocumentText } from './lib/redact.js'
 
 const $ = (selector) => document.querySelector(selector)
 const $$ = (selector) => [...document.querySelectorAll(selector)]
@@ -85,7 +87,21 @@ async function loadExample() {
 
 function setDocText(text) {
   $('#doc-editor').value = text
+  redactEditor('#doc-editor')
   analyzeDoc()
+}
+
+/**
+ * Replaces the editor's `env` literals with the core's "[redacted]" (a document loaded,
+ * pasted, or left after typing): the page never shows one, and env values decide
+ * nothing, so the roster runs the same.
+ */
+function redactEditor(selector) {
+  const editor = $(selector)
+  const { text, redacted } = redactDocumentText(editor.value, rota.redact)
+  if (!redacted) return
+  editor.value = text
+  setStatus(`${redacted} env value${redacted === 1 ? '' : 's'} redacted: the visualizer never shows a literal env value (write secrets as \${VAR} references; env values decide nothing)`)
 }
 
 /** Analyzes the editor's text now if it changed since the last analysis. */
@@ -211,7 +227,7 @@ function startSession() {
   act(() => {
     if (!app.doc.value || app.doc.violations.length) throw new Error('the document has violations: fix them first')
     const options = readOptions()
-    app.session = new Session(rota.Policy, app.doc.value, options)
+    app.session = new Session(rota, app.doc.value, options)
     app.explainRequest = null
     app.selectedExecutor = null
     setMode('explore')
@@ -620,28 +636,27 @@ function renderLog(view) {
   if (atBottom || app.mode === 'replay') log.scrollTop = log.scrollHeight
 }
 
-/** The state file a host would hold: every persist so far, folded (one line per entry). */
+/** The state file a host would hold: every persist so far, folded by the core (its text, each entry marked). */
 function renderPersist(view) {
   const file = view ? (view.live ? app.session.stateFile : app.replay.stateFileAt(app.replay.position)) : null
   const pre = $('#persist')
   const note = $('#persist-note')
-  if (!file || (file.persists === 0 && file.entries.size === 0)) {
+  if (!file || file.text === null || (file.persists === 0 && file.entries.length === 0)) {
     pre.dataset.entries = '0'
     pre.textContent = 'nothing persisted yet'
     note.textContent = ''
     return
   }
-  const entries = [...file.entries.values()]
-  const last = file.last
-  const lines = entries.map(({ entry, step }, i) =>
-    h(
-      'span',
-      { class: `file-entry${last && step === last.step ? ' fresh' : ''}`, dataset: { id: entry.id, step }, title: `written at step ${step + 1}` },
-      `    ${JSON.stringify(entry)}${i < entries.length - 1 ? ',' : ''}\n`,
+  const { entries, last } = file
+  const pieces = entryPieces(file.text, entries) ?? [{ text: file.text }]
+  pre.dataset.entries = String(entries.length)
+  pre.replaceChildren(
+    ...pieces.map(({ text, entry }) =>
+      entry
+        ? h('span', { class: `file-entry${last && entry.step === last.step ? ' fresh' : ''}`, dataset: { id: entry.entry.id, step: entry.step ?? '' }, title: entry.step === null ? '' : `written at step ${entry.step + 1}` }, text)
+        : text,
     ),
   )
-  pre.dataset.entries = String(entries.length)
-  pre.replaceChildren('{\n  "version": 1,\n  "exclusions": [', entries.length ? '\n' : '', ...lines, entries.length ? '  ]\n}' : ']\n}')
   const what = last
     ? [last.written.length && `wrote ${last.written.join(', ')}`, last.removed.length && `removed ${last.removed.join(', ')}`].filter(Boolean).join('; ')
     : ''
@@ -767,7 +782,7 @@ async function loadTrace(source, name) {
     progress('parsing', 0, `${(text.length / 1e6).toFixed(1)} MB`)
     trace = await parseTraceInSlices(text, { onProgress: (share) => live() && progress('parsing', share, `${(text.length / 1e6).toFixed(1)} MB`) })
     if (!live()) return
-    replay = new Replay(rota.Policy, trace, { deferred: true })
+    replay = new Replay(rota, trace, { deferred: true })
   } catch (error) {
     if (!live()) return
     progress(null)
@@ -979,7 +994,7 @@ function takeOver() {
   act(() => {
     const pos = r.position
     const policy = rota.Policy.importState(r.policy.exportState())
-    app.session = new Session(rota.Policy, r.trace.document, r.trace.options, {
+    app.session = new Session(rota, r.trace.document, r.trace.options, {
       policy,
       steps: r.stepsUpTo(pos),
       now: r.nowAt(pos),
@@ -993,6 +1008,9 @@ function takeOver() {
 
 // ---------------------------------------------------------------------------------
 // modes, time, wiring
+
+/** Whether an editor's input event put text in at once (a paste or a drop). */
+const pasted = (ev) => ev.inputType === 'insertFromPaste' || ev.inputType === 'insertFromDrop'
 
 function setMode(mode) {
   if (mode !== app.mode) {
@@ -1071,10 +1089,22 @@ function wire() {
 
   // the document
   let timer = null
-  $('#doc-editor').addEventListener('input', () => {
+  $('#doc-editor').addEventListener('input', (ev) => {
     clearTimeout(timer)
+    if (pasted(ev)) {
+      redactEditor('#doc-editor')
+      flushDoc()
+      return
+    }
     timer = setTimeout(flushDoc, 150)
   })
+  // Typed by hand: redacted once the editor is left (not under the cursor).
+  $('#doc-editor').addEventListener('change', () => {
+    redactEditor('#doc-editor')
+    flushDoc()
+  })
+  $('#overlay-editor').addEventListener('input', (ev) => pasted(ev) && redactEditor('#overlay-editor'))
+  $('#overlay-editor').addEventListener('change', () => redactEditor('#overlay-editor'))
   $('#doc-editor').addEventListener('scroll', () => {
     $('#doc-gutter').scrollTop = $('#doc-editor').scrollTop
   })
@@ -1120,6 +1150,7 @@ function wire() {
   $('#overlay-file').addEventListener('change', async (ev) => {
     const file = ev.target.files[0]
     if (file) $('#overlay-editor').value = await file.text()
+    redactEditor('#overlay-editor')
     ev.target.value = ''
   })
   $('#overlay-merge').addEventListener('click', () => {

@@ -24,6 +24,10 @@
 //! - `rota_state_file(request)` (minor 1): the state file's rule
 //!   ([`rota_core::state_file::answer`]: `{"op": "parse"|"restore"|"merge"|"render",
 //!   ...}`), answered `{"ok": ...}` or `{"error"}` with no policy handle.
+//! - `rota_check(doc, opts)` (minor 2): `rota_validate`'s violations and the warnings
+//!   of a document that stays valid (a literal secret in `env`,
+//!   [`rota_core::secrets::warnings`]): `{"ok": {"violations": [...], "warnings":
+//!   [...]}}`. `rota_validate` answers as before.
 //!
 //! # Queries
 //!
@@ -59,7 +63,7 @@ use rota_core::{Error, ExplainRequest, Failure, Policy};
 use serde_json::{json, Value};
 
 /// ABI version, major in the high 16 bits, minor in the low 16 bits.
-pub const ABI_VERSION: u32 = (1 << 16) | 1;
+pub const ABI_VERSION: u32 = (1 << 16) | 2;
 
 /// Live policies by handle, and the result buffer of the last call.
 #[derive(Default)]
@@ -256,16 +260,28 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
 /// `rota_validate`: every violation of a document (`[]` when valid), with the options'
 /// `kinds` checked.
 pub fn validate(document: &[u8], options: &[u8]) -> Value {
-    let document = match parse_json(document, "the document") {
-        Ok(value) => value,
-        Err(error) => return error,
-    };
-    match parse_optional(options, "the options")
-        .and_then(|value| parse_options(&value).map_err(|e| core_error(&e)))
-    {
-        Ok(options) => ok(Ok(rota_core::validate(&document, options.kinds.as_deref()))),
+    match check_of(document, options) {
+        Ok(check) => ok(Ok(check.violations)),
         Err(error) => error,
     }
+}
+
+/// `rota_check` (ABI 1.2): `{"violations", "warnings"}`, `rota_validate`'s violations
+/// and the warnings beside them.
+pub fn check(document: &[u8], options: &[u8]) -> Value {
+    match check_of(document, options) {
+        Ok(check) => ok(Ok(
+            json!({ "violations": check.violations, "warnings": check.warnings }),
+        )),
+        Err(error) => error,
+    }
+}
+
+fn check_of(document: &[u8], options: &[u8]) -> Result<rota_core::Check, Value> {
+    let document = parse_json(document, "the document")?;
+    let options = parse_optional(options, "the options")
+        .and_then(|value| parse_options(&value).map_err(|e| core_error(&e)))?;
+    Ok(rota_core::check(&document, options.kinds.as_deref()))
 }
 
 /// `rota_state_file`: the state file's rule, as text.
@@ -405,6 +421,20 @@ pub unsafe extern "C" fn rota_validate(
     publish(&validate(document, options))
 }
 
+/// # Safety
+/// The buffers must come from [`alloc`].
+#[no_mangle]
+pub unsafe extern "C" fn rota_check(
+    doc_ptr: *const u8,
+    doc_len: usize,
+    opts_ptr: *const u8,
+    opts_len: usize,
+) -> u64 {
+    // SAFETY: forwarded from the caller.
+    let (document, options) = unsafe { (arg(doc_ptr, doc_len), arg(opts_ptr, opts_len)) };
+    publish(&check(document, options))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -457,6 +487,22 @@ mod tests {
             "{value}"
         );
         assert_eq!(validate(DOC.as_bytes(), b"")["ok"], json!([]));
+    }
+
+    #[test]
+    fn check_carries_the_warnings_validate_leaves_out() {
+        let doc = r#"{"executors":[{"id":"a","harness":"pi","roles":["coder"],"env":{"API_KEY":"sk-ant-api03-secretsecret"}}]}"#;
+        assert_eq!(validate(doc.as_bytes(), b"")["ok"], json!([]));
+        let answer = check(doc.as_bytes(), b"");
+        assert_eq!(answer["ok"]["violations"], json!([]), "{answer}");
+        let warnings = answer["ok"]["warnings"].as_array().expect("warnings");
+        assert_eq!(warnings.len(), 1, "{answer}");
+        assert_eq!(warnings[0]["path"], "executors[0].env.API_KEY");
+        let bad = check(br#"{"executors":[{"id":"","roles":[]}]}"#, b"");
+        assert!(bad["ok"]["violations"]
+            .as_array()
+            .is_some_and(|v| !v.is_empty()));
+        assert_eq!(check(b"{", b"")["error"]["code"], "INVALID_INPUT");
     }
 
     #[test]

@@ -57,6 +57,7 @@ impl Policy {
         self.verify_probes()?;
         self.verify_persistence()?;
         self.verify_slots()?;
+        self.verify_round()?;
         self.verify_requests()?;
         self.verify_queues()
     }
@@ -209,6 +210,31 @@ impl Policy {
         Ok(())
     }
 
+    /// The round: each role's in-round count is the number of its executors in the
+    /// round for it (`Executor::in_round`); `roleOut` and `roleBack` are told from it.
+    fn verify_round(&self) -> Result<(), InvariantViolation> {
+        let roles = &self.document.roles;
+        let counts = &self.roster.roles.in_round;
+        ensure(counts.len() == roles.len(), "in round", || {
+            format!("{} in-round counts for {} roles", counts.len(), roles.len())
+        })?;
+        for (r, members) in self.roster.roles.members.iter().enumerate() {
+            let executors = &self.roster.executors;
+            let count = members
+                .iter()
+                .filter(|&&e| executors[e].in_round(r))
+                .count();
+            let counted = counts.get(r).copied().unwrap_or(0);
+            ensure(counted as usize == count, "in round", || {
+                format!(
+                    "role {} counts {counted} executors in the round where {count} are",
+                    roles[r]
+                )
+            })?;
+        }
+        Ok(())
+    }
+
     /// The request store: each id names the slot that holds it, and nothing else
     /// is stored; timers and pin queues name stored requests by slot (no stale
     /// slot: it could name a later request that reused it).
@@ -298,5 +324,47 @@ impl Policy {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::protocol::{ExclusionKind, Input, Options};
+
+    use super::super::Policy;
+
+    #[test]
+    fn a_wrong_in_round_count_is_a_violation() {
+        let doc = json!({ "executors": [
+            { "id": "a", "harness": "pi", "roles": ["coder"], "slots": 1 },
+            { "id": "b", "harness": "pi", "roles": ["coder", "reviewer"], "slots": 1 },
+        ]});
+        let mut policy = Policy::new(&doc, Options::default()).expect("a roster");
+        policy
+            .handle(Input::Exclude {
+                now: 1,
+                executor: "b".into(),
+                kind: ExclusionKind::Manual,
+                reason: "paused".into(),
+                until: None,
+            })
+            .expect("exclude");
+        assert_eq!(policy.verify(), Ok(()));
+        let coder = policy.document.roles.iter().position(|r| r == "coder");
+        let coder = coder.expect("the coder role");
+        // b is out: one coder in the round. Count it as still in.
+        policy.roster.roles.in_round[coder] += 1;
+        let violation = policy.verify().expect_err("the count is wrong");
+        assert_eq!(violation.invariant, "in round");
+        assert!(
+            violation.detail.contains("role coder counts 2"),
+            "{violation}"
+        );
+        policy.roster.roles.in_round[coder] -= 1;
+        assert_eq!(policy.verify(), Ok(()));
+        policy.roster.roles.in_round.pop();
+        assert_eq!(policy.verify().map_err(|v| v.invariant), Err("in round"));
     }
 }

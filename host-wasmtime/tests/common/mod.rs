@@ -68,8 +68,8 @@ pub fn roster() -> Value {
     })
 }
 
-/// The ABI version this host needs (`rota_abi_version`): 1.1.
-pub const ABI: u32 = (1 << 16) | 1;
+/// The ABI version this host needs (`rota_abi_version`): 1.2.
+pub const ABI: u32 = (1 << 16) | 2;
 
 /// A guest that speaks the ABI but fails on purpose: `rota_handle` traps on inputs
 /// longer than 200 bytes and loops forever on inputs longer than 2000 bytes.

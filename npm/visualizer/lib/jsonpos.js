@@ -28,12 +28,15 @@ export function lineColumn(text, offset) {
 }
 
 /**
- * Parses `text`; returns `{ value, places }` where `places` maps each path to
- * `{ start, end, keyStart }` offsets (keyStart: where the member's key starts, for
- * object members). The root's path is ''. Throws JsonSyntaxError.
+ * Parses `text`; returns `{ value, places, duplicates }` where `places` maps each path
+ * to `{ start, end, keyStart }` offsets (keyStart: where the member's key starts, for
+ * object members; of a key written twice, the last, whose value JSON.parse keeps) and
+ * `duplicates` lists the paths of keys written more than once. The root's path is ''.
+ * Throws JsonSyntaxError.
  */
 export function parseWithPlaces(text) {
   const places = new Map()
+  const duplicates = []
   let i = 0
 
   const fail = (message, at = i) => {
@@ -100,6 +103,7 @@ export function parseWithPlaces(text) {
           ws()
           if (text[i] !== ':') fail("expected ':' after a key")
           i++
+          if (Object.hasOwn(v, key)) duplicates.push(join(path, key))
           v[key] = value(join(path, key), ks)
           ws()
           if (text[i] === ',') {
@@ -149,7 +153,7 @@ export function parseWithPlaces(text) {
   const result = value('')
   ws()
   if (i < text.length) fail('unexpected text after the document')
-  return { value: result, places }
+  return { value: result, places, duplicates }
 }
 
 /**

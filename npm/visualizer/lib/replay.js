@@ -12,6 +12,8 @@
 
 /** About this many samples on the grid of a long trace (the chart's resolution). */
 const SAMPLES = 4000
+/** The state file is kept after every this many of the steps that write or read it (a seek back folds fewer). */
+const FILE_CHECKPOINT_EVERY = 64
 /** Events of the lease flow: they change only busy slots and the queue (sampled on the grid). */
 const FLOW_EVENTS = new Set(['granted', 'waiting', 'creatingMachine'])
 
@@ -20,13 +22,15 @@ import { jsonEqual } from './trace.js'
 
 export class Replay {
   /**
-   * @param Policy the wasm-bindgen policy class
+   * @param rota the package's entry (`{ Policy, stateFile }`)
    * @param trace a trace from `parseTrace`
    * @param deferred when true, nothing is fed yet: call `complete()` (the page does, so
    *   that a long trace replays in slices and the page stays responsive)
    */
-  constructor(Policy, trace, { checkpointEvery, sampleEvery, deferred = false } = {}) {
+  constructor(rota, trace, { checkpointEvery, sampleEvery, deferred = false } = {}) {
+    const { Policy } = rota
     this.Policy = Policy
+    this.stateRule = rota.stateFile
     this.trace = trace
     this.length = trace.steps.length
     // A seek replays at most this many steps; a long trace keeps about 1,000 checkpoints.
@@ -50,7 +54,9 @@ export class Replay {
     this.checkpoints = new Map()
     /** Steps that write the state file (a persist) or read it (a restore), in order. */
     this.fileSteps = []
+    /** The file folded up to a position (moves forward), and copies of it every few file steps. */
     this.fileCache = null
+    this.fileCheckpoints = []
     this.done = false
 
     this.building = new Policy(trace.document, trace.options)
@@ -168,13 +174,23 @@ export class Replay {
     return this.policy
   }
 
-  /** The state file after the first p steps: the persists so far, folded. */
+  /** The state file after the first p steps: the persists so far, folded by the core. */
   stateFileAt(p) {
     let cache = this.fileCache
-    if (!cache || cache.position > p) cache = this.fileCache = { position: 0, next: 0, file: new StateFile() }
+    if (!cache || cache.position > p) {
+      // From the last copy at or before p (the fresh file when there is none).
+      let k = this.fileCheckpoints.length - 1
+      while (k >= 0 && this.fileSteps[(k + 1) * FILE_CHECKPOINT_EVERY - 1] >= p) k--
+      cache = this.fileCache =
+        k >= 0
+          ? { position: 0, next: (k + 1) * FILE_CHECKPOINT_EVERY, file: this.fileCheckpoints[k].clone() }
+          : { position: 0, next: 0, file: new StateFile(this.stateRule) }
+    }
     while (cache.next < this.fileSteps.length && this.fileSteps[cache.next] < p) {
       const n = this.fileSteps[cache.next++]
       cache.file.applyStep({ input: this.trace.steps[n].input, outputs: this.results[n].outputs, error: this.results[n].error }, n)
+      const k = cache.next / FILE_CHECKPOINT_EVERY - 1
+      if (k === this.fileCheckpoints.length) this.fileCheckpoints.push(cache.file.clone())
     }
     cache.position = p
     return cache.file

@@ -2,8 +2,9 @@
 // Every action is one input to the core; every input and what it caused is recorded in
 // the trace format of `trace.js`, so a session can be saved and replayed.
 //
-// The module takes the `Policy` class as an argument: the page passes the browser
-// entry's, Node tests the Node entry's.
+// The module takes the package's entry as an argument (its `Policy` class and the
+// core's state-file rule, `stateFile`): the page passes the browser entry, Node tests
+// the Node entry.
 
 import { StateFile } from './statefile.js'
 
@@ -22,12 +23,13 @@ export const FAILURE_KINDS = {
 
 export class Session {
   /**
-   * @param Policy the wasm-bindgen policy class
+   * @param rota the package's entry (`{ Policy, stateFile }`)
    * @param document the roster document (throws INVALID_DOCUMENT)
    * @param options policy options or null
    * @param from `{ policy, steps, now }` to continue a replay from its position
    */
-  constructor(Policy, document, options = null, from = null) {
+  constructor(rota, document, options = null, from = null) {
+    const { Policy } = rota
     this.Policy = Policy
     this.options = options ?? null
     this.policy = from?.policy ?? new Policy(document, this.options)
@@ -37,8 +39,8 @@ export class Session {
     this.steps = from?.steps ? [...from.steps] : []
     /** The log: `{ step, now, kind: 'input'|'output'|'error', ... }`, oldest first. */
     this.log = []
-    /** The state file a host would hold: every persist so far, folded. */
-    this.stateFile = new StateFile()
+    /** The state file a host would hold: every persist so far, folded by the core. */
+    this.stateFile = new StateFile(rota.stateFile)
     for (const [n, step] of this.steps.entries()) {
       this.logStep(n, step)
       this.stateFile.applyStep(step, n)

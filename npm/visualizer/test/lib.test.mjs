@@ -9,7 +9,8 @@ import { parseWithPlaces, placeOf, JsonSyntaxError } from '../lib/jsonpos.js'
 import { parseTrace, parseTraceInSlices, normalizeTrace, jsonEqual, TraceError } from '../lib/trace.js'
 import { Replay } from '../lib/replay.js'
 import { Session, EPOCH } from '../lib/session.js'
-import { StateFile, stateFileOf } from '../lib/statefile.js'
+import { StateFile, stateFileOf, entryPieces } from '../lib/statefile.js'
+import { redactDocumentText } from '../lib/redact.js'
 import { describeEffect, describeInput, shownLabel } from '../lib/format.js'
 import { axisTicks, offsetLabel } from '../lib/chart.js'
 import { buildTrace, EXAMPLE } from './scenario.mjs'
@@ -89,7 +90,7 @@ describe('replay', () => {
         { input: { type: 'lease', now: EPOCH, id: 'r1', role: 'astronaut' }, error: { code: 'UNKNOWN_ROLE', message: '…' } },
       ],
     })
-    const replay = new Replay(rota.Policy, trace)
+    const replay = new Replay(rota, trace)
     assert.deepEqual(replay.mismatches, [])
     assert.deepEqual(replay.results.map((r) => r.error.code), ['INVALID_INPUT', 'UNKNOWN_ROLE'])
     assert.equal(replay.nowAt(0), EPOCH)
@@ -102,7 +103,7 @@ describe('replay', () => {
       const vector = JSON.parse(readFileSync(new URL(name, vectors), 'utf8'))
       if (vector.create?.error) continue // a document the core refuses: nothing to replay
       const trace = normalizeTrace(vector)
-      const replay = new Replay(rota.Policy, trace)
+      const replay = new Replay(rota, trace)
       assert.deepEqual(replay.mismatches.map((m) => m.step), [], name)
       replayed++
     }
@@ -111,7 +112,7 @@ describe('replay', () => {
 
   test('a recorded run replays with identical outputs', () => {
     const { trace, finalSnapshot } = buildTrace(rota)
-    const replay = new Replay(rota.Policy, parseTrace(JSON.stringify(trace)))
+    const replay = new Replay(rota, parseTrace(JSON.stringify(trace)))
     assert.deepEqual(replay.mismatches, [])
     assert.equal(replay.unverified, 0)
     assert.deepEqual(replay.finalSnapshot, finalSnapshot)
@@ -124,8 +125,8 @@ describe('replay', () => {
   test('seeking anywhere, in any order, gives the state of a run of that prefix', () => {
     const { trace } = buildTrace(rota)
     const parsed = parseTrace(JSON.stringify(trace))
-    const replay = new Replay(rota.Policy, parsed, { checkpointEvery: 4 })
-    const prefixState = (p) => new Replay(rota.Policy, { ...parsed, steps: parsed.steps.slice(0, p) }).finalSnapshot
+    const replay = new Replay(rota, parsed, { checkpointEvery: 4 })
+    const prefixState = (p) => new Replay(rota, { ...parsed, steps: parsed.steps.slice(0, p) }).finalSnapshot
     for (const p of [0, 7, 3, 3, 30, 12, 13, 1, replay.length, 9]) {
       assert.deepEqual(replay.seek(p).snapshot(), p === 0 ? new rota.Policy(parsed.document).snapshot() : prefixState(p), `position ${p}`)
       assert.equal(replay.position, p)
@@ -135,8 +136,8 @@ describe('replay', () => {
   test('a long trace samples the board on a grid and at every band change: the same bands', () => {
     const { trace } = buildTrace(rota)
     const parsed = parseTrace(JSON.stringify(trace))
-    const every = new Replay(rota.Policy, parsed)
-    const sparse = new Replay(rota.Policy, parsed, { sampleEvery: 7 })
+    const every = new Replay(rota, parsed)
+    const sparse = new Replay(rota, parsed, { sampleEvery: 7 })
     assert.ok(sparse.timeline.length < every.timeline.length / 2, `${sparse.timeline.length} samples of ${every.timeline.length}`)
     assert.deepEqual(sparse.times, every.times)
     // Where each executor's exclusion, pause or draining changes, and to what.
@@ -162,13 +163,13 @@ describe('replay', () => {
     const bad = structuredClone(trace)
     bad.steps[3].outputs = []
     bad.steps[5].wakeAt = 42
-    const replay = new Replay(rota.Policy, normalizeTrace(bad))
+    const replay = new Replay(rota, normalizeTrace(bad))
     assert.deepEqual(replay.mismatches.map((m) => m.step), [3, 5])
   })
 
   test('positionAt finds the first position at or after a time', () => {
     const { trace } = buildTrace(rota)
-    const replay = new Replay(rota.Policy, parseTrace(JSON.stringify(trace)))
+    const replay = new Replay(rota, parseTrace(JSON.stringify(trace)))
     assert.equal(replay.positionAt(0), 0)
     assert.equal(replay.positionAt(Number.MAX_SAFE_INTEGER), replay.length + 1)
     const p = replay.positionAt(EPOCH + 1)
@@ -177,12 +178,12 @@ describe('replay', () => {
 
   test('a session continued from a replay position records on from there', () => {
     const { trace } = buildTrace(rota)
-    const replay = new Replay(rota.Policy, parseTrace(JSON.stringify(trace)))
+    const replay = new Replay(rota, parseTrace(JSON.stringify(trace)))
     replay.seek(10)
     const policy = rota.Policy.importState(replay.policy.exportState())
-    const s = new Session(rota.Policy, trace.document, null, { policy, steps: replay.stepsUpTo(10), now: replay.nowAt(10) })
+    const s = new Session(rota, trace.document, null, { policy, steps: replay.stepsUpTo(10), now: replay.nowAt(10) })
     s.advance(1000)
-    const again = new Replay(rota.Policy, normalizeTrace(s.trace()))
+    const again = new Replay(rota, normalizeTrace(s.trace()))
     assert.equal(again.length, 11)
     assert.deepEqual(again.mismatches, [])
   })
@@ -223,31 +224,60 @@ describe('long traces parse in slices', () => {
 
 describe('the state file', () => {
   const persist = (ids, exclusions) => ({ type: 'persist', ids, state: { version: 1, exclusions } })
-  const a = { id: 'a', kind: 'until', reason: 'rate limits', until: EPOCH + 600_000 }
-  const b = { id: 'b', kind: 'manual', reason: 'paused', until: null }
+  // In the seed's field order (the file's text is compared byte for byte).
+  const a = { id: 'a', reason: 'rate limits', kind: 'until', until: EPOCH + 600_000 }
+  const b = { id: 'b', reason: 'paused', kind: 'manual' }
+  const ids = (file) => file.exclusions().map((e) => e.id)
 
-  test('folds persists: each replaces its ids and keeps the others', () => {
-    const file = new StateFile()
+  test("folds persists by the core's rule: each replaces its ids and keeps the others; the text is the seed's file", () => {
+    const file = new StateFile(rota.stateFile)
+    assert.equal(file.text, null)
     file.applyStep({ input: { type: 'report', now: EPOCH }, outputs: [persist(['a'], [a])] }, 0)
     file.applyStep({ input: { type: 'exclude', now: EPOCH }, outputs: [persist(['b'], [b])] }, 1)
-    assert.deepEqual(file.content(), { version: 1, exclusions: [a, b] })
-    file.applyStep({ input: { type: 'tick', now: EPOCH + 600_000 }, outputs: [persist(['a'], [])] }, 2)
-    assert.deepEqual(file.content(), { version: 1, exclusions: [b] }, 'a removed, b kept')
-    assert.deepEqual(file.last, { step: 2, now: EPOCH + 600_000, ids: ['a'], written: [], removed: ['a'] })
-    assert.equal(file.persists, 3)
+    assert.deepEqual(file.exclusions(), [a, b])
+    assert.deepEqual(file.entries.map((e) => e.step), [0, 1], 'which step wrote each entry')
+    // What a host writes: @llm4ts/flow's saveVersioned envelope, byte for byte.
+    assert.equal(file.text, `${JSON.stringify({ schemaVersion: 1, value: { exclusions: [a, b] } }, undefined, 2)}\n`)
+    file.applyStep({ input: { type: 'tick', now: EPOCH + 1 }, outputs: [persist(['a'], [])] }, 2)
+    assert.deepEqual(ids(file), ['b'], 'a removed, b kept')
+    assert.deepEqual(file.last, { step: 2, now: EPOCH + 1, ids: ['a'], written: [], removed: ['a'] })
+    file.applyStep({ input: { type: 'report', now: EPOCH + 2 }, outputs: [persist(['a'], [a])] }, 3)
+    assert.deepEqual(ids(file), ['b', 'a'], 'written again: last in the file')
+    assert.deepEqual(file.last.written, ['a'])
+    assert.equal(file.persists, 4)
   })
 
-  test('a restore is the file read at start; a rejected step writes nothing', () => {
-    const file = stateFileOf([
+  test('an entry whose time has passed leaves the file at the next write, as a host writes it', () => {
+    const file = new StateFile(rota.stateFile)
+    file.applyStep({ input: { type: 'report', now: EPOCH }, outputs: [persist(['a'], [a])] }, 0)
+    file.applyStep({ input: { type: 'exclude', now: a.until }, outputs: [persist(['b'], [b])] }, 1)
+    assert.deepEqual(ids(file), ['b'])
+  })
+
+  test('a restore is the file read at start (never a run entry); a rejected step writes nothing', () => {
+    const file = stateFileOf(rota.stateFile, [
       { input: { type: 'restore', now: EPOCH, state: { version: 1, exclusions: [a, { ...b, kind: 'run' }] } }, outputs: [] },
-      { input: { type: 'exclude', now: EPOCH }, error: { code: 'UNKNOWN_EXECUTOR' } },
+      { input: { type: 'exclude', now: EPOCH }, error: { code: 'UNKNOWN_EXECUTOR' }, outputs: [persist(['b'], [b])] },
     ])
-    assert.deepEqual(file.content().exclusions, [a])
+    assert.deepEqual(file.exclusions(), [a])
+    assert.equal(file.persists, 0)
+  })
+
+  test("the display's pieces are the text, with each entry's lines marked", () => {
+    const file = stateFileOf(rota.stateFile, [
+      { input: { type: 'report', now: EPOCH }, outputs: [persist(['a', 'b'], [a, b])] },
+    ])
+    const pieces = entryPieces(file.text, file.entries)
+    assert.equal(pieces.map((p) => p.text).join(''), file.text)
+    const marked = pieces.filter((p) => p.entry)
+    assert.deepEqual(marked.map((p) => p.entry.entry.id), ['a', 'b'])
+    for (const p of marked) assert.deepEqual(JSON.parse(p.text), p.entry.entry)
+    assert.equal(entryPieces(file.text, file.entries.slice(1)), null, 'pieces that do not match the entries')
   })
 
   test("equals the core's lasting exclusions at every step of a recorded run, in a session and in a replay", () => {
     const { trace, session } = buildTrace(rota)
-    const replay = new Replay(rota.Policy, parseTrace(JSON.stringify(trace)))
+    const replay = new Replay(rota, parseTrace(JSON.stringify(trace)))
     const lasting = (snapshot) =>
       snapshot.executors
         .filter((e) => e.exclusion && e.exclusion.kind !== 'run' && !e.draining)
@@ -255,10 +285,59 @@ describe('the state file', () => {
         .sort()
     assert.ok(replay.fileSteps.length >= 3)
     for (const p of [replay.length, 0, 5, 12, replay.length - 3, 20, 21]) {
-      const ids = replay.stateFileAt(p).content().exclusions.map((e) => e.id).sort()
-      assert.deepEqual(ids, lasting(replay.seek(p).snapshot()), `position ${p}`)
+      const shown = ids(replay.stateFileAt(p)).sort()
+      assert.deepEqual(shown, lasting(replay.seek(p).snapshot()), `position ${p}`)
     }
-    assert.deepEqual(session.stateFile.content(), replay.stateFileAt(replay.length).content())
+    assert.equal(session.stateFile.text, replay.stateFileAt(replay.length).text)
+  })
+
+  test('a replay seeks back through copies of the file: the same file as folding from the start', () => {
+    const session = new Session(rota, EXAMPLE, null)
+    session.exclude('claude-opus', { reason: 'kept all along' })
+    for (let i = 0; i < 80; i++) {
+      session.exclude('codex', { reason: `pause ${i}` })
+      session.advance(1_000)
+      session.resume('codex')
+    }
+    const replay = new Replay(rota, normalizeTrace(session.trace()))
+    assert.ok(replay.fileSteps.length > 128, `${replay.fileSteps.length} file steps`)
+    for (const p of [replay.length, 10, replay.length - 1, 200, 3, replay.length]) {
+      const fresh = stateFileOf(rota.stateFile, session.steps, p)
+      const seeked = replay.stateFileAt(p)
+      assert.equal(seeked.text, fresh.text, `position ${p}`)
+      assert.deepEqual(seeked.last, fresh.last, `position ${p}`)
+      assert.equal(seeked.persists, fresh.persists, `position ${p}`)
+    }
+    assert.ok(replay.fileCheckpoints.length >= 2)
+  })
+})
+
+describe('redaction', () => {
+  const text = [
+    '{',
+    '  "executors": [',
+    '    { "id": "a", "harness": "pi", "roles": ["coder"],',
+    '      "env": { "API_KEY": "sk-ant-api03-secretsecret", "TOKEN": "${TOKEN}", "LOG": "debug" } }',
+    '  ]',
+    '}',
+  ].join('\n')
+
+  test("the editor's text: only the values the core redacts change, the rest reads as written", () => {
+    const { text: out, redacted } = redactDocumentText(text, rota.redact)
+    assert.equal(redacted, 2)
+    assert.ok(!out.includes('secretsecret') && !out.includes('debug'), out)
+    assert.equal(out, text.replace('"sk-ant-api03-secretsecret"', '"[redacted]"').replace('"debug"', '"[redacted]"'))
+    assert.deepEqual(JSON.parse(out), rota.redact(JSON.parse(text)))
+    // Nothing to redact, or not JSON yet: the text as it is.
+    assert.deepEqual(redactDocumentText(out, rota.redact), { text: out, redacted: 0 })
+    assert.deepEqual(redactDocumentText('{ "executors": [', rota.redact), { text: '{ "executors": [', redacted: 0 })
+  })
+
+  test('a key written twice: the whole document is written again, no literal left', () => {
+    const twice = '{"executors": [{"id": "a", "harness": "pi", "roles": ["coder"], "env": {"K": "first-secret", "K": "${K}"}}]}'
+    const { text: out } = redactDocumentText(twice.replace('"${K}"', '"second"'), rota.redact)
+    assert.ok(!out.includes('first-secret') && !out.includes('second'), out)
+    assert.deepEqual(JSON.parse(out).executors[0].env, { K: '[redacted]' })
   })
 })
 

@@ -10,7 +10,7 @@ export const EXAMPLE = JSON.parse(readFileSync(new URL('../example-roster.json',
 export const OVERLAY = JSON.parse(readFileSync(new URL('../example-overlay.json', import.meta.url), 'utf8'))
 
 export function buildTrace(rota) {
-  const s = new Session(rota.Policy, EXAMPLE, null)
+  const s = new Session(rota, EXAMPLE, null)
   for (let i = 0; i < 6; i++) s.lease({ role: 'coder', label: `task-${i + 1}` })
   s.advance(5_000)
   s.lease({ role: 'verifier', rank: 1 }) // ci-worker provisions a machine

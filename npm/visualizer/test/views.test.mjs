@@ -7,6 +7,7 @@
 
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import * as rota from '../../src/node.js'
 import { open, ready, SHOTS } from './harness.mjs'
@@ -35,13 +36,21 @@ async function report(page, executor, kind) {
   await click(page, `[data-failure="${kind}"]`)
 }
 
-/** The state file the page shows, parsed, and the ids of its entries the last persist wrote. */
-const stateFile = (page) =>
-  page.evaluate(() => ({
-    file: JSON.parse(document.querySelector('#persist').textContent),
+/**
+ * The state file the page shows (`file`: the seed envelope's `value`), the ids of its
+ * entries the last persist wrote, and whether its text is the core's rendering of those
+ * entries (what a host writes, byte for byte).
+ */
+async function stateFile(page) {
+  const shown = await page.evaluate(() => ({
+    text: document.querySelector('#persist').textContent,
     fresh: [...document.querySelectorAll('#persist .file-entry.fresh')].map((e) => e.dataset.id),
     note: document.querySelector('#persist-note')?.textContent ?? '',
   }))
+  const file = JSON.parse(shown.text).value
+  assert.equal(shown.text, rota.stateFile.render(file.exclusions), "the panel is the core's file text")
+  return { ...shown, file }
+}
 
 /** What the core says should be in the file now: every lasting exclusion. */
 const lastingExclusions = (page) =>
@@ -289,6 +298,58 @@ describe('the visualizer views', () => {
     const last = await page.$$eval('#log li[data-effect="persist"]', (items) => items.at(-1).textContent)
     assert.match(last, /host: persist: claude-opus excluded until 00:30:00$/)
     await b.shot('14e-persist-wording')
+    assert.deepEqual(errors, [])
+  })
+  test('env literals never show in the editor, pasted, loaded or typed, nor in a downloaded trace (issue 13, item 5)', async () => {
+    const { page, url, errors } = b
+    await ready(page, url)
+    const secret = 'sk-ant-api03-AbCdEf0123456789secret'
+    const doc = JSON.parse(await page.inputValue('#doc-editor'))
+    doc.executors[1].env = { OPENAI_API_KEY: secret, OPENAI_BASE: '${OPENAI_BASE}', LOG_LEVEL: 'debug' }
+    const text = JSON.stringify(doc, null, 2)
+    const redacted = rota.redact(doc).executors[1].env
+    const editorEnv = async () => JSON.parse(await page.inputValue('#doc-editor')).executors[1].env
+
+    // loaded from a file: redacted before it shows, the layout kept
+    await page.setInputFiles('#doc-file', { name: 'roster.json', mimeType: 'application/json', buffer: Buffer.from(text) })
+    await page.waitForFunction(() => document.querySelector('#doc-editor').value.includes('[redacted]'))
+    assert.ok(!(await page.inputValue('#doc-editor')).includes(secret))
+    assert.deepEqual(await editorEnv(), redacted)
+    assert.equal((await page.inputValue('#doc-editor')).split('\n').length, text.split('\n').length, 'the layout is kept')
+    assert.match(await page.textContent('#status'), /2 env values redacted/)
+    await page.click('#doc-start')
+    await page.waitForSelector('#doc-state[data-valid="true"]')
+
+    // typed: redacted once the editor is left
+    await page.fill('#doc-editor', text)
+    await page.click('#doc-state')
+    await page.waitForFunction(() => document.querySelector('#doc-editor').value.includes('[redacted]'))
+    assert.deepEqual(await editorEnv(), redacted)
+
+    // pasted: redacted at once
+    await page.evaluate((t) => {
+      const editor = document.querySelector('#doc-editor')
+      editor.value = t
+      editor.dispatchEvent(new InputEvent('input', { inputType: 'insertFromPaste', bubbles: true }))
+    }, text)
+    assert.deepEqual(await editorEnv(), redacted)
+    await b.shot('13-env-redacted')
+
+    // a session run from the literal document (as a host would get it): its download and
+    // its replay's document carry no literal
+    await page.evaluate((d) => window.rotaVisualizer.session.reload(d), doc)
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-trace')])
+    const file = join(SHOTS, 'session-trace-redacted.json')
+    await download.saveAs(file)
+    const saved = readFileSync(file, 'utf8')
+    assert.ok(!saved.includes(secret) && !saved.includes('"debug"'), 'no literal in the trace file')
+    await page.click('#mode-replay')
+    await page.click('#trace-from-session')
+    await page.waitForSelector('#rp-verify[data-verified="ok"]')
+    await page.click('#rp-end')
+    await page.click('#rp-takeover')
+    await page.waitForFunction(() => document.body.dataset.mode === 'explore')
+    assert.ok(!(await page.inputValue('#doc-editor')).includes(secret), "the replay's document, in the editor")
     assert.deepEqual(errors, [])
   })
 })

@@ -353,7 +353,7 @@ describe('the visualizer', () => {
     const trace = parseTrace(readFileSync(file, 'utf8'))
     assert.equal(trace.meta.format, 'rota-trace')
     assert.ok(trace.steps.some((s) => s.error?.code === 'UNKNOWN_LEASE'))
-    const replay = new Replay(rota.Policy, trace)
+    const replay = new Replay(rota, trace)
     assert.deepEqual(replay.mismatches, [])
     assert.deepEqual(replay.finalSnapshot, await page.evaluate(() => window.rotaVisualizer.snapshot()))
     if (ROTA_BIN) {
@@ -368,7 +368,7 @@ describe('the visualizer', () => {
     const file = join(SHOTS, 'simulate-trace.json')
     execFileSync(ROTA_BIN, ['simulate', '--hours', '2', '--seed', '7', '--quiet', '--trace', file], { timeout: 280_000, stdio: 'pipe' })
     const trace = parseTrace(readFileSync(file, 'utf8'))
-    const expected = new Replay(rota.Policy, trace) // Node's replay of the same trace
+    const expected = new Replay(rota, trace) // Node's replay of the same trace
     assert.deepEqual(expected.mismatches, [], 'the Node core answers as the wasmtime host did')
     await ready(page, url)
     await page.click('#mode-replay')
