@@ -328,6 +328,7 @@ impl Policy {
             try_only: false,
             has_event_time: false,
             label: None,
+            owner: None,
             extra: request_extra(avoid.as_given().to_vec(), prefer, pin.clone(), None),
             creating: None,
         };
@@ -420,9 +421,9 @@ impl Policy {
                 Output::Granted {
                     request, executor, ..
                 }
-                | Output::CreateMachine { request, executor } => {
-                    plan.granted.push(PlannedGrant { request, executor })
-                }
+                | Output::CreateMachine {
+                    request, executor, ..
+                } => plan.granted.push(PlannedGrant { request, executor }),
                 Output::Exhausted { request, .. } => plan.exhausted.push(request),
                 _ => {}
             }
