@@ -88,14 +88,14 @@ impl Policy {
             }
         }
         let mut message = format!(
-            "owner {owner} is gone: {} waiting requests cancelled, {} machine creations dropped, {} leases released",
+            "owner {owner} is gone: requests cancelled: {}; machine creations dropped: {}; leases released: {}",
             requests.len(),
             creations.len(),
             released.len()
         );
         if !kept.is_empty() {
             message.push_str(&format!(
-                ", {} kept ({}: their work runs on)",
+                "; leases kept: {} ({}: their work runs on)",
                 kept.len(),
                 keep.name()
             ));
