@@ -624,6 +624,10 @@ export interface CoreEventFields {
   machineDiscarded: { request: string; executor: string }
   provisionPaused: { executor: string; failures: number; message: string; reason: string; retryAt: string }
   machineFailedIgnored: { executor: string; request: string }
+  /** A machine creation nobody will answer was dropped (`dropCreation`, or its owner expired): no pause. */
+  creationDropped: { executor: string; request: string; owner?: string }
+  /** `expireOwner`: how many requests were cancelled and creations dropped, which leases were released and kept. */
+  ownerExpired: { owner: string; cancelled: number; dropped: number; released: number[]; kept: number[] }
   provisionResumed: { executor: string; failures: number }
   reloadSuperseded: Record<string, never>
   preflighting: { executors: string[] }
