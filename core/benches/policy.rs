@@ -120,6 +120,8 @@ fn lease(now: u64, id: &str) -> Input {
         event_time: None,
         label: None,
         deadline: None,
+        owner: None,
+        timeout_ms: None,
     })
 }
 

@@ -57,6 +57,9 @@ pub enum Error {
     /// A state to restore or import is not one the core reads.
     #[error("invalid state: {message}")]
     InvalidState { message: String },
+    /// A log's `version` marker names a log version this core does not fold.
+    #[error("log version {version} is not one this core folds (it folds version {supported}); switch to a module that does")]
+    UnsupportedVersion { version: u64, supported: u64 },
 }
 
 fn list(violations: &[Violation]) -> String {
@@ -80,6 +83,7 @@ impl Error {
             Error::InvalidInput { .. } => "INVALID_INPUT",
             Error::InvalidOptions { .. } => "INVALID_OPTIONS",
             Error::InvalidState { .. } => "INVALID_STATE",
+            Error::UnsupportedVersion { .. } => "UNSUPPORTED_VERSION",
         }
     }
 

@@ -35,6 +35,7 @@
 //! let request = |id: &str, now| LeaseRequest {
 //!     now, id: id.into(), role: "reviewer".into(), avoid: vec![], prefer: None,
 //!     pin: None, rank: None, event_time: None, label: None, deadline: None,
+//!     timeout_ms: None, owner: None,
 //! };
 //! let mut leases = Vec::new();
 //! for id in ["r1", "r2", "r3", "r4"] {
@@ -99,6 +100,13 @@
 //! * **Reload**: a new document replaces the old one live after validation; removed
 //!   executors drain, resized ones retire slots as leases end, and (with
 //!   `preflightReloads`) added or grown executors must pass a host preflight first.
+//! * **Several processes, one roster**: a request may name its `owner` (an instance
+//!   folding a shared input log); its lease and every output about it carry it.
+//!   `expireOwner` ends what a gone owner left (its leases released or kept,
+//!   [`ExpiredOwnerLeases`]), `dropCreation` drops a creation nobody will answer
+//!   without a pause, `timeoutMs` is a deadline from the input's `now`, a `version`
+//!   marker refuses a log this core does not fold ([`LOG_VERSION`]), and
+//!   [`Policy::state_hash`] lets replicas compare their state.
 //! * **Queries** change nothing: [`Policy::snapshot`], [`Policy::available`],
 //!   [`Policy::slots`], [`Policy::can_ever_serve`], [`Policy::explain`],
 //!   [`Policy::plan`] (a dry run of a reload).
@@ -153,6 +161,7 @@
 //!   * `policy::granting`: admission, the choice of executor, the grant pass.
 //!   * `policy::exhaustion`: whether anything can ever serve a request, and why not.
 //!   * `policy::leases`: open leases, release, `occupy`.
+//!   * `policy::owners`: a shared roster's owners, `expireOwner`.
 //!   * `policy::exclusions`: the failure rules, the strength rules, exclusion ends.
 //!   * `policy::probes`: the health-probe schedule and results.
 //!   * `policy::provisioning`: machine creation, pauses, abandoned creations.
@@ -190,8 +199,8 @@ pub use duration::{format_duration, format_seed_duration, parse_duration};
 pub use error::Error;
 pub use policy::Policy;
 pub use protocol::{
-    Choice, Exclusion, ExclusionKind, ExplainRequest, Failure, FailureKind, Fields, Input,
-    LeaseRequest, Level, Options, Output, PersistedState, Unservable,
+    Choice, Exclusion, ExclusionKind, ExpiredOwnerLeases, ExplainRequest, Failure, FailureKind,
+    Fields, Input, LeaseRequest, Level, Options, Output, PersistedState, Unservable, LOG_VERSION,
 };
 pub use secrets::{check, Check};
 pub use sorted::SortedMap;

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{id_too_long, Choice, Level, Unservable};
+use super::{id_too_long, Choice, ExpiredOwnerLeases, Level, Unservable};
 use crate::error::Error;
 use crate::limits;
 use crate::read::{self, object, Read};
@@ -54,6 +54,11 @@ pub struct Options {
     /// state reads as before).
     #[serde(skip_serializing_if = "Level::is_debug")]
     pub min_event_level: Level,
+    /// What `expireOwner` does with the gone owner's leases: `release` (the default),
+    /// `keepMachines` (keep those holding a machine, whose work runs on) or `keep`.
+    /// Not written while it is the default.
+    #[serde(skip_serializing_if = "ExpiredOwnerLeases::is_release")]
+    pub expired_owner_leases: ExpiredOwnerLeases,
 }
 
 impl Default for Options {
@@ -72,6 +77,7 @@ impl Default for Options {
             unservable: None,
             kinds: None,
             min_event_level: Level::Debug,
+            expired_owner_leases: ExpiredOwnerLeases::Release,
         }
     }
 }
@@ -90,6 +96,7 @@ const OPTIONS_FIELDS: &[&str] = &[
     "preflight",
     "choice",
     "unservable",
+    "expiredOwnerLeases",
 ];
 
 impl Options {
@@ -127,6 +134,9 @@ impl Options {
                 "kinds" if v.is_null() => options.kinds = None,
                 "kinds" => options.kinds = Some(read::strings(v)?),
                 "minEventLevel" => options.min_event_level = Level::from_json(v)?,
+                "expiredOwnerLeases" => {
+                    options.expired_owner_leases = ExpiredOwnerLeases::from_json(v)?
+                }
                 _ => return Err(read::unknown_field(key, OPTIONS_FIELDS)),
             }
         }
@@ -219,6 +229,9 @@ impl WriteJson for Options {
             .field("kinds", &self.kinds);
         if !self.min_event_level.is_debug() {
             o.field("minEventLevel", &self.min_event_level);
+        }
+        if !self.expired_owner_leases.is_release() {
+            o.field("expiredOwnerLeases", &self.expired_owner_leases);
         }
         o.end();
     }

@@ -37,6 +37,21 @@ pub enum Unservable {
     Wait,
 }
 
+/// What becomes of an expired owner's leases (`expireOwner`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ExpiredOwnerLeases {
+    /// Every lease is released, as its owner would have: the slot frees (a lease
+    /// with a machine frees once the machine is deleted, as any release).
+    #[default]
+    Release,
+    /// Leases that hold a machine (a `hold`: a worker machine whose work runs on
+    /// without its owner) are kept; the others are released.
+    KeepMachines,
+    /// Every lease is kept, until someone releases it by its id.
+    Keep,
+}
+
 /// What a lease request asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -67,6 +82,14 @@ pub struct LeaseRequest {
     /// Give up at this instant (epoch ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<u64>,
+    /// Give up this long after the input's `now` (the log's time, clamped as every
+    /// `now` is): the deadline is `now + timeoutMs`. Not with `deadline`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Who issued the request (an instance of a shared roster): it and its lease
+    /// carry it, every output about them names it, and `expireOwner` ends them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// The kind of a failure, which decides the exclusion it earns. The core decides it
@@ -211,6 +234,9 @@ pub enum Input {
         role: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         hold: Option<Value>,
+        /// The instance the work belongs to, as a lease's `owner`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
     },
     /// A call on an executor failed.
     #[serde(rename_all = "camelCase")]
@@ -291,7 +317,24 @@ pub enum Input {
     /// Time passes.
     #[serde(rename_all = "camelCase")]
     Tick { now: u64 },
+    /// An owner (an instance of a shared roster) is gone: its waiting requests are
+    /// cancelled, its machine creations dropped, and its leases released or kept as
+    /// `Options::expired_owner_leases` says.
+    #[serde(rename_all = "camelCase")]
+    ExpireOwner { now: u64, owner: String },
+    /// A machine creation that will never be answered (its owner is gone) is dropped
+    /// without pausing the executor: an abandoned one is forgotten; a live one frees
+    /// its slot and its request waits again in its place.
+    #[serde(rename_all = "camelCase")]
+    DropCreation { now: u64, id: String },
+    /// A log's version marker: refused (`UNSUPPORTED_VERSION`) unless this core folds
+    /// log version `log` ([`LOG_VERSION`]); otherwise nothing changes, time included.
+    #[serde(rename_all = "camelCase")]
+    Version { now: u64, log: u64 },
 }
+
+/// The version of the input log this core folds (the `version` marker's `log`).
+pub const LOG_VERSION: u64 = 1;
 
 impl Input {
     pub fn now(&self) -> u64 {
@@ -310,6 +353,9 @@ impl Input {
             | Input::Reload { now, .. }
             | Input::PreflightResult { now, .. }
             | Input::Restore { now, .. }
+            | Input::ExpireOwner { now, .. }
+            | Input::DropCreation { now, .. }
+            | Input::Version { now, .. }
             | Input::Tick { now } => *now,
         }
     }
@@ -334,10 +380,17 @@ impl Input {
         match self {
             Input::Lease(request) | Input::TryLease(request) => request.limit_violation(),
             Input::Occupy {
-                id, role, executor, ..
+                id,
+                role,
+                executor,
+                owner,
+                ..
             } => id_too_long("id", id)
                 .or_else(|| id_too_long("executor", executor))
-                .or_else(|| role.as_deref().and_then(|r| id_too_long("role", r))),
+                .or_else(|| role.as_deref().and_then(|r| id_too_long("role", r)))
+                .or_else(|| owner.as_deref().and_then(owner_violation)),
+            Input::ExpireOwner { owner, .. } => owner_violation(owner),
+            Input::DropCreation { id, .. } => id_too_long("id", id),
             Input::Release { lease, .. } | Input::MachineDeleted { lease, .. } => {
                 beyond_json("lease", Some(*lease))
             }
@@ -383,7 +436,21 @@ impl LeaseRequest {
                 })
             })
             .or_else(|| beyond_json("deadline", self.deadline))
+            .or_else(|| beyond_json("timeoutMs", self.timeout_ms))
+            .or_else(|| self.owner.as_deref().and_then(owner_violation))
+            .or_else(|| {
+                (self.deadline.is_some() && self.timeout_ms.is_some())
+                    .then(|| "give `deadline` or `timeoutMs`, not both".to_string())
+            })
     }
+}
+
+/// An owner is an id: non-empty, and no longer than one.
+pub(crate) fn owner_violation(owner: &str) -> Option<String> {
+    if owner.is_empty() {
+        return Some("`owner` is empty; an owner is a non-empty string".to_string());
+    }
+    id_too_long("owner", owner)
 }
 
 /// "`id` is 1025 bytes long; the most is 1024", when it is.
@@ -445,6 +512,9 @@ pub enum Output {
         /// True for an `occupy`.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         occupied: bool,
+        /// The request's owner, when it has one: the instance that acts on this.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
     },
     /// No executor outside the request's `avoid` can ever serve it.
     #[serde(rename_all = "camelCase")]
@@ -453,6 +523,9 @@ pub enum Output {
         role: String,
         /// One reason per executor (the seed's `RosterExhausted`).
         reasons: Vec<String>,
+        /// The request's owner, when it has one: the instance that acts on this.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
     },
     /// The request's deadline passed.
     #[serde(rename_all = "camelCase")]
@@ -460,13 +533,26 @@ pub enum Output {
         request: String,
         /// Why, one per executor its waiting report names ("a busy", "b until ...").
         reasons: Vec<String>,
+        /// The request's owner, when it has one: the instance that acts on this.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
     },
     /// A `tryLease` found no free slot.
     #[serde(rename_all = "camelCase")]
-    Unavailable { request: String },
+    Unavailable {
+        request: String,
+        /// The request's owner, when it has one: the instance that acts on this.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
+    },
     /// A waiting request was cancelled.
     #[serde(rename_all = "camelCase")]
-    Cancelled { request: String },
+    Cancelled {
+        request: String,
+        /// The request's owner, when it has one: the instance that acts on this.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
+    },
     /// A request starts to wait (announced once).
     #[serde(rename_all = "camelCase")]
     Waiting {
@@ -477,6 +563,9 @@ pub enum Output {
         /// Earlier waiting requests (lease order) of the roles that compete with this
         /// one for an executor (some executor takes both).
         ahead: u32,
+        /// The request's owner, when it has one: the instance that acts on this.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
     },
     /// Probe this health URL; answer with `probeResult`.
     #[serde(rename_all = "camelCase")]
@@ -484,7 +573,13 @@ pub enum Output {
     /// Create a machine for this request on this executor; answer with
     /// `machineCreated` or `machineFailed`.
     #[serde(rename_all = "camelCase")]
-    CreateMachine { request: String, executor: String },
+    CreateMachine {
+        request: String,
+        executor: String,
+        /// The request's owner, when it has one: the instance that acts on this.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
+    },
     /// Delete this machine. With a `lease`, the slot stays held until the host
     /// answers `machineDeleted` (the seed deletes the machine before the slot frees).
     #[serde(rename_all = "camelCase")]
@@ -493,6 +588,9 @@ pub enum Output {
         hold: Value,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         lease: Option<u64>,
+        /// The owner of the lease (or of the abandoned creation) the machine was for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
     },
     /// Preflight this executor (at start, or before a reload applies); answer with
     /// `preflightResult`.
@@ -668,6 +766,34 @@ impl Choice {
     /// The JSON name: `roundRobin`, `declared`.
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]
+    }
+}
+
+impl ExpiredOwnerLeases {
+    const NAMES: &'static [&'static str] = &["release", "keepMachines", "keep"];
+    const ALL: [ExpiredOwnerLeases; 3] = [
+        ExpiredOwnerLeases::Release,
+        ExpiredOwnerLeases::KeepMachines,
+        ExpiredOwnerLeases::Keep,
+    ];
+
+    pub fn from_json(value: &Value) -> Read<ExpiredOwnerLeases> {
+        variant(value, Self::NAMES).map(|i| Self::ALL[i])
+    }
+
+    /// The JSON name: `release`, `keepMachines`, `keep`.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    pub fn is_release(&self) -> bool {
+        *self == ExpiredOwnerLeases::Release
+    }
+}
+
+impl WriteJson for ExpiredOwnerLeases {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_str(out, self.name());
     }
 }
 

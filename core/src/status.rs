@@ -111,6 +111,9 @@ pub struct LeaseStatus {
     /// Released: its machine is being deleted, and the slot frees after.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deleting: bool,
+    /// Its owner (a shared roster's instance), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -136,6 +139,9 @@ pub struct QueuedRequest {
     /// one for an executor (some executor takes both).
     pub ahead: u32,
     pub waiting_since: u64,
+    /// Its owner (a shared roster's instance), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -145,6 +151,9 @@ pub struct CreatingRequest {
     pub executor: String,
     pub role: String,
     pub since: u64,
+    /// Its owner (a shared roster's instance), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -325,7 +334,7 @@ impl WriteJson for LeaseStatus {
         if self.deleting {
             o.field("deleting", &self.deleting);
         }
-        o.end();
+        o.some("owner", &self.owner).end();
     }
 }
 
@@ -343,6 +352,7 @@ impl WriteJson for QueuedRequest {
             .some("deadline", &self.deadline)
             .field("ahead", &self.ahead)
             .field("waitingSince", &self.waiting_since)
+            .some("owner", &self.owner)
             .end();
     }
 }
@@ -354,6 +364,7 @@ impl WriteJson for CreatingRequest {
             .field("executor", &self.executor)
             .field("role", &self.role)
             .field("since", &self.since)
+            .some("owner", &self.owner)
             .end();
     }
 }

@@ -211,20 +211,24 @@ keys! {
     error "error": Option<String>,
     state "state": PersistedState,
     checked "checked": Value,
+    timeout_ms "timeoutMs": Option<u64>,
+    // Optional on a lease and `occupy`; required (`need_some`) by `expireOwner`.
+    owner "owner": Option<String>,
+    log "log": u64,
 }
 
 inputs! {
     Lease "lease" request {
         now: need, id: need, role: need_some, avoid: default, prefer: opt, pin: opt,
-        rank: opt, event_time: opt, label: opt, deadline: opt,
+        rank: opt, event_time: opt, label: opt, deadline: opt, timeout_ms: opt, owner: opt,
     }
     TryLease "tryLease" request {
         now: need, id: need, role: need_some, avoid: default, prefer: opt, pin: opt,
-        rank: opt, event_time: opt, label: opt, deadline: opt,
+        rank: opt, event_time: opt, label: opt, deadline: opt, timeout_ms: opt, owner: opt,
     }
     Cancel "cancel" { now: need, id: need, }
     Release "release" { now: need, lease: need, }
-    Occupy "occupy" { now: need, id: need, executor: need, role: opt, hold: non_null, }
+    Occupy "occupy" { now: need, id: need, executor: need, role: opt, hold: non_null, owner: opt, }
     Report "report" { now: need, executor: need, failure: need, }
     Exclude "exclude" { now: need, executor: need, kind: manual, reason: default, until: opt, }
     Resume "resume" { now: need, executor: need, }
@@ -236,6 +240,9 @@ inputs! {
     PreflightResult "preflightResult" { now: need, executor: need, ok: need, error: opt, }
     Restore "restore" { now: need, state: need, }
     Tick "tick" { now: need, }
+    ExpireOwner "expireOwner" { now: need, owner: need_some, }
+    DropCreation "dropCreation" { now: need, id: need, }
+    Version "version" { now: need, log: need, }
 }
 
 impl<'de> Deserialize<'de> for Kind {
@@ -422,27 +429,33 @@ impl Output {
                 hold: r.opt("hold", read::value)?,
                 passed: r.req("passed", read::u32)?,
                 occupied: r.or("occupied", read::bool, false)?,
+                owner: r.opt("owner", string)?,
             },
             "exhausted" => Output::Exhausted {
                 request: r.req("request", string)?,
                 role: r.req("role", string)?,
                 reasons: r.req("reasons", read::strings)?,
+                owner: r.opt("owner", string)?,
             },
             "timedOut" => Output::TimedOut {
                 request: r.req("request", string)?,
                 reasons: r.or("reasons", read::strings, Vec::new())?,
+                owner: r.opt("owner", string)?,
             },
             "unavailable" => Output::Unavailable {
                 request: r.req("request", string)?,
+                owner: r.opt("owner", string)?,
             },
             "cancelled" => Output::Cancelled {
                 request: r.req("request", string)?,
+                owner: r.opt("owner", string)?,
             },
             "waiting" => Output::Waiting {
                 request: r.req("request", string)?,
                 role: r.req("role", string)?,
                 report: r.req("report", string)?,
                 ahead: r.req("ahead", read::u32)?,
+                owner: r.opt("owner", string)?,
             },
             "probe" => Output::Probe {
                 executor: r.req("executor", string)?,
@@ -451,11 +464,13 @@ impl Output {
             "createMachine" => Output::CreateMachine {
                 request: r.req("request", string)?,
                 executor: r.req("executor", string)?,
+                owner: r.opt("owner", string)?,
             },
             "deleteMachine" => Output::DeleteMachine {
                 executor: r.req("executor", string)?,
                 hold: r.req("hold", read::value)?,
                 lease: r.opt("lease", read::u64)?,
+                owner: r.opt("owner", string)?,
             },
             "preflight" => Output::Preflight {
                 executor: r.req("executor", string)?,
@@ -504,6 +519,7 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             hold,
             passed,
             occupied,
+            owner,
         } => {
             out.extend_from_slice(b"{\"type\":\"granted\",\"request\":");
             write_str(out, request);
@@ -522,11 +538,13 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             if *occupied {
                 out.extend_from_slice(b",\"occupied\":true");
             }
+            write_owner(out, owner);
         }
         Output::Exhausted {
             request,
             role,
             reasons,
+            owner,
         } => {
             out.extend_from_slice(b"{\"type\":\"exhausted\",\"request\":");
             write_str(out, request);
@@ -534,26 +552,35 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             write_str(out, role);
             out.extend_from_slice(b",\"reasons\":");
             write_strs(out, reasons);
+            write_owner(out, owner);
         }
-        Output::TimedOut { request, reasons } => {
+        Output::TimedOut {
+            request,
+            reasons,
+            owner,
+        } => {
             out.extend_from_slice(b"{\"type\":\"timedOut\",\"request\":");
             write_str(out, request);
             out.extend_from_slice(b",\"reasons\":");
             write_strs(out, reasons);
+            write_owner(out, owner);
         }
-        Output::Unavailable { request } => {
+        Output::Unavailable { request, owner } => {
             out.extend_from_slice(b"{\"type\":\"unavailable\",\"request\":");
             write_str(out, request);
+            write_owner(out, owner);
         }
-        Output::Cancelled { request } => {
+        Output::Cancelled { request, owner } => {
             out.extend_from_slice(b"{\"type\":\"cancelled\",\"request\":");
             write_str(out, request);
+            write_owner(out, owner);
         }
         Output::Waiting {
             request,
             role,
             report,
             ahead,
+            owner,
         } => {
             out.extend_from_slice(b"{\"type\":\"waiting\",\"request\":");
             write_str(out, request);
@@ -563,6 +590,7 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             write_str(out, report);
             out.extend_from_slice(b",\"ahead\":");
             write_u64(out, u64::from(*ahead));
+            write_owner(out, owner);
         }
         Output::Probe { executor, url } => {
             out.extend_from_slice(b"{\"type\":\"probe\",\"executor\":");
@@ -570,16 +598,22 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             out.extend_from_slice(b",\"url\":");
             write_str(out, url);
         }
-        Output::CreateMachine { request, executor } => {
+        Output::CreateMachine {
+            request,
+            executor,
+            owner,
+        } => {
             out.extend_from_slice(b"{\"type\":\"createMachine\",\"request\":");
             write_str(out, request);
             out.extend_from_slice(b",\"executor\":");
             write_str(out, executor);
+            write_owner(out, owner);
         }
         Output::DeleteMachine {
             executor,
             hold,
             lease,
+            owner,
         } => {
             out.extend_from_slice(b"{\"type\":\"deleteMachine\",\"executor\":");
             write_str(out, executor);
@@ -589,6 +623,7 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
                 out.extend_from_slice(b",\"lease\":");
                 write_u64(out, *lease);
             }
+            write_owner(out, owner);
         }
         Output::Preflight { executor } => {
             out.extend_from_slice(b"{\"type\":\"preflight\",\"executor\":");
@@ -631,6 +666,14 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
         }
     }
     out.push(b'}');
+}
+
+/// `,"owner":…` when there is one (outputs without an owner read as before).
+fn write_owner(out: &mut Vec<u8>, owner: &Option<String>) {
+    if let Some(owner) = owner {
+        out.extend_from_slice(b",\"owner\":");
+        write_str(out, owner);
+    }
 }
 
 fn write_strs(out: &mut Vec<u8>, list: &[String]) {

@@ -66,23 +66,33 @@ fn every_output_kind_with_awkward_strings_and_values() {
             hold: (i % 2 == 0).then(|| value.clone()),
             passed: i as u32,
             occupied: i % 3 == 0,
+            owner: None,
         });
         outputs.push(Output::Exhausted {
             request: s.clone(),
             role: s.clone(),
             reasons: vec![s.clone(); i],
+            owner: None,
         });
         outputs.push(Output::TimedOut {
             request: s.clone(),
             reasons: vec![s.clone(); i % 3],
+            owner: None,
         });
-        outputs.push(Output::Unavailable { request: s.clone() });
-        outputs.push(Output::Cancelled { request: s.clone() });
+        outputs.push(Output::Unavailable {
+            request: s.clone(),
+            owner: None,
+        });
+        outputs.push(Output::Cancelled {
+            request: s.clone(),
+            owner: None,
+        });
         outputs.push(Output::Waiting {
             request: s.clone(),
             role: s.clone(),
             report: s.clone(),
             ahead: u32::MAX - i as u32,
+            owner: None,
         });
         outputs.push(Output::Probe {
             executor: s.clone(),
@@ -91,16 +101,19 @@ fn every_output_kind_with_awkward_strings_and_values() {
         outputs.push(Output::CreateMachine {
             request: s.clone(),
             executor: s.clone(),
+            owner: None,
         });
         outputs.push(Output::DeleteMachine {
             executor: s.clone(),
             hold: value.clone(),
             lease: None,
+            owner: None,
         });
         outputs.push(Output::DeleteMachine {
             executor: s.clone(),
             hold: value.clone(),
             lease: Some(7),
+            owner: None,
         });
         outputs.push(Output::Preflight {
             executor: s.clone(),

@@ -250,6 +250,8 @@ fn inputs_built_in_rust_are_checked_by_check_limits() {
         event_time: None,
         label: None,
         deadline: None,
+        owner: None,
+        timeout_ms: None,
     };
     let error = Input::Lease(request).check_limits().unwrap_err();
     assert_eq!(error.code(), "INVALID_INPUT");

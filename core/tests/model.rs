@@ -660,6 +660,8 @@ impl Tr {
                     event_time: t.event_back_ms.map(|b| base.saturating_sub(b)),
                     label: Some(format!("label-{}", t.id)),
                     deadline: t.deadline_in_ms.map(|d| base + d),
+                    owner: None,
+                    timeout_ms: None,
                 };
                 if t.try_only {
                     Input::TryLease(request)
@@ -927,6 +929,7 @@ fn decision(output: &Output, file: &mut BTreeMap<String, u64>) -> Option<Expect>
             passed,
             hold,
             occupied,
+            ..
         } => {
             assert!(hold.is_none() && !occupied, "no machine and no occupy here");
             Expect::Granted {
@@ -952,8 +955,8 @@ fn decision(output: &Output, file: &mut BTreeMap<String, u64>) -> Option<Expect>
             role: role.clone(),
         },
         Output::TimedOut { request, .. } => Expect::TimedOut(request.clone()),
-        Output::Unavailable { request } => Expect::Unavailable(request.clone()),
-        Output::Cancelled { request } => Expect::Cancelled(request.clone()),
+        Output::Unavailable { request, .. } => Expect::Unavailable(request.clone()),
+        Output::Cancelled { request, .. } => Expect::Cancelled(request.clone()),
         Output::Persist { ids, state } => {
             let mut want: Vec<&String> = ids.iter().collect();
             want.sort();

@@ -1242,6 +1242,8 @@ impl Roster {
             event_time: options.event_time,
             label: options.label,
             deadline,
+            timeout_ms: None,
+            owner: None,
         };
         (request, rx)
     }
@@ -1364,6 +1366,7 @@ impl Roster {
             executor: executor.to_string(),
             role: role.map(str::to_string),
             hold,
+            owner: None,
         };
         let span = self.submit(&request, input)?;
         self.wait(&request, rx, span.clone())

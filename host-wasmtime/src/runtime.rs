@@ -402,6 +402,12 @@ impl PolicyRuntime {
         typed(self.query(&query)?, "canEverServe")
     }
 
+    /// The state's hash, 16 hex digits (the ABI's `stateHash` query, minor 2):
+    /// replicas that folded the same inputs agree on it.
+    pub fn state_hash(&mut self) -> Result<String> {
+        typed(self.query(&json!({ "query": "stateHash" }))?, "stateHash")
+    }
+
     /// The running document as written.
     pub fn document(&mut self) -> Result<Value> {
         self.query(&json!({ "query": "document" }))

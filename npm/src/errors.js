@@ -14,6 +14,7 @@ export const ERROR_CODES = Object.freeze([
   'INVALID_INPUT',
   'INVALID_OPTIONS',
   'INVALID_STATE',
+  'UNSUPPORTED_VERSION',
   'STATE_FILE_CORRUPT',
   // driver
   'EXHAUSTED',

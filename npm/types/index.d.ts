@@ -145,7 +145,15 @@ export interface PolicyOptions {
    * decisions and effects are outputs whatever the level.
    */
   minEventLevel?: Level
+  /**
+   * What `expireOwner` does with the gone owner's leases: `'release'` (the default: every
+   * lease released, a machine deleted before its slot frees), `'keepMachines'` (leases
+   * holding a machine are kept: their work runs on without the owner) or `'keep'`.
+   */
+  expiredOwnerLeases?: ExpiredOwnerLeases
 }
+
+export type ExpiredOwnerLeases = 'release' | 'keepMachines' | 'keep'
 
 export type Choice = 'roundRobin' | 'declared'
 export type Unservable = 'exhaust' | 'wait'
@@ -224,7 +232,12 @@ export interface LeaseRequestInput {
   rank?: number
   eventTime?: number
   label?: string
+  /** Give up at this instant (epoch ms). Not with `timeoutMs`. */
   deadline?: number
+  /** Give up this long after the input's `now` (the log's time). Not with `deadline`. */
+  timeoutMs?: number
+  /** The instance that issued it (a shared roster's): its lease and every output about it name it. */
+  owner?: string
 }
 
 /** One input to the core. Every input carries `now` (epoch ms). */
@@ -233,7 +246,7 @@ export type Input =
   | ({ type: 'tryLease' } & LeaseRequestInput)
   | { type: 'cancel'; now: number; id: string }
   | { type: 'release'; now: number; lease: number }
-  | { type: 'occupy'; now: number; id: string; executor: string; role?: Role; hold?: unknown }
+  | { type: 'occupy'; now: number; id: string; executor: string; role?: Role; hold?: unknown; owner?: string }
   | { type: 'report'; now: number; executor: string; failure: Failure }
   | { type: 'exclude'; now: number; executor: string; kind?: ExclusionKind; reason?: string; until?: number }
   | { type: 'resume'; now: number; executor: string }
@@ -245,6 +258,12 @@ export type Input =
   | { type: 'preflightResult'; now: number; executor: string; ok: boolean; error?: string }
   | { type: 'restore'; now: number; state: PersistedState }
   | { type: 'tick'; now: number }
+  /** An owner is gone: its requests cancelled, its creations dropped, its leases released or kept (`expiredOwnerLeases`). */
+  | { type: 'expireOwner'; now: number; owner: string }
+  /** Drop a machine creation nobody will answer, without pausing the executor. */
+  | { type: 'dropCreation'; now: number; id: string }
+  /** A log's version marker: UNSUPPORTED_VERSION unless this core folds `log` (1); else nothing changes. */
+  | { type: 'version'; now: number; log: number }
 
 export type InputType = Input['type']
 
@@ -263,19 +282,21 @@ export interface GrantedOutput {
   passed: number
   /** True for an `occupy`. */
   occupied?: true
+  /** The request's owner, when it has one. */
+  owner?: string
 }
 
 /** One output of the core: a decision, an effect to carry out, or an event. */
 export type Output =
   | GrantedOutput
-  | { type: 'exhausted'; request: string; role: Role; reasons: string[] }
-  | { type: 'timedOut'; request: string; reasons: string[] }
-  | { type: 'unavailable'; request: string }
-  | { type: 'cancelled'; request: string }
-  | { type: 'waiting'; request: string; role: Role; report: string; ahead: number }
+  | { type: 'exhausted'; request: string; role: Role; reasons: string[]; owner?: string }
+  | { type: 'timedOut'; request: string; reasons: string[]; owner?: string }
+  | { type: 'unavailable'; request: string; owner?: string }
+  | { type: 'cancelled'; request: string; owner?: string }
+  | { type: 'waiting'; request: string; role: Role; report: string; ahead: number; owner?: string }
   | { type: 'probe'; executor: string; url: string }
-  | { type: 'createMachine'; request: string; executor: string }
-  | { type: 'deleteMachine'; executor: string; hold: unknown; lease?: number }
+  | { type: 'createMachine'; request: string; executor: string; owner?: string }
+  | { type: 'deleteMachine'; executor: string; hold: unknown; lease?: number; owner?: string }
   | { type: 'preflight'; executor: string }
   | { type: 'startFailed'; executor: string; error: string }
   | { type: 'persist'; ids: string[]; state: PersistedState }
@@ -326,6 +347,8 @@ export interface LeaseStatus {
   occupied: boolean
   /** Released; its machine is being deleted, and the slot frees after (`machineDeleted`). */
   deleting?: true
+  /** The instance its request came from (a shared roster's). */
+  owner?: string
 }
 
 export interface PreflightRecord {
@@ -367,6 +390,7 @@ export interface QueuedRequest {
   /** Earlier waiting requests (lease order) of the roles that compete with this one for an executor. */
   ahead: number
   waitingSince: number
+  owner?: string
 }
 
 export interface CreatingRequest {
@@ -374,6 +398,7 @@ export interface CreatingRequest {
   executor: string
   role: Role
   since: number
+  owner?: string
 }
 
 export interface PendingReloadStatus {
@@ -440,6 +465,7 @@ export type CoreErrorCode =
   | 'INVALID_INPUT'
   | 'INVALID_OPTIONS'
   | 'INVALID_STATE'
+  | 'UNSUPPORTED_VERSION'
 
 /** The driver's codes: how a lease request ends without a lease. */
 export type DriverErrorCode = 'EXHAUSTED' | 'TIMEOUT' | 'ABORT_ERR' | 'CLOSED' | 'PREFLIGHT_FAILED'
@@ -497,6 +523,8 @@ export declare class Policy {
   document(): RosterDocument
   /** The kind a report of `failure` would get with this document's signals. */
   classify(failure: Failure): Classification
+  /** The state's hash (FNV-1a 64 of the canonical export, 16 hex digits): replicas that folded the same inputs agree on it. */
+  stateHash(): string
   /** Frees the WebAssembly memory now (otherwise the garbage collector does). */
   free(): void
 }
@@ -596,6 +624,10 @@ export interface CoreEventFields {
   machineDiscarded: { request: string; executor: string }
   provisionPaused: { executor: string; failures: number; message: string; reason: string; retryAt: string }
   machineFailedIgnored: { executor: string; request: string }
+  /** A machine creation nobody will answer was dropped (`dropCreation`, or its owner expired): no pause. */
+  creationDropped: { executor: string; request: string; owner?: string }
+  /** `expireOwner`: how many requests were cancelled and creations dropped, which leases were released and kept. */
+  ownerExpired: { owner: string; cancelled: number; dropped: number; released: number[]; kept: number[] }
   provisionResumed: { executor: string; failures: number }
   reloadSuperseded: Record<string, never>
   preflighting: { executors: string[] }

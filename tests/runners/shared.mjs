@@ -173,6 +173,7 @@ export class PolicyHost {
           case 'canEverServe': return p.canEverServe(query.role, query.avoid)
           case 'document': return p.document()
           case 'now': return p.now
+          case 'stateHash': return p.stateHash()
           case 'classify': return p.classify(query.failure)
           default: throw Object.assign(new Error(`unknown query '${query.query}'`), { code: 'UNKNOWN_QUERY' })
         }

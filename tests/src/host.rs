@@ -246,6 +246,7 @@ pub fn native_query(policy: &Policy, query: &str) -> Value {
         })),
         "document" => ok(Ok(policy.document().clone())),
         "now" => ok(Ok(policy.now())),
+        "stateHash" => ok(Ok(policy.state_hash())),
         "classify" => {
             match rota_core::Failure::from_json(query.get("failure").unwrap_or(&Value::Null)) {
                 Ok(failure) => json!({ "ok": policy.classify(&failure).to_json() }),

@@ -44,8 +44,9 @@
 //! | `document` | | the running document as written |
 //! | `now` | | the last input's time |
 //! | `classify` | `failure`: a report's failure (facts or a kind) | `{kind, rule}`: the kind the core gives it with this document's signals ([`rota_core::classify`]) |
+//! | `stateHash` | | the state's hash, 16 hex digits ([`rota_core::Policy::state_hash`]): replicas that folded the same inputs agree on it |
 //!
-//! Version 1.1 added the `classify` query.
+//! Version 1.1 added the `classify` query; version 1.2 the `stateHash` query.
 //!
 //! `rota_export(h)` gives everything a live swap needs (`Policy::export_state`);
 //! `rota_import(state)` builds a policy from it in this module.
@@ -241,6 +242,7 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
         })),
         "document" => ok(Ok(policy.document().clone())),
         "now" => ok(Ok(policy.now())),
+        "stateHash" => ok(Ok(policy.state_hash())),
         "classify" => match Failure::from_json(query.get("failure").unwrap_or(&Value::Null)) {
             Ok(failure) => json!({ "ok": policy.classify(&failure).to_json() }),
             Err(e) => core_error(&Error::InvalidInput {
@@ -251,7 +253,7 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
             "UNKNOWN_QUERY",
             format!(
                 "unknown query '{other}' (snapshot, explain, plan, available, slots, \
-                 canEverServe, document, now, classify)"
+                 canEverServe, document, now, classify, stateHash)"
             ),
         ),
     })

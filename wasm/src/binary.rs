@@ -63,6 +63,9 @@
 //! | 10 preflight | executor |
 //! | 11 the `granted` event of the grant just before it | level (u8), message: its fields are that grant's `executor`, `lease`, `passed`, `request`, `role` |
 //!
+//! An output that names an `owner` (a shared roster's) is always kind 0; so is the
+//! event after such a grant. Inputs with an `owner` or a `timeoutMs` take the JSON step.
+//!
 //! A field value: a byte 0 null, 1 false, 2 true, 3 a number (f64), 4 a string,
 //! 5 anything else (its JSON text, a string).
 
@@ -157,6 +160,9 @@ fn read_fields(buf: &[u8]) -> Option<Input> {
                 event_time,
                 label,
                 deadline,
+                // An owner or a `timeoutMs` takes the JSON step (`binary.js`).
+                timeout_ms: None,
+                owner: None,
             };
             if kind == 1 {
                 Input::Lease(request)
@@ -319,6 +325,7 @@ fn grant_event(output: &Output, previous: Option<&Output>) -> Option<u8> {
             executor,
             role,
             passed,
+            owner: None,
             ..
         }),
     ) = (output, previous)
@@ -346,6 +353,21 @@ fn grant_event(output: &Output, previous: Option<&Output>) -> Option<u8> {
         }
     }
     Some(level_byte(*level))
+}
+
+/// The owner an output names (a shared roster's), if any.
+fn owner_of(output: &Output) -> Option<&str> {
+    match output {
+        Output::Granted { owner, .. }
+        | Output::Exhausted { owner, .. }
+        | Output::TimedOut { owner, .. }
+        | Output::Unavailable { owner, .. }
+        | Output::Cancelled { owner, .. }
+        | Output::Waiting { owner, .. }
+        | Output::CreateMachine { owner, .. }
+        | Output::DeleteMachine { owner, .. } => owner.as_deref(),
+        _ => None,
+    }
 }
 
 /// Writes an answer over `out` from offset 0: the header, then the records. The
@@ -530,6 +552,14 @@ impl<'a> Writer<'a> {
             }
             return;
         }
+        if owner_of(output).is_some() {
+            // A shared roster's output (it names its owner): as its JSON text, the
+            // same content as the canonical text.
+            self.byte(0);
+            let text = serde_json::to_string(output).unwrap_or_else(|_| "null".into());
+            self.str(&text);
+            return;
+        }
         match output {
             Output::Granted {
                 request,
@@ -539,6 +569,7 @@ impl<'a> Writer<'a> {
                 hold,
                 passed,
                 occupied,
+                ..
             } => {
                 self.byte(1);
                 self.shared(SLOT_REQUEST, request);
@@ -556,6 +587,7 @@ impl<'a> Writer<'a> {
                 role,
                 report,
                 ahead,
+                ..
             } => {
                 self.byte(2);
                 self.str(request);
@@ -589,11 +621,13 @@ impl<'a> Writer<'a> {
                     self.value(slot, value);
                 }
             }
-            Output::Cancelled { request } => {
+            Output::Cancelled { request, .. } => {
                 self.byte(4);
                 self.str(request);
             }
-            Output::TimedOut { request, reasons } => {
+            Output::TimedOut {
+                request, reasons, ..
+            } => {
                 self.byte(5);
                 self.str(request);
                 self.u32(reasons.len() as u32);
@@ -601,7 +635,7 @@ impl<'a> Writer<'a> {
                     self.str(reason);
                 }
             }
-            Output::Unavailable { request } => {
+            Output::Unavailable { request, .. } => {
                 self.byte(6);
                 self.str(request);
             }
@@ -609,6 +643,7 @@ impl<'a> Writer<'a> {
                 request,
                 role,
                 reasons,
+                ..
             } => {
                 self.byte(7);
                 self.str(request);
@@ -623,7 +658,9 @@ impl<'a> Writer<'a> {
                 self.str(executor);
                 self.str(url);
             }
-            Output::CreateMachine { request, executor } => {
+            Output::CreateMachine {
+                request, executor, ..
+            } => {
                 self.byte(9);
                 self.str(request);
                 self.str(executor);

@@ -228,6 +228,13 @@ impl JsPolicy {
             .map_err(|e| to_js_error(&e))
     }
 
+    /// The state's hash (16 hex digits): replicas that folded the same inputs, on any
+    /// host, agree on it.
+    #[wasm_bindgen(js_name = stateHash)]
+    pub fn state_hash(&self) -> String {
+        self.inner.state_hash()
+    }
+
     /// The running document as written.
     pub fn document(&self) -> JsValue {
         to_js_value(self.inner.document())

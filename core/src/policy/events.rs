@@ -93,6 +93,11 @@ pub(super) enum EventName {
     StartFailed,
     /// A machine creation failed after its request stopped waiting: no pause.
     MachineFailedIgnored,
+    /// A machine creation nobody will answer was dropped (`dropCreation`, or its
+    /// owner expired): no pause.
+    CreationDropped,
+    /// An owner is gone (`expireOwner`): what became of its requests and leases.
+    OwnerExpired,
 }
 
 impl EventName {
@@ -140,6 +145,8 @@ impl EventName {
             EventName::Started => "started",
             EventName::StartFailed => "startFailed",
             EventName::MachineFailedIgnored => "machineFailedIgnored",
+            EventName::CreationDropped => "creationDropped",
+            EventName::OwnerExpired => "ownerExpired",
         }
     }
 }

@@ -68,6 +68,7 @@ impl Policy {
                 .collect(),
             leases: self.leases.open.to_pairs(),
             abandoned: self.provisioning.abandoned.clone(),
+            abandoned_owners: self.provisioning.abandoned_owners.clone(),
             next_lease: self.leases.next_id,
             next_arrival: self.queue.next_arrival,
             lease_clock: self.roster.lease_clock,
@@ -94,6 +95,19 @@ impl Policy {
         }
     }
 
+    /// The state's hash: FNV-1a 64 over the canonical text of `export_state` with
+    /// the pending outputs left out, as 16 lowercase hex digits. Two replicas that
+    /// folded the same inputs (from the same document and options, or from an export
+    /// of such a replica) agree on it, on every host: what a shared roster's
+    /// instances compare at checkpoints.
+    pub fn state_hash(&self) -> String {
+        let mut exported = self.exported();
+        exported.outputs.clear();
+        let mut text = Vec::new();
+        exported.write_json(&mut text);
+        format!("{:016x}", fnv1a64(&text))
+    }
+
     /// A request in the shape `export_state` writes.
     pub(super) fn export_request(&self, q: &Request) -> ExportedRequest {
         ExportedRequest {
@@ -106,6 +120,7 @@ impl Policy {
             event_time: q.event_time(),
             label: q.label().map(str::to_string),
             deadline: q.deadline(),
+            owner: q.owner().map(str::to_string),
             key: key_parts(&q.key),
             since: q.since,
             announced: q.announced,
@@ -146,6 +161,9 @@ pub(super) struct ExportedRequest {
     pub(super) event_time: Option<u64>,
     pub(super) label: Option<String>,
     pub(super) deadline: Option<u64>,
+    /// Not written when absent (an export without owners reads as before).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) owner: Option<String>,
     pub(super) key: KeyParts,
     pub(super) since: u64,
     pub(super) announced: bool,
@@ -174,6 +192,9 @@ pub(super) struct Exported {
     pub(super) leases: Vec<(u64, Lease)>,
     #[serde(serialize_with = "as_map")]
     pub(super) abandoned: StrMap<String>,
+    /// The owners of abandoned creations that have one; not written when none has.
+    #[serde(serialize_with = "as_map", skip_serializing_if = "Vec::is_empty")]
+    pub(super) abandoned_owners: StrMap<String>,
     pub(super) next_lease: u64,
     pub(super) next_arrival: u64,
     pub(super) lease_clock: u64,
@@ -216,8 +237,11 @@ impl WriteJson for Exported {
             .field("now", &self.now)
             .field("requests", &self.requests)
             .pairs("leases", &self.leases)
-            .pairs("abandoned", &self.abandoned)
-            .field("nextLease", &self.next_lease)
+            .pairs("abandoned", &self.abandoned);
+        if !self.abandoned_owners.is_empty() {
+            o.pairs("abandonedOwners", &self.abandoned_owners);
+        }
+        o.field("nextLease", &self.next_lease)
             .field("nextArrival", &self.next_arrival)
             .field("leaseClock", &self.lease_clock)
             .field("lastPersisted", &self.last_persisted)
@@ -255,6 +279,7 @@ impl WriteJson for ExportedRequest {
             .field("eventTime", &self.event_time)
             .field("label", &self.label)
             .field("deadline", &self.deadline)
+            .some("owner", &self.owner)
             .field("key", &self.key)
             .field("since", &self.since)
             .field("announced", &self.announced)
@@ -294,7 +319,7 @@ impl WriteJson for Lease {
         if self.deleting {
             o.field("deleting", &self.deleting);
         }
-        o.end();
+        o.some("owner", &self.owner).end();
     }
 }
 
@@ -447,6 +472,7 @@ impl ExportedRequest {
             event_time: o.opt("eventTime", read::u64)?,
             label: o.opt("label", read::string)?,
             deadline: o.opt("deadline", read::u64)?,
+            owner: o.opt("owner", read::string)?,
             key,
             since: o.req("since", read::u64)?,
             announced: o.req("announced", read::bool)?,
@@ -469,6 +495,7 @@ impl Lease {
             occupied: o.req("occupied", read::bool)?,
             counted: o.req("counted", read::bool)?,
             deleting: o.or("deleting", read::bool, false)?,
+            owner: o.opt("owner", read::string)?,
         })
     }
 }
@@ -514,6 +541,10 @@ impl Exported {
             requests: list_in(o, "requests", ExportedRequest::from_json)?,
             leases,
             abandoned: sorted::map_from(map_in(o, "abandoned", read::string)?),
+            abandoned_owners: match o.0.get("abandonedOwners") {
+                None => StrMap::new(),
+                Some(_) => sorted::map_from(map_in(o, "abandonedOwners", read::string)?),
+            },
             next_lease: at("nextLease", o.req("nextLease", read::u64))?,
             next_arrival: at("nextArrival", o.req("nextArrival", read::u64))?,
             lease_clock: at("leaseClock", o.req("leaseClock", read::u64))?,
@@ -530,6 +561,13 @@ impl Exported {
             cut_short: sorted::set_from(o.or("cutShort", read::strings, Vec::new())?),
         })
     }
+}
+
+/// FNV-1a, 64 bits: a stable hash every host computes alike (no seed).
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Pairs in key order, written as a JSON object.

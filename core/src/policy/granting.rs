@@ -33,6 +33,14 @@ impl Policy {
             self.queue.next_arrival,
         ));
         self.queue.next_arrival += 1;
+        // `timeoutMs` is relative to the log's time: this input's (clamped) `now`.
+        let deadline = request.deadline.or_else(|| {
+            request.timeout_ms.map(|t| {
+                self.now
+                    .saturating_add(t)
+                    .min(crate::limits::MAX_SAFE_INTEGER)
+            })
+        });
         let req = Request {
             id: request.id.into_boxed_str(),
             key,
@@ -42,7 +50,8 @@ impl Policy {
             try_only,
             has_event_time: request.event_time.is_some(),
             label: request.label.map(String::into_boxed_str),
-            extra: request_extra(request.avoid, request.prefer, request.pin, request.deadline),
+            owner: request.owner.map(String::into_boxed_str),
+            extra: request_extra(request.avoid, request.prefer, request.pin, deadline),
             creating: None,
         };
         // A free slot now: granted at once, without a trip through `requests`.
@@ -76,6 +85,7 @@ impl Policy {
             try_only: false,
             has_event_time: false,
             label: None,
+            owner: None,
             extra: request_extra(
                 request.avoid.clone(),
                 request.prefer.clone(),
@@ -98,6 +108,7 @@ impl Policy {
         let req = self.queue.requests.remove(id);
         self.outputs.push_back(Output::Unavailable {
             request: id.to_string(),
+            owner: req.as_ref().and_then(Request::owner).map(str::to_string),
         });
         let mut fields = vec![("request", json!(id))];
         with_label(&mut fields, req.as_ref().and_then(Request::label));
@@ -217,6 +228,7 @@ impl Policy {
                 passed,
             }));
             let label = req.label.clone();
+            let owner = req.owner().map(str::to_string);
             let id = req.id.to_string();
             let (deadline, key) = (req.deadline(), req.key);
             let s = self.queue.requests.insert(req);
@@ -227,6 +239,7 @@ impl Policy {
             self.outputs.push_back(Output::CreateMachine {
                 request: id.to_string(),
                 executor: executor_id.clone(),
+                owner,
             });
             let role = self.role_name(r).to_string();
             let mut fields = vec![

@@ -116,6 +116,7 @@ impl Policy {
                 try_only: q.try_only,
                 has_event_time: q.event_time.is_some(),
                 label: q.label.map(String::into_boxed_str),
+                owner: q.owner.map(String::into_boxed_str),
                 extra: request_extra(q.avoid, q.prefer, q.pin, q.deadline),
                 creating: match q.state {
                     RequestState::Waiting => None,
@@ -128,6 +129,7 @@ impl Policy {
         }
         policy.leases.open = LeaseTable::from_pairs(exported.leases);
         policy.provisioning.abandoned = exported.abandoned;
+        policy.provisioning.abandoned_owners = exported.abandoned_owners;
         policy.leases.next_id = exported.next_lease;
         policy.queue.next_arrival = exported.next_arrival;
         policy.roster.lease_clock = exported.lease_clock;
@@ -183,7 +185,24 @@ impl Policy {
     /// plainly or not at all (a counter below what it counted).
     fn check_whole(&self) -> Result<(), String> {
         let mut requests = ByName::new();
+        for (id, owner) in self.provisioning.abandoned_owners.iter() {
+            if !crate::sorted::contains_key(&self.provisioning.abandoned, id) {
+                return Err(format!(
+                    "abandonedOwners: '{id}' is not an abandoned creation"
+                ));
+            }
+            if let Some(problem) = crate::protocol::owner_violation(owner) {
+                return Err(format!("abandonedOwners.{id}: {problem}"));
+            }
+        }
         for (id, lease) in self.leases.open.iter() {
+            if let Some(problem) = lease
+                .owner
+                .as_deref()
+                .and_then(crate::protocol::owner_violation)
+            {
+                return Err(format!("leases.{id}: {problem}"));
+            }
             if lease.counted && !self.roster.index.contains_key(&lease.executor) {
                 return Err(format!(
                     "leases.{id}: it holds a slot on '{}', which the roster does not have",
@@ -338,6 +357,8 @@ fn check_export(x: &Exported) -> Result<(), String> {
             event_time: q.event_time,
             label: q.label.clone(),
             deadline: q.deadline,
+            timeout_ms: None,
+            owner: q.owner.clone(),
         });
         if let Some(beyond) = as_input.limit_violation() {
             return Err(format!("requests[{i}] ('{}'): {beyond}", q.id));

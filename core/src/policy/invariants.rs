@@ -55,6 +55,7 @@ impl Policy {
     /// Checks every invariant on the current state: `Err` names the first broken.
     pub fn verify(&self) -> Result<(), InvariantViolation> {
         self.verify_probes()?;
+        self.verify_owners()?;
         self.verify_persistence()?;
         self.verify_slots()?;
         self.verify_round()?;
@@ -64,6 +65,32 @@ impl Policy {
 
     /// Probes: the wait index holds exactly the health-excluded executors with no
     /// probe in flight, under their current keys.
+    /// Owners: every abandoned creation's owner belongs to an abandoned creation, and
+    /// an owner is never empty (`expireOwner` matches them by value).
+    fn verify_owners(&self) -> Result<(), InvariantViolation> {
+        for (id, owner) in self.provisioning.abandoned_owners.iter() {
+            ensure(
+                crate::sorted::contains_key(&self.provisioning.abandoned, id),
+                "abandoned owner",
+                || format!("'{id}' has an owner ({owner}) but no abandoned creation"),
+            )?;
+            ensure(!owner.is_empty(), "owner", || {
+                format!("abandoned creation '{id}' has an empty owner")
+            })?;
+        }
+        for q in self.queue.requests.values() {
+            ensure(q.owner() != Some(""), "owner", || {
+                format!("request '{}' has an empty owner", q.id)
+            })?;
+        }
+        for (id, lease) in self.leases.open.iter() {
+            ensure(lease.owner.as_deref() != Some(""), "owner", || {
+                format!("lease {id} has an empty owner")
+            })?;
+        }
+        Ok(())
+    }
+
     fn verify_probes(&self) -> Result<(), InvariantViolation> {
         let waits: Index = (0..self.roster.executors.len())
             .filter_map(|e| Some((self.probe_floor(e)?, 0)))

@@ -27,6 +27,10 @@ pub(super) struct Lease {
     /// id is free again.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(super) deleting: bool,
+    /// The instance its request came from (a shared roster's). Not written when
+    /// absent, so an export without owners reads as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) owner: Option<String>,
 }
 
 /// The open leases by id, in id order: a `Vec` sorted by id, where a released
@@ -207,6 +211,7 @@ impl Policy {
         let lease = self.leases.allocate();
         let role = self.roster.request_role_name(&req).to_string();
         let label = req.label.map(String::from);
+        let owner = req.owner.map(String::from);
         let id = String::from(req.id);
         self.outputs.push_back(Output::Granted {
             request: id.clone(),
@@ -216,6 +221,7 @@ impl Policy {
             hold: hold.clone(),
             passed,
             occupied: false,
+            owner: owner.clone(),
         });
         // The hot path of every grant: nothing is built for a filtered event, the
         // message without `format!`, the fields in key order.
@@ -255,6 +261,7 @@ impl Policy {
                 occupied: false,
                 counted: true,
                 deleting: false,
+                owner,
             },
         );
     }
@@ -310,11 +317,13 @@ impl Policy {
                 // The seed deletes the machine before the slot frees: the slot stays
                 // held until the host answers `machineDeleted`.
                 let executor = lease.executor.clone();
+                let owner = lease.owner.clone();
                 self.leases.start_deletion(lease_id);
                 self.outputs.push_back(Output::DeleteMachine {
                     executor: executor.clone(),
                     hold: hold.clone(),
                     lease: Some(lease_id),
+                    owner,
                 });
                 self.event(
                     Level::Debug,
@@ -436,6 +445,7 @@ impl Policy {
         executor: String,
         role: Option<String>,
         hold: Option<Value>,
+        owner: Option<String>,
     ) {
         let r = role.as_ref().and_then(|role| self.role_index(role).ok());
         let lease = self.leases.allocate();
@@ -495,6 +505,7 @@ impl Policy {
             hold: hold.clone(),
             passed: 0,
             occupied: true,
+            owner: owner.clone(),
         });
         self.leases.open(
             lease,
@@ -508,6 +519,7 @@ impl Policy {
                 occupied: true,
                 counted,
                 deleting: false,
+                owner,
             },
         );
     }

@@ -23,6 +23,7 @@ mod import;
 mod invariants;
 mod keys;
 mod leases;
+mod owners;
 mod persistence;
 mod probes;
 mod provisioning;
@@ -40,7 +41,7 @@ use serde_json::Value;
 
 use crate::document::Document;
 use crate::error::Error;
-use crate::protocol::{ExclusionKind, Input, Options, Output, STATE_VERSION};
+use crate::protocol::{ExclusionKind, Input, Options, Output, LOG_VERSION, STATE_VERSION};
 use crate::sorted;
 use crate::time::iso;
 
@@ -81,6 +82,8 @@ pub struct Policy {
 enum Checked {
     Plain,
     Reload(Document),
+    /// A `version` marker of the log version this core folds: a no-op.
+    Marker,
 }
 
 impl Policy {
@@ -122,6 +125,9 @@ impl Policy {
         // Bounds (`limits.rs`): JSON readers apply them too, a built `Input` is checked here.
         input.check_limits()?;
         let checked = self.check(&input)?;
+        if let Checked::Marker = checked {
+            return Ok(()); // a version marker this core folds: nothing changes
+        }
         self.now = self.now.max(input.now());
         self.advance_time();
         self.apply(input, checked);
@@ -251,7 +257,9 @@ impl Policy {
             Input::ProbeResult { executor, .. } => {
                 self.known_exec(executor)?;
             }
-            Input::MachineCreated { id, .. } | Input::MachineFailed { id, .. } => {
+            Input::MachineCreated { id, .. }
+            | Input::MachineFailed { id, .. }
+            | Input::DropCreation { id, .. } => {
                 let creating = self.queue.requests.get(id).is_some_and(|r| !r.waiting());
                 if !creating && !sorted::contains_key(&self.provisioning.abandoned, id) {
                     return Err(Error::UnknownRequest { id: id.clone() });
@@ -304,7 +312,16 @@ impl Policy {
                     }
                 }
             }
-            Input::Tick { .. } => {}
+            Input::Version { log, .. } => {
+                if *log != LOG_VERSION {
+                    return Err(Error::UnsupportedVersion {
+                        version: *log,
+                        supported: LOG_VERSION,
+                    });
+                }
+                return Ok(Checked::Marker);
+            }
+            Input::ExpireOwner { .. } | Input::Tick { .. } => {}
         }
         Ok(Checked::Plain)
     }
@@ -324,8 +341,9 @@ impl Policy {
                 executor,
                 role,
                 hold,
+                owner,
                 ..
-            } => self.occupy(id, executor, role, hold),
+            } => self.occupy(id, executor, role, hold, owner),
             Input::Report {
                 executor, failure, ..
             } => self.report(&executor, &failure),
@@ -374,7 +392,9 @@ impl Policy {
                 ..
             } => self.preflight_result(executor, ok, error),
             Input::Restore { state, .. } => self.restore(state),
-            Input::Tick { .. } => {}
+            Input::ExpireOwner { owner, .. } => self.expire_owner(&owner),
+            Input::DropCreation { id, .. } => self.drop_creation(&id),
+            Input::Version { .. } | Input::Tick { .. } => {}
         }
     }
 }

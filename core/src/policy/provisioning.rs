@@ -48,6 +48,8 @@ pub(super) struct Provisioning {
     /// Requests cancelled while their machine was created, with the executor: the
     /// machine is deleted when it arrives.
     pub(super) abandoned: StrMap<String>,
+    /// The owners of the abandoned creations that have one (a shared roster's).
+    pub(super) abandoned_owners: StrMap<String>,
 }
 
 impl Provisioning {
@@ -80,10 +82,12 @@ impl Provisioning {
 impl Policy {
     pub(super) fn machine_created(&mut self, id: &str, hold: Value, checked: Option<Value>) {
         if let Some(executor) = sorted::remove(&mut self.provisioning.abandoned, id) {
+            let owner = sorted::remove(&mut self.provisioning.abandoned_owners, id);
             self.outputs.push_back(Output::DeleteMachine {
                 executor: executor.clone(),
                 hold,
                 lease: None,
+                owner,
             });
             self.event(
                 Level::Info,
@@ -131,6 +135,7 @@ impl Policy {
     pub(super) fn machine_failed(&mut self, id: &str, message: &str, reason: Option<String>) {
         let executor = match sorted::remove(&mut self.provisioning.abandoned, id) {
             Some(executor) => {
+                sorted::remove(&mut self.provisioning.abandoned_owners, id);
                 // The request stopped waiting first: the seed interrupts the creation,
                 // so it never sees this failure, and the executor does not pause.
                 self.event(
@@ -145,24 +150,9 @@ impl Policy {
                 return;
             }
             None => {
-                let Some(req) = self.queue.requests.get_mut(id) else {
-                    debug_assert!(false, "machine_failed: the request was checked");
+                let Some(executor) = self.creation_ends(id) else {
                     return;
                 };
-                let Some(creating) = req.creating.take() else {
-                    debug_assert!(false, "machine_failed: the request creates a machine");
-                    return;
-                };
-                let executor = creating.executor;
-                // Back in its place in the queue: its key is unchanged.
-                let role = req.role;
-                let r = self.roster.roles.at.get(role as usize).copied().flatten();
-                if let Some(e) = self.roster.index.get(&executor) {
-                    self.free_slot(e, r);
-                    self.leave_if_drained(e);
-                }
-                // The grant pass puts it back in its place, or grants it elsewhere.
-                self.queue.retry.push(id.to_string());
                 executor
             }
         };
@@ -216,6 +206,73 @@ impl Policy {
                 ("reason", json!(reason)),
                 ("retryAt", json!(iso(until))),
             ],
+        );
+    }
+
+    /// The machine creation of live request `id` ended without a machine: its slot
+    /// frees and the request goes back to its place in the queue. Its executor.
+    fn creation_ends(&mut self, id: &str) -> Option<String> {
+        let Some(req) = self.queue.requests.get_mut(id) else {
+            debug_assert!(false, "creation_ends: the request was checked");
+            return None;
+        };
+        let Some(creating) = req.creating.take() else {
+            debug_assert!(false, "creation_ends: the request creates a machine");
+            return None;
+        };
+        let executor = creating.executor;
+        // Back in its place in the queue: its key is unchanged.
+        let role = req.role;
+        let r = self.roster.roles.at.get(role as usize).copied().flatten();
+        if let Some(e) = self.roster.index.get(&executor) {
+            self.free_slot(e, r);
+            self.leave_if_drained(e);
+        }
+        // The grant pass puts it back in its place, or grants it elsewhere.
+        self.queue.retry.push(id.to_string());
+        Some(executor)
+    }
+
+    /// `dropCreation`: a machine creation nobody will answer (its owner is gone) is
+    /// dropped, and unlike `machineFailed` the executor does not pause. An abandoned
+    /// creation is forgotten (a machine it made, if any, is left for a sweep); a live
+    /// one frees its slot and its request waits again in its place.
+    pub(super) fn drop_creation(&mut self, id: &str) {
+        if sorted::contains_key(&self.provisioning.abandoned, id) {
+            self.forget_abandoned(id);
+            return;
+        }
+        let Some(executor) = self.creation_ends(id) else {
+            return;
+        };
+        self.event(
+            Level::Info,
+            EventName::CreationDropped,
+            format!(
+                "the machine creation for request {id} on {executor} is dropped; the request waits again, and {executor} does not pause"
+            ),
+            vec![("executor", json!(executor)), ("request", json!(id))],
+        );
+    }
+
+    /// Forgets abandoned creation `id`: its answer will never come.
+    pub(super) fn forget_abandoned(&mut self, id: &str) {
+        let Some(executor) = sorted::remove(&mut self.provisioning.abandoned, id) else {
+            debug_assert!(false, "forget_abandoned: {id} is abandoned");
+            return;
+        };
+        let owner = sorted::remove(&mut self.provisioning.abandoned_owners, id);
+        let mut fields = vec![("executor", json!(executor)), ("request", json!(id))];
+        if let Some(owner) = owner {
+            fields.insert(1, ("owner", json!(owner)));
+        }
+        self.event(
+            Level::Warn,
+            EventName::CreationDropped,
+            format!(
+                "the abandoned machine creation for request {id} on {executor} is dropped; a machine it made, if any, is left for a sweep"
+            ),
+            fields,
         );
     }
 

@@ -77,6 +77,7 @@ impl Policy {
                 since: lease.since,
                 occupied: lease.occupied,
                 deleting: lease.deleting,
+                owner: lease.owner.clone(),
             });
         }
         let executors = self
@@ -165,6 +166,7 @@ impl Policy {
                         deadline: q.deadline(),
                         ahead: 0,
                         waiting_since: q.since,
+                        owner: q.owner().map(str::to_string),
                     },
                 ));
             }
@@ -226,6 +228,7 @@ impl Policy {
                     executor: c.executor.clone(),
                     role: self.roster.request_role_name(q).to_string(),
                     since: q.since,
+                    owner: q.owner().map(str::to_string),
                 })
             })
             .collect();
@@ -328,6 +331,7 @@ impl Policy {
             try_only: false,
             has_event_time: false,
             label: None,
+            owner: None,
             extra: request_extra(avoid.as_given().to_vec(), prefer, pin.clone(), None),
             creating: None,
         };
@@ -420,9 +424,9 @@ impl Policy {
                 Output::Granted {
                     request, executor, ..
                 }
-                | Output::CreateMachine { request, executor } => {
-                    plan.granted.push(PlannedGrant { request, executor })
-                }
+                | Output::CreateMachine {
+                    request, executor, ..
+                } => plan.granted.push(PlannedGrant { request, executor }),
                 Output::Exhausted { request, .. } => plan.exhausted.push(request),
                 _ => {}
             }

@@ -33,6 +33,9 @@ pub(super) struct Request {
     pub(super) has_event_time: bool,
     /// Many callers name themselves, so the label stays out of the box.
     pub(super) label: Option<Box<str>>,
+    /// The instance that issued it (a shared roster's): on every request there, so
+    /// it stays out of the box too.
+    pub(super) owner: Option<Box<str>>,
     pub(super) extra: Option<Box<RequestExtra>>,
     /// Set while a slot is held on an executor for its machine.
     pub(super) creating: Option<Box<Creating>>,
@@ -72,6 +75,10 @@ impl Request {
 
     pub(super) fn label(&self) -> Option<&str> {
         self.label.as_deref()
+    }
+
+    pub(super) fn owner(&self) -> Option<&str> {
+        self.owner.as_deref()
     }
 
     pub(super) fn deadline(&self) -> Option<u64> {
@@ -466,6 +473,7 @@ impl Policy {
         req.announced = true;
         let pin = req.pin().map(str::to_string);
         let label = req.label().map(str::to_string);
+        let owner = req.owner().map(str::to_string);
         self.queue.queue_waiting(s, r);
         if announce {
             let ahead = self.ahead_of(r, &key, pin.as_deref());
@@ -484,6 +492,7 @@ impl Policy {
                 role: role.clone(),
                 report: report.clone(),
                 ahead,
+                owner,
             });
             let mut message = format!("waiting for an executor to take {role}");
             if let Some(label) = &label {
@@ -644,6 +653,13 @@ impl Policy {
                 id.to_string(),
                 executor.clone(),
             );
+            if let Some(owner) = req.owner() {
+                sorted::insert(
+                    &mut self.provisioning.abandoned_owners,
+                    id.to_string(),
+                    owner.to_string(),
+                );
+            }
             if let Some(e) = self.roster.index.get(executor) {
                 let r = self.roster.request_role(&req);
                 self.free_slot(e, r);
@@ -657,6 +673,7 @@ impl Policy {
             Ending::Cancelled => {
                 self.outputs.push_back(Output::Cancelled {
                     request: id.to_string(),
+                    owner: req.owner().map(str::to_string),
                 });
                 self.event(
                     Level::Debug,
@@ -679,6 +696,7 @@ impl Policy {
                 self.outputs.push_back(Output::TimedOut {
                     request: id.to_string(),
                     reasons,
+                    owner: req.owner().map(str::to_string),
                 });
                 self.event(Level::Warn, EventName::TimedOut, message, fields);
             }
@@ -699,6 +717,7 @@ impl Policy {
                     request: id.to_string(),
                     role,
                     reasons,
+                    owner: req.owner().map(str::to_string),
                 });
             }
         }

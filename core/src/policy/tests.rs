@@ -23,6 +23,8 @@ fn lease(now: u64, id: &str, role: &str) -> LeaseRequest {
         event_time: None,
         label: None,
         deadline: None,
+        owner: None,
+        timeout_ms: None,
     }
 }
 

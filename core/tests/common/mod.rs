@@ -89,6 +89,7 @@ impl Outs {
                     hold,
                     passed,
                     occupied,
+                    ..
                 } => Some(Grant {
                     request: request.clone(),
                     lease: *lease,
@@ -132,6 +133,7 @@ impl Outs {
                     role,
                     report,
                     ahead,
+                    ..
                 } => Some((request.clone(), role.clone(), report.clone(), *ahead)),
                 _ => None,
             })
@@ -147,6 +149,7 @@ impl Outs {
                     request,
                     role,
                     reasons,
+                    ..
                 } => Some((request.clone(), role.clone(), reasons.clone())),
                 _ => None,
             })
@@ -162,14 +165,14 @@ impl Outs {
 
     pub fn unavailable(&self) -> Vec<String> {
         self.requests_of(|o| match o {
-            Output::Unavailable { request } => Some(request.clone()),
+            Output::Unavailable { request, .. } => Some(request.clone()),
             _ => None,
         })
     }
 
     pub fn cancelled(&self) -> Vec<String> {
         self.requests_of(|o| match o {
-            Output::Cancelled { request } => Some(request.clone()),
+            Output::Cancelled { request, .. } => Some(request.clone()),
             _ => None,
         })
     }
@@ -190,9 +193,9 @@ impl Outs {
         self.0
             .iter()
             .filter_map(|o| match o {
-                Output::CreateMachine { request, executor } => {
-                    Some((request.clone(), executor.clone()))
-                }
+                Output::CreateMachine {
+                    request, executor, ..
+                } => Some((request.clone(), executor.clone())),
                 _ => None,
             })
             .collect()
