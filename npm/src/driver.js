@@ -70,7 +70,8 @@ export class Lease {
 
 const omitUndefined = (object) => {
   const out = {}
-  for (const [key, value] of Object.entries(object)) {
+  for (const key in object) {
+    const value = object[key]
     if (value !== undefined) out[key] = value
   }
   return out
@@ -455,6 +456,8 @@ export function defineRoster(api, platform) {
       if (this.#closed) return
       const at = this.#wakeAt
       if (at === this.#timerAt && this.#timer !== undefined) return
+      // No wake-up wanted and no timer armed (most steps of a steady roster).
+      if ((at === undefined || at === null) && this.#timer === undefined) return
       clearTimeout(this.#timer)
       this.#timer = undefined
       this.#timerAt = undefined
@@ -948,21 +951,18 @@ export function defineRoster(api, platform) {
         }
         deadline = now + Math.ceil(ms)
       }
-      const eventTime =
-        options.eventTime instanceof Date ? options.eventTime.getTime() : options.eventTime
-      return omitUndefined({
-        type,
-        now,
-        id,
-        role,
-        avoid: list(options.avoid, 'avoid'),
-        prefer: options.prefer,
-        pin: options.pin,
-        rank: options.rank,
-        eventTime,
-        label: options.label,
-        deadline,
-      })
+      // Built field by field (the hot path of every lease): only the fields given.
+      const input = { type, now, id, role }
+      const avoid = list(options.avoid, 'avoid')
+      if (avoid !== undefined) input.avoid = avoid
+      if (options.prefer !== undefined) input.prefer = options.prefer
+      if (options.pin !== undefined) input.pin = options.pin
+      if (options.rank !== undefined) input.rank = options.rank
+      const eventTime = options.eventTime instanceof Date ? options.eventTime.getTime() : options.eventTime
+      if (eventTime !== undefined) input.eventTime = eventTime
+      if (options.label !== undefined) input.label = options.label
+      if (deadline !== undefined) input.deadline = deadline
+      return input
     }
 
     /**
