@@ -24,6 +24,16 @@ import { Metrics } from './metrics.js'
 export const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose')
 export const asyncDisposeSymbol = Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')
 
+/**
+ * `policy[HANDLE_AT_LEVEL](input, minLevel)`: `handle`, but the answer leaves out the
+ * events below `minLevel` (0 debug, 1 info, 2 warn; api.js defines it: the core still
+ * decides and emits them, only nobody reads them). The roster steps this way while
+ * nobody listens for events or outputs: it needs only the warn events itself
+ * (`excluded`, for report() and the metrics).
+ */
+export const HANDLE_AT_LEVEL = Symbol.for('rota.handleAtLevel')
+const LEVEL_WARN = 2
+
 const MAX_TIMER_MS = 2 ** 31 - 1
 const DEFAULT_PROBE_TIMEOUT_MS = 5_000
 
@@ -424,7 +434,11 @@ export function defineRoster(api, platform) {
 
     /** Feeds one input, handles every output, re-arms the timer. Throws a rejected input. */
     #step(input) {
-      const { outputs, wakeAt } = this.#policy.handle(input)
+      const emitter = this.#emitter
+      const { outputs, wakeAt } =
+        emitter.listenerCount('event') === 0 && emitter.listenerCount('output') === 0
+          ? this.#policy[HANDLE_AT_LEVEL](input, LEVEL_WARN)
+          : this.#policy.handle(input)
       // Kept before dispatching: a listener may feed another input, whose answer is later.
       this.#wakeAt = wakeAt
       this.#lastNow = input.now
