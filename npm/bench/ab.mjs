@@ -66,6 +66,29 @@ const cases = {
       for (let k = 0; k < BATCH; k += 1) (await r.lease('coder')).release()
     }
   },
+  // bench.mjs's b: 64 callers, 12 free slots, a setImmediate hold (BATCH cycles a round).
+  'Roster b (64 callers, 12 free)': async (api, n) => {
+    const slots = Math.max(1, Math.ceil(12 / n))
+    const r = await api.Roster.create({
+      document: { executors: roster(n).executors.map((e) => ({ ...e, slots })) },
+      probe: false,
+    })
+    for (let i = 0; i < n * slots - 12; i += 1) await r.tryLease('coder')
+    const hold = () => new Promise((resolve) => setImmediate(resolve))
+    return async () => {
+      let left = BATCH
+      await Promise.all(
+        Array.from({ length: 64 }, async () => {
+          while (left > 0) {
+            left -= 1
+            const lease = await r.lease('coder')
+            await hold()
+            lease.release()
+          }
+        }),
+      )
+    }
+  },
   'raw report': async (api, n) => {
     const policy = new api.Policy(roster(n), { canProbe: false })
     let now = NOW

@@ -406,9 +406,9 @@ impl JsPolicy {
     /// moves when the answer needs a larger buffer. Never throws.
     ///
     /// `min_level` (0 debug, 1 info, 2 warn) leaves out of the answer the events below
-    /// it: the core decided and emitted them (state and exports are the same), but a
-    /// driver with nobody listening for them (the Roster) need not read them. The
-    /// public `Policy#handle` passes 0: every output.
+    /// it: the core does not build them (`set_event_floor`; every decision, the state
+    /// and exports are the same), for a driver with nobody listening for them (the
+    /// Roster). The public `Policy#handle` passes 0: every output.
     #[wasm_bindgen(js_name = __step)]
     pub fn step(&mut self, len: u32, min_level: u8) -> u32 {
         let min_level = match min_level {
@@ -417,7 +417,11 @@ impl JsPolicy {
             _ => Level::Warn,
         };
         let input = self.io.get(..len as usize).and_then(binary::read_input);
-        match input.map(|input| self.inner.handle(input)) {
+        // Not built at all in the core (for this input only: `handleJson` answers whole).
+        self.inner.set_event_floor(min_level);
+        let result = input.map(|input| self.inner.handle(input));
+        self.inner.set_event_floor(Level::Debug);
+        match result {
             None => {
                 Writer::new(&mut self.io, &mut self.strings, binary::STATUS_REFUSED).finish(0, None)
             }

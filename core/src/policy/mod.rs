@@ -40,7 +40,7 @@ use serde_json::Value;
 
 use crate::document::Document;
 use crate::error::Error;
-use crate::protocol::{ExclusionKind, Input, Options, Output, STATE_VERSION};
+use crate::protocol::{ExclusionKind, Input, Level, Options, Output, STATE_VERSION};
 use crate::sorted;
 use crate::time::iso;
 
@@ -75,6 +75,8 @@ pub struct Policy {
     reloads: Reloads,
     persistence: Persistence,
     outputs: VecDeque<Output>,
+    /// The host's floor for events (`set_event_floor`): not state, only what is built.
+    event_floor: Level,
 }
 
 /// An input checked against the state, carrying what checking it produced.
@@ -106,6 +108,7 @@ impl Policy {
             reloads,
             persistence: Persistence::default(),
             outputs: VecDeque::new(),
+            event_floor: Level::Debug,
         };
         policy.rebuild();
         policy.persistence.last = vec![None; policy.roster.executors.len()];
