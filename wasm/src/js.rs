@@ -140,7 +140,7 @@ impl JsPolicy {
         let build = || -> Result<CorePolicy, Error> {
             let document = read(&document, "the document")?;
             let options = parse_options(&read(&options, "options")?)?;
-            CorePolicy::new(&document, options)
+            CorePolicy::from_value(document, options)
         };
         build().map(JsPolicy::wrap).map_err(|e| to_js_error(&e))
     }

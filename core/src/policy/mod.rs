@@ -64,6 +64,8 @@ use roster::Roster;
 #[derive(Debug, Clone)]
 pub struct Policy {
     options: Options,
+    /// The running document, without its `executors`: their specs live in the roster
+    /// (`Roster::executors`, one copy each: issue 15's memory at 10,000 executors).
     document: Document,
     now: u64,
     roster: Roster,
@@ -93,8 +95,22 @@ impl Policy {
         options.check()?;
         let document = Document::from_json(document, options.kinds.as_deref())
             .map_err(|violations| Error::InvalidDocument { violations })?;
-        let roster = Roster::new(&document);
+        Policy::from_document(document, options)
+    }
+
+    /// As `new`, taking the document value rather than copying it: a host that read
+    /// it only to build the policy holds a large roster once, not twice.
+    pub fn from_value(document: Value, options: Options) -> Result<Policy, Error> {
+        options.check()?;
+        let document = Document::from_owned_json(document, options.kinds.as_deref())
+            .map_err(|violations| Error::InvalidDocument { violations })?;
+        Policy::from_document(document, options)
+    }
+
+    fn from_document(mut document: Document, options: Options) -> Result<Policy, Error> {
         let reloads = Reloads::new(&document);
+        // The specs move into the roster: one copy of each (see `Policy::document`).
+        let roster = Roster::new(std::mem::take(&mut document.executors), &document.roles);
         let mut policy = Policy {
             options,
             document,
