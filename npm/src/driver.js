@@ -214,8 +214,12 @@ function exclusionFrom(outputs, executor) {
 export function defineRoster(api, platform) {
   const { Policy } = api
 
-  /** Merge and narrow as the seed does; every violation at once. */
-  async function resolveDocument(options) {
+  /**
+   * Merge and narrow as the seed does; every violation at once. With `deferred`, a
+   * document with no id listed twice is not validated here (`validated: false`): the
+   * Policy the caller builds from it validates it (`buildPolicy`), one walk fewer.
+   */
+  async function resolveDocument(options, deferred = false) {
     const violations = []
     const read = async (path, side) => {
       if (platform.readRoster === undefined) {
@@ -263,18 +267,41 @@ export function defineRoster(api, platform) {
         ? options.executors.split(',').map((id) => id.trim()).filter((id) => id !== '')
         : (list(options.executors, 'executors') ?? [])
     let narrowed
-    try {
-      // An id the roster does not have is ignored, as the seed does, with a warning
-      // naming it (the core's); a reload may drop some of the run's filter this way.
-      narrowed = api.narrow(merged, ids)
-    } catch (error) {
-      if (error?.code !== 'INVALID_DOCUMENT') throw error
-      // Name everything else wrong with the document at once.
-      throw invalidDocument([...twice, ...error.violations, ...api.validate(merged, options.options?.kinds)])
+    if (ids.length === 0) {
+      // Narrowing to no list keeps every executor: merge's document as it is.
+      narrowed = { document: merged, unknown: [], warnings: [] }
+    } else {
+      try {
+        // An id the roster does not have is ignored, as the seed does, with a warning
+        // naming it (the core's); a reload may drop some of the run's filter this way.
+        narrowed = api.narrow(merged, ids)
+      } catch (error) {
+        if (error?.code !== 'INVALID_DOCUMENT') throw error
+        // Name everything else wrong with the document at once.
+        throw invalidDocument([...twice, ...error.violations, ...api.validate(merged, options.options?.kinds)])
+      }
     }
+    const resolved = { document: narrowed.document, unknown: narrowed.unknown, warnings: narrowed.warnings }
+    if (deferred && twice.length === 0) return { ...resolved, validated: false }
     const found = [...twice, ...api.validate(narrowed.document, options.options?.kinds)]
     if (found.length > 0) throw invalidDocument(found)
-    return { document: narrowed.document, unknown: narrowed.unknown, warnings: narrowed.warnings }
+    return { ...resolved, validated: true }
+  }
+
+  /**
+   * The Policy of a resolved document. One `resolveDocument` left unvalidated is
+   * validated by the constructor; its refusal is then worded as `resolveDocument`'s
+   * (INVALID_DOCUMENT with every violation, before any error in the options).
+   */
+  function buildPolicy({ document, validated }, coreOptions, kinds) {
+    try {
+      return new Policy(document, coreOptions)
+    } catch (error) {
+      if (validated) throw error
+      const found = api.validate(document, kinds)
+      if (found.length > 0) throw invalidDocument(found)
+      throw error
+    }
   }
 
   // The core's probe rule (`probeIsUp`): 2xx is up; a redirect is not followed and is
@@ -354,12 +381,13 @@ export function defineRoster(api, platform) {
         throw new RotaError('INVALID_INPUT', 'Roster.create takes an options object')
       }
       checkOptions(options)
-      const { document, unknown, warnings } = await resolveDocument(options)
+      const resolved = await resolveDocument(options, true)
+      const { unknown, warnings } = resolved
       const coreOptions = { ...options.options }
       if (coreOptions.canProbe === undefined) coreOptions.canProbe = options.probe !== false
       // The seed preflights whenever it can: at start, and (the core's default) on reloads.
       if (coreOptions.preflight === undefined) coreOptions.preflight = typeof options.preflight === 'function'
-      const policy = new Policy(document, coreOptions)
+      const policy = buildPolicy(resolved, coreOptions, options.options?.kinds)
       let store = options.state
       if (store === undefined && options.statePath !== undefined) {
         if (platform.fileStore === undefined) {
