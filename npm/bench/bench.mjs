@@ -71,6 +71,7 @@ async function interleaved(systems) {
   for (const [name, system] of Object.entries(systems)) {
     const state = await system.setup()
     await system.round(state) // warm up (tier-up)
+    await system.after?.(state)
     states.set(name, { state, cpu: [], wall: [] })
   }
   for (let round = 0; round < ROUNDS; round += 1) {
@@ -81,6 +82,7 @@ async function interleaved(systems) {
       const cycles = await system.round(s.state)
       s.cpu.push((cpuNow() - c0) / cycles)
       s.wall.push(((performance.now() - t0) * 1_000) / cycles)
+      await system.after?.(s.state) // untimed clean-up
     }
   }
   const result = {}
@@ -306,18 +308,25 @@ if (wants('create')) {
     const document = roster(n)
     const times = Math.max(1, Math.round((quick ? 2_000 : 10_000) / n))
     const systems = {
+      // Construction only: closing and freeing come after the timed part.
       'Roster.create': {
-        setup: () => undefined,
-        round: async () => {
-          for (let i = 0; i < times; i += 1) await (await Roster.create({ document, probe: false })).close()
+        setup: () => [],
+        round: async (made) => {
+          for (let i = 0; i < times; i += 1) made.push(await Roster.create({ document, probe: false }))
           return times
+        },
+        after: async (made) => {
+          for (const r of made.splice(0)) await r.close()
         },
       },
       'new Policy': {
-        setup: () => undefined,
-        round: () => {
-          for (let i = 0; i < times; i += 1) new Policy(document, { canProbe: false }).free()
+        setup: () => [],
+        round: (made) => {
+          for (let i = 0; i < times; i += 1) made.push(new Policy(document, { canProbe: false }))
           return times
+        },
+        after: (made) => {
+          for (const p of made.splice(0)) p.free()
         },
       },
     }
