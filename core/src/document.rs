@@ -292,22 +292,24 @@ pub fn merge(user: &Value, repo: &Value) -> Result<Value, Vec<Violation>> {
     }
     // In first-seen order; a later entry with a seen id replaces it in place. The
     // position of each id by a sorted index (a scan per entry was O(n²) at 10,000).
+    // (The map's key and value types are those of the lease index, whose code the
+    // module has already: the web build's size budget.)
     let mut merged: Vec<Value> = Vec::new();
-    let mut position: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut position: std::collections::BTreeMap<Box<str>, u64> = Default::default();
     let entries =
         |side: Option<(&str, Vec<(String, Value)>)>| side.map(|(_, e)| e).unwrap_or_default();
     for (id, entry) in entries(user_entries)
         .into_iter()
         .chain(entries(repo_entries))
     {
-        match position.entry(id) {
-            std::collections::btree_map::Entry::Occupied(at) => {
-                if let Some(slot) = merged.get_mut(*at.get()) {
+        match position.get(id.as_str()) {
+            Some(&at) => {
+                if let Some(slot) = merged.get_mut(at as usize) {
                     *slot = entry;
                 }
             }
-            std::collections::btree_map::Entry::Vacant(slot) => {
-                slot.insert(merged.len());
+            None => {
+                position.insert(id.into_boxed_str(), merged.len() as u64);
                 merged.push(entry);
             }
         }
