@@ -4,7 +4,8 @@
 // moment of a shared machine falls on all of them alike. Issue 15's targets are
 // checked at the end; README.md next to this file keeps the figures.
 //
-//   node bench/bench.mjs [--quick] [--only a,b,c,create,memory,size] [--n 4,64]
+//   node --expose-gc bench/bench.mjs [--quick] [--only a,b,c,create,memory,size] [--n 4,64]
+//   (npm run bench; --expose-gc lets each round's garbage be collected between rounds)
 //
 //   a       one lease + release at a time: Roster (lease()), raw Policy.handle
 //           (objects in and out, the default options), generic-pool acquire+release,
@@ -63,6 +64,19 @@ const median = (values) => {
 const load = () => loadavg().map((l) => l.toFixed(2)).join(' ')
 
 /**
+ * Between two timed rounds of a system with `settle: true` (and --expose-gc): a
+ * collection, and a turn for the finalizers it queues (wasm-bindgen frees an
+ * unreachable Policy's memory there), so that one system's garbage is not collected
+ * in another's timed round. Only for create: a forced collection before every round
+ * slows the small cases that follow it (a, b, c) several times over.
+ */
+async function settle() {
+  if (typeof globalThis.gc !== 'function') return
+  globalThis.gc()
+  await new Promise((resolve) => setImmediate(resolve))
+}
+
+/**
  * Runs `systems` (name → { setup(), round(state) → cycles, teardown(state) }) for
  * ROUNDS interleaved rounds; returns name → { cpu, wall } medians in µs per cycle.
  */
@@ -72,6 +86,7 @@ async function interleaved(systems) {
     const state = await system.setup()
     await system.round(state) // warm up (tier-up)
     await system.after?.(state)
+    if (system.settle) await settle()
     states.set(name, { state, cpu: [], wall: [] })
   }
   for (let round = 0; round < ROUNDS; round += 1) {
@@ -83,6 +98,7 @@ async function interleaved(systems) {
       s.cpu.push((cpuNow() - c0) / cycles)
       s.wall.push(((performance.now() - t0) * 1_000) / cycles)
       await system.after?.(s.state) // untimed clean-up
+      if (system.settle) await settle()
     }
   }
   const result = {}
@@ -310,6 +326,7 @@ if (wants('create')) {
     const systems = {
       // Construction only: closing and freeing come after the timed part.
       'Roster.create': {
+        settle: true,
         setup: () => [],
         round: async (made) => {
           for (let i = 0; i < times; i += 1) made.push(await Roster.create({ document, probe: false }))
@@ -320,6 +337,7 @@ if (wants('create')) {
         },
       },
       'new Policy': {
+        settle: true,
         setup: () => [],
         round: (made) => {
           for (let i = 0; i < times; i += 1) made.push(new Policy(document, { canProbe: false }))
