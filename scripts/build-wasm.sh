@@ -4,10 +4,10 @@
 #   abi   --no-default-features --features abi, profile `wasm-speed` (opt-level 3, and
 #         the std built for speed too: a wasmtime host steps it on every input)
 #         -> host-wasmtime/policy/rota_policy.wasm   (plain ABI, zero imports)
-#   node  --features js,fast-step, profile `wasm` (opt-level "s") unstripped, then
-#         wasm-bindgen --target web -> npm/pkg/node: the module the package's Node
-#         entry compiles synchronously from the file (the binary step behind
-#         `Policy#handle` included: made for the cost per input)
+#   node  --features js,fast-step, profile `wasm-node` (opt-level 3, and the std
+#         built for speed) unstripped, then wasm-bindgen --target web -> npm/pkg/node:
+#         the module the package's Node entry compiles synchronously from the file (the
+#         binary step behind `Policy#handle` included: made for the cost per input)
 #   web   --features js, profile `wasm-small` (opt-level "z"), then wasm-bindgen
 #         --target web -> npm/pkg/web: the browser entry's module (made for download
 #         size; `handle` takes the JSON step there)
@@ -52,14 +52,20 @@ install_if_changed() {
   fi
 }
 
+# The cargo flags without the size-optimized std (for the builds made for speed).
+speed_flags() {
+  local flag
+  SPEED_FLAGS=()
+  for flag in "${WASM_CARGO_FLAGS[@]}"; do
+    [ "$flag" = "-Zbuild-std-features=optimize_for_size" ] || SPEED_FLAGS+=("$flag")
+  done
+}
+
 build_abi() {
   # Seen by cargo_wasm (dynamic scope): the speed profile, and no size-optimized std.
-  local PROFILE=wasm-speed flag
-  local -a abi_flags=()
-  for flag in "${WASM_CARGO_FLAGS[@]}"; do
-    [ "$flag" = "-Zbuild-std-features=optimize_for_size" ] || abi_flags+=("$flag")
-  done
-  local -a WASM_CARGO_FLAGS=("${abi_flags[@]}")
+  local PROFILE=wasm-speed SPEED_FLAGS
+  speed_flags
+  local -a WASM_CARGO_FLAGS=("${SPEED_FLAGS[@]}")
   cargo_wasm abi --no-default-features --features abi
   local out="$ROOT/target/wasm-abi/$TARGET/$PROFILE/rota_wasm.wasm"
   [ -f "$out" ] || die "cargo produced no $out"
@@ -72,7 +78,8 @@ build_bindgen() {
   local name="$1" PROFILE="$2"; shift 2
   # Not stripped here: wasm-bindgen reads the `target_features` custom section (and
   # strips what it does not need itself).
-  (export CARGO_PROFILE_WASM_STRIP=false CARGO_PROFILE_WASM_SMALL_STRIP=false; cargo_wasm "$name" "$@")
+  (export CARGO_PROFILE_WASM_STRIP=false CARGO_PROFILE_WASM_SMALL_STRIP=false CARGO_PROFILE_WASM_NODE_STRIP=false
+   cargo_wasm "$name" "$@")
   local in="$ROOT/target/wasm-$name/$TARGET/$PROFILE/rota_wasm.wasm"
   [ -f "$in" ] || die "cargo produced no $in"
 
@@ -118,7 +125,12 @@ embed() {
   node "$ROOT/scripts/embed-wasm.mjs" "$dir" "${flag[@]}"
 }
 
-build_node() { build_bindgen node wasm --features js,fast-step; }
+build_node() {
+  local SPEED_FLAGS
+  speed_flags
+  local -a WASM_CARGO_FLAGS=("${SPEED_FLAGS[@]}")
+  build_bindgen node wasm-node --features js,fast-step
+}
 build_web() { build_bindgen web wasm-small --features js; }
 
 [ $# -gt 0 ] || set -- abi js

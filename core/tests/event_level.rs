@@ -146,3 +146,31 @@ fn an_exported_state_keeps_the_level() {
     let default = self::policy(Value::Null).export_state();
     assert!(default["options"].get("minEventLevel").is_none());
 }
+
+/// Each step's answer with the host's event floor at `floor`, and the exported state.
+fn run_with_floor(floor: Level) -> (Vec<Value>, Value) {
+    let mut policy = policy(Value::Null);
+    let answers = trace()
+        .iter()
+        .map(|input| {
+            policy.set_event_floor(floor);
+            let answer = step_str(&mut policy, &input.to_string());
+            serde_json::from_str(&answer).expect("the core writes JSON")
+        })
+        .collect();
+    (answers, policy.export_state())
+}
+
+#[test]
+fn a_host_floor_leaves_out_the_events_below_it_and_is_no_state() {
+    let (all, state) = run_with_floor(Level::Debug);
+    assert_eq!(all, run(Value::Null));
+    let (info, info_state) = run_with_floor(Level::Info);
+    assert_eq!(info, filtered(&all, &["info", "warn"]));
+    let (warn, warn_state) = run_with_floor(Level::Warn);
+    assert_eq!(warn, filtered(&all, &["warn"]));
+    // Every decision is the same; the floor is not exported (nor is the option changed).
+    assert_eq!(info_state, state);
+    assert_eq!(warn_state, state);
+    assert!(state["options"].get("minEventLevel").is_none());
+}

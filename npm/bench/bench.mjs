@@ -1,241 +1,428 @@
-// Benchmark (not a test): lease + release cycles through the raw Policy class and
-// through the Roster driver, at 4 and 1,024 executors, uncontended and contended;
-// and the size of the WebAssembly module, raw and gzipped.
+// Benchmark (not a test): rota's Node path against the pools Node users pick
+// (generic-pool, p-limit, p-queue: devDependencies), at 4, 64, 1,024 and 10,000
+// executors, the systems interleaved round by round in one process so that a busy
+// moment of a shared machine falls on all of them alike. Issue 15's targets are
+// checked at the end; README.md next to this file keeps the figures.
 //
-//   node bench/bench.mjs [--quick]
+//   node --expose-gc bench/bench.mjs [--quick] [--only a,b,c,create,memory,size] [--n 4,64]
+//   (npm run bench; --expose-gc lets each round's garbage be collected between rounds)
 //
-// Target: the raw class under 3 µs per lease+release cycle. Budget: 150 KB gzipped
-// for the web build's .wasm.
+//   a       one lease + release at a time: Roster (lease()), raw Policy.handle
+//           (objects in and out, the default options), generic-pool acquire+release,
+//           p-limit / p-queue running an empty task
+//   b       64 callers, 12 free slots, each caller: lease, hold for one setImmediate,
+//           release, again; the same hold for every system (the roster's other slots
+//           are held, as generic-pool's other resources are; p-limit / p-queue at 12)
+//   c       a rate-limit report (Roster.report, and raw Policy.handle's `report`),
+//           rotating over four executors at every roster size
+//   create  Roster.create against new Policy, the same document
+//   memory  (a child process) RSS over the import of a Roster with 10,000 executors,
+//           every slot leased, and 10,000 requests waiting
+//   size    the two builds' WebAssembly modules, raw and gzipped
 //
-// Last figures (Node 20, a shared 2-core machine at load ~1, best round; issue 4): raw
-// Policy.handle 2.42 / 2.88 µs per cycle at 4 / 1,024 executors with the defaults,
-// 1.86 / 2.19 µs with minEventLevel 'warn' (the binary step of the Node build);
-// handleJson 6.3 / 6.8 µs; Roster lease()+release() 3.9 / 4.4 µs. The web build's
-// module 375,241 bytes, 149,928 gzipped (the Node build's, made for speed: 429,517 /
-// 168,910). Before issue 4's work on them: 8.93 / 9.35 µs (6.90 / 7.53 with 'warn'),
-// one module of 624,560 / 215,143 bytes.
+// Every figure is a median over rounds: CPU time of this process
+// (process.cpuUsage: other processes' turns on a shared machine do not count) and
+// wall time. The load average is printed at the start and the end: when it is high,
+// wall figures (and, through caches and frequency, CPU ones) are inflated.
 
+import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { cpus, loadavg } from 'node:os'
 import { gzipSync } from 'node:zlib'
+import genericPool from 'generic-pool'
+import pLimit from 'p-limit'
+import PQueue from 'p-queue'
 import { Policy, Roster } from '../src/node.js'
 
-const quick = process.argv.includes('--quick')
+const args = process.argv.slice(2)
+const quick = args.includes('--quick')
+const option = (name) => {
+  const i = args.indexOf(name)
+  return i < 0 ? undefined : args[i + 1]
+}
+const only = option('--only')?.split(',')
+const wants = (part) => only === undefined || only.includes(part)
+const SIZES = option('--n')?.split(',').map(Number) ?? [4, 64, 1_024, 10_000]
+const ROUNDS = quick ? 5 : 15
 const NOW = Date.UTC(2026, 0, 1)
+const ROLE = 'coder'
 
-const roster = (executors, slots = 2) => ({
-  executors: Array.from({ length: executors }, (_, i) => ({
-    id: `e${i}`,
-    harness: 'pi',
-    roles: ['coder'],
-    slots,
-  })),
+/** A roster of `executors` executors of one role, `slots` each. */
+const roster = (executors, slots = 1) => ({
+  executors: Array.from({ length: executors }, (_, i) => ({ id: `e${i}`, harness: 'pi', roles: [ROLE], slots })),
 })
 
-// On a shared machine wall time includes other processes' turns: each round also
-// records this process's CPU time (process.cpuUsage), and the best round of each wins.
 const cpuNow = () => {
   const { user, system } = process.cpuUsage()
   return user + system
 }
+const median = (values) => {
+  const sorted = [...values].sort((x, y) => x - y)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+const load = () => loadavg().map((l) => l.toFixed(2)).join(' ')
 
-/** Runs `cycle` in rounds until `ms` have passed; returns µs per cycle (best round). */
-async function measure(cycle, { ms = quick ? 300 : 1_500, batch = 1_000 } = {}) {
-  for (let i = 0; i < batch; i += 1) await cycle(i) // warm up (tier-up)
-  let best = Infinity
-  let bestCpu = Infinity
-  let n = batch
-  const end = performance.now() + ms
-  while (performance.now() < end) {
-    const t0 = performance.now()
-    const c0 = cpuNow()
-    for (let i = 0; i < batch; i += 1) await cycle(n + i)
-    best = Math.min(best, ((performance.now() - t0) * 1_000) / batch)
-    bestCpu = Math.min(bestCpu, (cpuNow() - c0) / batch)
-    n += batch
-  }
-  return { best, bestCpu }
+/**
+ * Between two timed rounds of a system with `settle: true` (and --expose-gc): a
+ * collection, and a turn for the finalizers it queues (wasm-bindgen frees an
+ * unreachable Policy's memory there), so that one system's garbage is not collected
+ * in another's timed round. Only for create: a forced collection before every round
+ * slows the small cases that follow it (a, b, c) several times over.
+ */
+async function settle() {
+  if (typeof globalThis.gc !== 'function') return
+  globalThis.gc()
+  await new Promise((resolve) => setImmediate(resolve))
 }
 
-function measureSync(cycle, { ms = quick ? 300 : 1_500, batch = 2_000 } = {}) {
-  for (let i = 0; i < batch; i += 1) cycle(i)
-  let best = Infinity
-  let bestCpu = Infinity
-  let n = batch
-  const end = performance.now() + ms
-  while (performance.now() < end) {
-    const t0 = performance.now()
-    const c0 = cpuNow()
-    for (let i = 0; i < batch; i += 1) cycle(n + i)
-    best = Math.min(best, ((performance.now() - t0) * 1_000) / batch)
-    bestCpu = Math.min(bestCpu, (cpuNow() - c0) / batch)
-    n += batch
+/**
+ * Runs `systems` (name → { setup(), round(state) → cycles, teardown(state) }) for
+ * ROUNDS interleaved rounds; returns name → { cpu, wall } medians in µs per cycle.
+ */
+async function interleaved(systems) {
+  const states = new Map()
+  for (const [name, system] of Object.entries(systems)) {
+    const state = await system.setup()
+    await system.round(state) // warm up (tier-up)
+    await system.after?.(state)
+    if (system.settle) await settle()
+    states.set(name, { state, cpu: [], wall: [] })
   }
-  return { best, bestCpu }
+  for (let round = 0; round < ROUNDS; round += 1) {
+    for (const [name, system] of Object.entries(systems)) {
+      const s = states.get(name)
+      const t0 = performance.now()
+      const c0 = cpuNow()
+      const cycles = await system.round(s.state)
+      s.cpu.push((cpuNow() - c0) / cycles)
+      s.wall.push(((performance.now() - t0) * 1_000) / cycles)
+      await system.after?.(s.state) // untimed clean-up
+      if (system.settle) await settle()
+    }
+  }
+  const result = {}
+  for (const [name, system] of Object.entries(systems)) {
+    const s = states.get(name)
+    await system.teardown?.(s.state)
+    result[name] = { cpu: median(s.cpu), wall: median(s.wall) }
+  }
+  return result
 }
 
-const fmt = (us) => `${us.toFixed(2).padStart(8)} µs/cycle  ${Math.round(1e6 / us).toLocaleString('en').padStart(9)} cycles/s`
-
-const rows = []
-const report = (name, result) => {
-  rows.push([name, result.best])
-  console.log(`${name.padEnd(58)} ${fmt(result.best)}  (cpu ${result.bestCpu.toFixed(2)} µs)`)
-}
-
-console.log(`rota bench — Node ${process.version}${quick ? ' (quick)' : ''}\n`)
-console.log('lease + release, one at a time (best round):')
-for (const executors of [4, 1024]) {
-  // The raw class, objects in and out: the defaults (an info event per grant), then
-  // with `minEventLevel: 'warn'` (no event per grant or release).
-  for (const [variant, options] of [
-    ['', { canProbe: false }],
-    [", minEventLevel 'warn'", { canProbe: false, minEventLevel: 'warn' }],
-  ]) {
-    const policy = new Policy(roster(executors), options)
-    report(
-      `  raw Policy.handle, ${executors} executors${variant}`,
-      measureSync((i) => {
-        const { outputs } = policy.handle({ type: 'lease', now: NOW, id: `r${i}`, role: 'coder' })
-        policy.handle({ type: 'release', now: NOW, lease: outputs[0].lease })
-      }),
-    )
-    policy.free()
-  }
-  // The raw class, JSON text in and out (the cross-host step).
-  {
-    const policy = new Policy(roster(executors), { canProbe: false })
-    report(
-      `  raw Policy.handleJson, ${executors} executors`,
-      measureSync((i) => {
-        const step = JSON.parse(policy.handleJson(`{"type":"lease","now":${NOW},"id":"r${i}","role":"coder"}`))
-        policy.handleJson(`{"type":"release","now":${NOW},"lease":${step.outputs[0].lease}}`)
-      }),
-    )
-    policy.free()
-  }
-  // The driver: a Promise per lease.
-  {
-    const r = await Roster.create({ document: roster(executors), probe: false })
-    report(
-      `  Roster lease()+release(), ${executors} executors`,
-      await measure(async () => {
-        const lease = await r.lease('coder')
-        lease.release()
-      }),
-    )
-    report(
-      `  Roster tryLease()+release(), ${executors} executors`,
-      await measure(async () => {
-        ;(await r.tryLease('coder')).release()
-      }),
-    )
-    await r.close()
+/** name → N → { cpu, wall } */
+const figures = {}
+const record = (part, n, results) => {
+  for (const [name, r] of Object.entries(results)) {
+    figures[`${part}: ${name}`] ??= {}
+    figures[`${part}: ${name}`][n] = r
   }
 }
 
-console.log('\ncontended: workers loop lease → release, 1 slot per executor (cost must not grow with waiters):')
-for (const [executors, workers] of [
-  [4, 64],
-  [4, 1024],
-  [1024, 64],
-  [1024, 4096],
-]) {
-  const r = await Roster.create({ document: roster(executors, 1), probe: false })
-  const durationMs = quick ? 300 : 1_500
-  let cycles = 0
-  const end = performance.now() + durationMs
-  const t0 = performance.now()
+/** One table: a row per system, a column per N, `cpu µs (wall)`, and the ratio to `base`. */
+function table(part, unit, base) {
+  const names = Object.keys(figures).filter((k) => k.startsWith(`${part}: `))
+  if (names.length === 0) return
+  console.log(`\n${part}: CPU µs per ${unit}, median (wall µs)${base ? `, × ${base} CPU` : ''}`)
+  console.log(`  ${''.padEnd(30)}${SIZES.map((n) => `N=${n.toLocaleString('en')}`.padStart(24)).join('')}`)
+  for (const name of names) {
+    const cells = SIZES.map((n) => {
+      const r = figures[name][n]
+      if (r === undefined) return ''.padStart(24)
+      const ratio = base && figures[`${part}: ${base}`]?.[n] ? ` ×${(r.cpu / figures[`${part}: ${base}`][n].cpu).toFixed(1)}` : ''
+      return `${r.cpu.toFixed(2)} (${r.wall.toFixed(2)})${ratio}`.padStart(24)
+    })
+    console.log(`  ${name.slice(part.length + 2).padEnd(30)}${cells.join('')}`)
+  }
+}
+
+console.log(`rota bench — Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}${quick ? ' (quick)' : ''}`)
+console.log(`load average at start: ${load()}`)
+
+// ---- a: one lease + release at a time ----------------------------------------------
+
+const BATCH_A = quick ? 2_000 : 5_000
+const noop = () => {}
+if (wants('a')) {
+  for (const n of SIZES) {
+    const systems = {
+      Roster: {
+        setup: () => Roster.create({ document: roster(n), probe: false }),
+        round: async (r) => {
+          for (let i = 0; i < BATCH_A; i += 1) (await r.lease(ROLE)).release()
+          return BATCH_A
+        },
+        teardown: (r) => r.close(),
+      },
+      'raw Policy.handle': {
+        setup: () => ({ policy: new Policy(roster(n), { canProbe: false }), i: 0 }),
+        round: (s) => {
+          for (let k = 0; k < BATCH_A; k += 1) {
+            const { outputs } = s.policy.handle({ type: 'lease', now: NOW, id: `r${s.i++}`, role: ROLE })
+            s.policy.handle({ type: 'release', now: NOW, lease: outputs[0].lease })
+          }
+          return BATCH_A
+        },
+        teardown: (s) => s.policy.free(),
+      },
+      'generic-pool': {
+        setup: async () => {
+          let k = 0
+          const pool = genericPool.createPool({ create: async () => ({ id: `e${k++}` }), destroy: async () => {} }, { max: n, min: n })
+          await pool.ready()
+          return pool
+        },
+        round: async (pool) => {
+          for (let i = 0; i < BATCH_A; i += 1) await pool.release(await pool.acquire())
+          return BATCH_A
+        },
+        teardown: async (pool) => {
+          await pool.drain()
+          await pool.clear()
+        },
+      },
+      'p-limit': {
+        setup: () => pLimit(n),
+        round: async (limit) => {
+          for (let i = 0; i < BATCH_A; i += 1) await limit(noop)
+          return BATCH_A
+        },
+      },
+      'p-queue': {
+        setup: () => new PQueue({ concurrency: n }),
+        round: async (queue) => {
+          for (let i = 0; i < BATCH_A; i += 1) await queue.add(noop)
+          return BATCH_A
+        },
+      },
+    }
+    record('a', n, await interleaved(systems))
+  }
+  table('a', 'lease+release', 'generic-pool')
+}
+
+// ---- b: 64 callers, 12 free slots, a setImmediate hold ------------------------------
+
+const CALLERS = 64
+const FREE = 12
+const CYCLES_B = quick ? 6_000 : 20_000
+const hold = () => new Promise((resolve) => setImmediate(resolve))
+
+/** Runs CALLERS callers until `cycles` cycles are done; `cycle()` is one lease-hold-release. */
+async function callers(cycle, cycles) {
+  let left = cycles
   await Promise.all(
-    Array.from({ length: workers }, async () => {
-      while (performance.now() < end) {
-        const lease = await r.lease('coder')
-        await null
-        lease.release()
-        cycles += 1
+    Array.from({ length: CALLERS }, async () => {
+      while (left > 0) {
+        left -= 1
+        await cycle()
       }
     }),
   )
-  const us = ((performance.now() - t0) * 1_000) / cycles
-  rows.push([`contended ${executors}/${workers}`, us])
-  console.log(`${`  Roster, ${executors} executors, ${workers} workers`.padEnd(58)} ${fmt(us)}`)
-  await r.close()
+  return cycles
 }
 
-// The two builds of the module: pkg/node (what the Node entry loads, and so what the
-// figures above measured: made for speed) and pkg/web (the browser entry's: made for
-// download size, which the budget is about).
-let gz = 0
-for (const [build, what] of [
-  ['node', 'the Node entry'],
-  ['web', 'the browser entry; the budget'],
-]) {
-  console.log(`\nthe WebAssembly module of ${what} (npm/pkg/${build}/rota_wasm_bg.wasm):`)
-  const wasm = readFileSync(new URL(`../pkg/${build}/rota_wasm_bg.wasm`, import.meta.url))
-  const size = gzipSync(wasm, { level: 9 }).length
-  if (build === 'web') gz = size
-  console.log(`  raw ${wasm.length.toLocaleString('en')} bytes, gzipped ${size.toLocaleString('en')} bytes`)
-  const sections = customSections(wasm)
-  if (sections.some((s) => s.name === 'name')) {
-    const stripped = stripCustom(wasm)
-    const strippedGz = gzipSync(stripped, { level: 9 }).length
+if (wants('b')) {
+  for (const n of SIZES) {
+    // N executors; each with enough slots that 12 are free once the rest are held.
+    const slots = Math.max(1, Math.ceil(FREE / n))
+    const busy = n * slots - FREE
+    const systems = {
+      Roster: {
+        setup: async () => {
+          const r = await Roster.create({ document: roster(n, slots), probe: false })
+          for (let i = 0; i < busy; i += 1) await r.tryLease(ROLE)
+          return r
+        },
+        round: (r) =>
+          callers(async () => {
+            const lease = await r.lease(ROLE)
+            await hold()
+            lease.release()
+          }, CYCLES_B),
+        teardown: (r) => r.close(),
+      },
+      'generic-pool': {
+        setup: async () => {
+          let k = 0
+          const pool = genericPool.createPool({ create: async () => ({ id: `e${k++}` }), destroy: async () => {} }, { max: n * slots, min: n * slots })
+          await pool.ready()
+          const held = []
+          for (let i = 0; i < busy; i += 1) held.push(await pool.acquire())
+          return { pool, held }
+        },
+        round: ({ pool }) =>
+          callers(async () => {
+            const resource = await pool.acquire()
+            await hold()
+            await pool.release(resource)
+          }, CYCLES_B),
+        teardown: async ({ pool, held }) => {
+          for (const resource of held) await pool.release(resource)
+          await pool.drain()
+          await pool.clear()
+        },
+      },
+      'p-limit(12)': {
+        setup: () => pLimit(FREE),
+        round: (limit) => callers(() => limit(hold), CYCLES_B),
+      },
+      'p-queue(12)': {
+        setup: () => new PQueue({ concurrency: FREE }),
+        round: (queue) => callers(() => queue.add(hold), CYCLES_B),
+      },
+    }
+    record('b', n, await interleaved(systems))
+  }
+  table('b', 'cycle', 'generic-pool')
+}
+
+// ---- c: a rate-limit report ---------------------------------------------------------
+
+const BATCH_C = quick ? 2_000 : 5_000
+const rateLimit = { kind: 'rateLimit', message: '429 Too Many Requests', retryAfterMs: 60_000 }
+if (wants('c')) {
+  for (const n of SIZES) {
+    const systems = {
+      'Roster.report': {
+        // The clock moves on a millisecond per report, as for the raw class: each
+        // report ends later than the last, so each is an exclusion and a persist.
+        setup: async () => {
+          const s = { now: NOW }
+          s.roster = await Roster.create({ document: roster(n), probe: false, now: () => s.now })
+          return s
+        },
+        round: (s) => {
+          for (let i = 0; i < BATCH_C; i += 1) {
+            s.now += 1
+            s.roster.report(`e${i & 3}`, rateLimit)
+          }
+          return BATCH_C
+        },
+        teardown: (s) => s.roster.close(),
+      },
+      'raw Policy.handle report': {
+        setup: () => ({ policy: new Policy(roster(n), { canProbe: false }), now: NOW }),
+        round: (s) => {
+          for (let i = 0; i < BATCH_C; i += 1) {
+            s.policy.handle({ type: 'report', now: (s.now += 1), executor: `e${i & 3}`, failure: rateLimit })
+          }
+          return BATCH_C
+        },
+        teardown: (s) => s.policy.free(),
+      },
+    }
+    record('c', n, await interleaved(systems))
+  }
+  table('c', 'report')
+}
+
+// ---- create -------------------------------------------------------------------------
+
+if (wants('create')) {
+  for (const n of SIZES) {
+    const document = roster(n)
+    const times = Math.max(1, Math.round((quick ? 2_000 : 10_000) / n))
+    const systems = {
+      // Construction only: closing and freeing come after the timed part.
+      'Roster.create': {
+        settle: true,
+        setup: () => [],
+        round: async (made) => {
+          for (let i = 0; i < times; i += 1) made.push(await Roster.create({ document, probe: false }))
+          return times
+        },
+        after: async (made) => {
+          for (const r of made.splice(0)) await r.close()
+        },
+      },
+      'new Policy': {
+        settle: true,
+        setup: () => [],
+        round: (made) => {
+          for (let i = 0; i < times; i += 1) made.push(new Policy(document, { canProbe: false }))
+          return times
+        },
+        after: (made) => {
+          for (const p of made.splice(0)) p.free()
+        },
+      },
+    }
+    record('create', n, await interleaved(systems))
+  }
+  table('create', 'roster', 'new Policy')
+}
+
+// ---- memory (a child process, so that nothing else here counts) --------------------
+
+let memory
+if (wants('memory')) {
+  // RSS moves by several MB from run to run (V8's code and freed pages): the median of five.
+  const runs = Array.from({ length: quick ? 3 : 5 }, () =>
+    JSON.parse(execFileSync(process.execPath, ['--expose-gc', new URL('memory.mjs', import.meta.url).pathname], { encoding: 'utf8' })),
+  )
+  const rss = runs.map((r) => r.rssMB)
+  memory = { ...runs[0], rssMB: median(rss) }
+  console.log(
+    `\nmemory: ${memory.executors.toLocaleString('en')} executors, ${memory.leased.toLocaleString('en')} leased, ` +
+      `${memory.waiting.toLocaleString('en')} waiting: RSS +${memory.rssMB.toFixed(1)} MB over the import, median of ${runs.length} ` +
+      `(${Math.min(...rss).toFixed(1)}–${Math.max(...rss).toFixed(1)}; heap +${memory.heapMB.toFixed(1)} MB, wasm memory ${memory.wasmMB.toFixed(1)} MB)`,
+  )
+}
+
+// ---- size ---------------------------------------------------------------------------
+
+let webGz
+if (wants('size')) {
+  for (const build of ['node', 'web']) {
+    const wasm = readFileSync(new URL(`../pkg/${build}/rota_wasm_bg.wasm`, import.meta.url))
+    const gz = gzipSync(wasm, { level: 9 }).length
+    if (build === 'web') webGz = gz
     console.log(
-      `  of which custom sections ${sections.map((s) => `${s.name} ${s.size.toLocaleString('en')}`).join(', ')};` +
-        ` without them: raw ${stripped.length.toLocaleString('en')}, gzipped ${strippedGz.toLocaleString('en')} bytes`,
+      `\nthe ${build} build's module (npm/pkg/${build}/rota_wasm_bg.wasm): raw ${wasm.length.toLocaleString('en')} bytes, gzipped ${gz.toLocaleString('en')}` +
+        (build === 'web' ? ' (budget: test/size.test.mjs)' : ''),
     )
   }
 }
-console.log('\nraw class target (< 3 µs per lease+release cycle):')
-for (const executors of [4, 1024]) {
-  for (const variant of ['', ", minEventLevel 'warn'"]) {
-    const [name, us] = rows.find(([n]) => n === `  raw Policy.handle, ${executors} executors${variant}`)
-    console.log(`  ${name.trim().padEnd(56)} ${us < 3 ? 'met' : 'NOT met'} (${us.toFixed(2)} µs)`)
-  }
-}
-const gzOk = gz <= 175_000
-console.log(`size budget of the web build (<= 175,000 bytes gzipped; also test/size.test.mjs): ${gzOk ? 'met' : 'NOT met'} (${gz.toLocaleString('en')} bytes)`)
 
-/** The custom sections of a wasm module: name and size. */
-function customSections(bytes) {
-  const found = []
-  walk(bytes, (id, start, end, nameEnd, name) => {
-    if (id === 0) found.push({ name, size: end - start })
-  })
-  return found
-}
+// ---- the targets (issue 15) ---------------------------------------------------------
 
-/** The module without its custom sections (what wasm-bindgen --remove-name-section gives). */
-function stripCustom(bytes) {
-  const parts = [bytes.subarray(0, 8)]
-  walk(bytes, (id, start, end, _nameEnd, _name, headerStart) => {
-    if (id !== 0) parts.push(bytes.subarray(headerStart, end))
-  })
-  return Buffer.concat(parts)
+console.log(`\nload average at the end: ${load()}`)
+console.log('\nissue 15 targets (CPU medians):')
+const verdict = (ok) => (ok ? 'met    ' : 'NOT met')
+const every = (name, test) => {
+  const row = figures[name]
+  if (row === undefined) return undefined
+  const cells = SIZES.filter((n) => row[n] !== undefined)
+  return { ok: cells.every((n) => test(row[n].cpu, n)), text: cells.map((n) => `${n}: ${row[n].cpu.toFixed(2)}`).join(', ') }
 }
-
-function walk(bytes, visit) {
-  let i = 8
-  const leb = () => {
-    let result = 0
-    let shift = 0
-    for (;;) {
-      const b = bytes[i++]
-      result += (b & 0x7f) * 2 ** shift
-      shift += 7
-      if (b < 0x80) return result
-    }
-  }
-  while (i < bytes.length) {
-    const headerStart = i
-    const id = bytes[i++]
-    const size = leb()
-    const start = i
-    let name
-    let nameEnd
-    if (id === 0) {
-      const length = leb()
-      name = new TextDecoder().decode(bytes.subarray(i, i + length))
-      nameEnd = i + length
-    }
-    visit(id, start, start + size, nameEnd, name, headerStart)
-    i = start + size
-  }
+const target = (label, result) => {
+  if (result !== undefined) console.log(`  ${verdict(result.ok)} ${label} (${result.text})`)
 }
+target('Roster lease+release ≤ 1.5 µs', every('a: Roster', (us) => us <= 1.5))
+target('raw Policy.handle lease+release ≤ 1.0 µs', every('a: raw Policy.handle', (us) => us <= 1.0))
+if (figures['b: Roster'] !== undefined) {
+  target('b: Roster ≥ 300,000 cycles/s of CPU', every('b: Roster', (us) => 1e6 / us >= 300_000))
+  target('b: Roster faster than p-queue(12)', every('b: Roster', (us, n) => us < figures['b: p-queue(12)'][n].cpu))
+  target('b: Roster within 2× of generic-pool', every('b: Roster', (us, n) => us <= 2 * figures['b: generic-pool'][n].cpu))
+}
+for (const name of ['c: Roster.report', 'c: raw Policy.handle report']) {
+  const row = figures[name]
+  if (row === undefined) continue
+  target(`${name.slice(3)} ≤ 3 µs`, every(name, (us) => us <= 3))
+  const first = SIZES.find((n) => row[n] !== undefined)
+  const last = SIZES.findLast((n) => row[n] !== undefined)
+  const ratio = row[last].cpu / row[first].cpu
+  console.log(`  ${verdict(ratio <= 1.5)} ${name.slice(3)} flat: N=${last} ≤ 1.5× N=${first} (×${ratio.toFixed(2)})`)
+}
+if (figures['create: Roster.create'] !== undefined) {
+  const n = SIZES.at(-1)
+  const ratio = figures['create: Roster.create'][n].cpu / figures['create: new Policy'][n].cpu
+  console.log(
+    `  ${verdict(ratio <= 1.5)} Roster.create ≤ 1.5× new Policy at N=${n} (${(figures['create: Roster.create'][n].cpu / 1000).toFixed(1)} ms vs ${(figures['create: new Policy'][n].cpu / 1000).toFixed(1)} ms: ×${ratio.toFixed(2)})`,
+  )
+}
+if (memory !== undefined) {
+  console.log(`  ${verdict(memory.rssMB <= 60)} memory ≤ 60 MB of RSS over the import (+${memory.rssMB.toFixed(1)} MB)`)
+}
+if (webGz !== undefined) console.log(`  web build gzipped: ${webGz.toLocaleString('en')} bytes (budget in test/size.test.mjs)`)

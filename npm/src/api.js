@@ -2,7 +2,7 @@
 // (Node and browser) re-export this with their platform.
 
 import { failureFacts, parseRetryAfter, FAILURE_KINDS } from './classify.js'
-import { Lease, combineUpdates, defineRoster } from './driver.js'
+import { HANDLE_AT_LEVEL, Lease, combineUpdates, defineRoster } from './driver.js'
 import { ERROR_CODES, RotaError } from './errors.js'
 import { binaryStep } from './binary.js'
 import { stateRule } from './state-rule.js'
@@ -21,6 +21,8 @@ function nonFinite(value, path) {
   }
   return undefined
 }
+
+const LEVELS = ['debug', 'info', 'warn']
 
 /**
  * `Policy#handle`'s JSON path: one input as a plain object, its outputs as plain
@@ -71,14 +73,28 @@ export function buildApi(wasm, platform) {
     // other input, and any it does not fully recognise, the JSON one: the same answers
     // and errors. The web build, made for size, has no binary step: JSON for all.
     let handle = handleJson
+    // The driver's step (`HANDLE_AT_LEVEL`): the answer without the events below
+    // `minLevel` (the binary step leaves them out; the JSON one's are filtered here).
+    const atLevel = (answer, minLevel) => {
+      if (minLevel > 0) answer.outputs = answer.outputs.filter((o) => o.type !== 'event' || LEVELS.indexOf(o.level) >= minLevel)
+      return answer
+    }
+    let handleAtLevel = function handleAtLevel(input, minLevel) {
+      return atLevel(handleJson.call(this, input), minLevel)
+    }
     if (typeof wasm.__memory === 'function') {
       const step = binaryStep(wasm, RotaError)
       handle = function handle(input) {
-        const answer = step(this, input)
+        const answer = step(this, input, 0)
         return answer === undefined ? handleJson.call(this, input) : answer
+      }
+      handleAtLevel = function handleAtLevel(input, minLevel) {
+        const answer = step(this, input, minLevel)
+        return answer === undefined ? atLevel(handleJson.call(this, input), minLevel) : answer
       }
     }
     Object.defineProperty(wasm.Policy.prototype, 'handle', { value: handle, writable: true, configurable: true })
+    Object.defineProperty(wasm.Policy.prototype, HANDLE_AT_LEVEL, { value: handleAtLevel, writable: true, configurable: true })
   }
   const Roster = defineRoster(wasm, platform)
   return {

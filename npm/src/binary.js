@@ -446,8 +446,12 @@ export function binaryStep(wasm, RotaError) {
     }
   }
 
-  /** One input through the binary step: the answer, or `undefined` for the JSON path. */
-  return function step(policy, input) {
+  /**
+   * One input through the binary step: the answer, or `undefined` for the JSON path.
+   * `minLevel` (0 debug, 1 info, 2 warn) leaves the events below it out of the answer
+   * (for a driver nobody listens to; `Policy#handle` takes every output).
+   */
+  return function step(policy, input, minLevel = 0) {
     // A freed policy: the JSON path throws wasm-bindgen's own error.
     if (policy.__wbg_ptr === 0) return undefined
     let length
@@ -459,7 +463,7 @@ export function binaryStep(wasm, RotaError) {
     }
     if (length < 0) return undefined
     const io = policy[IO]
-    const ptr = policy.__step(length)
+    const ptr = policy.__step(length, minLevel)
     views()
     io.ptr = ptr
     io.size = view.getUint32(ptr + 4, true)

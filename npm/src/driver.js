@@ -24,6 +24,16 @@ import { Metrics } from './metrics.js'
 export const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose')
 export const asyncDisposeSymbol = Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')
 
+/**
+ * `policy[HANDLE_AT_LEVEL](input, minLevel)`: `handle`, but the answer leaves out the
+ * events below `minLevel` (0 debug, 1 info, 2 warn; api.js defines it: the core still
+ * decides and emits them, only nobody reads them). The roster steps this way while
+ * nobody listens for events or outputs: it needs only the warn events itself
+ * (`excluded`, for report() and the metrics).
+ */
+export const HANDLE_AT_LEVEL = Symbol.for('rota.handleAtLevel')
+const LEVEL_WARN = 2
+
 const MAX_TIMER_MS = 2 ** 31 - 1
 const DEFAULT_PROBE_TIMEOUT_MS = 5_000
 
@@ -70,7 +80,8 @@ export class Lease {
 
 const omitUndefined = (object) => {
   const out = {}
-  for (const [key, value] of Object.entries(object)) {
+  for (const key in object) {
+    const value = object[key]
     if (value !== undefined) out[key] = value
   }
   return out
@@ -203,8 +214,12 @@ function exclusionFrom(outputs, executor) {
 export function defineRoster(api, platform) {
   const { Policy } = api
 
-  /** Merge and narrow as the seed does; every violation at once. */
-  async function resolveDocument(options) {
+  /**
+   * Merge and narrow as the seed does; every violation at once. With `deferred`, a
+   * document with no id listed twice is not validated here (`validated: false`): the
+   * Policy the caller builds from it validates it (`buildPolicy`), one walk fewer.
+   */
+  async function resolveDocument(options, deferred = false) {
     const violations = []
     const read = async (path, side) => {
       if (platform.readRoster === undefined) {
@@ -252,18 +267,41 @@ export function defineRoster(api, platform) {
         ? options.executors.split(',').map((id) => id.trim()).filter((id) => id !== '')
         : (list(options.executors, 'executors') ?? [])
     let narrowed
-    try {
-      // An id the roster does not have is ignored, as the seed does, with a warning
-      // naming it (the core's); a reload may drop some of the run's filter this way.
-      narrowed = api.narrow(merged, ids)
-    } catch (error) {
-      if (error?.code !== 'INVALID_DOCUMENT') throw error
-      // Name everything else wrong with the document at once.
-      throw invalidDocument([...twice, ...error.violations, ...api.validate(merged, options.options?.kinds)])
+    if (ids.length === 0) {
+      // Narrowing to no list keeps every executor: merge's document as it is.
+      narrowed = { document: merged, unknown: [], warnings: [] }
+    } else {
+      try {
+        // An id the roster does not have is ignored, as the seed does, with a warning
+        // naming it (the core's); a reload may drop some of the run's filter this way.
+        narrowed = api.narrow(merged, ids)
+      } catch (error) {
+        if (error?.code !== 'INVALID_DOCUMENT') throw error
+        // Name everything else wrong with the document at once.
+        throw invalidDocument([...twice, ...error.violations, ...api.validate(merged, options.options?.kinds)])
+      }
     }
+    const resolved = { document: narrowed.document, unknown: narrowed.unknown, warnings: narrowed.warnings }
+    if (deferred && twice.length === 0) return { ...resolved, validated: false }
     const found = [...twice, ...api.validate(narrowed.document, options.options?.kinds)]
     if (found.length > 0) throw invalidDocument(found)
-    return { document: narrowed.document, unknown: narrowed.unknown, warnings: narrowed.warnings }
+    return { ...resolved, validated: true }
+  }
+
+  /**
+   * The Policy of a resolved document. One `resolveDocument` left unvalidated is
+   * validated by the constructor; its refusal is then worded as `resolveDocument`'s
+   * (INVALID_DOCUMENT with every violation, before any error in the options).
+   */
+  function buildPolicy({ document, validated }, coreOptions, kinds) {
+    try {
+      return new Policy(document, coreOptions)
+    } catch (error) {
+      if (validated) throw error
+      const found = api.validate(document, kinds)
+      if (found.length > 0) throw invalidDocument(found)
+      throw error
+    }
   }
 
   // The core's probe rule (`probeIsUp`): 2xx is up; a redirect is not followed and is
@@ -343,12 +381,13 @@ export function defineRoster(api, platform) {
         throw new RotaError('INVALID_INPUT', 'Roster.create takes an options object')
       }
       checkOptions(options)
-      const { document, unknown, warnings } = await resolveDocument(options)
+      const resolved = await resolveDocument(options, true)
+      const { unknown, warnings } = resolved
       const coreOptions = { ...options.options }
       if (coreOptions.canProbe === undefined) coreOptions.canProbe = options.probe !== false
       // The seed preflights whenever it can: at start, and (the core's default) on reloads.
       if (coreOptions.preflight === undefined) coreOptions.preflight = typeof options.preflight === 'function'
-      const policy = new Policy(document, coreOptions)
+      const policy = buildPolicy(resolved, coreOptions, options.options?.kinds)
       let store = options.state
       if (store === undefined && options.statePath !== undefined) {
         if (platform.fileStore === undefined) {
@@ -423,7 +462,11 @@ export function defineRoster(api, platform) {
 
     /** Feeds one input, handles every output, re-arms the timer. Throws a rejected input. */
     #step(input) {
-      const { outputs, wakeAt } = this.#policy.handle(input)
+      const emitter = this.#emitter
+      const { outputs, wakeAt } =
+        emitter.listenerCount('event') === 0 && emitter.listenerCount('output') === 0
+          ? this.#policy[HANDLE_AT_LEVEL](input, LEVEL_WARN)
+          : this.#policy.handle(input)
       // Kept before dispatching: a listener may feed another input, whose answer is later.
       this.#wakeAt = wakeAt
       this.#lastNow = input.now
@@ -455,6 +498,8 @@ export function defineRoster(api, platform) {
       if (this.#closed) return
       const at = this.#wakeAt
       if (at === this.#timerAt && this.#timer !== undefined) return
+      // No wake-up wanted and no timer armed (most steps of a steady roster).
+      if ((at === undefined || at === null) && this.#timer === undefined) return
       clearTimeout(this.#timer)
       this.#timer = undefined
       this.#timerAt = undefined
@@ -948,21 +993,18 @@ export function defineRoster(api, platform) {
         }
         deadline = now + Math.ceil(ms)
       }
-      const eventTime =
-        options.eventTime instanceof Date ? options.eventTime.getTime() : options.eventTime
-      return omitUndefined({
-        type,
-        now,
-        id,
-        role,
-        avoid: list(options.avoid, 'avoid'),
-        prefer: options.prefer,
-        pin: options.pin,
-        rank: options.rank,
-        eventTime,
-        label: options.label,
-        deadline,
-      })
+      // Built field by field (the hot path of every lease): only the fields given.
+      const input = { type, now, id, role }
+      const avoid = list(options.avoid, 'avoid')
+      if (avoid !== undefined) input.avoid = avoid
+      if (options.prefer !== undefined) input.prefer = options.prefer
+      if (options.pin !== undefined) input.pin = options.pin
+      if (options.rank !== undefined) input.rank = options.rank
+      const eventTime = options.eventTime instanceof Date ? options.eventTime.getTime() : options.eventTime
+      if (eventTime !== undefined) input.eventTime = eventTime
+      if (options.label !== undefined) input.label = options.label
+      if (deadline !== undefined) input.deadline = deadline
+      return input
     }
 
     /**

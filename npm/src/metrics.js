@@ -43,8 +43,12 @@ export class Metrics {
     const seconds = Math.max(0, waitMs) / 1_000
     this.waitCount += 1
     this.waitSum += seconds
-    const bucket = WAIT_BUCKETS.findIndex((bound) => seconds <= bound)
-    if (bucket >= 0) this.waitCounts[bucket] += 1
+    for (let bucket = 0; bucket < WAIT_BUCKETS.length; bucket += 1) {
+      if (seconds <= WAIT_BUCKETS[bucket]) {
+        this.waitCounts[bucket] += 1
+        break
+      }
+    }
     this.#otel?.granted.add(1)
     this.#otel?.wait.record(seconds)
   }

@@ -25,6 +25,8 @@ use js_sys::{Array, Reflect, JSON};
 use rota_core::json::{from_value, parse_options, step_str, to_text};
 use rota_core::write::{to_json_text, WriteJson};
 use rota_core::{Error, ExplainRequest, Policy as CorePolicy};
+#[cfg(feature = "fast-step")]
+use rota_core::{Level, Output};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
@@ -138,7 +140,7 @@ impl JsPolicy {
         let build = || -> Result<CorePolicy, Error> {
             let document = read(&document, "the document")?;
             let options = parse_options(&read(&options, "options")?)?;
-            CorePolicy::new(&document, options)
+            CorePolicy::from_value(document, options)
         };
         build().map(JsPolicy::wrap).map_err(|e| to_js_error(&e))
     }
@@ -409,10 +411,24 @@ impl JsPolicy {
     /// Feeds the input JS wrote in the first `len` bytes of the buffer and writes the
     /// answer over it (the format: `binary.rs`); returns the buffer's address, which
     /// moves when the answer needs a larger buffer. Never throws.
+    ///
+    /// `min_level` (0 debug, 1 info, 2 warn) leaves out of the answer the events below
+    /// it: the core does not build them (`set_event_floor`; every decision, the state
+    /// and exports are the same), for a driver with nobody listening for them (the
+    /// Roster). The public `Policy#handle` passes 0: every output.
     #[wasm_bindgen(js_name = __step)]
-    pub fn step(&mut self, len: u32) -> u32 {
+    pub fn step(&mut self, len: u32, min_level: u8) -> u32 {
+        let min_level = match min_level {
+            0 => Level::Debug,
+            1 => Level::Info,
+            _ => Level::Warn,
+        };
         let input = self.io.get(..len as usize).and_then(binary::read_input);
-        match input.map(|input| self.inner.handle(input)) {
+        // Not built at all in the core (for this input only: `handleJson` answers whole).
+        self.inner.set_event_floor(min_level);
+        let result = input.map(|input| self.inner.handle(input));
+        self.inner.set_event_floor(Level::Debug);
+        match result {
             None => {
                 Writer::new(&mut self.io, &mut self.strings, binary::STATUS_REFUSED).finish(0, None)
             }
@@ -428,6 +444,9 @@ impl JsPolicy {
                 // The output before (a grant's event repeats the grant's fields).
                 let mut previous = None;
                 while let Some(output) = self.inner.poll_output() {
+                    if matches!(&output, Output::Event { level, .. } if *level < min_level) {
+                        continue;
+                    }
                     writer.output(&output, previous.as_ref());
                     previous = Some(output);
                     count += 1;

@@ -152,6 +152,21 @@ impl EventName {
 }
 
 impl Policy {
+    /// Whether an event at `level` is emitted: at or above the options'
+    /// `minEventLevel` and the host's floor. A hot path asks before it builds one.
+    pub(super) fn wants_event(&self, level: Level) -> bool {
+        level >= self.options.min_event_level && level >= self.event_floor
+    }
+
+    /// Events below `level` are neither built nor emitted until the floor is set again
+    /// (`Level::Debug`, the default, leaves only `minEventLevel`). For a host that
+    /// reads none of them for a while (the npm Roster while nobody listens): every
+    /// decision, the state, exports and snapshots are the same; only those events are
+    /// missing from the outputs. Not part of the state (an export does not carry it).
+    pub fn set_event_floor(&mut self, level: Level) {
+        self.event_floor = level;
+    }
+
     pub(super) fn event(
         &mut self,
         level: Level,
@@ -159,7 +174,7 @@ impl Policy {
         message: String,
         fields: Vec<(&'static str, Value)>,
     ) {
-        if level < self.options.min_event_level {
+        if !self.wants_event(level) {
             return;
         }
         self.outputs.push_back(Output::Event {

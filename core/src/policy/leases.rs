@@ -225,7 +225,7 @@ impl Policy {
         });
         // The hot path of every grant: nothing is built for a filtered event, the
         // message without `format!`, the fields in key order.
-        if Level::Debug >= self.options.min_event_level {
+        if self.wants_event(Level::Debug) {
             let mut message = String::with_capacity(
                 executor_id.len() + role.len() + label.as_ref().map_or(0, |l| l.len() + 5) + 27,
             );
@@ -429,7 +429,7 @@ impl Policy {
                     ("slots", json!(slots)),
                 ],
             );
-        } else if Level::Debug >= self.options.min_event_level {
+        } else if self.wants_event(Level::Debug) {
             self.event(
                 Level::Debug,
                 EventName::Released,

@@ -41,7 +41,7 @@ use serde_json::Value;
 
 use crate::document::Document;
 use crate::error::Error;
-use crate::protocol::{ExclusionKind, Input, Options, Output, LOG_VERSION, STATE_VERSION};
+use crate::protocol::{ExclusionKind, Input, Level, Options, Output, LOG_VERSION, STATE_VERSION};
 use crate::sorted;
 use crate::time::iso;
 
@@ -65,6 +65,8 @@ use roster::Roster;
 #[derive(Debug, Clone)]
 pub struct Policy {
     options: Options,
+    /// The running document, without its `executors`: their specs live in the roster
+    /// (`Roster::executors`, one copy each: issue 15's memory at 10,000 executors).
     document: Document,
     now: u64,
     roster: Roster,
@@ -76,6 +78,8 @@ pub struct Policy {
     reloads: Reloads,
     persistence: Persistence,
     outputs: VecDeque<Output>,
+    /// The host's floor for events (`set_event_floor`): not state, only what is built.
+    event_floor: Level,
 }
 
 /// An input checked against the state, carrying what checking it produced.
@@ -94,8 +98,22 @@ impl Policy {
         options.check()?;
         let document = Document::from_json(document, options.kinds.as_deref())
             .map_err(|violations| Error::InvalidDocument { violations })?;
-        let roster = Roster::new(&document);
+        Policy::from_document(document, options)
+    }
+
+    /// As `new`, taking the document value rather than copying it: a host that read
+    /// it only to build the policy holds a large roster once, not twice.
+    pub fn from_value(document: Value, options: Options) -> Result<Policy, Error> {
+        options.check()?;
+        let document = Document::from_owned_json(document, options.kinds.as_deref())
+            .map_err(|violations| Error::InvalidDocument { violations })?;
+        Policy::from_document(document, options)
+    }
+
+    fn from_document(mut document: Document, options: Options) -> Result<Policy, Error> {
         let reloads = Reloads::new(&document);
+        // The specs move into the roster: one copy of each (see `Policy::document`).
+        let roster = Roster::new(std::mem::take(&mut document.executors), &document.roles);
         let mut policy = Policy {
             options,
             document,
@@ -109,6 +127,7 @@ impl Policy {
             reloads,
             persistence: Persistence::default(),
             outputs: VecDeque::new(),
+            event_floor: Level::Debug,
         };
         policy.rebuild();
         policy.persistence.last = vec![None; policy.roster.executors.len()];

@@ -494,20 +494,28 @@ impl Policy {
                 ahead,
                 owner,
             });
+            // A pin to an executor the roster does not declare waits at warn (the seed).
+            let unknown_pin = pin
+                .as_ref()
+                .filter(|pin| !self.roster.index.contains_key(pin.as_str()));
+            let level = if unknown_pin.is_some() {
+                Level::Warn
+            } else {
+                Level::Debug
+            };
+            // The event only when it is wanted (a lease that waits is a hot path).
+            if !self.wants_event(level) {
+                return;
+            }
             let mut message = format!("waiting for an executor to take {role}");
             if let Some(label) = &label {
                 message.push_str(&format!(" for {label}"));
             }
             message.push_str(&format!(": {report}"));
-            // A pin to an executor the roster does not declare waits at warn (the seed).
-            let mut level = Level::Debug;
-            if let Some(pin) = &pin {
-                if !self.roster.index.contains_key(pin) {
-                    level = Level::Warn;
-                    message.push_str(&format!(
-                        " ({pin} is not in the roster; the request waits until a reload declares it or it is cancelled)"
-                    ));
-                }
+            if let Some(pin) = unknown_pin {
+                message.push_str(&format!(
+                    " ({pin} is not in the roster; the request waits until a reload declares it or it is cancelled)"
+                ));
             }
             // The seed's position fields: the rank is rota's pipeline position.
             let mut fields = vec![

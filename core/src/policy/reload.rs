@@ -68,7 +68,7 @@ impl Policy {
     /// Asks the host to preflight every executor before the roster serves (at
     /// construction, when the host can preflight).
     pub(super) fn start_preflight(&mut self) {
-        let all = sorted::set_from(self.document.executors.iter().map(|x| x.id.clone()));
+        let all = sorted::set_from(self.roster.executors.iter().map(|x| x.spec.id.clone()));
         if all.is_empty() {
             return;
         }
@@ -247,8 +247,9 @@ impl Policy {
         }
     }
 
-    pub(super) fn apply_reload(&mut self, document: Document) {
+    pub(super) fn apply_reload(&mut self, mut document: Document) {
         let roles = document.roles.clone();
+        let declared = document.executors.len() as u32;
         // The running executors, taken out by index as the new document names them
         // (`exec_index` still indexes them).
         let mut old: Vec<Option<Executor>> = std::mem::take(&mut self.roster.executors)
@@ -258,7 +259,8 @@ impl Policy {
         let running = |x: &Executor| x.busy;
         let mut execs = Vec::new();
         let mut events = Vec::new();
-        for spec in &document.executors {
+        // The specs move into the roster (the running document keeps none).
+        for spec in std::mem::take(&mut document.executors) {
             sorted::set_insert(&mut self.reloads.known_ids, spec.id.clone());
             let prev = self
                 .roster
@@ -299,7 +301,7 @@ impl Policy {
                             ],
                         ));
                     }
-                    let mut x = Executor::new(spec.clone(), prev.runtime, &roles);
+                    let mut x = Executor::new(spec, prev.runtime, &roles);
                     if x.spec.health.is_none()
                         && x.runtime.exclusion.as_ref().map(|x| x.kind)
                             == Some(ExclusionKind::Health)
@@ -308,7 +310,7 @@ impl Policy {
                         if let Some(exclusion) = x.runtime.exclusion.as_mut() {
                             exclusion.kind = ExclusionKind::Until;
                             exclusion.until =
-                                Some(self.now.saturating_add(spec.cooldown.outage_ms));
+                                Some(self.now.saturating_add(x.spec.cooldown.outage_ms));
                         }
                         x.runtime.probe_in_flight = false;
                         x.runtime.last_probe_at = None;
@@ -322,7 +324,7 @@ impl Policy {
                         format!("{} added by a reload; it takes leases now", spec.id),
                         vec![("executor", json!(spec.id)), ("slots", json!(spec.slots))],
                     ));
-                    execs.push(Executor::new(spec.clone(), Runtime::default(), &roles));
+                    execs.push(Executor::new(spec, Runtime::default(), &roles));
                 }
             }
         }
@@ -371,11 +373,7 @@ impl Policy {
             EventName::Reloaded,
             format!(
                 "the roster reloaded: {}",
-                plural(
-                    self.document.executors.len() as u32,
-                    "executor",
-                    "executors"
-                )
+                plural(declared, "executor", "executors")
             ),
             vec![],
         );

@@ -13,7 +13,6 @@ use super::keys::{ready_key, ByName, Index, Priority};
 use super::provisioning::Pause;
 use super::queue::Request;
 use super::Policy;
-use crate::document::Document;
 
 /// What an executor carries from input to input (and across a live swap).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -273,11 +272,10 @@ pub(super) struct Roster {
 }
 
 impl Roster {
-    pub(super) fn new(document: &Document) -> Roster {
-        let executors = document
-            .executors
-            .iter()
-            .map(|spec| Executor::new(spec.clone(), Runtime::default(), &document.roles))
+    pub(super) fn new(specs: Vec<ExecutorSpec>, roles: &[String]) -> Roster {
+        let executors = specs
+            .into_iter()
+            .map(|spec| Executor::new(spec, Runtime::default(), roles))
             .collect();
         Roster {
             executors,
