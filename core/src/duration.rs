@@ -42,7 +42,7 @@ pub fn parse_duration(text: &str) -> Option<u64> {
         .iter()
         .find(|(names, _)| names.contains(&unit.as_str()))
         .map(|(_, scale)| *scale)?;
-    let amount: f64 = number.parse().ok()?;
+    let amount = crate::decimal::parse_decimal(number);
     let millis = (amount * scale).round();
     // Beyond 2^53 a JSON number no longer holds the value exactly.
     if !millis.is_finite() || millis > crate::limits::MAX_DURATION_MS as f64 {

@@ -129,7 +129,7 @@
 //! One way, checked by `tests/layering.rs`: [`json`] (the step every host calls) uses
 //! the [`policy`], which uses [`document`], [`status`], [`protocol`], [`classify`] and
 //! [`error`], which use the leaves (`read`, [`write`], `sorted`, `time`, [`duration`],
-//! [`limits`]). Each wire type's JSON writer sits beside its type and reader.
+//! `decimal`, [`limits`]). Each wire type's JSON writer sits beside its type and reader.
 //!
 //! ## Cost
 //!
@@ -147,6 +147,7 @@
 //! * [`secrets`]: literal secrets in `env`: warnings, redaction.
 //! * [`classify`]: a failure report's kind, as the roster seed classifies it.
 //! * [`duration`], `time`: duration strings; instants as ISO 8601 in messages.
+//!   `decimal`: a duration's number as the nearest `f64`, without core's float parser.
 //! * [`status`]: what queries return (snapshot, explanation, plan).
 //! * [`error`]: errors with stable codes. `read`, [`write`], `sorted`: JSON
 //!   readers and writer primitives, sorted-vector maps.
@@ -178,6 +179,7 @@
 #![forbid(unsafe_code)]
 
 pub mod classify;
+mod decimal;
 pub mod document;
 pub mod duration;
 pub mod error;

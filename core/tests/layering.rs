@@ -27,9 +27,11 @@ const LAYERS: &[&[&str]] = &[
         "error",
         "state_file",
     ],
-    // The leaves: JSON reading and writing helpers, sorted maps, time and durations,
-    // the named bounds.
-    &["read", "write", "sorted", "time", "duration", "limits"],
+    // The leaves: JSON reading and writing helpers, sorted maps, time and durations
+    // (and the decimal numbers of durations), the named bounds.
+    &[
+        "read", "write", "sorted", "time", "duration", "decimal", "limits",
+    ],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

@@ -21,7 +21,6 @@
 //! rejected call leaves the policy exactly as it was (the core guarantees it; this
 //! layer converts before it calls).
 
-use js_sys::{Array, Reflect, JSON};
 use rota_core::json::{from_value, parse_options, step_str, to_text};
 use rota_core::write::{to_json_text, WriteJson};
 use rota_core::{Error, ExplainRequest, Policy as CorePolicy};
@@ -35,14 +34,45 @@ use crate::binary::{self, Writer};
 
 type JsResult<T> = Result<T, JsValue>;
 
+// The few JS built-ins this layer calls, declared here rather than taken from js-sys:
+// linking js-sys keeps a call shim per closure type it declares (typed arrays,
+// promises, ...) in the module, about 2 KB gzipped of code nothing here calls.
+#[wasm_bindgen]
+extern "C" {
+    /// A JS `Error`.
+    #[wasm_bindgen(js_name = Error)]
+    type JsErrorObject;
+    #[wasm_bindgen(constructor, js_class = Error)]
+    fn new(message: &str) -> JsErrorObject;
+    #[wasm_bindgen(method, setter, js_class = Error)]
+    fn set_name(this: &JsErrorObject, name: &str);
+    #[wasm_bindgen(method, getter, js_class = Error)]
+    fn message(this: &JsErrorObject) -> String;
+
+    /// A JS array (`defaultRoles`'s result).
+    #[wasm_bindgen(typescript_type = "Array<any>")]
+    pub type Array;
+    #[wasm_bindgen(constructor)]
+    fn new() -> Array;
+    #[wasm_bindgen(method)]
+    fn push(this: &Array, value: &JsValue) -> u32;
+
+    #[wasm_bindgen(js_namespace = Reflect, js_name = set, catch)]
+    fn reflect_set(target: &JsValue, key: &JsValue, value: &JsValue) -> Result<bool, JsValue>;
+    #[wasm_bindgen(js_namespace = JSON, js_name = stringify, catch)]
+    fn json_stringify(value: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(js_namespace = JSON, js_name = parse, catch)]
+    fn json_parse(text: &str) -> Result<JsValue, JsValue>;
+}
+
 /// A core error as a JS `Error` with `code` (and `violations`).
 fn to_js_error(error: &Error) -> JsValue {
-    let js = js_sys::Error::new(&error.to_string());
+    let js = JsErrorObject::new(&error.to_string());
     js.set_name("RotaError");
     let shape = error.to_json();
     for field in ["code", "violations"] {
         if let Some(value) = shape.get(field) {
-            let _ = Reflect::set(&js, &JsValue::from_str(field), &to_js_value(value));
+            let _ = reflect_set(&js, &JsValue::from_str(field), &to_js_value(value));
         }
     }
     js.into()
@@ -57,10 +87,10 @@ fn stringify(value: &JsValue, what: &str) -> Result<String, Error> {
     if value.is_undefined() {
         return Ok("null".to_string());
     }
-    let text = JSON::stringify(value).map_err(|e| {
+    let text = json_stringify(value).map_err(|e| {
         let why = e
-            .dyn_ref::<js_sys::Error>()
-            .map(|e| String::from(e.message()))
+            .dyn_ref::<JsErrorObject>()
+            .map(JsErrorObject::message)
             .unwrap_or_default();
         invalid_input(format!("{what} cannot be written as JSON ({why})"))
     })?;
@@ -93,7 +123,7 @@ fn read_strings(value: &JsValue, what: &str) -> Result<Vec<String>, Error> {
 /// JSON text as a plain JS value (objects, arrays, numbers, strings, null).
 fn parse_text(text: &str) -> JsValue {
     // The text is serde_json's own: JSON.parse cannot refuse it.
-    JSON::parse(text).unwrap_or(JsValue::NULL)
+    json_parse(text).unwrap_or(JsValue::NULL)
 }
 
 /// A JSON value as a plain JS value.
@@ -370,10 +400,11 @@ pub fn default_options() -> JsResult<JsValue> {
 /// The seed's five roles: a document's role list when it declares none.
 #[wasm_bindgen(js_name = defaultRoles)]
 pub fn default_roles() -> Array {
-    rota_core::document::DEFAULT_ROLES
-        .iter()
-        .map(|role| JsValue::from_str(role))
-        .collect()
+    let roles = Array::new();
+    for role in rota_core::document::DEFAULT_ROLES {
+        roles.push(&JsValue::from_str(role));
+    }
+    roles
 }
 
 /// The state file's rule (`rota_core::state_file::answer`): a request as JSON text
