@@ -28,10 +28,16 @@ impl Avoid {
         let order = if sorted {
             Vec::new()
         } else {
-            let mut order: Vec<u32> = (0..ids.len() as u32).collect();
-            order.sort_unstable_by(|&a, &b| ids[a as usize].cmp(&ids[b as usize]));
-            order.dedup_by(|a, b| ids[*a as usize] == ids[*b as usize]);
-            order
+            // Sorted as (id, position) pairs: the ids sit beside their positions, so
+            // the comparisons read memory in order (an index sort chased each id).
+            let mut pairs: Vec<(&str, u32)> = ids
+                .iter()
+                .enumerate()
+                .map(|(i, id)| (id.as_str(), i as u32))
+                .collect();
+            pairs.sort_unstable();
+            pairs.dedup_by(|a, b| a.0 == b.0);
+            pairs.into_iter().map(|(_, i)| i).collect()
         };
         Avoid { ids, order }
     }

@@ -30,9 +30,9 @@ impl Policy {
             };
         }
         let executors = &self.roster.executors;
-        let avoided = self.avoided_executors(avoid);
-        let avoided = avoided.iter().filter(|&&e| executors[e].servable(r));
-        self.roster.roles.servable[r] as usize > avoided.count()
+        let mut avoided = 0usize;
+        self.each_avoided(avoid, |e| avoided += usize::from(executors[e].servable(r)));
+        self.roster.roles.servable[r] as usize > avoided
     }
 
     /// The executors of the roster an avoid list names, each once, by index in
@@ -40,34 +40,38 @@ impl Policy {
     /// roster, one walk of the id index beside the sorted list (fewer string
     /// comparisons): O(avoid · log executors) either way.
     pub(super) fn avoided_executors(&self, avoid: &Avoid) -> Vec<usize> {
+        let mut found = Vec::with_capacity(avoid.distinct_len().min(self.roster.index.0.len()));
+        self.each_avoided(avoid, |e| found.push(e));
+        found.sort_unstable();
+        found
+    }
+
+    /// Calls `f` with each executor an avoid list names, once each, in id order
+    /// (`avoided_executors` without the list, for a question that only counts).
+    fn each_avoided(&self, avoid: &Avoid, mut f: impl FnMut(usize)) {
         let index = &self.roster.index.0;
         let count = avoid.distinct_len();
         if count == 0 {
-            return Vec::new();
+            return;
         }
-        let mut found: Vec<usize> = if count.saturating_mul(8) >= index.len() {
+        if count.saturating_mul(8) >= index.len() {
             let mut ids = avoid.distinct().peekable();
-            let mut found = Vec::with_capacity(count.min(index.len()));
             for (key, &e) in index {
                 while ids.next_if(|id| *id < &**key).is_some() {}
                 match ids.peek() {
                     None => break,
                     Some(id) if *id == &**key => {
-                        found.push(e as usize);
+                        f(e as usize);
                         ids.next();
                     }
                     Some(_) => {}
                 }
             }
-            found
         } else {
-            avoid
-                .distinct()
-                .filter_map(|id| self.roster.index.get(id))
-                .collect()
-        };
-        found.sort_unstable();
-        found
+            for e in avoid.distinct().filter_map(|id| self.roster.index.get(id)) {
+                f(e);
+            }
+        }
     }
 
     /// Whether a request that nothing can ever serve ends now as exhausted (the
