@@ -142,9 +142,13 @@
 //! * [`json`]: the JSON step every host calls (`step_str`), queries and answers.
 //! * [`protocol`]: inputs, outputs and options, the shapes every host speaks, with
 //!   their readers and writers (`protocol::wire`: one table per input, the output's
-//!   reader and writer).
-//! * [`document`]: the roster document, its validation, `merge` and `narrow`.
+//!   reader and writer; `protocol::options`: the options and their values;
+//!   `protocol::fields`: an event's fields).
+//! * [`document`]: the roster document and its validation (`document::parse`: the
+//!   one-pass parser; `document::merge`: `merge` and `narrow`).
 //! * [`secrets`]: literal secrets in `env`: warnings, redaction.
+//! * [`state_file`]: the seed's state file: both envelopes parsed, merged, the seed's
+//!   bytes rendered.
 //! * [`classify`]: a failure report's kind, as the roster seed classifies it.
 //! * [`duration`], `time`: duration strings; instants as ISO 8601 in messages.
 //!   `decimal`: a duration's number as the nearest `f64`, without core's float parser.

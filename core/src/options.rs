@@ -4,11 +4,11 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{id_too_long, Choice, ExpiredOwnerLeases, Level, Unservable};
+use super::{id_too_long, Level};
 use crate::error::Error;
 use crate::limits;
-use crate::read::{self, object, Read};
-use crate::write::{Obj, WriteJson};
+use crate::read::{self, object, variant, Read};
+use crate::write::{write_str, Obj, WriteJson};
 
 /// Options a host gives with the document. Defaults are the seeds'.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -234,5 +234,112 @@ impl WriteJson for Options {
             o.field("expiredOwnerLeases", &self.expired_owner_leases);
         }
         o.end();
+    }
+}
+
+/// Which of the equal free executors (same priority for the role) takes a request.
+/// The two seeds differ here, and rota offers both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Choice {
+    /// The one leased least recently (the roster seed): a, b, a, b.
+    #[default]
+    RoundRobin,
+    /// The first declared (the scheduler seed's `workerFor`): a, a, b, b.
+    Declared,
+}
+
+/// What becomes of a request that no executor can ever serve (none has its role, or
+/// all that do are out for the run or removed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Unservable {
+    /// It ends at once as exhausted, with a reason per executor (the roster seed).
+    #[default]
+    Exhaust,
+    /// It keeps waiting until a slot, a reload or a cancel (the scheduler seed).
+    Wait,
+}
+
+/// What becomes of an expired owner's leases (`expireOwner`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ExpiredOwnerLeases {
+    /// Every lease is released, as its owner would have: the slot frees (a lease
+    /// with a machine frees once the machine is deleted, as any release).
+    #[default]
+    Release,
+    /// Leases that hold a machine (a `hold`: a worker machine whose work runs on
+    /// without its owner) are kept; the others are released.
+    KeepMachines,
+    /// Every lease is kept, until someone releases it by its id.
+    Keep,
+}
+
+impl Choice {
+    const NAMES: &'static [&'static str] = &["roundRobin", "declared"];
+    const ALL: [Choice; 2] = [Choice::RoundRobin, Choice::Declared];
+
+    pub fn from_json(value: &Value) -> Read<Choice> {
+        variant(value, Self::NAMES).map(|i| Self::ALL[i])
+    }
+
+    /// The JSON name: `roundRobin`, `declared`.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
+impl ExpiredOwnerLeases {
+    const NAMES: &'static [&'static str] = &["release", "keepMachines", "keep"];
+    const ALL: [ExpiredOwnerLeases; 3] = [
+        ExpiredOwnerLeases::Release,
+        ExpiredOwnerLeases::KeepMachines,
+        ExpiredOwnerLeases::Keep,
+    ];
+
+    pub fn from_json(value: &Value) -> Read<ExpiredOwnerLeases> {
+        variant(value, Self::NAMES).map(|i| Self::ALL[i])
+    }
+
+    /// The JSON name: `release`, `keepMachines`, `keep`.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    pub fn is_release(&self) -> bool {
+        *self == ExpiredOwnerLeases::Release
+    }
+}
+
+impl WriteJson for ExpiredOwnerLeases {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_str(out, self.name());
+    }
+}
+
+impl Unservable {
+    const NAMES: &'static [&'static str] = &["exhaust", "wait"];
+    const ALL: [Unservable; 2] = [Unservable::Exhaust, Unservable::Wait];
+
+    pub fn from_json(value: &Value) -> Read<Unservable> {
+        variant(value, Self::NAMES).map(|i| Self::ALL[i])
+    }
+
+    /// The JSON name: `exhaust`, `wait`.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
+impl WriteJson for Choice {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_str(out, self.name());
+    }
+}
+
+impl WriteJson for Unservable {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_str(out, self.name());
     }
 }

@@ -3,8 +3,6 @@
 //! Every input carries `now` (epoch milliseconds). Effects the core wants done are
 //! outputs (probe, create machine, persist ...); their results come back as inputs.
 
-use std::borrow::Cow;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -12,45 +10,6 @@ use crate::error::Error;
 use crate::limits;
 use crate::read::{self, object, variant, Read};
 use crate::write::{write_str, Obj, WriteJson};
-
-/// Which of the equal free executors (same priority for the role) takes a request.
-/// The two seeds differ here, and rota offers both.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Choice {
-    /// The one leased least recently (the roster seed): a, b, a, b.
-    #[default]
-    RoundRobin,
-    /// The first declared (the scheduler seed's `workerFor`): a, a, b, b.
-    Declared,
-}
-
-/// What becomes of a request that no executor can ever serve (none has its role, or
-/// all that do are out for the run or removed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Unservable {
-    /// It ends at once as exhausted, with a reason per executor (the roster seed).
-    #[default]
-    Exhaust,
-    /// It keeps waiting until a slot, a reload or a cancel (the scheduler seed).
-    Wait,
-}
-
-/// What becomes of an expired owner's leases (`expireOwner`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ExpiredOwnerLeases {
-    /// Every lease is released, as its owner would have: the slot frees (a lease
-    /// with a machine frees once the machine is deleted, as any release).
-    #[default]
-    Release,
-    /// Leases that hold a machine (a `hold`: a worker machine whose work runs on
-    /// without its owner) are kept; the others are released.
-    KeepMachines,
-    /// Every lease is kept, until someone releases it by its id.
-    Keep,
-}
 
 /// What a lease request asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -617,97 +576,6 @@ pub enum Output {
     },
 }
 
-/// An event's fields: a small map written as a JSON object in key order. The core's
-/// keys are static names, so an event costs no allocation per key.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Fields(Vec<(Cow<'static, str>, Value)>);
-
-impl Fields {
-    /// Sets `key` (a repeated key keeps its last value).
-    pub fn insert(&mut self, key: impl Into<Cow<'static, str>>, value: Value) {
-        let key = key.into();
-        match self
-            .0
-            .binary_search_by(|(k, _)| k.as_ref().cmp(key.as_ref()))
-        {
-            Ok(i) => self.0[i].1 = value,
-            Err(i) => self.0.insert(i, (key, value)),
-        }
-    }
-
-    pub fn get(&self, key: &str) -> Option<&Value> {
-        self.0
-            .binary_search_by(|(k, _)| k.as_ref().cmp(key))
-            .ok()
-            .map(|i| &self.0[i].1)
-    }
-
-    /// The fields in key order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.0.iter().map(|(k, v)| (k.as_ref(), v))
-    }
-
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl Fields {
-    /// Fields from static keys: taken in one go with exact capacity when the keys
-    /// are already in strictly increasing order (as the core writes them), else
-    /// inserted one by one (a repeated key keeps its last value).
-    pub(crate) fn from_static(pairs: Vec<(&'static str, Value)>) -> Fields {
-        if pairs.windows(2).all(|w| w[0].0 < w[1].0) {
-            let mut v = Vec::with_capacity(pairs.len());
-            v.extend(pairs.into_iter().map(|(k, v)| (Cow::Borrowed(k), v)));
-            return Fields(v);
-        }
-        pairs.into_iter().collect()
-    }
-}
-
-impl<K: Into<Cow<'static, str>>> FromIterator<(K, Value)> for Fields {
-    fn from_iter<I: IntoIterator<Item = (K, Value)>>(iter: I) -> Fields {
-        let mut fields = Fields(Vec::new());
-        for (k, v) in iter {
-            fields.insert(k, v);
-        }
-        fields
-    }
-}
-
-/// `fields["key"]`, `null` when absent (as `serde_json::Value` indexing does).
-impl std::ops::Index<&str> for Fields {
-    type Output = Value;
-    fn index(&self, key: &str) -> &Value {
-        static NULL: Value = Value::Null;
-        self.get(key).unwrap_or(&NULL)
-    }
-}
-
-impl Serialize for Fields {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.iter())
-    }
-}
-
-impl Fields {
-    /// An event's fields from a JSON object.
-    pub(crate) fn from_json(value: &Value) -> Read<Fields> {
-        let map = object(value, "a map")?.0;
-        // The object's keys are already in order.
-        Ok(Fields(
-            map.iter()
-                .map(|(k, v)| (Cow::Owned(k.clone()), v.clone()))
-                .collect(),
-        ))
-    }
-}
-
 /// Why a request (waiting or hypothetical) cannot use an executor now.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -754,62 +622,6 @@ deserialize_from_json!(
     ExplainRequest,
     Fields
 );
-
-impl Choice {
-    const NAMES: &'static [&'static str] = &["roundRobin", "declared"];
-    const ALL: [Choice; 2] = [Choice::RoundRobin, Choice::Declared];
-
-    pub fn from_json(value: &Value) -> Read<Choice> {
-        variant(value, Self::NAMES).map(|i| Self::ALL[i])
-    }
-
-    /// The JSON name: `roundRobin`, `declared`.
-    pub fn name(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
-}
-
-impl ExpiredOwnerLeases {
-    const NAMES: &'static [&'static str] = &["release", "keepMachines", "keep"];
-    const ALL: [ExpiredOwnerLeases; 3] = [
-        ExpiredOwnerLeases::Release,
-        ExpiredOwnerLeases::KeepMachines,
-        ExpiredOwnerLeases::Keep,
-    ];
-
-    pub fn from_json(value: &Value) -> Read<ExpiredOwnerLeases> {
-        variant(value, Self::NAMES).map(|i| Self::ALL[i])
-    }
-
-    /// The JSON name: `release`, `keepMachines`, `keep`.
-    pub fn name(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
-
-    pub fn is_release(&self) -> bool {
-        *self == ExpiredOwnerLeases::Release
-    }
-}
-
-impl WriteJson for ExpiredOwnerLeases {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        write_str(out, self.name());
-    }
-}
-
-impl Unservable {
-    const NAMES: &'static [&'static str] = &["exhaust", "wait"];
-    const ALL: [Unservable; 2] = [Unservable::Exhaust, Unservable::Wait];
-
-    pub fn from_json(value: &Value) -> Read<Unservable> {
-        variant(value, Self::NAMES).map(|i| Self::ALL[i])
-    }
-
-    /// The JSON name: `exhaust`, `wait`.
-    pub fn name(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
-}
 
 impl FailureKind {
     const NAMES: &'static [&'static str] = &[
@@ -977,18 +789,6 @@ impl WriteJson for Level {
     }
 }
 
-impl WriteJson for Choice {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        write_str(out, self.name());
-    }
-}
-
-impl WriteJson for Unservable {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        write_str(out, self.name());
-    }
-}
-
 impl WriteJson for Exclusion {
     fn write_json(&self, out: &mut Vec<u8>) {
         Obj::new(out)
@@ -1009,9 +809,13 @@ impl WriteJson for PersistedState {
     }
 }
 
+#[path = "fields.rs"]
+mod fields;
+pub use fields::Fields;
+
 #[path = "options.rs"]
 mod options;
-pub use options::Options;
+pub use options::{Choice, ExpiredOwnerLeases, Options, Unservable};
 
 #[path = "wire.rs"]
 pub(crate) mod wire;
