@@ -143,7 +143,8 @@
 //! * [`protocol`]: inputs, outputs and options, the shapes every host speaks, with
 //!   their readers and writers (`protocol::wire`: one table per input, the output's
 //!   reader and writer; `protocol::options`: the options and their values;
-//!   `protocol::fields`: an event's fields).
+//!   `protocol::fields`: an event's fields; `protocol::failure`: a report's failure and
+//!   its kind).
 //! * [`document`]: the roster document and its validation (`document::parse`: the
 //!   one-pass parser; `document::merge`: `merge` and `narrow`).
 //! * [`secrets`]: literal secrets in `env`: warnings, redaction.

@@ -39,14 +39,14 @@ fn layer_of(module: &str) -> Option<usize> {
 }
 
 /// The crate module a source file belongs to: `src/x.rs` and `src/x/**` are `x`;
-/// `wire.rs`, `options.rs` and `fields.rs` are `protocol`'s (`#[path = "wire.rs"] mod wire`).
+/// `wire.rs`, `options.rs`, `fields.rs` and `failure.rs` are `protocol`'s (`#[path = "wire.rs"] mod wire`).
 fn module_of(src: &Path, file: &Path) -> Option<String> {
     let relative = file.strip_prefix(src).ok()?;
     let first = relative.components().next()?.as_os_str().to_str()?;
     let name = first.strip_suffix(".rs").unwrap_or(first);
     match name {
         "lib" => None,
-        "wire" | "options" | "fields" => Some("protocol".into()),
+        "wire" | "options" | "fields" | "failure" => Some("protocol".into()),
         other => Some(other.to_string()),
     }
 }

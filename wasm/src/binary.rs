@@ -553,10 +553,9 @@ impl<'a> Writer<'a> {
             return;
         }
         if owner_of(output).is_some() {
-            // A shared roster's output (it names its owner): as its JSON text, the
-            // same content as the canonical text.
+            // A shared roster's output (it names its owner): as its canonical text.
             self.byte(0);
-            let text = serde_json::to_string(output).unwrap_or_else(|_| "null".into());
+            let text = rota_core::write::to_json_text(output);
             self.str(&text);
             return;
         }
@@ -671,8 +670,8 @@ impl<'a> Writer<'a> {
             }
             Output::DeleteMachine { .. } | Output::StartFailed { .. } | Output::Persist { .. } => {
                 self.byte(0);
-                // The derived writer: the same content as the canonical text.
-                let text = serde_json::to_string(output).unwrap_or_else(|_| "null".into());
+                // As its canonical text.
+                let text = rota_core::write::to_json_text(output);
                 self.str(&text);
             }
         }
