@@ -47,6 +47,21 @@ impl Fields {
 }
 
 impl Fields {
+    /// Room for `n` fields, to be pushed in key order (`push_sorted`).
+    pub(crate) fn with_capacity(n: usize) -> Fields {
+        Fields(Vec::with_capacity(n))
+    }
+
+    /// Appends a field whose static key sorts after every key already there (a hot
+    /// path's event, built in key order with no second vector).
+    pub(crate) fn push_sorted(&mut self, key: &'static str, value: Value) {
+        debug_assert!(
+            self.0.last().is_none_or(|(k, _)| k.as_ref() < key),
+            "field `{key}` is pushed in key order"
+        );
+        self.0.push((Cow::Borrowed(key), value));
+    }
+
     /// Fields from static keys: taken in one go with exact capacity when the keys
     /// are already in strictly increasing order (as the core writes them), else
     /// inserted one by one (a repeated key keeps its last value).

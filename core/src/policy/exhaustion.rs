@@ -1,6 +1,8 @@
 //! Exhaustion: whether anything can ever serve a request, and the reasons why not
 //! (the seed's waiting report and `RosterExhausted` reasons).
 
+use std::fmt::Write as _;
+
 use crate::protocol::Unservable;
 use crate::time::iso;
 
@@ -216,49 +218,69 @@ impl Policy {
         let avoided_members = avoided.iter().filter(|&&e| executors[e].has_role(r));
         let listed = members.len() - avoided_members.count();
         // Every avoided member skipped costs one step: at most SHOWN + avoid steps.
-        let mut parts: Vec<String> = members
+        // Written into one string (a lease that waits is a hot path: no part apart).
+        let mut report = String::new();
+        for e in members
             .iter()
             .copied()
             .filter(|e| avoided.binary_search(e).is_err())
             .take(SHOWN)
-            .map(|e| self.executor_state(e, r))
-            .collect();
-        if listed > SHOWN {
-            parts.push(format!("and {} more", listed - SHOWN));
+        {
+            if !report.is_empty() {
+                report.push_str("; ");
+            }
+            self.write_executor_state(&mut report, e, r);
         }
-        if parts.is_empty() {
+        if listed > SHOWN {
+            if !report.is_empty() {
+                report.push_str("; ");
+            }
+            let _ = write!(report, "and {} more", listed - SHOWN);
+        }
+        if report.is_empty() {
             // It waits all the same (`unservable: "wait"`) until a reload or a cancel.
             return format!("no executor takes {}", self.role_name(r));
         }
-        parts.join("; ")
+        report
     }
 
     pub(super) fn executor_state(&self, e: usize, r: usize) -> String {
+        let mut state = String::new();
+        self.write_executor_state(&mut state, e, r);
+        state
+    }
+
+    /// Appends what keeps executor `e` from role `r` ("a busy", "b until ...").
+    fn write_executor_state(&self, out: &mut String, e: usize, r: usize) {
         let x = &self.roster.executors[e];
+        let id = &x.spec.id;
+        // (Writing to a String cannot fail.)
         if x.draining {
-            return format!("{} removed by a reload (draining)", x.spec.id);
+            let _ = write!(out, "{id} removed by a reload (draining)");
+            return;
         }
         if x.caps.get(r) == Some(&0) {
-            return format!(
-                "{} takes no {} slot (its cap is 0)",
-                x.spec.id,
-                self.role_name(r)
-            );
+            let role = self.role_name(r);
+            let _ = write!(out, "{id} takes no {role} slot (its cap is 0)");
+            return;
         }
-        match &x.runtime.exclusion {
-            Some(exclusion) => format!("{} {}", x.spec.id, Described(exclusion)),
+        let _ = match &x.runtime.exclusion {
+            Some(exclusion) => write!(out, "{id} {}", Described(exclusion)),
             None => match &x.runtime.pause {
-                Some(p) if p.blocked => format!(
-                    "{} paused creating machines until {}",
-                    x.spec.id,
-                    iso(p.until)
-                ),
+                Some(p) if p.blocked => {
+                    write!(out, "{id} paused creating machines until {}", iso(p.until))
+                }
                 _ if !self.serving() => match self.reloads.startup {
-                    Startup::Failed => format!("{}: the roster did not start", x.spec.id),
-                    _ => format!("{} waits for its startup preflight", x.spec.id),
+                    Startup::Failed => write!(out, "{id}: the roster did not start"),
+                    _ => write!(out, "{id} waits for its startup preflight"),
                 },
-                _ => format!("{} busy", x.spec.id),
+                _ => {
+                    // The common case, without the formatting machinery.
+                    out.push_str(id);
+                    out.push_str(" busy");
+                    Ok(())
+                }
             },
-        }
+        };
     }
 }

@@ -60,12 +60,16 @@ impl Policy {
             self.take_slot_with(req, e, r, passed);
             return;
         }
-        let id = req.id.to_string();
-        self.queue.requests.insert(req);
-        match self.try_place(&id, r, !try_only) {
+        // By slot from here: a lease that waits looks its id up no more.
+        let s = self.queue.requests.insert(req);
+        match self.try_place_at(s, r, !try_only) {
             Admission::Granted | Admission::Ended => {}
-            Admission::Queued if try_only => self.unavailable(&id, r),
-            Admission::Queued => self.enqueue(&id, r),
+            Admission::Queued if try_only => {
+                if let Some(id) = self.queue.requests.at(s).map(|q| q.id.to_string()) {
+                    self.unavailable(&id, r);
+                }
+            }
+            Admission::Queued => self.enqueue_at(s, r),
         }
     }
 
@@ -123,27 +127,37 @@ impl Policy {
     /// Grants a request now if a free slot serves it, ends it if nothing ever can,
     /// or says it must wait. The request is in `requests` and in no queue.
     pub(super) fn try_place(&mut self, id: &str, r: usize, may_wait: bool) -> Admission {
-        let Some(req) = self.queue.requests.get(id) else {
+        let Some(s) = self.queue.requests.slot(id) else {
             debug_assert!(false, "try_place: the request is stored");
+            return Admission::Ended;
+        };
+        self.try_place_at(s, r, may_wait)
+    }
+
+    /// `try_place` of the request in slot `s`.
+    pub(super) fn try_place_at(&mut self, s: u32, r: usize, may_wait: bool) -> Admission {
+        let Some(req) = self.queue.requests.at(s) else {
+            debug_assert!(false, "try_place: the slot holds a request");
             return Admission::Ended;
         };
         if let Some(e) = self.choose(req, r) {
             let passed = self.passed_by(e, &req.key);
-            self.take_slot(id, e, r, passed);
+            self.take_slot_at(s, e, r, passed);
             return Admission::Granted;
         }
         if !may_wait {
             return Admission::Queued;
         }
-        if self.ends_unservable() && !self.can_serve_request(req, r) {
-            self.end_request(id, Ending::Exhausted);
-            return Admission::Ended;
-        }
-        if req.deadline().is_some_and(|d| d <= self.now) {
-            self.end_request(id, Ending::TimedOut);
-            return Admission::Ended;
-        }
-        Admission::Queued
+        let ending = if self.ends_unservable() && !self.can_serve_request(req, r) {
+            Ending::Exhausted
+        } else if req.deadline().is_some_and(|d| d <= self.now) {
+            Ending::TimedOut
+        } else {
+            return Admission::Queued;
+        };
+        let id = req.id.to_string();
+        self.end_request(&id, ending);
+        Admission::Ended
     }
 
     /// The executor that serves `req` now, if any: its pin, or the pick.
@@ -185,15 +199,7 @@ impl Policy {
             .find(|&e| !req.avoids(&self.roster.executors[e].spec.id))
     }
 
-    /// Takes a slot on `e` for request `id`: a lease, or a machine creation first.
-    pub(super) fn take_slot(&mut self, id: &str, e: usize, r: usize, passed: u32) {
-        let slot = self.queue.requests.slot(id);
-        debug_assert!(slot.is_some(), "take_slot: request {id} is stored");
-        if let Some(s) = slot {
-            self.take_slot_at(s, e, r, passed);
-        }
-    }
-
+    /// Takes a slot on `e` for the request in slot `s`: a lease, or a machine creation first.
     pub(super) fn take_slot_at(&mut self, s: u32, e: usize, r: usize, passed: u32) {
         self.dequeue_at(s);
         let Some(req) = self.queue.requests.remove_at(s) else {

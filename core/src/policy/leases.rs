@@ -3,9 +3,9 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::protocol::{Level, Output};
+use crate::protocol::{Fields, Level, Output};
 
-use super::events::{with_label, EventName};
+use super::events::EventName;
 use super::keys::ByName;
 use super::queue::Request;
 use super::Policy;
@@ -98,7 +98,13 @@ impl LeaseTable {
         let lease = self.slots[i].1.take()?;
         self.live -= 1;
         if self.live == 0 {
-            self.slots = Vec::new();
+            // Drained: give back what a burst grew, but keep a small table (a steady
+            // lease+release would otherwise free and allocate it every cycle).
+            if self.slots.capacity() > 64 {
+                self.slots = Vec::new();
+            } else {
+                self.slots.clear();
+            }
         } else if self.slots.len() >= 2 * self.live + 16 {
             self.slots.retain(|(_, l)| l.is_some());
         }
@@ -239,15 +245,16 @@ impl Policy {
             if hold.is_some() {
                 message.push_str(" with a new machine");
             }
-            let mut fields = vec![
-                ("executor", Value::String(executor_id.clone())),
-                ("lease", Value::from(lease)),
-                ("passed", Value::from(passed)),
-                ("request", Value::String(id.clone())),
-                ("role", Value::String(role.clone())),
-            ];
-            with_label(&mut fields, label.as_deref());
-            self.event(Level::Debug, EventName::Granted, message, fields);
+            let mut fields = Fields::with_capacity(5 + usize::from(label.is_some()));
+            fields.push_sorted("executor", Value::String(executor_id.clone()));
+            if let Some(label) = &label {
+                fields.push_sorted("label", Value::String(label.clone()));
+            }
+            fields.push_sorted("lease", Value::from(lease));
+            fields.push_sorted("passed", Value::from(passed));
+            fields.push_sorted("request", Value::String(id.clone()));
+            fields.push_sorted("role", Value::String(role.clone()));
+            self.emit(Level::Debug, EventName::Granted, message, fields);
         }
         self.leases.open(
             lease,
@@ -395,6 +402,20 @@ impl Policy {
         let over = x.busy > x.spec.slots && !x.draining;
         self.free_slot(e, r);
         let x = &self.roster.executors[e];
+        if !(x.draining || over) {
+            // The common case: a plain release, whose event is built only when wanted.
+            if self.wants_event(Level::Debug) {
+                let id = x.spec.id.clone();
+                let mut message = String::with_capacity(id.len() + 21);
+                message.push_str(&id);
+                message.push_str("'s slot is released");
+                let mut fields = Fields::with_capacity(2);
+                fields.push_sorted("executor", Value::String(id));
+                fields.push_sorted("lease", Value::from(lease_id));
+                self.emit(Level::Debug, EventName::Released, message, fields);
+            }
+            return;
+        }
         let id = x.spec.id.clone();
         if x.draining && x.busy == 0 {
             self.event(
@@ -406,7 +427,7 @@ impl Policy {
                 vec![("executor", json!(id))],
             );
             self.remove_drained(e);
-        } else if x.draining || over {
+        } else {
             // A removed executor has no slots: each lease before its last retires one
             // (the seed: Retired, Retired, Dropped).
             let (busy, slots) = (x.busy, if x.draining { 0 } else { x.spec.slots });
@@ -428,13 +449,6 @@ impl Policy {
                     ("running", json!(busy)),
                     ("slots", json!(slots)),
                 ],
-            );
-        } else if self.wants_event(Level::Debug) {
-            self.event(
-                Level::Debug,
-                EventName::Released,
-                format!("{id}'s slot is released"),
-                vec![("executor", json!(id)), ("lease", json!(lease_id))],
             );
         }
     }

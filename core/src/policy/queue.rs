@@ -1,7 +1,7 @@
 //! Requests and the queue: the request store, the per-role and pinned queues in
 //! lease order, deadlines, and how a request without a lease ends.
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::limits;
 use crate::protocol::{Level, Output};
@@ -458,11 +458,16 @@ impl Queue {
 
 impl Policy {
     pub(super) fn enqueue(&mut self, id: &str, r: usize) {
-        let req_rank = |key: &OrderKey| (key[0] == 0).then(|| key_parts(key).1);
         let Some(s) = self.queue.requests.slot(id) else {
             debug_assert!(false, "enqueue: the request is stored");
             return;
         };
+        self.enqueue_at(s, r);
+    }
+
+    /// `enqueue` of the request in slot `s`.
+    pub(super) fn enqueue_at(&mut self, s: u32, r: usize) {
+        let req_rank = |key: &OrderKey| (key[0] == 0).then(|| key_parts(key).1);
         let Some(req) = self.queue.requests.at_mut(s) else {
             debug_assert!(false, "enqueue: the slot holds the request");
             return;
@@ -471,8 +476,8 @@ impl Policy {
         let key = req.key;
         let announce = !req.announced;
         req.announced = true;
+        let id = req.id.to_string();
         let pin = req.pin().map(str::to_string);
-        let label = req.label().map(str::to_string);
         let owner = req.owner().map(str::to_string);
         self.queue.queue_waiting(s, r);
         if announce {
@@ -487,13 +492,6 @@ impl Policy {
             let avoid = request.map_or(&NO_AVOID, Request::avoid);
             let report = self.waiting_report(r, avoid, pin.as_deref());
             let role = self.role_name(r).to_string();
-            self.outputs.push_back(Output::Waiting {
-                request: id.to_string(),
-                role: role.clone(),
-                report: report.clone(),
-                ahead,
-                owner,
-            });
             // A pin to an executor the roster does not declare waits at warn (the seed).
             let unknown_pin = pin
                 .as_ref()
@@ -505,8 +503,28 @@ impl Policy {
             };
             // The event only when it is wanted (a lease that waits is a hot path).
             if !self.wants_event(level) {
+                self.outputs.push_back(Output::Waiting {
+                    request: id,
+                    role,
+                    report,
+                    ahead,
+                    owner,
+                });
                 return;
             }
+            self.outputs.push_back(Output::Waiting {
+                request: id.to_string(),
+                role: role.clone(),
+                report: report.clone(),
+                ahead,
+                owner,
+            });
+            let label = self
+                .queue
+                .requests
+                .at(s)
+                .and_then(Request::label)
+                .map(str::to_string);
             let mut message = format!("waiting for an executor to take {role}");
             if let Some(label) = &label {
                 message.push_str(&format!(" for {label}"));
@@ -525,7 +543,7 @@ impl Policy {
                     json!(if rank.is_some() { "rank" } else { "none" }),
                 ),
                 ("queued", json!(self.queued())),
-                ("request", json!(id)),
+                ("request", Value::String(id)),
                 ("role", json!(role)),
             ];
             if let Some(rank) = rank {
@@ -614,16 +632,20 @@ impl Policy {
     /// served: what a grant on `e` passed (requests pinned elsewhere it could not).
     pub(super) fn passed_by(&self, e: usize, key: &OrderKey) -> u32 {
         let x = &self.roster.executors[e];
-        let roles: Vec<usize> = x
+        // The roles `e` takes, without collecting them (a grant's hot path: no allocation).
+        let takes = |r: usize| x.caps.get(r).is_some_and(|&cap| cap > 0) && x.has_role(r);
+        let all: u32 = x
             .role_indexes
             .iter()
-            .copied()
-            .filter(|&r| x.caps[r] > 0)
-            .collect();
-        let all: u32 = roles.iter().map(|&r| self.queue.count_before(r, key)).sum();
+            .filter(|&&r| takes(r))
+            .map(|&r| self.queue.count_before(r, key))
+            .sum();
+        if self.queue.pinned.is_empty() {
+            return all; // nothing pinned: nothing pinned elsewhere to take out
+        }
         let elsewhere = self
             .pinned_before(key)
-            .filter(|&(pin, o)| pin != x.spec.id && o.is_some_and(|o| roles.contains(&o)))
+            .filter(|&(pin, o)| pin != x.spec.id && o.is_some_and(takes))
             .count() as u32;
         all - elsewhere
     }
