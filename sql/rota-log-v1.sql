@@ -175,6 +175,40 @@ LANGUAGE sql STABLE AS $$
   ORDER BY i.instance
 $$;
 
+-- The leader's expiry of an instance, in one transaction: only while its heartbeat is
+-- still lapsed (as rota_expired_instances counts it, grace included), appends
+-- `p_entry` (its expireOwner input) as a leader-only entry (RT001 on a stale epoch) and
+-- forgets the instance. The instance's row is locked first, so a heartbeat either
+-- lands before (and the expiry is refused: `expired` false) or waits for the expiry to
+-- commit (and the instance, reading the log after its heartbeat, finds the expiry).
+-- Returns whether it expired it, and the entry's seq (null when not).
+CREATE OR REPLACE FUNCTION rota_expire_instance(p_roster text, p_instance text, p_ttl_ms bigint,
+    p_leader text, p_epoch bigint, p_entry text)
+RETURNS TABLE (expired boolean, seq bigint)
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  v_seen bigint;
+  v_seq  bigint;
+BEGIN
+  IF p_ttl_ms IS NULL OR p_ttl_ms <= 0 THEN
+    RAISE EXCEPTION 'rota_expire_instance: the TTL must be positive' USING ERRCODE = '22023';
+  END IF;
+  IF p_epoch IS NULL THEN
+    RAISE EXCEPTION 'rota_expire_instance: an expiry is leader-only (an epoch is needed)' USING ERRCODE = '22023';
+  END IF;
+  SELECT i.last_seen INTO v_seen FROM rota_instance i
+    WHERE i.roster = p_roster AND i.instance = p_instance FOR UPDATE;
+  IF v_seen IS NULL
+     OR greatest(v_seen, (extract(epoch FROM pg_postmaster_start_time()) * 1000)::bigint) > rota_db_now() - p_ttl_ms THEN
+    RETURN QUERY SELECT false, NULL::bigint;
+    RETURN;
+  END IF;
+  SELECT a.last_seq INTO v_seq FROM rota_append(p_roster, p_leader, p_epoch, ARRAY[p_entry]) a;
+  DELETE FROM rota_instance i WHERE i.roster = p_roster AND i.instance = p_instance;
+  RETURN QUERY SELECT true, v_seq;
+END
+$$;
+
 -- Forgets an instance (after the leader appended its expiry). True when it was there.
 CREATE OR REPLACE FUNCTION rota_forget_instance(p_roster text, p_instance text)
 RETURNS boolean

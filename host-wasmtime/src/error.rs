@@ -144,6 +144,21 @@ pub enum HostError {
     /// The roster has shut down.
     #[error("the roster is closed")]
     Closed,
+
+    /// A shared roster's instance fenced itself (code `FENCED`): it grants nothing
+    /// until it rejoins, and a lease it still holds may already be another's.
+    #[error("this instance of the shared roster is fenced since {since_ms} (epoch ms, the log's clock): {reason}; it grants nothing until it rejoins")]
+    Fenced {
+        /// Why: no heartbeat for the TTL, the log unreadable, or expired by the leader.
+        reason: String,
+        /// When it fenced (epoch ms, the log's clock as this instance estimates it).
+        since_ms: u64,
+    },
+
+    /// A shared roster's log store failed (its code: `STALE_EPOCH`, `DATABASE` ...).
+    #[cfg(feature = "shared")]
+    #[error("{0}")]
+    Log(#[from] crate::shared::LogError),
 }
 
 /// The core's stable error codes (`rota_core::Error::code`), as the ABI sends them.
@@ -274,10 +289,13 @@ impl HostError {
         }
     }
 
-    /// The core's stable code, for a `Policy` error.
+    /// The stable code: the core's for a `Policy` error, `FENCED`, or a log store's.
     pub fn code(&self) -> Option<&str> {
         match self {
             HostError::Policy { code, .. } => Some(code.as_str()),
+            HostError::Fenced { .. } => Some("FENCED"),
+            #[cfg(feature = "shared")]
+            HostError::Log(error) => Some(error.code()),
             _ => None,
         }
     }

@@ -13,8 +13,8 @@
 //! - [`Roster`]: the async API: `lease`, `try_lease`, `report`, `exclude`, `resume`,
 //!   `reload`, `snapshot`, `explain`, `plan`, `swap_policy`.
 //! - [`sim`] and [`trace`]: the `rota simulate` and `rota replay` engines.
-//! - `shared` (feature `shared`): the log of a roster shared by several processes,
-//!   on PostgreSQL (`LogStore`, `PgLogStore`).
+//! - `shared` (feature `shared`): a roster shared by several processes through a log
+//!   on PostgreSQL: `SharedRoster` (sql/PROTOCOL.md), over `LogStore` / `PgLogStore`.
 //!
 //! The README's example, which `examples/lease.rs` runs (CI builds it, and a crate
 //! outside the workspace runs it through a path dependency: `scripts/test-dependent.sh`):

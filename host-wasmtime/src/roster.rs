@@ -296,7 +296,7 @@ fn specs_of(document: Document) -> BTreeMap<String, Arc<ExecutorSpec>> {
         .collect()
 }
 
-fn bare_spec(executor: &str, role: &str) -> ExecutorSpec {
+pub(crate) fn bare_spec(executor: &str, role: &str) -> ExecutorSpec {
     ExecutorSpec {
         id: executor.to_string(),
         harness: String::new(),
@@ -983,6 +983,7 @@ impl RosterBuilder {
         let options = serde_json::to_value(&core_options)
             .map_err(|e| HostError::Abi(format!("cannot encode the options: {e}")))?;
         let mut policy = PolicyRuntime::new(module, &document, &options)?;
+        let secrets = secret_warnings(&mut policy, &document, &options);
         if let Some(every) = self.checkpoint_every {
             policy.set_checkpoint_every(every);
         }
@@ -1024,6 +1025,7 @@ impl RosterBuilder {
         for warning in warnings {
             inner.publish(narrow_warning(&warning));
         }
+        secrets.into_iter().for_each(|e| inner.publish(e));
         if let (Some(file), Some(rx)) = (state_file, writer_rx) {
             let rule = Arc::new(Mutex::new(ModuleRule::new(
                 lock(&inner.core).policy.module().clone(),
@@ -1103,7 +1105,7 @@ impl RosterBuilder {
 }
 
 /// The exclusion a report put in force on `executor`, from its `excluded` event.
-fn exclusion_from(outputs: &[Value], executor: &str) -> Option<Exclusion> {
+pub(crate) fn exclusion_from(outputs: &[Value], executor: &str) -> Option<Exclusion> {
     let fields = outputs.iter().find_map(|o| {
         let event = o.get("type")? == "event" && o.get("name")? == "excluded";
         let fields = o.get("fields")?;
@@ -1115,6 +1117,26 @@ fn exclusion_from(outputs: &[Value], executor: &str) -> Option<Exclusion> {
         kind: serde_json::from_value(fields.get("kind")?.clone()).ok()?,
         until: fields.get("until").and_then(Value::as_u64),
     })
+}
+
+/// A literal secret in an executor's `env` (the core's `check` finds it): a warning
+/// event per value, naming its place, never the value. The document still runs.
+fn secret_warnings(policy: &mut PolicyRuntime, document: &Value, options: &Value) -> Vec<Event> {
+    let Ok(check) = policy.check(document, options) else {
+        return Vec::new();
+    };
+    check
+        .warnings
+        .into_iter()
+        .map(|w| {
+            Event::host(
+                Level::Warn,
+                "literalSecret",
+                format!("roster: {}", w.message),
+            )
+            .with("path", w.path)
+        })
+        .collect()
 }
 
 /// `--executors` named ids the roster does not have: ignored, and said.
@@ -1446,12 +1468,17 @@ impl Roster {
 
     /// Replaces the document live (validated first: a bad one changes nothing).
     pub fn reload(&self, document: Value) -> Result<()> {
-        self.inner
-            .feed(Input::Reload {
-                now: self.inner.clock.now_ms(),
-                document,
-            })
-            .map(drop)
+        let secrets = {
+            let mut core = lock(&self.inner.core);
+            // (The warnings do not depend on the options' kinds.)
+            secret_warnings(&mut core.policy, &document, &Value::Null)
+        };
+        self.inner.feed(Input::Reload {
+            now: self.inner.clock.now_ms(),
+            document,
+        })?;
+        secrets.into_iter().for_each(|e| self.inner.publish(e));
+        Ok(())
     }
 
     /// Reads the roster files again and reloads (a roster built from files only).

@@ -490,6 +490,56 @@ async fn exclusions_outlive_a_restart_and_other_rosters_entries_stay() {
 }
 
 #[tokio::test]
+async fn a_literal_secret_in_env_is_a_warning_event_at_build_and_on_reload() {
+    let secret = "sk-ant-api03-abcdefghijklmnop";
+    let doc = |env: Value| {
+        json!({ "executors": [
+            { "id": "a", "harness": "pi", "roles": ["coder"], "env": env },
+            { "id": "b", "harness": "pi", "roles": ["coder"] },
+        ] })
+    };
+    let roster = Roster::builder()
+        .document(doc(
+            json!({ "ANTHROPIC_API_KEY": secret, "HOME": "/home/u" }),
+        ))
+        .module(policy())
+        .build()
+        .await
+        .expect("a literal secret is a warning, not an error");
+    let secrets = |roster: &Roster| -> Vec<String> {
+        roster
+            .host_events()
+            .into_iter()
+            .filter(|e| e.name == "literalSecret")
+            .map(|e| {
+                assert!(
+                    !e.message.contains(secret),
+                    "the value never shows: {}",
+                    e.message
+                );
+                assert_eq!(e.level, rota_host::core::Level::Warn);
+                e.fields["path"].as_str().unwrap_or_default().to_string()
+            })
+            .collect()
+    };
+    assert_eq!(secrets(&roster), ["executors[0].env.ANTHROPIC_API_KEY"]);
+    roster
+        .reload(doc(json!({ "GITHUB_TOKEN": "ghp_0123456789abcdef" })))
+        .expect("reload");
+    assert_eq!(
+        secrets(&roster),
+        [
+            "executors[0].env.ANTHROPIC_API_KEY",
+            "executors[0].env.GITHUB_TOKEN"
+        ]
+    );
+    roster
+        .reload(doc(json!({ "GITHUB_TOKEN": "${GITHUB_TOKEN}" })))
+        .expect("reload");
+    assert_eq!(secrets(&roster).len(), 2, "a reference is no warning");
+}
+
+#[tokio::test]
 async fn a_corrupt_state_file_is_moved_aside_with_an_event() {
     let dir = tempfile::tempdir().expect("tempdir");
     let state = dir.path().join("state.json");

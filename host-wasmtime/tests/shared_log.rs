@@ -746,3 +746,222 @@ async fn snapshot_compaction_and_a_late_reader_from_the_snapshot() {
     let entries: Vec<&str> = seen.iter().map(|e| e.entry.as_str()).collect();
     assert_eq!(entries, ["e7", "e8", "e9", "e10", "e11"]);
 }
+
+/// The database server's start, epoch ms (the heartbeat grace counts from it).
+async fn postmaster_start(admin: &Client) -> u64 {
+    let started: i64 = admin
+        .query_one(
+            "SELECT (extract(epoch FROM pg_postmaster_start_time()) * 1000)::bigint",
+            &[],
+        )
+        .await
+        .expect("start time")
+        .get(0);
+    u64::try_from(started).expect("start time")
+}
+
+fn expire_owner(owner: &str) -> String {
+    format!("{{\"type\":\"expireOwner\",\"owner\":\"{owner}\"}}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leaders_expiry_is_refused_while_the_heartbeat_is_fresh_and_needs_the_epoch() {
+    let name = roster("expire");
+    let store = open(&name).await;
+    let (admin, _a) = raw(&url()).await;
+    let ttl = 300;
+    let started = postmaster_start(&admin).await;
+    let lead = store
+        .acquire_leader("leader", 60_000)
+        .await
+        .expect("acquire");
+    assert!(lead.acquired);
+    let epoch = lead.epoch;
+    let seen = store.heartbeat("x").await.expect("heartbeat");
+    store.heartbeat("y").await.expect("heartbeat");
+
+    // Fresh: refused, nothing appended, the row stays.
+    let fresh = store
+        .expire_instance("x", ttl, "leader", epoch, &expire_owner("x"))
+        .await
+        .expect("expire");
+    assert_eq!(fresh, None, "a fresh heartbeat refuses the expiry");
+    // No row at all: nothing to expire.
+    let unknown = store
+        .expire_instance("nobody", ttl, "leader", epoch, &expire_owner("nobody"))
+        .await
+        .expect("expire");
+    assert_eq!(unknown, None);
+    assert_eq!(store.head().await.expect("head").last_seq, 0);
+
+    // Lapsed: expired, the entry appended with the epoch, the row gone.
+    until_db_time(&store, seen.max(started) + ttl).await;
+    let seq = store
+        .expire_instance("x", ttl, "leader", epoch, &expire_owner("x"))
+        .await
+        .expect("expire")
+        .expect("a lapsed heartbeat is expired");
+    let all = read_all(&store, 1).await;
+    assert_eq!(all.len(), 1);
+    assert_eq!(
+        (
+            all[0].seq,
+            all[0].entry.as_str(),
+            all[0].epoch,
+            all[0].instance.as_str()
+        ),
+        (seq, expire_owner("x").as_str(), Some(epoch), "leader")
+    );
+    let listed: Vec<String> = store
+        .expired_instances(ttl)
+        .await
+        .expect("expired")
+        .into_iter()
+        .map(|e| e.instance)
+        .collect();
+    assert_eq!(listed, ["y"], "x was forgotten with its expiry");
+    assert!(!store.forget_instance("x").await.expect("forget"));
+    // Expired once: again, there is no row to expire.
+    let again = store
+        .expire_instance("x", ttl, "leader", epoch, &expire_owner("x"))
+        .await
+        .expect("expire");
+    assert_eq!(again, None);
+
+    // A stale epoch, or an instance that does not hold it: refused, nothing changes.
+    assert_eq!(
+        code(
+            store
+                .expire_instance("y", ttl, "leader", epoch + 1, &expire_owner("y"))
+                .await
+        ),
+        "STALE_EPOCH"
+    );
+    assert_eq!(
+        code(
+            store
+                .expire_instance("y", ttl, "other", epoch, &expire_owner("y"))
+                .await
+        ),
+        "STALE_EPOCH"
+    );
+    assert!(store.step_down("leader", epoch).await.expect("step down"));
+    assert_eq!(
+        code(
+            store
+                .expire_instance("y", ttl, "leader", epoch, &expire_owner("y"))
+                .await
+        ),
+        "STALE_EPOCH"
+    );
+    assert_eq!(store.head().await.expect("head").last_seq, seq);
+    let listed = store.expired_instances(ttl).await.expect("expired");
+    assert_eq!(listed.len(), 1, "y's row is still there: {listed:?}");
+
+    // Bad arguments are refused before anything is sent.
+    for bad in [
+        store.expire_instance("y", 0, "leader", epoch, "e").await,
+        store.expire_instance("", ttl, "leader", epoch, "e").await,
+        store.expire_instance("y", ttl, "", epoch, "e").await,
+        store.expire_instance("y", ttl, "leader", 0, "e").await,
+        store.expire_instance("y", ttl, "leader", epoch, "").await,
+    ] {
+        assert_eq!(code(bad), "INVALID_INPUT");
+    }
+}
+
+/// Spins for `micros` (a sub-millisecond jitter tokio's timer cannot give).
+fn spin(micros: u64) {
+    let end = Instant::now() + Duration::from_micros(micros);
+    while Instant::now() < end {
+        std::hint::spin_loop();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_racing_an_expiry_lands_first_or_finds_the_expiry_in_the_log() {
+    let seed = std::env::var("ROTA_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(wall_clock_nanos);
+    println!("a_heartbeat_racing_an_expiry: ROTA_TEST_SEED={seed}");
+    let mut rng = Rng(seed);
+    let name = roster("expiry-race");
+    // Two connections: the heartbeat and the expiry really run at once.
+    let leader = Arc::new(open(&name).await);
+    let beater = Arc::new(open(&name).await);
+    let (admin, _a) = raw(&url()).await;
+    let ttl = 1000;
+    let started = postmaster_start(&admin).await;
+    until_db_time(&leader, started + ttl).await; // past the grace
+    let epoch = leader
+        .acquire_leader("leader", 600_000)
+        .await
+        .expect("acquire")
+        .epoch;
+    let (mut expired, mut refused) = (BTreeSet::new(), 0);
+    for round in 0..60 {
+        let who = format!("i{round}");
+        beater.heartbeat(&who).await.expect("heartbeat");
+        // Lapsed long ago: the expiry goes through unless the heartbeat lands first.
+        admin
+            .execute(
+                "UPDATE rota_instance SET last_seen = 0 WHERE roster = $1 AND instance = $2",
+                &[&name, &who],
+            )
+            .await
+            .expect("age it");
+        let (beat_delay, expiry_delay) = (rng.next() % 1500, rng.next() % 1500);
+        let start = Arc::new(tokio::sync::Barrier::new(2));
+        let beat = {
+            let (beater, start, who) = (Arc::clone(&beater), Arc::clone(&start), who.clone());
+            tokio::spawn(async move {
+                start.wait().await;
+                spin(beat_delay);
+                beater.heartbeat(&who).await.expect("heartbeat");
+                // What the instance reads after its heartbeat returned.
+                beater.head().await.expect("head").last_seq
+            })
+        };
+        let expiry = {
+            let (leader, start, who) = (Arc::clone(&leader), Arc::clone(&start), who.clone());
+            tokio::spawn(async move {
+                start.wait().await;
+                spin(expiry_delay);
+                leader
+                    .expire_instance(&who, ttl, "leader", epoch, &expire_owner(&who))
+                    .await
+                    .expect("expire")
+            })
+        };
+        let head_after_beat = beat.await.expect("heartbeat task");
+        match expiry.await.expect("expiry task") {
+            Some(seq) => {
+                assert!(
+                    head_after_beat >= seq,
+                    "round {round} (ROTA_TEST_SEED={seed}): {who} was expired at seq {seq}, \
+                     but the log read after its heartbeat returned ends at {head_after_beat}"
+                );
+                expired.insert(who);
+            }
+            None => refused += 1,
+        }
+    }
+    println!(
+        "a_heartbeat_racing_an_expiry: {} expired, {refused} refused",
+        expired.len()
+    );
+    let logged: BTreeSet<String> = read_all(&leader, 1)
+        .await
+        .iter()
+        .map(|e| {
+            assert_eq!(e.epoch, Some(epoch));
+            let value: serde_json::Value = serde_json::from_str(&e.entry).expect("json");
+            value["owner"].as_str().expect("owner").to_string()
+        })
+        .collect();
+    assert_eq!(
+        logged, expired,
+        "the log holds exactly the expiries reported"
+    );
+}

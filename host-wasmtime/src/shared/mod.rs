@@ -1,9 +1,12 @@
 //! The input log of a roster shared by several processes (feature `shared`).
 //!
 //! Every instance appends its inputs to one totally ordered log and folds all of it
-//! into its own copy of the core (DESIGN.md, "Several processes, one roster"). This
-//! module is the log's storage: [`LogStore`] says what a backend must guarantee, and
-//! [`PgLogStore`] is the PostgreSQL backend, on the schema `sql/rota-log-v1.sql` that
+//! into its own copy of the core (DESIGN.md, "Several processes, one roster").
+//! [`SharedRoster`] is the embedded roster's API over that log, following the replica
+//! protocol of `sql/PROTOCOL.md` (`roster`: the calls; `builder`: joining; `driver`:
+//! appending and reading; `replica`: the fold; `leader`: heartbeats, fencing, the
+//! leader's duties). Below it is the log's storage: [`LogStore`] says what a backend
+//! must guarantee, and [`PgLogStore`] is the PostgreSQL backend, on the schema `sql/rota-log-v1.sql` that
 //! the npm package's `PgLogStore` applies too (the rules live in its functions, so the
 //! two hosts cannot disagree on them).
 //!
@@ -20,10 +23,18 @@
 //!   so a lost notification only delays a reader. Wakes carry no entries: the log is
 //!   the truth.
 //! - Leader lease and heartbeats on the store's clock, never an instance's.
+//! - `expire_instance`: the leader's expiry is atomic with the heartbeat check: a
+//!   heartbeat that lands before it refuses it; one that lands after it returns only
+//!   once the expiry is in the log (a read after the heartbeat finds it).
 //! - Snapshots for compaction and late joiners: compaction never deletes an entry no
 //!   snapshot covers.
 
+mod builder;
+mod driver;
+mod leader;
 mod pg;
+mod replica;
+mod roster;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -33,7 +44,10 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
+pub use builder::SharedRosterBuilder;
+pub use driver::SharedConfig;
 pub use pg::{PgLogStore, SCHEMA_SQL, SCHEMA_VERSION};
+pub use roster::{Lease, SharedRoster};
 
 /// What a store refuses, with a stable [`code`](LogError::code).
 #[derive(Debug, thiserror::Error)]
@@ -271,6 +285,20 @@ pub trait LogStore: Send + Sync {
         &self,
         ttl_ms: u64,
     ) -> impl Future<Output = LogResult<Vec<InstanceSeen>>> + Send;
+
+    /// The leader's expiry of `instance`, in one commit: only while its heartbeat is
+    /// still lapsed (`ttl_ms`, counted as [`expired_instances`](LogStore::expired_instances)
+    /// does), appends `entry` (its `expireOwner`) as `leader`'s entry at `epoch`
+    /// ([`LogError::StaleEpoch`] when stale) and forgets the instance. `Some(seq)` of
+    /// the entry when it expired it; `None` when its heartbeat is fresh (or it is gone).
+    fn expire_instance(
+        &self,
+        instance: &str,
+        ttl_ms: u64,
+        leader: &str,
+        epoch: u64,
+        entry: &str,
+    ) -> impl Future<Output = LogResult<Option<u64>>> + Send;
 
     /// Forgets an instance once its expiry is in the log. True when it was there.
     fn forget_instance(&self, instance: &str) -> impl Future<Output = LogResult<bool>> + Send;

@@ -316,6 +316,34 @@ impl LogStore for PgLogStore {
         .collect()
     }
 
+    async fn expire_instance(
+        &self,
+        instance: &str,
+        ttl_ms: u64,
+        leader: &str,
+        epoch: u64,
+        entry: &str,
+    ) -> LogResult<Option<u64>> {
+        non_empty("instance", instance)?;
+        non_empty("leader", leader)?;
+        non_empty("entry", entry)?;
+        let ttl = positive("ttl_ms", ttl_ms)?;
+        let epoch = positive("epoch", epoch)?;
+        let row = self
+            .query_one(
+                "SELECT * FROM rota_expire_instance($1, $2, $3, $4, $5, $6)",
+                &[&self.roster, &instance, &ttl, &leader, &epoch, &entry],
+            )
+            .await?;
+        if !row.get::<_, bool>("expired") {
+            return Ok(None);
+        }
+        let seq = row.get::<_, Option<i64>>("seq").ok_or_else(|| {
+            LogError::Database("rota_expire_instance expired an instance without a seq".into())
+        })?;
+        unsigned(seq).map(Some)
+    }
+
     async fn forget_instance(&self, instance: &str) -> LogResult<bool> {
         non_empty("instance", instance)?;
         let row = self
