@@ -1,6 +1,8 @@
 # rota's one build entry. Every target installs what it needs first (idempotent).
 #
 #   make demo     set up everything, build the wasm, run the demo
+#   make demo-shared  three processes sharing one roster on a scratch PostgreSQL
+#   make bench-shared the shared roster's benchmark (npm/bench/shared/README.md)
 #   make test     set up everything, build the wasm, run every test
 #   make setup    install what is missing (toolchains, wasm-bindgen-cli, npm deps, chromium)
 #   make wasm     build host-wasmtime/policy/rota_policy.wasm and npm/pkg/{web,node}
@@ -20,7 +22,7 @@ DEMO_ARGS ?=
 .PHONY: help setup setup-native setup-wasm setup-node setup-browser setup-postgres \
         wasm wasm-abi wasm-js \
         test test-rust test-dependent test-node test-browser test-conformance test-shared \
-        demo clean
+        demo demo-shared bench-shared clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -64,9 +66,10 @@ test-node: setup-node wasm
 test-browser: setup-browser setup-node wasm
 	@scripts/test.sh browser
 
-# The shared roster's log contract on PostgreSQL, for both hosts: starts a scratch
-# server (scripts/postgres.sh), runs the Node and the Rust tests, stops it.
-test-shared: setup-native setup-node setup-postgres
+# The shared roster on PostgreSQL: the log contract for both hosts, and the Node
+# roster across processes (npm/test/shared/): starts a scratch server
+# (scripts/postgres.sh), runs the Node and the Rust tests, stops it.
+test-shared: setup-native setup-node setup-postgres wasm
 	@scripts/test.sh shared
 
 # The cross-host conformance suite (tests/run.sh). Alone it runs every part; within
@@ -81,6 +84,16 @@ test-conformance: setup-native setup-node setup-browser wasm
 # ---- demo --------------------------------------------------------------------------
 demo: setup wasm
 	@scripts/demo.sh $(DEMO_ARGS)
+
+# Three instances of one shared roster, each its own process, on a scratch PostgreSQL
+# that scripts/with-postgres.sh starts and stops (also on failure).
+demo-shared: setup-node setup-postgres wasm-js
+	@scripts/with-postgres.sh node scripts/demo-shared.mjs $(DEMO_SHARED_ARGS)
+
+DEMO_SHARED_ARGS ?=
+BENCH_ARGS ?=
+bench-shared: setup-node setup-postgres wasm-js
+	@scripts/with-postgres.sh node npm/bench/shared/bench.mjs $(BENCH_ARGS)
 
 clean:
 	cargo clean

@@ -7,6 +7,9 @@
 #   scripts/postgres.sh start   start (or find running) and print the URL
 #   scripts/postgres.sh url     print the URL of the running server (fails if none)
 #   scripts/postgres.sh stop    stop it and remove its directory (fine if none)
+#   scripts/postgres.sh down    stop the server and keep its directory (an outage, for tests)
+#   scripts/postgres.sh up      start the stopped server again: same directory, same port
+#   scripts/postgres.sh restart down, then up
 #
 # The directory is $ROTA_PG_DIR, by default one per checkout under $TMPDIR (so several
 # worktrees can each run their own). Made for tests: trust authentication on loopback
@@ -50,6 +53,13 @@ port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 running() { [ -f "$URL_FILE" ] && [ -f "$DATA/postmaster.pid" ] && as_pg "$BIN/pg_ctl" status -D "$DATA" >/dev/null 2>&1; }
 
+# Starts the server in $DATA on port $1 (waits until it accepts connections).
+pg_start() {
+  as_pg "$BIN/pg_ctl" start -w -t 30 -D "$DATA" -l "$LOG" -o \
+    "-p $1 -k $DATA -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off -c full_page_writes=off -c synchronous_commit=off" \
+    >/dev/null 2>&1
+}
+
 start() {
   BIN="$(pg_bindir)" || true
   if [ -z "${BIN:-}" ]; then
@@ -82,11 +92,7 @@ start() {
     tries=$((tries + 1))
     [ "$tries" -le 30 ] || die "could not start PostgreSQL (see $LOG)"
     if port_in_use "$port"; then port=$((port + 1)); continue; fi
-    if as_pg "$BIN/pg_ctl" start -w -t 30 -D "$DATA" -l "$LOG" -o \
-         "-p $port -k $DATA -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off -c full_page_writes=off -c synchronous_commit=off" \
-         >/dev/null 2>&1; then
-      break
-    fi
+    if pg_start "$port"; then break; fi
     port=$((port + 1))
   done
   printf 'postgres://postgres@127.0.0.1:%s/postgres\n' "$port" >"$URL_FILE"
@@ -103,6 +109,23 @@ stop() {
   rm -rf "$BASE"
 }
 
+# An outage: the server stops (fast: sessions are cut) and its data stays for `up`.
+down() {
+  BIN="$(pg_bindir)" || die "PostgreSQL is not installed: scripts/postgres.sh start"
+  running || die "no PostgreSQL running for this checkout: scripts/postgres.sh start"
+  as_pg "$BIN/pg_ctl" stop -D "$DATA" -m fast -w -t 30 >/dev/null 2>&1 || die "pg_ctl stop failed (see $LOG)"
+}
+
+up() {
+  BIN="$(pg_bindir)" || die "PostgreSQL is not installed: scripts/postgres.sh start"
+  if running; then cat "$URL_FILE"; return 0; fi
+  [ -f "$URL_FILE" ] && [ -d "$DATA" ] || die "no stopped PostgreSQL of this checkout to start again: scripts/postgres.sh start"
+  local port
+  port="$(sed -E 's|.*:([0-9]+)/.*|\1|' "$URL_FILE")"
+  pg_start "$port" || die "could not start PostgreSQL again on port $port (see $LOG)"
+  cat "$URL_FILE"
+}
+
 url() {
   BIN="$(pg_bindir)" || die "PostgreSQL is not installed: scripts/postgres.sh start"
   running || die "no PostgreSQL running for this checkout: scripts/postgres.sh start"
@@ -113,5 +136,8 @@ case "${1:-}" in
   start) start ;;
   stop)  stop ;;
   url)   url ;;
-  *) die "usage: scripts/postgres.sh start|stop|url" ;;
+  down)  down ;;
+  up)    up ;;
+  restart) down; up ;;
+  *) die "usage: scripts/postgres.sh start|stop|url|down|up|restart" ;;
 esac

@@ -8,7 +8,8 @@
 #   browser  `npm run test:browser` in npm/ (when npm/package.json has that script)
 #   shared   the shared roster's log contract on a scratch PostgreSQL
 #            (scripts/postgres.sh start ... stop): npm/test/shared/ and
-#            rota-host's tests/shared_log.rs (feature `shared`)
+#            rota-host's tests/shared_log.rs, shared_roster.rs and shared_node_rust.rs (feature
+#            `shared`; the latter runs a Node replica too: npm/pkg must be built)
 # shellcheck source-path=SCRIPTDIR source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$ROOT" || exit
@@ -70,6 +71,8 @@ test_shared() {
   trap '"$ROOT/scripts/postgres.sh" stop' EXIT
   run env ROTA_PG_URL="$url" node --test --test-reporter=spec "$ROOT/npm/test/shared/"
   run env ROTA_PG_URL="$url" cargo test -p rota-host --features shared --test shared_log
+  run env ROTA_PG_URL="$url" cargo test -p rota-host --features shared --test shared_roster
+  run env ROTA_PG_URL="$url" cargo test -p rota-host --features shared --test shared_node_rust
   "$ROOT/scripts/postgres.sh" stop
   trap - EXIT
 }

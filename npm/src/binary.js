@@ -346,6 +346,20 @@ export function binaryStep(wasm, RotaError) {
     p += 8
     return n
   }
+  // Kind 14: a persist output as a record (its ids, then each exclusion).
+  const persist = () => {
+    const ids = []
+    for (let n = u32(); n > 0; n -= 1) ids.push(str())
+    const version = u32()
+    const exclusions = []
+    for (let n = u32(); n > 0; n -= 1) {
+      const id = str()
+      const reason = str()
+      const kind = str()
+      exclusions.push(u8[p++] === 1 ? { id, reason, kind, until: f64() } : { id, reason, kind })
+    }
+    return { type: 'persist', ids, state: { version, exclusions } }
+  }
   const value = () => {
     switch (u8[p++]) {
       case 0: return null
@@ -353,6 +367,8 @@ export function binaryStep(wasm, RotaError) {
       case 2: return true
       case 3: return f64()
       case 4: return str()
+      case 14:
+        return persist()
       default: return JSON.parse(str())
     }
   }
@@ -442,6 +458,21 @@ export function binaryStep(wasm, RotaError) {
         const { executor, lease, passed, request, role } = granted
         return { type: 'event', level, name: 'granted', message, fields: { executor, lease, passed, request, role } }
       }
+      case 12: {
+        // The same with the plain message, written here.
+        const level = LEVELS[u8[p++]]
+        const { executor, lease, passed, request, role } = granted
+        return { type: 'event', level, name: 'granted', message: `${executor} takes ${role}`, fields: { executor, lease, passed, request, role } }
+      }
+      case 13: {
+        // A plain release's event: the message is written here from the executor.
+        const level = LEVELS[u8[p++]]
+        const executor = str()
+        const lease = f64()
+        return { type: 'event', level, name: 'released', message: `${executor}'s slot is released`, fields: { executor, lease } }
+      }
+      case 14:
+        return persist()
       default: return JSON.parse(str())
     }
   }

@@ -87,7 +87,7 @@ const omitUndefined = (object) => {
   return out
 }
 
-const list = (value, what) => {
+export const list = (value, what) => {
   if (value === undefined || value === null) return undefined
   if (typeof value === 'string') return [value]
   if (Array.isArray(value)) return value
@@ -156,7 +156,7 @@ function duplicates(document, side) {
 }
 
 /** An AbortSignal, or one like it (a polyfill's): `aborted` and `addEventListener`. */
-const isAbortSignal = (value) =>
+export const isAbortSignal = (value) =>
   value !== null &&
   typeof value === 'object' &&
   typeof value.aborted === 'boolean' &&
@@ -200,7 +200,7 @@ export function combineUpdates(updates) {
  * always emitted: warn is the highest level), in the seed's shape `{ id, kind, reason,
  * until? }`; undefined when it earned none or a stronger one stays.
  */
-function exclusionFrom(outputs, executor) {
+export function exclusionFrom(outputs, executor) {
   const event = outputs.find((o) => o.type === 'event' && o.name === 'excluded' && o.fields?.executor === executor)
   if (event === undefined) return undefined
   const { kind, reason, until } = event.fields
@@ -254,6 +254,16 @@ export function defineRoster(api, platform) {
       ...duplicates(user, options.rosterPath ?? 'document'),
       ...duplicates(repo, options.repoRosterPath ?? 'repoDocument'),
     ]
+    if (deferred && twice.length === 0 && options.executors === undefined && typeof Policy.__fromRosters === 'function') {
+      // Nothing to narrow: the Policy merges and builds in one call (`buildPolicy`),
+      // the merged document never crossing into JS and back.
+      return { unknown: [], warnings: [], validated: false, rosters: { user, repo, options } }
+    }
+    return mergeAndNarrow(options, user, repo, twice, deferred)
+  }
+
+  /** The rest of `resolveDocument`: merge, narrow, validate (unless `deferred`). */
+  function mergeAndNarrow(options, user, repo, twice, deferred) {
     let merged
     try {
       merged = api.merge(user, repo)
@@ -293,7 +303,16 @@ export function defineRoster(api, platform) {
    * validated by the constructor; its refusal is then worded as `resolveDocument`'s
    * (INVALID_DOCUMENT with every violation, before any error in the options).
    */
-  function buildPolicy({ document, validated }, coreOptions, kinds) {
+  function buildPolicy({ document, validated, rosters }, coreOptions, kinds) {
+    if (rosters !== undefined) {
+      const { user, repo, options } = rosters
+      try {
+        return Policy.__fromRosters(user, repo, coreOptions)
+      } catch {
+        // Refused: the two-step path words the refusal exactly as it always has.
+        return buildPolicy(mergeAndNarrow(options, user, repo, [], true), coreOptions, kinds)
+      }
+    }
     try {
       return new Policy(document, coreOptions)
     } catch (error) {
@@ -314,6 +333,32 @@ export function defineRoster(api, platform) {
       // the status is all a health check needs
     }
     return Number.isInteger(response.status) && api.probeIsUp(response.status)
+  }
+
+  /**
+   * `shared`: a replica of a roster whose inputs are a log on PostgreSQL
+   * (src/shared/roster.js, loaded only here so that the embedded roster and the
+   * browser never load `pg`).
+   */
+  async function createShared(options) {
+    if (platform.sharedRoster === undefined) {
+      throw new RotaError('INVALID_INPUT', `Roster.create: a shared roster needs Node (PostgreSQL through the 'pg' package); this is the ${platform.name} build`)
+    }
+    const wrong = []
+    if (options.statePath !== undefined || options.state !== undefined) {
+      wrong.push('a shared roster has no state file (statePath, state): the log on PostgreSQL is its persistence')
+    }
+    if (options.preflight !== undefined) wrong.push('a shared roster does not preflight (log version 1): drop preflight')
+    if (options.watch === true) wrong.push('a shared roster does not watch roster files: call reload()')
+    if (options.now !== undefined) wrong.push("a shared roster runs on the log's clock (the database's): drop now")
+    if (wrong.length > 0) throw new RotaError('INVALID_INPUT', `Roster.create: ${wrong.join('; ')}`)
+    const { createSharedRoster } = await platform.sharedRoster()
+    return createSharedRoster(options, {
+      api,
+      resolveDocument,
+      defaultProbe,
+      emitter: platform.emitter?.() ?? emitterOverTarget(),
+    })
   }
 
   class Roster {
@@ -381,6 +426,7 @@ export function defineRoster(api, platform) {
         throw new RotaError('INVALID_INPUT', 'Roster.create takes an options object')
       }
       checkOptions(options)
+      if (options.shared !== undefined) return createShared(options)
       const resolved = await resolveDocument(options, true)
       const { unknown, warnings } = resolved
       const coreOptions = { ...options.options }
@@ -400,6 +446,8 @@ export function defineRoster(api, platform) {
       roster.#now()
       if (coreOptions.preflight === true) roster.#starting = { awaiting: new Set() }
       roster.#narrowWarnings(unknown, warnings)
+      // (Only with a listener: the document crosses from the module in full.)
+      if (roster.#emitter.listenerCount('event') > 0) roster.#secretWarnings(policy.document())
       await roster.#restore()
       if (roster.#starting !== undefined) await roster.#start()
       roster.#arm()
@@ -608,6 +656,23 @@ export function defineRoster(api, platform) {
     #narrowWarnings(unknown, warnings) {
       for (const warning of warnings ?? []) {
         this.#event('warn', 'narrowIgnored', `roster: ${warning.message}`, { executors: unknown ?? [] })
+      }
+    }
+
+    /**
+     * A literal secret in an executor's `env` (the core's `check` finds it): a warning
+     * event per value, naming its place, never the value. The document still runs.
+     */
+    #secretWarnings(document) {
+      if (this.#emitter.listenerCount('event') === 0) return
+      let found
+      try {
+        found = api.check(document, this.#options.options?.kinds).warnings
+      } catch {
+        return
+      }
+      for (const warning of found ?? []) {
+        this.#event('warn', 'literalSecret', `roster: ${warning.message}`, { path: warning.path })
       }
     }
 
@@ -1254,6 +1319,7 @@ export function defineRoster(api, platform) {
             })
       this.#checkOpen()
       this.#narrowWarnings(unknown, warnings)
+      this.#secretWarnings(next)
       this.#pendingDocument = next
       this.#step({ type: 'reload', now: this.#now(), document: next })
     }

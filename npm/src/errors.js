@@ -23,6 +23,10 @@ export const ERROR_CODES = Object.freeze([
   'CLOSED',
   'STATE_FILE_UNREADABLE',
   'PREFLIGHT_FAILED',
+  // a shared roster (src/shared/roster.js): an instance that lost the log; a log
+  // that does not start with a genesis entry
+  'FENCED',
+  'INVALID_LOG',
 ])
 
 const codes = new Set(ERROR_CODES)
@@ -107,4 +111,16 @@ export function aborted(reason) {
 
 export function closed(what = 'the roster is closed') {
   return new RotaError('CLOSED', what)
+}
+
+/**
+ * A shared roster's instance is fenced (sql/PROTOCOL.md, "Heartbeats, fencing,
+ * rejoining"): it lost the log, so it grants nothing until it has rejoined.
+ */
+export function fenced(reason, since) {
+  return new RotaError(
+    'FENCED',
+    `this shared roster instance is fenced since ${new Date(since).toISOString()}: ${reason}; it grants nothing until it rejoins the log (leases it still holds may already be another's)`,
+    { reason, since },
+  )
 }

@@ -15,6 +15,8 @@ import { storageStates } from './storage-state.js'
 
 wasm.initSync({ module: wasmBytes() })
 
+const SHARED_ROSTER = './shared/roster.js'
+
 const rule = stateRule(wasm)
 
 /** A `{ load, save, discard }` store over one state file (the `statePath` option's). */
@@ -27,6 +29,9 @@ const api = buildApi(wasm, {
   watchRoster: watchRosterFiles,
   fileStore: fileStateStore,
   emitter: () => emitterOver(new EventEmitter()),
+  // Loaded on the first `Roster.create({ shared })` only. A specifier in a variable:
+  // bundlers leave it alone, so a bundle of the embedded roster never pulls in `pg`.
+  sharedRoster: () => import(SHARED_ROSTER),
 })
 
 export const {

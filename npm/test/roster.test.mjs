@@ -399,6 +399,26 @@ test('narrowing with an unknown id ignores it, as the seed does, with a warning 
   assert.match(warning.message, /executor 'zz' is not in the roster; narrowing ignores it/)
 })
 
+test('a literal secret in env is a warning event at create and on reload, naming its place, never the value', async (t) => {
+  const events = []
+  const secret = 'sk-ant-api03-abcdefghijklmnop'
+  const roster = await create(document(executor('a', { env: { ANTHROPIC_API_KEY: secret, HOME: '/home/u' } }), executor('b')), {
+    onEvent: (e) => events.push(e),
+  })
+  t.after(() => roster.close())
+  const warnings = events.filter((e) => e.name === 'literalSecret')
+  assert.equal(warnings.length, 1, JSON.stringify(events))
+  assert.equal(warnings[0].level, 'warn')
+  assert.equal(warnings[0].fields.path, 'executors[0].env.ANTHROPIC_API_KEY')
+  assert.match(warnings[0].message, /literal env\.ANTHROPIC_API_KEY .*\$\{VAR\} reference/)
+  assert.ok(!JSON.stringify(events).includes(secret), 'the value never shows')
+  // A reference is no warning; the document runs either way.
+  await roster.reload(document(executor('a', { env: { ANTHROPIC_API_KEY: '${ANTHROPIC_API_KEY}' } }), executor('b', { env: { GITHUB_TOKEN: 'ghp_0123456789abcdef' } })))
+  const after = events.filter((e) => e.name === 'literalSecret').slice(1)
+  assert.deepEqual(after.map((e) => e.fields.path), ['executors[1].env.GITHUB_TOKEN'])
+  assert.equal(roster.slots('coder'), 2)
+})
+
 test('report returns the exclusion it put in force, from the core (the seed shape)', async (t) => {
   const roster = await create(document(executor('a'), executor('b')))
   t.after(() => roster.close())

@@ -468,7 +468,8 @@ export type CoreErrorCode =
   | 'UNSUPPORTED_VERSION'
 
 /** The driver's codes: how a lease request ends without a lease. */
-export type DriverErrorCode = 'EXHAUSTED' | 'TIMEOUT' | 'ABORT_ERR' | 'CLOSED' | 'PREFLIGHT_FAILED'
+/** FENCED and INVALID_LOG: a shared roster's (an instance that lost its log; a log that does not start with a genesis). */
+export type DriverErrorCode = 'EXHAUSTED' | 'TIMEOUT' | 'ABORT_ERR' | 'CLOSED' | 'PREFLIGHT_FAILED' | 'FENCED' | 'INVALID_LOG'
 
 export type ErrorCode = CoreErrorCode | DriverErrorCode
 
@@ -659,6 +660,22 @@ export interface DriverEventFields {
   inputRejected: { input: InputType; code?: ErrorCode }
   reloadFailed: { paths: string[]; error: string; violations?: Violation[] }
   watchFailed: { paths: string[]; error: string }
+  // a shared roster's (see SharedRoster)
+  /** A joining instance's own document differs from the log's: it folds the log's. */
+  sharedDocumentDiffers: { roster: string }
+  /** The instance fenced itself (warn): it grants nothing until it rejoins. */
+  fenced: { reason: string; since: number }
+  rejoined: { fencedSince?: number; instance: string }
+  /** It took the leader lease (info), or lost it. */
+  leader: { epoch: number }
+  leaderLost: { epoch: number | null }
+  /** As leader, it expired an instance whose heartbeat lapsed (info). */
+  instanceExpired: { instance: string }
+  snapshotWritten: { seq: number }
+  snapshotFailed: { error: string }
+  heartbeatFailed: Record<string, never>
+  rejoinFailed: Record<string, never>
+  listenLost: Record<string, never>
 }
 
 export type CoreEventName = keyof CoreEventFields
@@ -681,8 +698,12 @@ export type RosterEvent = {
     name: N
     message: string
     fields: EventFields<N>
-    /** Epoch ms. */
+    /** Epoch ms (a shared roster's: the log's time of the entry, or the database clock). */
     time: number
+    /** A shared roster's: the log entry the core decided it on. */
+    seq?: number
+    /** A shared roster's own events: the instance that emits them. */
+    instance?: string
   }
 }[EventName]
 
@@ -794,6 +815,36 @@ export interface RosterOptions {
   options?: PolicyOptions
 }
 
+/**
+ * `Roster.create({ shared })`: one roster shared by several processes through one log on
+ * PostgreSQL (sql/PROTOCOL.md). Give exactly one of `connectionString` and `pool`.
+ */
+export interface SharedOptions {
+  /** A PostgreSQL connection string (the roster makes and ends its own pool of the `pg` package). */
+  connectionString?: string
+  /** A `pg` Pool of your own (used as it is, never ended by the roster). */
+  pool?: unknown
+  /** The roster's name: the instances that give the same name share one log. */
+  roster: string
+  /** This process's name in its instance ids (`<name>:<8 hex>`); default `<hostname>-<pid>`. */
+  name?: string
+  /** Heartbeat TTL (default 10 000): heartbeats every ttlMs/4; fenced after ttlMs without one; expired by the leader after ttlMs of silence. */
+  ttlMs?: number
+  /** The leader lease's TTL (default ttlMs), renewed every leaderTtlMs/3. */
+  leaderTtlMs?: number
+  /** How often the leader looks for expired instances (default 250). */
+  sweepMs?: number
+  /** The leader snapshots every this many entries and compacts through the previous snapshot (default 1000). */
+  snapshotEvery?: number
+  /** The readers' poll, the backstop of LISTEN/NOTIFY (default 1000). */
+  pollMs?: number
+}
+
+/** The options of a shared roster: the embedded roster's, minus what the log replaces. */
+export type SharedRosterOptions = Omit<RosterOptions, 'statePath' | 'state' | 'stateRetry' | 'preflight' | 'watch' | 'now'> & {
+  shared: SharedOptions
+}
+
 export interface LeaseOptions {
   /** Executors this lease must not use. */
   avoid?: string[] | string
@@ -863,8 +914,25 @@ export interface RoleCounts {
  * The driver. `R` is the roles a lease may ask for: narrowed from a literal `document`
  * by `create`, or given (`Roster.create<'coder' | 'judge'>({ rosterPath })`).
  */
+/** The queries both rosters answer from their policy (they change nothing). */
+export interface RosterQueries<R extends string = Role> {
+  snapshot(): Snapshot
+  available(role: R): number
+  slots(role: R): number
+  canEverServe(role: R, avoid?: string[]): boolean
+  explain(request: (ExplainRequest & { role: R }) | R): Explanation
+  plan(document: RosterDocument): Plan
+  readonly document: RosterDocument
+  readonly executors: ExecutorSpec[]
+  readonly closed: boolean
+}
+
+export interface Roster<R extends string = Role> extends RosterQueries<R> {}
 export declare class Roster<R extends string = Role> implements AsyncDisposable {
   private constructor()
+  /** A shared roster (see SharedRoster): its calls that change state return Promises. */
+  static create<const D extends RosterDocument>(options: SharedRosterOptions & { document: D }): Promise<SharedRoster<RolesOf<D>>>
+  static create<R extends string = Role>(options: SharedRosterOptions): Promise<SharedRoster<R>>
   static create<const D extends RosterDocument>(options: RosterOptions & { document: D }): Promise<Roster<RolesOf<D>>>
   static create<R extends string = Role>(options: RosterOptions): Promise<Roster<R>>
   /** Waits for a slot: rejects EXHAUSTED, TIMEOUT, the signal's reason, CLOSED, or a core code. */
@@ -885,12 +953,6 @@ export declare class Roster<R extends string = Role> implements AsyncDisposable 
   resume(executor: string): void
   /** Replaces the roster live (or re-reads its files); rejects INVALID_DOCUMENT and changes nothing. */
   reload(document?: RosterDocument): Promise<void>
-  snapshot(): Snapshot
-  available(role: R): number
-  slots(role: R): number
-  canEverServe(role: R, avoid?: string[]): boolean
-  explain(request: (ExplainRequest & { role: R }) | R): Explanation
-  plan(document: RosterDocument): Plan
   /** Lease requests waiting in the queue, all roles (no snapshot taken). */
   readonly waiting: number
   /** Leases held, all roles. */
@@ -903,9 +965,6 @@ export declare class Roster<R extends string = Role> implements AsyncDisposable 
    * rota_state_writes_total.
    */
   metrics(): string
-  readonly document: RosterDocument
-  readonly executors: ExecutorSpec[]
-  readonly closed: boolean
   /** Feeds a tick at `now()` (the timer does this; virtual-time tests call it). */
   tick(): void
   /** Resolves when no probe, machine callback or state write is in flight. */
@@ -919,6 +978,62 @@ export declare class Roster<R extends string = Role> implements AsyncDisposable 
   off(name: 'output', listener: (output: Output) => void): this
   once(name: 'event', listener: (event: RosterEvent) => void): this
   once(name: 'output', listener: (output: Output) => void): this
+}
+
+/**
+ * One instance of a roster shared by several processes (`Roster.create({ shared })`,
+ * Node only): a replica of one log on PostgreSQL. The embedded roster's API, where the
+ * calls that change state append to the log and settle once it is folded (so `occupy`,
+ * `report`, `exclude`, `resume` return Promises), and queries answer from the replica.
+ * A fenced instance (it lost the log) rejects every call with FENCED until it rejoins.
+ */
+/** A shared roster's queries answer from its replica, as folded so far. */
+export interface SharedRoster<R extends string = Role> extends RosterQueries<R> {}
+export declare class SharedRoster<R extends string = Role> implements AsyncDisposable {
+  private constructor()
+  /** Waits for a slot: rejects EXHAUSTED, TIMEOUT (on the log's time), the signal's reason, CLOSED, FENCED, or a core code. */
+  lease(role: R, options?: LeaseOptions): Promise<Lease<R>>
+  tryLease(role: R, options?: Omit<LeaseOptions, 'timeoutMs'>): Promise<Lease<R> | undefined>
+  use<T>(role: R, fn: (lease: Lease<R>) => T | PromiseLike<T>, options?: UseOptions): Promise<T>
+  occupy(executor: string, options?: { role?: R; hold?: unknown; id?: string }): Promise<Lease<R>>
+  /** Resolves with the exclusion the report put in force (on every instance), or undefined. */
+  report(executor: string, error: unknown): Promise<Exclusion | undefined>
+  classify(error: unknown): Classification
+  exclude(executor: string, options?: ExcludeOptions): Promise<void>
+  exclude(exclusion: { id: string } & ExcludeOptions): Promise<void>
+  resume(executor: string): Promise<void>
+  /** Replaces the roster for every instance. */
+  reload(document?: RosterDocument): Promise<void>
+  /** This instance's requests waiting. */
+  readonly waiting: number
+  /** Leases this instance holds. */
+  readonly leased: number
+  counts(role: R): RoleCounts
+  /** This instance's metrics, as Prometheus text. */
+  metrics(): string
+  /** This incarnation's id, `<name>:<8 hex>`: the owner of its requests and leases (a new one after the log expired it). */
+  readonly instance: string
+  /** Whether it holds the leader lease (ticks, probes, expiries, snapshots). */
+  readonly isLeader: boolean
+  /** The leader epoch it holds, or null. */
+  readonly leaderEpoch: number | null
+  readonly fenced: boolean
+  /** Why and since when (epoch ms) it is fenced, or null. */
+  readonly fence: { reason: string; since: number } | null
+  /** The seq of the last log entry folded. */
+  readonly foldedSeq: number
+  /** The replica's state hash (16 hex digits): every replica at the same foldedSeq has the same. */
+  stateHash(): string
+  idle(): Promise<void>
+  /** Cancels its waiting requests, steps down, appends its own expiry (its leases are released), forgets its heartbeat. */
+  close(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
+  on(name: 'event', listener: (event: RosterEvent) => void): this
+  on(name: 'output', listener: (output: Output & { seq: number }) => void): this
+  off(name: 'event', listener: (event: RosterEvent) => void): this
+  off(name: 'output', listener: (output: Output & { seq: number }) => void): this
+  once(name: 'event', listener: (event: RosterEvent) => void): this
+  once(name: 'output', listener: (output: Output & { seq: number }) => void): this
 }
 
 // ---- state adapters --------------------------------------------------------------------

@@ -89,6 +89,13 @@ export declare class PgLogStore {
   heartbeat(instance: string): Promise<number>
   expiredInstances(ttlMs: number): Promise<Array<{ instance: string; lastSeen: number }>>
   forgetInstance(instance: string): Promise<boolean>
+  /**
+   * The leader's expiry of `instance`, atomic with its heartbeat: while its heartbeat is
+   * still lapsed for `ttlMs`, appends `entry` (its `expireOwner`) at `epoch`
+   * (STALE_EPOCH when that lease was lost) and forgets it. The entry's seq, or null when
+   * a heartbeat landed first (nothing appended).
+   */
+  expireInstance(instance: string, ttlMs: number, leader: { leader: string; epoch: number }, entry: string): Promise<number | null>
   acquireLeader(instance: string, ttlMs: number): Promise<LeaderLease>
   renewLeader(instance: string, epoch: number, ttlMs: number): Promise<number>
   stepDown(instance: string, epoch: number): Promise<boolean>

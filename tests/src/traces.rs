@@ -293,6 +293,10 @@ fn random_options(r: &mut SplitMix64) -> Value {
     if r.chance(15) {
         o["unservable"] = json!("wait");
     }
+    // What an expired owner's leases become (issue 18).
+    if r.chance(20) {
+        o["expiredOwnerLeases"] = json!(*r.pick(&["release", "keepMachines", "keep"]));
+    }
     if r.chance(30) {
         Value::Null
     } else {
@@ -408,10 +412,32 @@ fn lease_input(r: &mut SplitMix64, seen: &mut Seen, kind: &str) -> Value {
     if r.chance(30) {
         input["label"] = json!(format!("story-{}", r.below(9)));
     }
-    if r.chance(20) {
-        input["deadline"] = json!(seen.now + r.range(1, 180) * 1_000);
+    // A deadline, or (issue 18) a timeout relative to the input's `now`; now and then
+    // both, which the core refuses.
+    match r.below(10) {
+        0 | 1 => input["deadline"] = json!(seen.now + r.range(1, 180) * 1_000),
+        2 | 3 => input["timeoutMs"] = json!(r.range(0, 180) * 1_000),
+        4 if r.chance(10) => {
+            input["deadline"] = json!(seen.now + 1_000);
+            input["timeoutMs"] = json!(1_000);
+        }
+        _ => {}
+    }
+    if let Some(owner) = some_owner(r) {
+        input["owner"] = json!(owner);
     }
     input
+}
+
+/// The instances of a shared roster (issue 18): most inputs of a trace name no owner.
+const OWNERS: [&str; 3] = ["inst-a:0001", "inst-b:0002", "inst-c:0003"];
+
+fn some_owner(r: &mut SplitMix64) -> Option<&'static str> {
+    if r.chance(35) {
+        Some(*r.pick(&OWNERS))
+    } else {
+        None
+    }
 }
 
 const MESSAGES: [&str; 6] = [
@@ -535,7 +561,10 @@ fn next_input(r: &mut SplitMix64, seen: &mut Seen) -> String {
         4,  // 11 preflightResult
         2,  // 12 restore
         9,  // 13 tick
-        6,  // 14 bad
+        3,  // 14 expireOwner
+        2,  // 15 dropCreation
+        1,  // 16 version marker
+        6,  // 17 bad
     ];
     let input = match r.weighted(&kinds) {
         0 => lease_input(r, seen, "lease"),
@@ -573,6 +602,9 @@ fn next_input(r: &mut SplitMix64, seen: &mut Seen) -> String {
             }
             if r.chance(30) {
                 input["hold"] = json!({ "machine": format!("m-{}", seen.request_counter) });
+            }
+            if let Some(owner) = some_owner(r) {
+                input["owner"] = json!(owner);
             }
             input
         }
@@ -633,6 +665,25 @@ fn next_input(r: &mut SplitMix64, seen: &mut Seen) -> String {
             }
             json!({ "type": "tick", "now": seen.now })
         }
+        14 => {
+            // Now and then an owner nobody named (a no-op with its event).
+            let owner = if r.chance(15) {
+                "ghost:ffff"
+            } else {
+                *r.pick(&OWNERS)
+            };
+            json!({ "type": "expireOwner", "now": now, "owner": owner })
+        }
+        15 => {
+            let id = if !seen.machines.is_empty() && r.chance(85) {
+                let i = r.below(seen.machines.len() as u64) as usize;
+                seen.machines.remove(i)
+            } else {
+                "nobody".to_string()
+            };
+            json!({ "type": "dropCreation", "now": now, "id": id })
+        }
+        16 => json!({ "type": "version", "now": now, "log": if r.chance(80) { 1 } else { 2 } }),
         _ => return bad_input(r, seen),
     };
     input.to_string()

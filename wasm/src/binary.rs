@@ -62,6 +62,9 @@
 //! | 9 createMachine | request, executor |
 //! | 10 preflight | executor |
 //! | 11 the `granted` event of the grant just before it | level (u8), message: its fields are that grant's `executor`, `lease`, `passed`, `request`, `role` |
+//! | 12 the same, with the plain message "<executor> takes <role>" | level (u8) |
+//! | 13 a plain release's `released` event: fields `{executor, lease}`, message "<executor>'s slot is released" | level (u8), executor, lease (f64) |
+//! | 14 persist | u32 count, ids, version (u32), u32 count, exclusions: id, reason, kind, has until (u8), until? (f64) |
 //!
 //! An output that names an `owner` (a shared roster's) is always kind 0; so is the
 //! event after such a grant. Inputs with an `owner` or a `timeoutMs` take the JSON step.
@@ -355,6 +358,46 @@ fn grant_event(output: &Output, previous: Option<&Output>) -> Option<u8> {
     Some(level_byte(*level))
 }
 
+/// Whether `s` is `parts` one after the other.
+fn is_concat(s: &str, parts: &[&str]) -> bool {
+    let mut rest = s;
+    for part in parts {
+        match rest.strip_prefix(part) {
+            Some(r) => rest = r,
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+/// When `output` is a plain release's event exactly as the core writes it (name
+/// `released`, fields `{executor, lease}`, message "<executor>'s slot is released"):
+/// its level byte, executor and lease.
+fn released_event(output: &Output) -> Option<(u8, &str, u64)> {
+    let Output::Event {
+        level,
+        name,
+        message,
+        fields,
+    } = output
+    else {
+        return None;
+    };
+    if name != "released" || fields.len() != 2 {
+        return None;
+    }
+    let mut it = fields.iter();
+    let (("executor", Value::String(executor)), ("lease", lease)) = (it.next()?, it.next()?) else {
+        return None;
+    };
+    let lease = lease.as_u64()?;
+    is_concat(message, &[executor, "'s slot is released"]).then_some((
+        level_byte(*level),
+        executor.as_str(),
+        lease,
+    ))
+}
+
 /// The owner an output names (a shared roster's), if any.
 fn owner_of(output: &Output) -> Option<&str> {
     match output {
@@ -544,12 +587,26 @@ impl<'a> Writer<'a> {
     /// Writes `output`; `previous` is the output written just before it, if any.
     pub(crate) fn output(&mut self, output: &Output, previous: Option<&Output>) {
         if let Some(level) = grant_event(output, previous) {
-            // The grant's event: its fields are the grant's (JS takes them from it).
-            self.byte(11);
-            self.byte(level);
-            if let Output::Event { message, .. } = output {
+            // The grant's event: its fields are the grant's (JS takes them from it),
+            // and so is its message when it is the plain one (JS writes it).
+            let (Output::Event { message, .. }, Some(Output::Granted { executor, role, .. })) =
+                (output, previous)
+            else {
+                return;
+            };
+            if is_concat(message, &[executor, " takes ", role]) {
+                self.fixed([12, level]);
+            } else {
+                self.fixed([11, level]);
                 self.shared(SLOT_EVENT_MESSAGE, message);
             }
+            return;
+        }
+        if let Some((level, executor, lease)) = released_event(output) {
+            // A plain release's event: JS writes its message from the executor.
+            self.fixed([13, level]);
+            self.shared(SLOT_EXECUTOR, executor);
+            self.f64(lease as f64);
             return;
         }
         if owner_of(output).is_some() {
@@ -668,7 +725,28 @@ impl<'a> Writer<'a> {
                 self.byte(10);
                 self.str(executor);
             }
-            Output::DeleteMachine { .. } | Output::StartFailed { .. } | Output::Persist { .. } => {
+            Output::Persist { ids, state } => {
+                self.byte(14);
+                self.u32(ids.len() as u32);
+                for id in ids {
+                    self.str(id);
+                }
+                self.u32(state.version);
+                self.u32(state.exclusions.len() as u32);
+                for x in &state.exclusions {
+                    self.str(&x.id);
+                    self.str(&x.reason);
+                    self.str(x.kind.name());
+                    match x.until {
+                        Some(until) => {
+                            self.byte(1);
+                            self.f64(until as f64);
+                        }
+                        None => self.byte(0),
+                    }
+                }
+            }
+            Output::DeleteMachine { .. } | Output::StartFailed { .. } => {
                 self.byte(0);
                 // As its canonical text.
                 let text = rota_core::write::to_json_text(output);

@@ -302,6 +302,25 @@ export class PgLogStore {
     return r.rows.map((row) => ({ instance: row.instance, lastSeen: int(row.last_seen) }))
   }
 
+  /**
+   * The leader's expiry of `instance`, atomic with its heartbeat: only while its
+   * heartbeat is still lapsed for `ttlMs` (grace after a database restart included),
+   * appends `entry` (its `expireOwner`) as a leader-only entry at `epoch` (STALE_EPOCH
+   * when that lease was lost) and forgets the instance. A heartbeat either lands first
+   * (and this returns null: nothing appended) or waits for this to commit.
+   * @returns {Promise<number | null>} the entry's seq, or null when not expired
+   */
+  async expireInstance(instance, ttlMs, { leader, epoch }, entry) {
+    name('instance', instance)
+    positive('ttlMs', ttlMs)
+    name('leader', leader)
+    if (!Number.isSafeInteger(epoch) || epoch < 0) throw invalid(`epoch must be a whole number, not ${epoch}`)
+    if (typeof entry !== 'string' || entry === '') throw invalid('entry must be a non-empty string')
+    const r = await this.#query('SELECT * FROM rota_expire_instance($1, $2, $3, $4, $5, $6)', [instance, ttlMs, leader, epoch, entry])
+    const row = r.rows[0]
+    return row?.expired === true ? int(row.seq) : null
+  }
+
   /** Forgets an instance (once its expiry is in the log). True when it was there. */
   async forgetInstance(instance) {
     name('instance', instance)

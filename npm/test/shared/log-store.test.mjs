@@ -376,6 +376,67 @@ describe('heartbeats', () => {
   })
 })
 
+describe('expiry', () => {
+  test('the leader expires a lapsed instance atomically with its heartbeat: refused when fresh, a stale epoch refused', async () => {
+    const roster = rosterName('expire')
+    const store = await open(roster)
+    const ttl = 300
+    const entry = (owner) => JSON.stringify({ type: 'expireOwner', owner })
+    const lease = await store.acquireLeader('leader', 60_000)
+    const seen = await store.heartbeat('a')
+    // Fresh: nothing appended, the row stays.
+    assert.equal(await store.expireInstance('a', ttl, { leader: 'leader', epoch: lease.epoch }, entry('a')), null)
+    assert.equal((await store.head()).lastSeq, 0)
+    await untilDbTime(store, seen + ttl)
+    // A stale epoch (or an instance not the leader) is refused, nothing changes.
+    await rejects(store.expireInstance('a', ttl, { leader: 'leader', epoch: lease.epoch + 1 }, entry('a')), 'STALE_EPOCH')
+    await rejects(store.expireInstance('a', ttl, { leader: 'other', epoch: lease.epoch }, entry('a')), 'STALE_EPOCH')
+    assert.equal((await store.head()).lastSeq, 0)
+    // Lapsed: the entry is appended with the epoch, the instance forgotten.
+    const seq = await store.expireInstance('a', ttl, { leader: 'leader', epoch: lease.epoch }, entry('a'))
+    assert.equal(seq, 1)
+    const [logged] = await readAll(store)
+    assert.deepEqual([logged.entry, logged.epoch, logged.instance], [entry('a'), lease.epoch, 'leader'])
+    assert.deepEqual(await store.expiredInstances(ttl), [])
+    assert.equal(await store.forgetInstance('a'), false)
+    // An instance never seen (or already forgotten) is no expiry.
+    assert.equal(await store.expireInstance('ghost', ttl, { leader: 'leader', epoch: lease.epoch }, entry('ghost')), null)
+    await rejects(store.expireInstance('a', 0, { leader: 'leader', epoch: lease.epoch }, entry('a')), 'INVALID_INPUT')
+  })
+
+  test(`a heartbeat racing the expiry: when it returns, either no expiry happened or it is in the log (seed ${SEED})`, async () => {
+    const roster = rosterName('expire-race')
+    const store = await open(roster)
+    const other = await open(roster)
+    const next = random(SEED)
+    const ttl = 50
+    const lease = await store.acquireLeader('leader', 60_000)
+    let expired = 0
+    for (let round = 0; round < 30; round += 1) {
+      const who = `i${round}`
+      const seen = await store.heartbeat(who)
+      await untilDbTime(store, seen + ttl + Math.floor(next() * 5))
+      const head = (await store.head()).lastSeq
+      const [seq] = await Promise.all([
+        store.expireInstance(who, ttl, { leader: 'leader', epoch: lease.epoch }, JSON.stringify({ type: 'expireOwner', owner: who })),
+        (async () => {
+          if (next() < 0.5) await new Promise((resolve) => setImmediate(resolve))
+          await other.heartbeat(who)
+          // Read once the heartbeat returned: an expiry that took effect must be here.
+          const after = await readAll(other, head + 1)
+          return after.some((e) => e.entry.includes(`"owner":"${who}"`))
+        })().then((found) => ({ found })),
+      ]).then(([seq, { found }]) => {
+        if (seq !== null) assert.ok(found, `round ${round}: the expiry at ${seq} committed, yet the heartbeat's reader did not see it (seed ${SEED})`)
+        return [seq]
+      })
+      if (seq !== null) expired += 1
+    }
+    console.log(`expiry race: ${expired} of 30 rounds expired the instance, the others were refused by its heartbeat`)
+    assert.equal((await store.head()).lastSeq, expired, 'one entry per expiry, none refused half-way')
+  })
+})
+
 describe('snapshots', () => {
   test('snapshot, compaction, and a late reader that starts from the snapshot', async () => {
     const roster = rosterName('snapshot')

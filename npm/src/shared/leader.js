@@ -1,0 +1,265 @@
+// The leader's duties in a shared roster (sql/PROTOCOL.md, "Leader"): one instance at a
+// time holds the leader lease (a database-time row with an epoch) and appends, with
+// that epoch, what no single caller owns: ticks at the replica's `wakeAt`, health
+// probes' results, and the expiry of instances whose heartbeat lapsed. It also writes
+// snapshots and compacts the log. Every append here carries the epoch, so a deposed
+// leader's appends are refused by the database (STALE_EPOCH), never folded.
+
+const monotonic = () => performance.now()
+
+/**
+ * The duties of one instance; they run only while it holds the lease by its own clock
+ * (renewed less than `leaderTtlMs` ago) and the roster is not fenced.
+ *
+ * `host` is the roster's side: { store, instance(), appendLeader(text) → Promise<seq>,
+ * foldedSeq(), wakeAt(), lastTickNow(), dbNow(), exportState() → text, probesInFlight()
+ * → [{ executor, url }], runProbe(executor, url) → Promise<boolean>, pull() (catch up),
+ * event(level, name, message, fields) }.
+ */
+export class Leader {
+  #host
+  #ttlMs
+  #leaderTtlMs
+  #sweepMs
+  #snapshotEvery
+  #epoch = null
+  #renewedAt = 0
+  #running = false
+  #leaseTimer
+  #sweepTimer
+  #tickTimer
+  #leasing = false
+  #sweeping = false
+  #snapshotting = false
+  /** The seq of the tick appended and not yet folded (one at a time). */
+  #tickSeq = null
+  #tickSending = false
+  #lastSnapshotSeq = 0
+  #expiring = new Set()
+  #probing = new Set()
+
+  constructor(host, { ttlMs, leaderTtlMs, sweepMs, snapshotEvery }) {
+    this.#host = host
+    this.#ttlMs = ttlMs
+    this.#leaderTtlMs = leaderTtlMs
+    this.#sweepMs = sweepMs
+    this.#snapshotEvery = snapshotEvery
+  }
+
+  /** The epoch it leads at, or null. A lease that may have lapsed by this clock ends here. */
+  get epoch() {
+    if (this.#epoch !== null && monotonic() - this.#renewedAt >= this.#leaderTtlMs) {
+      this.#lose('its lease may have lapsed (not renewed within leaderTtlMs)')
+    }
+    return this.#epoch
+  }
+
+  get isLeader() {
+    return this.epoch !== null
+  }
+
+  /** Starts trying for the lease every leaderTtlMs / 3 (at once, then on the timer). */
+  start() {
+    if (this.#running) return
+    this.#running = true
+    const pace = Math.max(1, Math.floor(this.#leaderTtlMs / 3))
+    this.#leaseTimer = setInterval(() => this.#leaseRound(), pace)
+    this.#leaseTimer.unref?.()
+    this.#sweepTimer = setInterval(() => this.#sweep(), this.#sweepMs)
+    this.#sweepTimer.unref?.()
+    this.#leaseRound()
+  }
+
+  /** Stops every duty and forgets the lease here (it lapses in the database). */
+  stop() {
+    this.#running = false
+    clearInterval(this.#leaseTimer)
+    clearInterval(this.#sweepTimer)
+    clearTimeout(this.#tickTimer)
+    this.#leaseTimer = this.#sweepTimer = this.#tickTimer = undefined
+    if (this.#epoch !== null) this.#lose('stopped')
+  }
+
+  /** Ends the lease now when it holds it (close); a lease already lost is no error. */
+  async stepDown() {
+    const epoch = this.#epoch
+    this.stop()
+    if (epoch === null) return
+    try {
+      await this.#host.store.stepDown(this.#host.instance(), epoch)
+    } catch {
+      // it lapses on its own
+    }
+  }
+
+  /** A leader-only append was refused: the lease is another's. */
+  refused(error) {
+    if (error?.code === 'STALE_EPOCH' && this.#epoch !== null) this.#lose(error.message)
+  }
+
+  #lose(why) {
+    const epoch = this.#epoch
+    this.#epoch = null
+    this.#tickSeq = null
+    clearTimeout(this.#tickTimer)
+    this.#tickTimer = undefined
+    this.#host.event('info', 'leaderLost', `no longer the leader at epoch ${epoch}: ${why}`, { epoch })
+  }
+
+  async #leaseRound() {
+    if (!this.#running || this.#leasing) return
+    this.#leasing = true
+    const store = this.#host.store
+    const instance = this.#host.instance()
+    const askedAt = monotonic()
+    try {
+      if (this.epoch === null) {
+        const lease = await store.acquireLeader(instance, this.#leaderTtlMs)
+        if (this.#running && lease.acquired && instance === this.#host.instance()) {
+          this.#epoch = lease.epoch
+          this.#renewedAt = askedAt
+          await this.#became()
+        }
+      } else {
+        const epoch = this.#epoch
+        await store.renewLeader(instance, epoch, this.#leaderTtlMs)
+        if (this.#epoch === epoch) this.#renewedAt = askedAt
+      }
+    } catch (error) {
+      this.refused(error)
+    } finally {
+      this.#leasing = false
+    }
+  }
+
+  async #became() {
+    const epoch = this.#epoch
+    this.#host.event('info', 'leader', `this instance leads the roster at epoch ${epoch}`, { epoch })
+    try {
+      this.#lastSnapshotSeq = (await this.#host.store.latestSnapshot())?.seq ?? 0
+    } catch {
+      this.#lastSnapshotSeq = 0
+    }
+    // A probe the old leader started and never answered would stay in flight for good:
+    // run again once caught up (its result may be in the log already).
+    await this.#host.pull()
+    if (this.#epoch !== epoch) return
+    for (const { executor, url } of this.#host.probesInFlight()) this.probe(executor, url)
+    this.folded()
+  }
+
+  /** After the replica folded entries: ticks, snapshots. */
+  folded() {
+    if (!this.isLeader) return
+    const seq = this.#host.foldedSeq()
+    if (this.#tickSeq !== null && seq >= this.#tickSeq) this.#tickSeq = null
+    this.#armTick()
+    if (!this.#snapshotting && seq - this.#lastSnapshotSeq >= this.#snapshotEvery) this.#snapshot()
+  }
+
+  // ---- ticks ---------------------------------------------------------------------
+
+  #armTick() {
+    clearTimeout(this.#tickTimer)
+    this.#tickTimer = undefined
+    const wakeAt = this.#host.wakeAt()
+    if (wakeAt === null || wakeAt === undefined || this.#tickSeq !== null || this.#tickSending) return
+    let delay = wakeAt - this.#host.dbNow()
+    // A tick stamped before `wakeAt` (this clock's estimate ran ahead): wait for the rest.
+    const last = this.#host.lastTickNow()
+    if (last !== null && last < wakeAt) delay = Math.max(delay, Math.min(wakeAt - last, 50), 1)
+    this.#tickTimer = setTimeout(() => this.#tick(), Math.min(Math.max(0, delay), 2 ** 31 - 1))
+    this.#tickTimer.unref?.()
+  }
+
+  async #tick() {
+    this.#tickTimer = undefined
+    if (!this.isLeader || this.#tickSeq !== null || this.#tickSending) return
+    this.#tickSending = true
+    try {
+      this.#tickSeq = await this.#host.appendLeader('{"type":"tick"}')
+    } catch {
+      // refused or lost: the next leader ticks
+    } finally {
+      this.#tickSending = false
+    }
+    if (this.#tickSeq !== null && this.#host.foldedSeq() >= this.#tickSeq) this.folded()
+  }
+
+  // ---- sweeps --------------------------------------------------------------------
+
+  async #sweep() {
+    if (!this.isLeader || this.#sweeping) return
+    this.#sweeping = true
+    try {
+      const me = this.#host.instance()
+      const gone = await this.#host.store.expiredInstances(this.#ttlMs)
+      for (const { instance } of gone) {
+        if (instance === me || this.#expiring.has(instance) || !this.isLeader) continue
+        this.#expiring.add(instance)
+        this.#expire(instance).finally(() => this.#expiring.delete(instance))
+      }
+    } catch {
+      // the database is away: the heartbeats will tell
+    } finally {
+      this.#sweeping = false
+    }
+  }
+
+  /**
+   * Expires one instance, atomically with its heartbeat (rota_expire_instance): a
+   * heartbeat that landed since the sweep listed it refuses the expiry.
+   */
+  async #expire(instance) {
+    const epoch = this.epoch
+    if (epoch === null) return
+    try {
+      const entry = JSON.stringify({ type: 'expireOwner', owner: instance })
+      const seq = await this.#host.store.expireInstance(instance, this.#ttlMs, { leader: this.#host.instance(), epoch }, entry)
+      if (seq === null) return
+      this.#host.event('info', 'instanceExpired', `instance ${instance} missed its heartbeats for ${this.#ttlMs} ms: expired (entry ${seq})`, {
+        instance,
+        seq,
+      })
+      Promise.resolve(this.#host.pull()).catch(() => {})
+    } catch (error) {
+      // refused (no longer the leader) or the database is away: the next sweep tries again
+      if (error?.code === 'STALE_EPOCH' && this.#epoch !== null) this.#lose(error.message)
+    }
+  }
+
+  // ---- probes --------------------------------------------------------------------
+
+  /** A `probe` output folded while leading: run it, append its result with the epoch. */
+  probe(executor, url) {
+    if (!this.isLeader || this.#probing.has(executor)) return
+    this.#probing.add(executor)
+    this.#host
+      .runProbe(executor, url)
+      .then((up) => (this.isLeader ? this.#host.appendLeader(JSON.stringify({ type: 'probeResult', executor, up })) : undefined))
+      .catch(() => {})
+      .finally(() => this.#probing.delete(executor))
+  }
+
+  // ---- snapshots -----------------------------------------------------------------
+
+  async #snapshot() {
+    this.#snapshotting = true
+    try {
+      const seq = this.#host.foldedSeq()
+      const state = this.#host.exportState()
+      const store = this.#host.store
+      await store.writeSnapshot(seq, state)
+      const previous = this.#lastSnapshotSeq
+      this.#lastSnapshotSeq = seq
+      this.#host.event('debug', 'snapshotWritten', `snapshot at seq ${seq}`, { seq })
+      if (previous > 0) await store.compact(previous)
+    } catch (error) {
+      this.#host.event('warn', 'snapshotFailed', `writing a snapshot or compacting failed: ${error?.message ?? error}`, {
+        error: String(error?.message ?? error),
+      })
+    } finally {
+      this.#snapshotting = false
+    }
+  }
+}
