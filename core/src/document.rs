@@ -17,7 +17,7 @@ use crate::sorted::SortedMap;
 mod merge;
 mod parse;
 
-pub use merge::{merge, narrow, Narrowed};
+pub use merge::{merge, merge_owned, narrow, Narrowed};
 use parse::Parser;
 
 /// The seed's five roles, the default role list of a document.
@@ -137,32 +137,94 @@ pub struct Document {
     /// The signal table failures are classified with: the seed's, extended by the
     /// document's top-level `signals` (`crate::classify`).
     pub signals: Signals,
-    /// The document as written.
-    pub raw: Value,
+    /// The document as written, but for its `executors` entries when
+    /// `executors_in_specs` is `Some(n)`: then each of them lives once, as the `raw` of
+    /// its spec (the first `n` specs, in order), and `raw` holds an empty list in their
+    /// place (issue 15: a large roster was in memory twice). [`Document::as_written`]
+    /// puts them back.
+    pub(crate) raw: Value,
+    pub(crate) executors_in_specs: Option<usize>,
 }
 
 impl Document {
     /// Parses and validates; every violation at once on failure.
     pub fn from_json(value: &Value, kinds: Option<&[String]>) -> Result<Document, Vec<Violation>> {
-        let mut document = Document::parse(value, kinds)?;
-        document.raw = value.clone();
-        Ok(document)
+        Document::from_owned_json(value.clone(), kinds)
     }
 
-    /// As `from_json`, keeping `value` as the document as written rather than a copy
-    /// of it (a large roster is then in memory once while it is read).
+    /// As `from_json`, taking `value`: its `executors` entries move into their specs
+    /// and the rest is kept as written, so a large roster is in memory once while it
+    /// is read and after.
     pub fn from_owned_json(
-        value: Value,
+        mut value: Value,
         kinds: Option<&[String]>,
     ) -> Result<Document, Vec<Violation>> {
-        let mut document = Document::parse(&value, kinds)?;
+        let mut document = Document::parse(&value, kinds, true)?;
+        if let Some(Value::Array(items)) = value.get_mut("executors") {
+            // Parsed without a violation: every entry is an object, and the first
+            // specs are theirs, in order (the `workers` come after them).
+            let items = std::mem::take(items);
+            debug_assert!(items.len() <= document.executors.len());
+            document.executors_in_specs = Some(items.len());
+            for (spec, item) in document.executors.iter_mut().zip(items) {
+                if let Value::Object(object) = item {
+                    spec.raw = object;
+                }
+            }
+        }
         document.raw = value;
         Ok(document)
     }
 
-    /// Parses and validates; `raw` is left `null` for the caller to fill.
-    fn parse(value: &Value, kinds: Option<&[String]>) -> Result<Document, Vec<Violation>> {
-        let mut parser = Parser::default();
+    /// The document as written (a copy).
+    pub fn as_written(&self) -> Value {
+        self.written_with(self.executors.iter())
+    }
+
+    /// The document as written, its `executors` entries (when they live in specs)
+    /// from `specs`: this document's own, in order (a running policy keeps them in its
+    /// roster).
+    pub(crate) fn written_with<'a>(&self, specs: impl Iterator<Item = &'a ExecutorSpec>) -> Value {
+        let mut value = self.raw.clone();
+        if let (Some(n), Some(slot)) = (self.executors_in_specs, value.get_mut("executors")) {
+            *slot = Value::Array(
+                specs
+                    .take(n)
+                    .map(|s| Value::Object(s.raw.clone()))
+                    .collect(),
+            );
+        }
+        value
+    }
+
+    /// `written_with` as compact JSON text, written from the parts: no copy of the
+    /// document is built (a host's `document()` query of a large roster).
+    pub(crate) fn written_text_with<'a>(
+        &self,
+        specs: impl Iterator<Item = &'a ExecutorSpec>,
+    ) -> String {
+        let executors = self
+            .executors_in_specs
+            .map(|n| specs.take(n).map(|s| &s.raw).collect());
+        let written = Written {
+            raw: &self.raw,
+            executors,
+        };
+        // Writing cannot fail: every map key is a string.
+        serde_json::to_string(&written).unwrap_or_default()
+    }
+
+    /// Parses and validates; `raw` is left `null` for the caller to fill (and, with
+    /// `raw_later`, the `executors` entries' `raw` empty).
+    fn parse(
+        value: &Value,
+        kinds: Option<&[String]>,
+        raw_later: bool,
+    ) -> Result<Document, Vec<Violation>> {
+        let mut parser = Parser {
+            violations: Vec::new(),
+            executors_raw_later: raw_later,
+        };
         let document = parser.document(value, kinds);
         if parser.violations.is_empty() {
             if let Some(document) = document {
@@ -211,10 +273,37 @@ impl Document {
     }
 }
 
+/// A document's parts written as the document: its `executors` entries in place of
+/// the empty list `raw` holds.
+struct Written<'a> {
+    raw: &'a Value,
+    executors: Option<Vec<&'a Map<String, Value>>>,
+}
+
+impl Serialize for Written<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match (&self.executors, self.raw) {
+            (Some(executors), Value::Object(top)) => {
+                let mut map = serializer.serialize_map(Some(top.len()))?;
+                for (key, value) in top {
+                    if key == "executors" {
+                        map.serialize_entry(key, executors)?;
+                    } else {
+                        map.serialize_entry(key, value)?;
+                    }
+                }
+                map.end()
+            }
+            _ => self.raw.serialize(serializer),
+        }
+    }
+}
+
 /// Every violation of a document, in one pass (empty when it is valid).
 pub fn validate(value: &Value, kinds: Option<&[String]>) -> Vec<Violation> {
-    match Document::from_json(value, kinds) {
-        Ok(_) => Vec::new(),
-        Err(violations) => violations,
-    }
+    // Parsed only: no copy of the document is kept.
+    Document::parse(value, kinds, true)
+        .err()
+        .unwrap_or_default()
 }

@@ -201,7 +201,9 @@ mod time;
 pub mod write;
 
 pub use classify::{classify, probe_is_up, Classification, Rule, Signals};
-pub use document::{merge, narrow, validate, Document, ExecutorSpec, Narrowed, Violation};
+pub use document::{
+    merge, merge_owned, narrow, validate, Document, ExecutorSpec, Narrowed, Violation,
+};
 pub use duration::{format_duration, format_seed_duration, parse_duration};
 pub use error::Error;
 pub use policy::Policy;

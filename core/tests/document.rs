@@ -42,7 +42,7 @@ fn a_valid_document_has_no_violation() {
     assert_eq!(validate(&document, None), []);
     let policy = Policy::new(&document, Options::default()).unwrap();
     // Fields the core does not use pass through.
-    assert_eq!(policy.document(), &document);
+    assert_eq!(policy.document(), document);
     let vm = policy
         .snapshot()
         .executors
@@ -508,4 +508,53 @@ fn parse_duration_rejects_anything_else() {
     ] {
         assert_eq!(parse_duration(text), None, "{text:?}");
     }
+}
+
+/// The running document is kept as its parts (the executors' entries live in their
+/// specs, once): `document()` and the export give it back as written, after reloads
+/// that reorder, drop (a draining executor) and add executors, in both forms.
+#[test]
+fn the_document_as_written_survives_reloads_drains_and_an_export() {
+    let first = json!({
+        "roles": ["coder", "reviewer"],
+        "note": { "kept": [1, 2] },
+        "executors": [
+            { "id": "a", "harness": "pi", "roles": ["coder"], "zeta": 1, "alpha": "x" },
+            { "id": "b", "harness": "pi", "roles": ["coder"], "slots": 2 },
+            { "id": "c", "harness": "pi", "roles": ["reviewer"], "disabled": true },
+        ],
+        "workers": [{ "name": "w", "maxConcurrentAttempts": 2 }],
+    });
+    let mut sim = Sim::new(first.clone());
+    assert_eq!(sim.policy.document(), first);
+    assert_eq!(sim.policy.document_text(), first.to_string());
+    let on = sim.lease_with("r1", "coder", json!({ "pin": "a" })).grant();
+    let second = json!({
+        "roles": ["coder", "reviewer"],
+        "executors": [
+            { "id": "d", "harness": "pi", "roles": ["reviewer"], "new": true },
+            { "id": "b", "harness": "pi", "roles": ["coder"], "slots": 3 },
+        ],
+        "workers": { "w": { "maxConcurrentAttempts": 1 } },
+    });
+    sim.input(json!({ "type": "reload", "document": second }));
+    assert!(
+        sim.policy
+            .snapshot()
+            .executors
+            .iter()
+            .any(|x| x.id == on.executor && x.draining),
+        "{} drains",
+        on.executor
+    );
+    assert_eq!(sim.policy.document(), second);
+    assert_eq!(sim.policy.document_text(), second.to_string());
+    let exported = sim.policy.export_state();
+    assert_eq!(exported["document"], second);
+    let imported = Policy::import_state(&exported).unwrap();
+    assert_eq!(imported.document(), second);
+    assert_eq!(imported.export_state(), exported, "the round trip is exact");
+    let empty = json!({ "executors": [] });
+    sim.input(json!({ "type": "reload", "document": empty }));
+    assert_eq!(sim.policy.document(), empty);
 }

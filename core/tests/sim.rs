@@ -549,7 +549,7 @@ impl Host {
         host
     }
 
-    fn doc(&self) -> &Value {
+    fn doc(&self) -> Value {
         self.policy.document()
     }
 
@@ -573,7 +573,7 @@ impl Host {
     }
 
     fn some_executor(&mut self) -> String {
-        let ids = executor_ids(self.doc());
+        let ids = executor_ids(&self.doc());
         match self.rng.pick(&ids) {
             Some(id) if !self.rng.chance(2) => id,
             _ => format!("ghost{}", self.rng.below(3)),
@@ -1093,8 +1093,8 @@ impl Host {
 
     fn lease(&mut self, try_only: bool) {
         let now = self.time();
-        let roles = roles_of(self.doc());
-        let ids = executor_ids(self.doc());
+        let roles = roles_of(&self.doc());
+        let ids = executor_ids(&self.doc());
         // Mostly a role some executor takes; sometimes any role, or none at all.
         let taken: Vec<String> = self.doc()["executors"]
             .as_array()
@@ -1187,7 +1187,7 @@ impl Host {
         let executor = self.some_executor();
         let mut input = json!({ "type": "occupy", "now": now, "id": id, "executor": executor });
         if self.rng.chance(70) {
-            input["role"] = json!(self.rng.pick(&roles_of(self.doc())));
+            input["role"] = json!(self.rng.pick(&roles_of(&self.doc())));
         }
         if self.rng.chance(30) {
             self.next_machine += 1;
@@ -1406,7 +1406,7 @@ impl Host {
     /// persist decision, has the same persisted state.
     fn restart_check(&mut self) {
         self.stats.restarts += 1;
-        let mut fresh = Policy::new(self.policy.document(), self.policy.options().clone())
+        let mut fresh = Policy::new(&self.policy.document(), self.policy.options().clone())
             .unwrap_or_else(|e| panic!("seed {}: the running document is refused: {e}", self.seed));
         let restore =
             json!({ "type": "restore", "now": self.policy.now(), "state": self.last_persist });
@@ -1498,7 +1498,7 @@ impl Host {
                     json!({ "type": "machineDeleted", "now": now, "lease": lease, "ok": true }),
                 );
             }
-            let ids = executor_ids(self.doc());
+            let ids = executor_ids(&self.doc());
             for x in &ids {
                 self.send(json!({ "type": "resume", "now": now, "executor": x }));
             }

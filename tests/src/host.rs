@@ -95,7 +95,7 @@ impl NativeHost {
                 serde_json::to_string(&before).unwrap_or_default()
             ));
         }
-        let mut fresh = Policy::new(policy.document(), policy.options().clone())
+        let mut fresh = Policy::new(&policy.document(), policy.options().clone())
             .map_err(|e| format!("the running document does not build a policy: {e}"))?;
         fresh
             .handle(Input::Restore {
@@ -244,7 +244,7 @@ pub fn native_query(policy: &Policy, query: &str) -> Value {
             };
             policy.can_ever_serve(&role, &avoid)
         })),
-        "document" => ok(Ok(policy.document().clone())),
+        "document" => ok(Ok(policy.document())),
         "now" => ok(Ok(policy.now())),
         "stateHash" => ok(Ok(policy.state_hash())),
         "classify" => {

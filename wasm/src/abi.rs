@@ -240,7 +240,7 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
             };
             policy.can_ever_serve(&role, &avoid)
         })),
-        "document" => ok(Ok(policy.document().clone())),
+        "document" => ok(Ok(policy.document())),
         "now" => ok(Ok(policy.now())),
         "stateHash" => ok(Ok(policy.state_hash())),
         "classify" => match Failure::from_json(query.get("failure").unwrap_or(&Value::Null)) {

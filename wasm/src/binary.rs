@@ -288,6 +288,9 @@ const SLOT_ROLE: usize = 1;
 const SLOT_REQUEST: usize = 2;
 const SLOT_EVENT_NAME: usize = 3;
 const SLOT_EVENT_MESSAGE: usize = 4;
+/// A waiting request's report: the same text for every request that waits on an
+/// unchanged roster (issue 15: one JS string for them all, not one decoded for each).
+const SLOT_REPORT: usize = 5;
 /// An event's field keys, by position (the first [`FIELD_SLOTS`]).
 const SLOT_FIELD_KEY: usize = 8;
 /// An event's string field values, by position.
@@ -296,6 +299,8 @@ const FIELD_SLOTS: usize = 16;
 const SLOTS: usize = SLOT_FIELD_VALUE + FIELD_SLOTS;
 /// Longer strings are always sent whole.
 const SLOT_LONGEST: usize = 160;
+/// A report names at most ten executors and a count: longer than other slots' strings.
+const REPORT_LONGEST: usize = 1024;
 
 impl Strings {
     pub(crate) fn clear(&mut self) {
@@ -526,7 +531,12 @@ impl<'a> Writer<'a> {
 
     /// A string at a place with a slot: by reference when it is the slot's.
     fn shared(&mut self, slot: usize, s: &str) {
-        if s.is_empty() || s.len() > SLOT_LONGEST {
+        self.shared_up_to(slot, s, SLOT_LONGEST);
+    }
+
+    /// As `shared`, for strings up to `longest` bytes.
+    fn shared_up_to(&mut self, slot: usize, s: &str, longest: usize) {
+        if s.is_empty() || s.len() > longest {
             return self.str(s);
         }
         let Some(last) = self.strings.slots.get_mut(slot) else {
@@ -648,7 +658,7 @@ impl<'a> Writer<'a> {
                 self.byte(2);
                 self.str(request);
                 self.shared(SLOT_ROLE, role);
-                self.str(report);
+                self.shared_up_to(SLOT_REPORT, report, REPORT_LONGEST);
                 self.u32(*ahead);
             }
             Output::Event {

@@ -269,7 +269,7 @@ impl JsPolicy {
 
     /// The running document as written.
     pub fn document(&self) -> JsValue {
-        to_js_value(self.inner.document())
+        parse_text(&self.inner.document_text())
     }
 
     /// The kind a report of `failure` (facts or a kind) gets with this document's
@@ -342,7 +342,8 @@ pub fn merge(user: JsValue, repo: JsValue) -> JsResult<JsValue> {
     let run = || -> Result<Value, Error> {
         let user = read(&user, "the user roster")?;
         let repo = read(&repo, "the repository roster")?;
-        rota_core::merge(&user, &repo).map_err(|violations| Error::InvalidDocument { violations })
+        rota_core::merge_owned(user, repo)
+            .map_err(|violations| Error::InvalidDocument { violations })
     };
     Ok(to_js_value(&run().map_err(|e| to_js_error(&e))?))
 }
@@ -437,9 +438,9 @@ impl JsPolicy {
         let build = || -> Result<CorePolicy, Error> {
             let user = read(&user, "the user roster")?;
             let repo = read(&repo, "the repository roster")?;
-            let document = rota_core::merge(&user, &repo)
+            // Taken: the entries move into the merged document (one copy in memory).
+            let document = rota_core::merge_owned(user, repo)
                 .map_err(|violations| Error::InvalidDocument { violations })?;
-            drop((user, repo));
             let options = parse_options(&read(&options, "options")?)?;
             CorePolicy::from_value(document, options)
         };

@@ -27,6 +27,9 @@ struct Place<'a> {
 #[derive(Default)]
 pub(super) struct Parser {
     pub(super) violations: Vec<Violation>,
+    /// The `executors` entries' objects are moved into their specs' `raw` after the
+    /// parse (`Document::from_owned_json`): not copied here.
+    pub(super) executors_raw_later: bool,
 }
 
 impl Parser {
@@ -65,8 +68,10 @@ impl Parser {
         } else {
             Form::Roster
         };
-        // (place, name from a map key, entry): executors, then the scheduler's workers.
-        let mut entries: Vec<(String, Option<&str>, &Value, bool)> = Vec::new();
+        // (list, index in it, name from a map key, entry, worker): executors, then the
+        // scheduler's workers. An entry's place is written when it is read (one
+        // string at a time: 10,000 of them at once stayed in the module's memory).
+        let mut entries: Vec<(&str, usize, Option<&str>, &Value, bool)> = Vec::new();
         let executors_given = object
             .get("executors")
             .and_then(Value::as_array)
@@ -76,7 +81,7 @@ impl Parser {
                 items
                     .iter()
                     .enumerate()
-                    .map(|(i, v)| (format!("executors[{i}]"), None, v, false)),
+                    .map(|(i, v)| ("executors", i, None, v, false)),
             ),
             None if workers.is_some() => {}
             _ => {
@@ -93,11 +98,11 @@ impl Parser {
                 items
                     .iter()
                     .enumerate()
-                    .map(|(i, v)| (format!("workers[{i}]"), None, v, true)),
+                    .map(|(i, v)| ("workers", i, None, v, true)),
             ),
             Some(Value::Object(map)) => entries.extend(
                 map.iter()
-                    .map(|(name, v)| (format!("workers.{name}"), Some(name.as_str()), v, true)),
+                    .map(|(name, v)| ("workers", 0, Some(name.as_str()), v, true)),
             ),
             Some(_) => {
                 self.fail(
@@ -139,7 +144,11 @@ impl Parser {
         }
         let mut executors = Vec::new();
         let mut seen = Vec::new();
-        for (index, (place, key, entry, worker)) in entries.into_iter().enumerate() {
+        for (index, (list, at, key, entry, worker)) in entries.into_iter().enumerate() {
+            let place = match key {
+                Some(name) => format!("{list}.{name}"),
+                None => format!("{list}[{at}]"),
+            };
             // "executor #3" names an entry without an id in the roster's wording.
             let ordinal = if worker {
                 index - executors_given
@@ -173,6 +182,7 @@ impl Parser {
             unservable,
             signals,
             raw: Value::Null,
+            executors_in_specs: None,
         })
     }
 
@@ -527,7 +537,11 @@ impl Parser {
             disabled,
             provision,
             kind,
-            raw: object.clone(),
+            raw: if self.executors_raw_later && !worker {
+                Map::new()
+            } else {
+                object.clone()
+            },
         })
     }
 

@@ -41,7 +41,7 @@ impl Policy {
         Exported {
             version: EXPORT_VERSION,
             options: self.options.clone(),
-            document: self.document.raw.clone(),
+            document: self.document(),
             draining: self
                 .roster
                 .executors
@@ -80,7 +80,7 @@ impl Policy {
             },
             known_ids: self.reloads.known_ids.clone(),
             pending_reload: self.reloads.pending.as_ref().map(|p| ExportedReload {
-                document: p.document.raw.clone(),
+                document: p.document.as_written(),
                 awaiting: p.awaiting.clone(),
                 since: p.since,
             }),

@@ -168,9 +168,17 @@ impl Policy {
         self.now
     }
 
-    /// The running document as written.
-    pub fn document(&self) -> &Value {
-        &self.document.raw
+    /// The running document as written (built anew: its executors' entries live in
+    /// the roster's specs).
+    pub fn document(&self) -> Value {
+        self.document
+            .written_with(self.roster.executors.iter().map(|x| &x.spec))
+    }
+
+    /// `document()` as compact JSON text, written without building it.
+    pub fn document_text(&self) -> String {
+        self.document
+            .written_text_with(self.roster.executors.iter().map(|x| &x.spec))
     }
 
     pub fn options(&self) -> &Options {

@@ -50,14 +50,14 @@ pub fn assert_writer_is_serde(policy: &Policy) {
         }
     }
     // A reload that drops the last executor and resizes the first.
-    let mut document = policy.document().clone();
+    let mut document = policy.document();
     if let Some(executors) = document.get_mut("executors").and_then(Value::as_array_mut) {
         executors.pop();
         if let Some(Value::Object(first)) = executors.first_mut() {
             first.insert("slots".into(), Value::from(3));
         }
     }
-    for document in [policy.document(), &document] {
+    for document in [&policy.document(), &document] {
         match policy.plan(document) {
             Ok(plan) => assert_eq!(to_json_text(&plan), derived(&plan), "the plan"),
             Err(rota_core::Error::InvalidDocument { violations }) => {
