@@ -545,13 +545,17 @@ export function defineRoster(api, platform) {
     #arm() {
       if (this.#closed) return
       const at = this.#wakeAt
-      if (at === this.#timerAt && this.#timer !== undefined) return
+      const none = at === undefined || at === null
+      // A timer armed for no later than `at` stays (issue 15: each report of a rotation
+      // moves the wake-up later, and re-arming cost a clearTimeout and a setTimeout):
+      // its early tick is harmless, and the core's answer to it arms the next.
+      if (this.#timer !== undefined && (none || at >= this.#timerAt)) return
       // No wake-up wanted and no timer armed (most steps of a steady roster).
-      if ((at === undefined || at === null) && this.#timer === undefined) return
+      if (none && this.#timer === undefined) return
       clearTimeout(this.#timer)
       this.#timer = undefined
       this.#timerAt = undefined
-      if (at === undefined || at === null) return
+      if (none) return
       const now = this.#now()
       // A wake-up at or before a time already ticked would spin: wait a second instead.
       const delay = this.#lastTickAt !== undefined && at <= this.#lastTickAt ? 1_000 : at - now

@@ -291,6 +291,10 @@ const SLOT_EVENT_MESSAGE: usize = 4;
 /// A waiting request's report: the same text for every request that waits on an
 /// unchanged roster (issue 15: one JS string for them all, not one decoded for each).
 const SLOT_REPORT: usize = 5;
+/// A persisted exclusion's reason and kind: a persist lists every exclusion, and
+/// most of them share these (one JS string each, not one decoded per exclusion).
+const SLOT_EXCLUSION_REASON: usize = 6;
+const SLOT_EXCLUSION_KIND: usize = 7;
 /// An event's field keys, by position (the first [`FIELD_SLOTS`]).
 const SLOT_FIELD_KEY: usize = 8;
 /// An event's string field values, by position.
@@ -745,8 +749,8 @@ impl<'a> Writer<'a> {
                 self.u32(state.exclusions.len() as u32);
                 for x in &state.exclusions {
                     self.str(&x.id);
-                    self.str(&x.reason);
-                    self.str(x.kind.name());
+                    self.shared(SLOT_EXCLUSION_REASON, &x.reason);
+                    self.shared(SLOT_EXCLUSION_KIND, x.kind.name());
                     match x.until {
                         Some(until) => {
                             self.byte(1);
