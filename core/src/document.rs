@@ -13,6 +13,7 @@ use crate::classify::Signals;
 pub use crate::error::Violation;
 use crate::protocol::{Choice, Options, Unservable};
 use crate::sorted::SortedMap;
+use crate::write::to_text;
 
 mod merge;
 mod parse;
@@ -198,20 +199,39 @@ impl Document {
     }
 
     /// `written_with` as compact JSON text, written from the parts: no copy of the
-    /// document is built (a host's `document()` query of a large roster).
+    /// document is built, one entry at a time (a host's `document()` query of a
+    /// large roster). The same text as `to_text` of `written_with`: a map's keys in
+    /// its order, each value as `to_text` writes it.
     pub(crate) fn written_text_with<'a>(
         &self,
         specs: impl Iterator<Item = &'a ExecutorSpec>,
     ) -> String {
-        let executors = self
-            .executors_in_specs
-            .map(|n| specs.take(n).map(|s| &s.raw).collect());
-        let written = Written {
-            raw: &self.raw,
-            executors,
+        let (Some(n), Value::Object(top)) = (self.executors_in_specs, &self.raw) else {
+            return to_text(&self.raw);
         };
-        // Writing cannot fail: every map key is a string.
-        serde_json::to_string(&written).unwrap_or_default()
+        let mut specs = specs.take(n);
+        let mut out = String::from("{");
+        for (i, (key, value)) in top.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&to_text(&Value::String(key.clone())));
+            out.push(':');
+            if key != "executors" {
+                out.push_str(&to_text(value));
+                continue;
+            }
+            out.push('[');
+            for (j, spec) in specs.by_ref().enumerate() {
+                if j > 0 {
+                    out.push(',');
+                }
+                out.push_str(&to_text(&Value::Object(spec.raw.clone())));
+            }
+            out.push(']');
+        }
+        out.push('}');
+        out
     }
 
     /// Parses and validates; `raw` is left `null` for the caller to fill (and, with
@@ -270,33 +290,6 @@ impl Document {
                 Form::Roster => Unservable::Exhaust,
                 Form::Workers => Unservable::Wait,
             })
-    }
-}
-
-/// A document's parts written as the document: its `executors` entries in place of
-/// the empty list `raw` holds.
-struct Written<'a> {
-    raw: &'a Value,
-    executors: Option<Vec<&'a Map<String, Value>>>,
-}
-
-impl Serialize for Written<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        match (&self.executors, self.raw) {
-            (Some(executors), Value::Object(top)) => {
-                let mut map = serializer.serialize_map(Some(top.len()))?;
-                for (key, value) in top {
-                    if key == "executors" {
-                        map.serialize_entry(key, executors)?;
-                    } else {
-                        map.serialize_entry(key, value)?;
-                    }
-                }
-                map.end()
-            }
-            _ => self.raw.serialize(serializer),
-        }
     }
 }
 
