@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rota_host::shared::{LogEntry, LogError, LogStore, PgLogStore, SharedConfig, SharedRoster};
+use rota_host::shared::{
+    Lease, LogEntry, LogError, LogStore, PgLogStore, SharedConfig, SharedRoster,
+};
 use rota_host::{HostEngine, HostError, LeaseOptions, PolicyModule};
 use serde_json::{json, Value};
 use tokio::time::Instant;
@@ -107,6 +109,31 @@ where
     }
 }
 
+/// A lease of `role` with the default options: it must be granted.
+async fn take<S: LogStore + 'static>(roster: &SharedRoster<S>, role: &str) -> Lease<S> {
+    roster
+        .lease(role, LeaseOptions::default())
+        .await
+        .expect("lease")
+}
+
+/// A lease of `role` that waits `ms` and must time out (on the leader's ticks).
+async fn times_out<S: LogStore + 'static>(roster: &SharedRoster<S>, role: &str, ms: u64) {
+    let waited = roster
+        .lease(
+            role,
+            LeaseOptions {
+                timeout: Some(Duration::from_millis(ms)),
+                ..LeaseOptions::default()
+            },
+        )
+        .await;
+    assert!(
+        matches!(waited, Err(HostError::TimedOut { .. })),
+        "{waited:?}"
+    );
+}
+
 async fn read_all(store: &PgLogStore) -> Vec<LogEntry> {
     let mut all: Vec<LogEntry> = Vec::new();
     loop {
@@ -196,10 +223,7 @@ async fn three_instances_share_the_slots_without_an_over_grant() {
             callers.push(tokio::spawn(async move {
                 let mut grants = 0;
                 for _ in 0..6 {
-                    let lease = roster
-                        .lease("coder", LeaseOptions::default())
-                        .await
-                        .expect("lease");
+                    let lease = take(&roster, "coder").await;
                     let now = held.fetch_add(1, Ordering::SeqCst) + 1;
                     peak.fetch_max(now, Ordering::SeqCst);
                     {
@@ -274,10 +298,7 @@ async fn a_crashed_instance_is_expired_and_its_lease_goes_to_a_waiter() {
     let doc = json!({ "executors": [{ "id": "a", "harness": "claude", "roles": ["coder"], "slots": 1 }] });
     let a = join(&url, "a", &name, &module, &doc, fast()).await;
     let b = join(&url, "b", &name, &module, &doc, fast()).await;
-    let held = a
-        .lease("coder", LeaseOptions::default())
-        .await
-        .expect("lease");
+    let held = take(&a, "coder").await;
     let gone = a.instance();
     std::mem::forget(held); // the crash takes its lease with it
     a.crash();
@@ -336,27 +357,9 @@ async fn a_new_leader_takes_over_and_the_old_epoch_is_refused() {
         .await;
     assert!(matches!(stale, Err(LogError::StaleEpoch(_))), "{stale:?}");
     // The new leader ticks: a request that waits times out on the log's time.
-    let _one = b
-        .lease("coder", LeaseOptions::default())
-        .await
-        .expect("lease");
-    let _two = b
-        .lease("coder", LeaseOptions::default())
-        .await
-        .expect("lease");
-    let waited = b
-        .lease(
-            "coder",
-            LeaseOptions {
-                timeout: Some(Duration::from_millis(300)),
-                ..LeaseOptions::default()
-            },
-        )
-        .await;
-    assert!(
-        matches!(waited, Err(HostError::TimedOut { .. })),
-        "{waited:?}"
-    );
+    let _one = take(&b, "coder").await;
+    let _two = take(&b, "coder").await;
+    times_out(&b, "coder", 300).await;
     let log = read_all(b.store()).await;
     assert!(log
         .iter()
@@ -378,10 +381,7 @@ async fn a_late_joiner_starts_from_a_snapshot_and_reaches_the_same_hash() {
     let a = join(&url, "a", &name, &module, &doc, config).await;
     until("a to lead", 5, || async { a.is_leader() }).await;
     for _ in 0..40 {
-        let lease = a
-            .lease("coder", LeaseOptions::default())
-            .await
-            .expect("lease");
+        let lease = take(&a, "coder").await;
         lease.release().expect("release");
     }
     a.sync().await;
@@ -403,10 +403,7 @@ async fn a_late_joiner_starts_from_a_snapshot_and_reaches_the_same_hash() {
         snapshot.seq
     );
     assert!(same_hashes(&a, &late) > 0);
-    let lease = late
-        .lease("coder", LeaseOptions::default())
-        .await
-        .expect("lease");
+    let lease = take(&late, "coder").await;
     lease.release().expect("release");
     converged(&[&a, &late]).await;
     late.close().await.expect("close");
@@ -428,14 +425,8 @@ async fn a_node_replica_and_the_rust_replicas_agree_at_every_seq() {
     let c = join(&url, "c", &name, &module, &doc, fast()).await;
     // Leases and releases from both.
     for _ in 0..5 {
-        let one = a
-            .lease("coder", LeaseOptions::default())
-            .await
-            .expect("lease");
-        let two = b
-            .lease("coder", LeaseOptions::default())
-            .await
-            .expect("lease");
+        let one = take(&a, "coder").await;
+        let two = take(&b, "coder").await;
         one.release().expect("release");
         drop(two);
     }
@@ -450,14 +441,8 @@ async fn a_node_replica_and_the_rust_replicas_agree_at_every_seq() {
         .expect("exclude");
     b.resume("a").await.expect("resume");
     // A timeout: both slots held, a third request waits and times out on a tick.
-    let one = a
-        .lease("coder", LeaseOptions::default())
-        .await
-        .expect("lease");
-    let two = a
-        .lease("coder", LeaseOptions::default())
-        .await
-        .expect("lease");
+    let one = take(&a, "coder").await;
+    let two = take(&a, "coder").await;
     // A cancel: a waiting request whose future is dropped.
     let dropped = tokio::time::timeout(
         Duration::from_millis(100),
@@ -465,19 +450,7 @@ async fn a_node_replica_and_the_rust_replicas_agree_at_every_seq() {
     )
     .await;
     assert!(dropped.is_err(), "no slot was free");
-    let waited = b
-        .lease(
-            "coder",
-            LeaseOptions {
-                timeout: Some(Duration::from_millis(300)),
-                ..LeaseOptions::default()
-            },
-        )
-        .await;
-    assert!(
-        matches!(waited, Err(HostError::TimedOut { .. })),
-        "{waited:?}"
-    );
+    times_out(&b, "coder", 300).await;
     drop((one, two));
     // A rejected call: the core's error, the same on every replica.
     let unknown = a.resume("nobody").await;
@@ -486,10 +459,7 @@ async fn a_node_replica_and_the_rust_replicas_agree_at_every_seq() {
         "{unknown:?}"
     );
     // An expireOwner: c holds a lease and a waiting request, then crashes.
-    let held = c
-        .lease("reviewer", LeaseOptions::default())
-        .await
-        .expect("lease");
+    let held = take(&c, "reviewer").await;
     std::mem::forget(held);
     let gone = c.instance();
     c.crash();
@@ -506,10 +476,7 @@ async fn a_node_replica_and_the_rust_replicas_agree_at_every_seq() {
         a.available("coder").unwrap_or(0) == 2
     })
     .await;
-    let last = a
-        .lease("reviewer", LeaseOptions::default())
-        .await
-        .expect("lease");
+    let last = take(&a, "reviewer").await;
     last.release().expect("release");
     converged(&[&a, &b]).await;
 
@@ -730,10 +697,7 @@ async fn an_instance_that_loses_the_database_fences_and_rejoins_under_a_new_id()
     let (a, down) = join_flaky(&url, &name, &module, &doc).await;
     until("a to lead", 5, || async { a.is_leader() }).await;
     let b = join(&url, "b", &name, &module, &doc, fast()).await;
-    let held = a
-        .lease("coder", LeaseOptions::default())
-        .await
-        .expect("lease");
+    let held = take(&a, "coder").await;
     let waiter = lease_in_background(&a);
     until("a's second request to wait", 5, || async {
         a.snapshot().map(|s| s.queue.len()).unwrap_or(0) == 1
@@ -799,14 +763,8 @@ async fn a_short_outage_fences_and_rejoins_under_the_same_id() {
     let module = module().await;
     let doc = document(1);
     let (a, down) = join_flaky(&url, &name, &module, &doc).await;
-    let _one = a
-        .lease("coder", LeaseOptions::default())
-        .await
-        .expect("lease");
-    let _two = a
-        .lease("coder", LeaseOptions::default())
-        .await
-        .expect("lease");
+    let _one = take(&a, "coder").await;
+    let _two = take(&a, "coder").await;
     let waiter = lease_in_background(&a);
     until("the third request to wait", 5, || async {
         a.snapshot().map(|s| s.queue.len()).unwrap_or(0) == 1
@@ -892,10 +850,7 @@ async fn the_owner_of_a_request_creates_and_deletes_its_machine() {
         .connect()
         .await
         .expect("connect");
-    let lease = a
-        .lease("coder", LeaseOptions::default())
-        .await
-        .expect("lease");
+    let lease = take(&a, "coder").await;
     assert_eq!(lease.hold(), Some(&json!({ "machine": "m1" })));
     assert_eq!(mine.created.load(Ordering::SeqCst), 1);
     assert_eq!(
@@ -988,10 +943,7 @@ async fn a_stopped_instance_settles_no_grant_the_log_expired_while_it_was_stoppe
     let b = join(&url, "b", &name, &module, &doc, fast()).await;
     until("b to lead", 5, || async { b.is_leader() }).await;
     let mut a = Stoppable::join(&url, "a", &name, &module, &doc, fast()).await;
-    let held = b
-        .lease("coder", LeaseOptions::default())
-        .await
-        .expect("lease");
+    let held = take(&b, "coder").await;
     let waiter = {
         let a = a.roster.clone();
         tokio::spawn(async move {
