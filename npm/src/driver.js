@@ -94,6 +94,64 @@ export const list = (value, what) => {
   throw new RotaError('INVALID_INPUT', `${what} must be a list of executor ids`)
 }
 
+/**
+ * The queries a roster answers from its policy (they change nothing) and its event
+ * subscriptions, defined once on both rosters' prototypes: the embedded one's here
+ * and the shared one's (shared/roster.js), each giving access to its private policy
+ * and emitter. Non-enumerable, as class methods are.
+ */
+export function defineQueries(Class, policyOf, emitterOf) {
+  const methods = {
+    snapshot() {
+      return policyOf(this).snapshot()
+    },
+    available(role) {
+      return policyOf(this).available(role)
+    },
+    slots(role) {
+      return policyOf(this).slots(role)
+    },
+    canEverServe(role, avoid = []) {
+      return policyOf(this).canEverServe(role, list(avoid, 'avoid') ?? [])
+    },
+    explain(request) {
+      return policyOf(this).explain(typeof request === 'string' ? { role: request } : request)
+    },
+    plan(document) {
+      return policyOf(this).plan(document)
+    },
+    /** `on('event', fn)`: every decision's event and the driver's own; `on('output', fn)`: every raw output. */
+    on(name, listener) {
+      emitterOf(this).on(name, listener)
+      return this
+    },
+    off(name, listener) {
+      emitterOf(this).off(name, listener)
+      return this
+    },
+    once(name, listener) {
+      emitterOf(this).once(name, listener)
+      return this
+    },
+  }
+  const getters = {
+    /** The running roster document. */
+    document() {
+      return policyOf(this).document()
+    },
+    /** The executors of the running roster document (the seed's `executors`). */
+    executors() {
+      return policyOf(this).document()?.executors ?? []
+    },
+  }
+  for (const [name, value] of Object.entries(methods)) {
+    Object.defineProperty(Class.prototype, name, { value, writable: true, configurable: true, enumerable: false })
+  }
+  for (const [name, get] of Object.entries(getters)) {
+    Object.defineProperty(Class.prototype, name, { get, configurable: true, enumerable: false })
+  }
+}
+
 /** The driver's own options, checked up front (the core checks `options.options`). */
 function checkOptions(options) {
   const wrong = []
@@ -362,6 +420,10 @@ export function defineRoster(api, platform) {
   }
 
   class Roster {
+    static {
+      defineQueries(this, (roster) => roster.#policy, (roster) => roster.#emitter)
+    }
+
     #policy
     #options
     #clock
@@ -1328,41 +1390,7 @@ export function defineRoster(api, platform) {
       this.#step({ type: 'reload', now: this.#now(), document: next })
     }
 
-    // ---- queries (they change nothing) ------------------------------------------------
-
-    snapshot() {
-      return this.#policy.snapshot()
-    }
-
-    available(role) {
-      return this.#policy.available(role)
-    }
-
-    slots(role) {
-      return this.#policy.slots(role)
-    }
-
-    canEverServe(role, avoid = []) {
-      return this.#policy.canEverServe(role, list(avoid, 'avoid') ?? [])
-    }
-
-    explain(request) {
-      return this.#policy.explain(typeof request === 'string' ? { role: request } : request)
-    }
-
-    plan(document) {
-      return this.#policy.plan(document)
-    }
-
-    /** The running roster document. */
-    get document() {
-      return this.#policy.document()
-    }
-
-    /** The executors of the running roster document (the seed's `executors`). */
-    get executors() {
-      return this.#policy.document()?.executors ?? []
-    }
+    // ---- queries (they change nothing): `defineQueries` adds the policy's --------------
 
     get closed() {
       return this.#closing
@@ -1396,24 +1424,6 @@ export function defineRoster(api, platform) {
      */
     metrics() {
       return this.#metrics.prometheus()
-    }
-
-    // ---- events -------------------------------------------------------------------------
-
-    /** `on('event', fn)`: every decision's event and the driver's own; `on('output', fn)`: every raw output. */
-    on(name, listener) {
-      this.#emitter.on(name, listener)
-      return this
-    }
-
-    off(name, listener) {
-      this.#emitter.off(name, listener)
-      return this
-    }
-
-    once(name, listener) {
-      this.#emitter.once(name, listener)
-      return this
     }
 
     // ---- lifecycle ------------------------------------------------------------------------

@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
 import { FAILURE_KINDS, failureFacts } from '../classify.js'
-import { Lease, asyncDisposeSymbol, exclusionFrom, isAbortSignal, list } from '../driver.js'
+import { Lease, asyncDisposeSymbol, defineQueries, exclusionFrom, isAbortSignal, list } from '../driver.js'
 import { RotaError, aborted, closed, exhausted, fenced as fencedError, timedOut } from '../errors.js'
 import { Metrics } from '../metrics.js'
 import { Appender } from './appender.js'
@@ -79,6 +79,10 @@ export function createSharedRoster(options, context) {
 const constructing = Symbol('constructing')
 
 export class SharedRoster {
+  static {
+    defineQueries(this, (roster) => roster.#policy, (roster) => roster.#emitter)
+  }
+
   /**
    * Checks the options, connects, and starts the replica: the genesis (an empty log)
    * or the latest snapshot, then the log up to its head.
@@ -1023,39 +1027,7 @@ export class SharedRoster {
     await this.#call({ type: 'reload', document: next })
   }
 
-  // ---- queries: the replica as folded ---------------------------------------------------
-
-  snapshot() {
-    return this.#policy.snapshot()
-  }
-
-  available(role) {
-    return this.#policy.available(role)
-  }
-
-  slots(role) {
-    return this.#policy.slots(role)
-  }
-
-  canEverServe(role, avoid = []) {
-    return this.#policy.canEverServe(role, list(avoid, 'avoid') ?? [])
-  }
-
-  explain(request) {
-    return this.#policy.explain(typeof request === 'string' ? { role: request } : request)
-  }
-
-  plan(document) {
-    return this.#policy.plan(document)
-  }
-
-  get document() {
-    return this.#policy.document()
-  }
-
-  get executors() {
-    return this.#policy.document()?.executors ?? []
-  }
+  // ---- queries: the replica as folded (`defineQueries` adds the policy's) ------------
 
   get closed() {
     return this.#closing
@@ -1087,21 +1059,6 @@ export class SharedRoster {
    */
   metrics() {
     return this.#metrics.prometheus()
-  }
-
-  on(name, listener) {
-    this.#emitter.on(name, listener)
-    return this
-  }
-
-  off(name, listener) {
-    this.#emitter.off(name, listener)
-    return this
-  }
-
-  once(name, listener) {
-    this.#emitter.once(name, listener)
-    return this
   }
 
   // ---- lifecycle -------------------------------------------------------------------------
