@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use rota_host::shared::{
     Lease, LogEntry, LogError, LogStore, PgLogStore, SharedConfig, SharedRoster,
+    SharedRosterBuilder,
 };
 use rota_host::{HostEngine, HostError, LeaseOptions, PolicyModule};
 use serde_json::{json, Value};
@@ -75,6 +76,25 @@ fn fast() -> SharedConfig {
     }
 }
 
+/// An instance `name` of `roster`, configured, not yet connected.
+fn builder(
+    url: &str,
+    name: &str,
+    roster: &str,
+    module: &PolicyModule,
+    document: &Value,
+    config: SharedConfig,
+) -> SharedRosterBuilder {
+    SharedRoster::builder()
+        .url(url)
+        .roster(roster)
+        .name(name)
+        .document(document.clone())
+        .module(module.clone())
+        .config(config)
+}
+
+/// An instance `name` of `roster`, connected, keeping its state hashes.
 async fn join(
     url: &str,
     name: &str,
@@ -83,13 +103,7 @@ async fn join(
     document: &Value,
     config: SharedConfig,
 ) -> SharedRoster {
-    SharedRoster::builder()
-        .url(url)
-        .roster(roster)
-        .name(name)
-        .document(document.clone())
-        .module(module.clone())
-        .config(config)
+    builder(url, name, roster, module, document, config)
         .record_hashes(true)
         .connect()
         .await
@@ -828,24 +842,12 @@ async fn the_owner_of_a_request_creates_and_deletes_its_machine() {
         { "id": "vm", "harness": "codex", "roles": ["coder"], "provision": true, "maxConcurrentAttempts": 2, "kind": "exe.dev" },
     ] });
     let (mine, theirs) = (Arc::new(Machines::default()), Arc::new(Machines::default()));
-    let a = SharedRoster::builder()
-        .url(url.clone())
-        .roster(name.clone())
-        .name("a")
-        .document(doc.clone())
-        .module(module.clone())
-        .config(fast())
+    let a = builder(&url, "a", &name, &module, &doc, fast())
         .provisioner(mine.clone())
         .connect()
         .await
         .expect("connect");
-    let b = SharedRoster::builder()
-        .url(url.clone())
-        .roster(name.clone())
-        .name("b")
-        .document(doc.clone())
-        .module(module.clone())
-        .config(fast())
+    let b = builder(&url, "b", &name, &module, &doc, fast())
         .provisioner(theirs.clone())
         .connect()
         .await
