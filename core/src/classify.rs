@@ -181,8 +181,7 @@ pub fn classify(failure: &Failure, signals: &Signals) -> Classification {
     let decided = |kind, rule| Classification { kind, rule };
     let message = lowercase(&failure.message);
     let says = |seed: &[&str], extra: &[String]| {
-        seed.iter().any(|s| message.contains(s))
-            || extra.iter().any(|s| message.contains(s.as_str()))
+        seed.iter().any(|s| contains(&message, s)) || extra.iter().any(|s| contains(&message, s))
     };
     if says(&MODEL_UNAVAILABLE_SIGNALS, &signals.model_unavailable) {
         return decided(FailureKind::ModelUnavailable, Rule::ModelUnavailableSignal);
@@ -212,7 +211,7 @@ pub fn classify(failure: &Failure, signals: &Signals) -> Classification {
         return decided(FailureKind::Other, Rule::ContextOverflow);
     }
     let code = failure.code.as_deref().map(str::to_ascii_lowercase);
-    let code_says = |s: &str| code.as_deref().is_some_and(|c| c.contains(s));
+    let code_says = |s: &str| code.as_deref().is_some_and(|c| contains(c, s));
     if says(&OUTAGE_SIGNALS, &signals.outage)
         || OUTAGE_SIGNALS.iter().any(|s| code_says(s))
         || signals.outage.iter().any(|s| code_says(s))
@@ -231,7 +230,31 @@ pub fn classify(failure: &Failure, signals: &Signals) -> Classification {
 /// Whether a failure message says the model is unavailable (the seed's signals).
 pub fn is_model_unavailable_message(message: &str) -> bool {
     let lower = lowercase(message);
-    MODEL_UNAVAILABLE_SIGNALS.iter().any(|s| lower.contains(s))
+    MODEL_UNAVAILABLE_SIGNALS
+        .iter()
+        .any(|s| contains(&lower, s))
+}
+
+/// Signals this long or shorter are searched for directly (below).
+const SHORT_SIGNAL: usize = 64;
+
+/// Whether `signal` occurs in `text`. Every report checks each signal against one
+/// short message: `str::contains` prepares a two-way search for each (issue 15: that
+/// preparation was a fifth of a report), where a scan for the signal's first byte
+/// that compares the rest in place costs nothing up front. Its worst case is
+/// `text.len() × SHORT_SIGNAL` byte comparisons; longer signals take `str::contains`.
+fn contains(text: &str, signal: &str) -> bool {
+    if signal.len() > SHORT_SIGNAL {
+        return text.contains(signal);
+    }
+    let (text, signal) = (text.as_bytes(), signal.as_bytes());
+    let Some((&first, rest)) = signal.split_first() else {
+        return true;
+    };
+    let Some(last_start) = text.len().checked_sub(signal.len()) else {
+        return false;
+    };
+    (0..=last_start).any(|i| text[i] == first && text[i + 1..i + signal.len()] == *rest)
 }
 
 /// Whether a health probe's answer means up: a 2xx status. Redirects are not
@@ -285,6 +308,41 @@ pub fn excerpt(message: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The scan finds a signal exactly where `str::contains` does: texts and
+        /// signals of a few letters (so that they often match, partly or whole),
+        /// multibyte characters among them, signals past `SHORT_SIGNAL` too.
+        #[test]
+        fn contains_is_str_contains(
+            text in "[abé]{0,80}",
+            signal in prop_oneof!["[abé]{0,6}", "[ab]{60,70}"],
+        ) {
+            prop_assert_eq!(contains(&text, &signal), text.contains(signal.as_str()));
+        }
+    }
+
+    #[test]
+    fn contains_at_the_edges() {
+        for (text, signal, found) in [
+            ("", "", true),
+            ("abc", "", true),
+            ("", "a", false),
+            ("abc", "abc", true),
+            ("abc", "abcd", false),
+            ("xabc", "abc", true),
+            ("abcx", "abc", true),
+            ("ababac", "abac", true),
+            ("ababab", "abac", false),
+            ("é", "\u{a9}", false),
+        ] {
+            assert_eq!(contains(text, signal), found, "{text:?} {signal:?}");
+        }
+        let long = "m".repeat(SHORT_SIGNAL + 1);
+        assert!(contains(&format!("x{long}y"), &long));
+        assert!(!contains(&long[1..], &long));
+    }
 
     fn facts(tag: Option<&str>, status: Option<u16>, message: &str) -> Failure {
         Failure {

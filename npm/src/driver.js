@@ -18,6 +18,7 @@ import {
 } from './errors.js'
 import { emitterOverTarget } from './events.js'
 import { Metrics } from './metrics.js'
+import { PendingRequests } from './pending.js'
 
 // Node 20 ships Symbol.dispose/asyncDispose (as Symbol.for('nodejs.dispose') ...);
 // elsewhere fall back to the registered symbols Babel and TypeScript helpers use.
@@ -434,7 +435,7 @@ export function defineRoster(api, platform) {
     #machines
     #preflight
     /** request id → { kind, role, label, resolve, reject, cleanup, timeoutMs } */
-    #pending = new Map()
+    #pending = new PendingRequests()
     #requestSeq = 0
     #timer
     #timerAt

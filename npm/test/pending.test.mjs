@@ -1,0 +1,46 @@
+// The driver's table of live requests (src/pending.js) behaves as a Map in every
+// operation the driver uses: a seeded random sequence of them against a Map.
+
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+
+const { PendingRequests } = await import(new URL('./pending.js', import.meta.resolve('rota')).href)
+
+test('PendingRequests answers as a Map does, in insertion order', () => {
+  const seed = Number(process.env.ROTA_PENDING_SEED ?? Date.now() % 1_000_000)
+  console.log(`# pending: seed ${seed} (ROTA_PENDING_SEED=${seed} replays)`)
+  let state = seed
+  // An LCG's high bits (its low bits repeat with a short period).
+  const random = (n) => {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31
+    return Math.floor((state / 2 ** 31) * n)
+  }
+  const table = new PendingRequests()
+  const model = new Map()
+  for (let step = 0; step < 20_000; step += 1) {
+    // Few ids, so that sets, gets and deletes often meet the same one (built anew
+    // each time, as the core's answers name a request with a string of their own).
+    const id = `r${random(12)}`
+    const where = `step ${step}, seed ${seed}`
+    switch (random(5)) {
+      case 0:
+      case 1: {
+        const value = { step }
+        assert.equal(table.set(id, value), table, where)
+        model.set(id, value)
+        break
+      }
+      case 2:
+        assert.equal(table.delete(id), model.delete(id), where)
+        break
+      case 3:
+        assert.equal(table.get(id), model.get(id), where)
+        assert.equal(table.has(id), model.has(id), where)
+        break
+      case 4:
+        assert.deepEqual([...table], [...model], where)
+        break
+    }
+    assert.equal(table.size, model.size, where)
+  }
+})
