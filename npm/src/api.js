@@ -2,7 +2,7 @@
 // (Node and browser) re-export this with their platform.
 
 import { failureFacts, parseRetryAfter, FAILURE_KINDS } from './classify.js'
-import { HANDLE_AT_LEVEL, Lease, combineUpdates, defineRoster } from './driver.js'
+import { HANDLE_AT_LEVEL, Lease, NO_PERSIST, combineUpdates, defineRoster } from './driver.js'
 import { ERROR_CODES, RotaError } from './errors.js'
 import { binaryStep } from './binary.js'
 import { stateRule } from './state-rule.js'
@@ -76,7 +76,11 @@ export function buildApi(wasm, platform) {
     // The driver's step (`HANDLE_AT_LEVEL`): the answer without the events below
     // `minLevel` (the binary step leaves them out; the JSON one's are filtered here).
     const atLevel = (answer, minLevel) => {
-      if (minLevel > 0) answer.outputs = answer.outputs.filter((o) => o.type !== 'event' || LEVELS.indexOf(o.level) >= minLevel)
+      const level = minLevel & ~NO_PERSIST
+      const persists = (minLevel & NO_PERSIST) === 0
+      if (minLevel > 0) {
+        answer.outputs = answer.outputs.filter((o) => (o.type === 'event' ? LEVELS.indexOf(o.level) >= level : persists || o.type !== 'persist'))
+      }
       return answer
     }
     let handleAtLevel = function handleAtLevel(input, minLevel) {

@@ -488,7 +488,8 @@ export function binaryStep(wasm, RotaError) {
   /**
    * One input through the binary step: the answer, or `undefined` for the JSON path.
    * `minLevel` (0 debug, 1 info, 2 warn) leaves the events below it out of the answer
-   * (for a driver nobody listens to; `Policy#handle` takes every output).
+   * (for a driver nobody listens to; `Policy#handle` takes every output); with the bit
+   * 4 (`NO_PERSIST`) set, the `persist` outputs too (a driver with no state file).
    */
   return function step(policy, input, minLevel = 0) {
     // A freed policy: the JSON path throws wasm-bindgen's own error.

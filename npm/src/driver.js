@@ -30,9 +30,11 @@ export const asyncDisposeSymbol = Symbol.asyncDispose ?? Symbol.for('Symbol.asyn
  * events below `minLevel` (0 debug, 1 info, 2 warn; api.js defines it: the core still
  * decides and emits them, only nobody reads them). The roster steps this way while
  * nobody listens for events or outputs: it needs only the warn events itself
- * (`excluded`, for report() and the metrics).
+ * (`excluded`, for report() and the metrics). `minLevel | NO_PERSIST` leaves out the
+ * `persist` outputs too: a roster with no state file has nothing to do with them.
  */
 export const HANDLE_AT_LEVEL = Symbol.for('rota.handleAtLevel')
+export const NO_PERSIST = 4
 const LEVEL_WARN = 2
 
 const MAX_TIMER_MS = 2 ** 31 - 1
@@ -576,7 +578,7 @@ export function defineRoster(api, platform) {
       const emitter = this.#emitter
       const { outputs, wakeAt } =
         emitter.listenerCount('event') === 0 && emitter.listenerCount('output') === 0
-          ? this.#policy[HANDLE_AT_LEVEL](input, LEVEL_WARN)
+          ? this.#policy[HANDLE_AT_LEVEL](input, this.#store === undefined ? LEVEL_WARN | NO_PERSIST : LEVEL_WARN)
           : this.#policy.handle(input)
       // Kept before dispatching: a listener may feed another input, whose answer is later.
       this.#wakeAt = wakeAt

@@ -18,6 +18,8 @@ import { Policy, RotaError } from 'rota'
 const START = Date.UTC(2026, 0, 1)
 /** The driver's step that may leave out events below a level (src/driver.js). */
 const HANDLE_AT_LEVEL = Symbol.for('rota.handleAtLevel')
+/** Its bit that leaves out the persist outputs too. */
+const NO_PERSIST = 4
 
 /** The JSON step, as `handle` was before the binary one: the reference. */
 /** As api.js: the first NaN or infinity in a plain input, which JSON writes as null. */
@@ -87,6 +89,8 @@ function pair(document, options) {
   // The driver's step (HANDLE_AT_LEVEL at warn): the same answer without the debug
   // and info events, and the same state.
   const quiet = new Policy(document, options)
+  // The step of a driver with no state file (warn | NO_PERSIST): no persist either.
+  const bare = new Policy(document, options)
   let n = 0
   return {
     fast,
@@ -101,17 +105,22 @@ function pair(document, options) {
           ? expected
           : { answer: { ...expected.answer, outputs: expected.answer.outputs.filter((o) => o.type !== 'event' || o.level === 'warn') } }
       assertSame(outcome(() => quiet[HANDLE_AT_LEVEL](input, 2)), warnOnly, `${where} step ${n} at warn (${describe(input)})`)
+      const unpersisted =
+        warnOnly.answer === undefined ? warnOnly : { answer: { ...warnOnly.answer, outputs: warnOnly.answer.outputs.filter((o) => o.type !== 'persist') } }
+      assertSame(outcome(() => bare[HANDLE_AT_LEVEL](input, 2 | NO_PERSIST)), unpersisted, `${where} step ${n} at warn, no persist (${describe(input)})`)
       return expected.answer
     },
     check(where) {
       assert.deepStrictEqual(fast.snapshot(), slow.snapshot(), `${where}: the snapshots differ`)
       assert.deepStrictEqual(fast.exportState(), slow.exportState(), `${where}: the exported states differ`)
       assert.deepStrictEqual(quiet.exportState(), slow.exportState(), `${where}: the exported states differ (at warn)`)
+      assert.deepStrictEqual(bare.exportState(), slow.exportState(), `${where}: the exported states differ (no persist)`)
     },
     free() {
       fast.free()
       slow.free()
       quiet.free()
+      bare.free()
     },
   }
 }

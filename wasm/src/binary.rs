@@ -16,9 +16,11 @@
 //! # The buffer
 //!
 //! `__ioBuffer(n)` grows the buffer to at least `n` bytes and returns its address. JS
-//! writes an input at offset 0 and calls `__step(len)`, which reads the input, steps the
-//! policy, writes the answer over the buffer from offset 0 and returns the buffer's
-//! (possibly new) address. All numbers are little-endian.
+//! writes an input at offset 0 and calls `__step(len, level)`, which reads the input,
+//! steps the policy, writes the answer over the buffer from offset 0 and returns the
+//! buffer's (possibly new) address. `level` (0 debug, 1 info, 2 warn) leaves the events
+//! below it out of the answer, and its bit [`NO_PERSIST`] the `persist` outputs. All
+//! numbers are little-endian.
 //!
 //! Input: `[0]` kind (1 lease, 2 tryLease, 3 release, 4 tick, 5 cancel, 6 report,
 //! 7 resume, 8 probeResult), `[1]` flags (which optional fields are present), `[2]` a
@@ -82,6 +84,9 @@ pub(crate) const HEADER: usize = 24;
 const STRINGS: usize = 40;
 /// The largest integer every JS number holds exactly (`Number.MAX_SAFE_INTEGER`).
 const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+
+/// In `__step`'s level byte: leave the `persist` outputs out of the answer.
+pub(crate) const NO_PERSIST: u8 = 4;
 
 pub(crate) const STATUS_OUTPUTS: u8 = 0;
 pub(crate) const STATUS_ERROR: u8 = 1;

@@ -465,10 +465,13 @@ impl JsPolicy {
     /// `min_level` (0 debug, 1 info, 2 warn) leaves out of the answer the events below
     /// it: the core does not build them (`set_event_floor`; every decision, the state
     /// and exports are the same), for a driver with nobody listening for them (the
-    /// Roster). The public `Policy#handle` passes 0: every output.
+    /// Roster). Its bit [`binary::NO_PERSIST`] leaves out the `persist` outputs too,
+    /// for a driver with no state file (it would drop them unread). The public
+    /// `Policy#handle` passes 0: every output.
     #[wasm_bindgen(js_name = __step)]
     pub fn step(&mut self, len: u32, min_level: u8) -> u32 {
-        let min_level = match min_level {
+        let no_persist = min_level & binary::NO_PERSIST != 0;
+        let min_level = match min_level & !binary::NO_PERSIST {
             0 => Level::Debug,
             1 => Level::Info,
             _ => Level::Warn,
@@ -494,7 +497,9 @@ impl JsPolicy {
                 // The output before (a grant's event repeats the grant's fields).
                 let mut previous = None;
                 while let Some(output) = self.inner.poll_output() {
-                    if matches!(&output, Output::Event { level, .. } if *level < min_level) {
+                    if matches!(&output, Output::Event { level, .. } if *level < min_level)
+                        || (no_persist && matches!(&output, Output::Persist { .. }))
+                    {
                         continue;
                     }
                     writer.output(&output, previous.as_ref());
