@@ -64,8 +64,8 @@
 //! | 9 createMachine | request, executor |
 //! | 10 preflight | executor |
 //! | 11 the `granted` event of the grant just before it | level (u8), message: its fields are that grant's `executor`, `lease`, `passed`, `request`, `role` |
-//! | 12 the same, with the plain message "<executor> takes <role>" | level (u8) |
-//! | 13 a plain release's `released` event: fields `{executor, lease}`, message "<executor>'s slot is released" | level (u8), executor, lease (f64) |
+//! | 12 the same, with the plain message "`<executor> takes <role>`" | level (u8) |
+//! | 13 a plain release's `released` event: fields `{executor, lease}`, message "`<executor>'s slot is released`" | level (u8), executor, lease (f64) |
 //! | 14 persist | u32 count, ids, version (u32), u32 count, exclusions: id, reason, kind, has until (u8), until? (f64) |
 //!
 //! An output that names an `owner` (a shared roster's) is always kind 0; so is the
@@ -385,7 +385,7 @@ fn is_concat(s: &str, parts: &[&str]) -> bool {
 }
 
 /// When `output` is a plain release's event exactly as the core writes it (name
-/// `released`, fields `{executor, lease}`, message "<executor>'s slot is released"):
+/// `released`, fields `{executor, lease}`, message "`<executor>'s slot is released`"):
 /// its level byte, executor and lease.
 fn released_event(output: &Output) -> Option<(u8, &str, u64)> {
     let Output::Event {

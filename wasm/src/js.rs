@@ -465,7 +465,7 @@ impl JsPolicy {
     /// `min_level` (0 debug, 1 info, 2 warn) leaves out of the answer the events below
     /// it: the core does not build them (`set_event_floor`; every decision, the state
     /// and exports are the same), for a driver with nobody listening for them (the
-    /// Roster). Its bit [`binary::NO_PERSIST`] leaves out the `persist` outputs too,
+    /// Roster). Its bit `NO_PERSIST` (4, binary.rs) leaves out the `persist` outputs too,
     /// for a driver with no state file (it would drop them unread). The public
     /// `Policy#handle` passes 0: every output.
     #[wasm_bindgen(js_name = __step)]
