@@ -14,7 +14,8 @@
 //           release, again; the same hold for every system (the roster's other slots
 //           are held, as generic-pool's other resources are; p-limit / p-queue at 12)
 //   c       a rate-limit report (Roster.report, and raw Policy.handle's `report`),
-//           rotating over four executors at every roster size
+//           rotating over four executors at every roster size, the sizes interleaved
+//           in one run (the flat-in-N target compares them)
 //   create  Roster.create against new Policy, the same document
 //   memory  (a child process) RSS over the import of a Roster with 10,000 executors,
 //           every slot leased, and 10,000 requests waiting
@@ -282,6 +283,9 @@ if (wants('b')) {
 const BATCH_C = quick ? 2_000 : 5_000
 const rateLimit = { kind: 'rateLimit', message: '429 Too Many Requests', retryAfterMs: 60_000 }
 if (wants('c')) {
+  // Every size in one interleaved run (the target compares N=10,000 with N=4: a busy
+  // moment of the machine falls on both alike, not on one size's block alone).
+  const all = {}
   for (const n of SIZES) {
     const systems = {
       'Roster.report': {
@@ -312,7 +316,16 @@ if (wants('c')) {
         teardown: (s) => s.policy.free(),
       },
     }
-    record('c', n, await interleaved(systems))
+    for (const [name, system] of Object.entries(systems)) all[`${name}\u0000${n}`] = system
+  }
+  const results = await interleaved(all)
+  for (const n of SIZES) {
+    const ofSize = {}
+    for (const [key, r] of Object.entries(results)) {
+      const [name, size] = key.split('\u0000')
+      if (Number(size) === n) ofSize[name] = r
+    }
+    record('c', n, ofSize)
   }
   table('c', 'report')
 }
