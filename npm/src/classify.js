@@ -153,6 +153,8 @@ export function failureFacts(error, { now = Date.now() } = {}) {
   if (error === null || typeof error !== 'object') {
     return { message: String(error ?? '').slice(0, MESSAGE_LIMIT) }
   }
+  const plain = classifiedFacts(error)
+  if (plain !== undefined) return plain
   const links = chain(error)
   const tagged = links.find((link) => tagOf(link) !== undefined)
   const facts = {}
@@ -184,5 +186,29 @@ export function failureFacts(error, { now = Date.now() } = {}) {
   if (resetAt !== undefined) facts.resetAt = resetAt
   const retryAfterMs = tagged !== undefined ? retryAfterOf(tagged, now) : links.map((l) => retryAfterOf(l, now)).find((ms) => ms !== undefined)
   if (retryAfterMs !== undefined) facts.retryAfterMs = retryAfterMs
+  return facts
+}
+
+const CLASSIFIED_KEYS = new Set(['kind', 'message', 'resetAt', 'retryAfterMs'])
+
+/**
+ * The facts of an already-classified failure, a plain object of `kind`, `message`,
+ * `resetAt` and `retryAfterMs` only (what a host that classified it reports, on every
+ * report of a rate-limit storm): the same facts the walk of the chain above finds in
+ * it (no tag, status, code, cause or headers to look for), without that walk.
+ * `undefined` for anything else.
+ */
+function classifiedFacts(error) {
+  if (Object.getPrototypeOf(error) !== Object.prototype) return undefined
+  // (for...in: an own key, or an enumerable one on a polluted Object.prototype)
+  for (const key in error) if (!CLASSIFIED_KEYS.has(key)) return undefined
+  const facts = {}
+  const { kind, message, resetAt, retryAfterMs } = error
+  if (typeof kind === 'string' && kinds.has(kind)) facts.kind = kind
+  facts.message = (typeof message === 'string' ? message : '').slice(0, MESSAGE_LIMIT)
+  const reset = toEpochMs(resetAt)
+  if (reset !== undefined) facts.resetAt = reset
+  const retry = typeof retryAfterMs === 'number' ? whole(retryAfterMs) : undefined
+  if (retry !== undefined) facts.retryAfterMs = retry
   return facts
 }

@@ -201,6 +201,32 @@ test('plain values, already-classified failures, facts', () => {
   assert.throws(() => classifyFailure(new Error('x'), { signals: { outage: [''] } }), { code: 'INVALID_DOCUMENT' })
 })
 
+test('an already-classified plain failure: the same facts as the walk of any other object finds', () => {
+  // failureFacts reads a plain { kind, message, resetAt, retryAfterMs } without walking
+  // its chain; the same fields on an object of another prototype take the walk. Seeded
+  // random field values (odd ones among them) must give the same facts both ways.
+  const seed = Number(process.env.ROTA_FACTS_SEED ?? Date.now() % 1_000_000)
+  console.log(`# classified facts: seed ${seed} (ROTA_FACTS_SEED=${seed} replays)`)
+  let state = seed
+  const random = (n) => {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31
+    return Math.floor((state / 2 ** 31) * n)
+  }
+  const values = [undefined, null, '', 'slow down', 'x'.repeat(2_100), 0, -1, 1_234.5, NaN, Infinity, START, new Date(START),
+    new Date(Number.NaN), '2026-01-01T00:00:00Z', 'not a date', { epochMillis: 5 }, { epochMilliseconds: 7 }, true, ...FAILURE_KINDS, 'bogus']
+  const keys = ['kind', 'message', 'resetAt', 'retryAfterMs']
+  const Other = { constructor: Object }
+  for (let i = 0; i < 2_000; i += 1) {
+    const failure = {}
+    for (const key of keys) if (random(3) > 0) failure[key] = values[random(values.length)]
+    const walked = Object.assign(Object.create(Other), failure)
+    assert.deepEqual(failureFacts(failure), failureFacts(walked), `seed ${seed}, case ${i}: ${JSON.stringify(failure)}`)
+  }
+  // Any other key (a status, a cause, a tag) is looked at: the walk reads it.
+  assert.deepEqual(failureFacts({ kind: 'other', message: 'x', status: 429 }), { kind: 'other', status: 429, message: 'x' })
+  assert.deepEqual(failureFacts({ message: 'outer', cause: { code: 'ECONNREFUSED' } }), { code: 'ECONNREFUSED', message: 'outer' })
+})
+
 test('the probe rule: 2xx is up, a redirect is down', () => {
   assert.deepEqual([200, 204, 299].map(probeIsUp), [true, true, true])
   assert.deepEqual([0, 199, 301, 302, 404, 503, 1.5, -1].map(probeIsUp), [false, false, false, false, false, false, false, false])
