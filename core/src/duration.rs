@@ -83,8 +83,17 @@ pub fn format_duration(ms: u64) -> String {
 /// Formats milliseconds as effect's `Duration.format` does, the way the roster seed's
 /// reasons say them: "10m", "1m 30s", "1s 500ms", "1d 2h"; zero is "0".
 pub fn format_seed_duration(ms: u64) -> String {
+    let mut out = String::new();
+    write_seed_duration(&mut out, ms);
+    out
+}
+
+/// [`format_seed_duration`], appended to `out` (a reason being built: no string apart).
+pub fn write_seed_duration(out: &mut String, ms: u64) {
+    use std::fmt::Write as _;
     if ms == 0 {
-        return "0".to_string();
+        out.push('0');
+        return;
     }
     let parts = [
         (ms / 86_400_000, "d"),
@@ -93,14 +102,14 @@ pub fn format_seed_duration(ms: u64) -> String {
         (ms / 1_000 % 60, "s"),
         (ms % 1_000, "ms"),
     ];
-    let mut out = String::new();
+    let start = out.len();
     for (n, unit) in parts.into_iter().filter(|(n, _)| *n != 0) {
-        if !out.is_empty() {
+        if out.len() > start {
             out.push(' ');
         }
-        out.push_str(&format!("{n}{unit}"));
+        // (Writing to a String cannot fail.)
+        let _ = write!(out, "{n}{unit}");
     }
-    out
 }
 
 #[cfg(test)]

@@ -2,10 +2,10 @@
 //! and how one ends.
 
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::classify::{classify, excerpt, Classification};
-use crate::duration::format_seed_duration;
+use crate::duration::{format_seed_duration, write_seed_duration};
 use crate::protocol::{ExclusionKind, Failure, FailureKind, Level};
 use crate::sorted;
 use crate::time::{iso, Iso};
@@ -167,11 +167,13 @@ impl Policy {
         }
         limits.push_back(now);
         let count = limits.len();
-        let id = self.roster.executors[e].spec.id.clone();
         if let Some(ms) = failure.retry_after_ms.filter(|ms| *ms > 0) {
+            // (Every report of a rate-limit storm: the reason written in one string.)
+            let mut reason = String::from("rate limited; retry after ");
+            write_seed_duration(&mut reason, ms);
             return Some(self.new_exclusion(
                 ExclusionKind::Until,
-                format!("rate limited; retry after {}", format_seed_duration(ms)),
+                reason,
                 Some(now.saturating_add(ms)),
             ));
         }
@@ -186,6 +188,7 @@ impl Policy {
                 Some(until),
             ));
         }
+        let id = self.roster.executors[e].spec.id.clone();
         self.event(
             Level::Info,
             EventName::RateLimited,
@@ -241,12 +244,26 @@ impl Policy {
     /// pause ends only by resume or its own end; between timed ends the later wins;
     /// a weaker exclusion never replaces a stronger one but may take over after it.
     pub(super) fn exclude(&mut self, e: usize, new: ActiveExclusion) {
-        let old = self.roster.executors[e].runtime.exclusion.clone();
-        let merged = match &old {
-            None => new,
-            Some(old) => merge_exclusions(old.clone(), new),
+        // Compared in place (every report of a rate-limit storm comes here): only the
+        // case that names the old exclusion in its message takes a copy of it.
+        let (merged, unchanged, queued_under) = {
+            let old = self.roster.executors[e].runtime.exclusion.as_ref();
+            let merged = match old {
+                None => new,
+                Some(old) => merge_exclusions(old.clone(), new),
+            };
+            let unchanged = old == Some(&merged);
+            let queued_under = old
+                .filter(|old| {
+                    !unchanged
+                        && old.kind == merged.kind
+                        && old.reason == merged.reason
+                        && old.until == merged.until
+                })
+                .cloned();
+            (merged, unchanged, queued_under)
         };
-        if Some(&merged) == old.as_ref() {
+        if unchanged {
             let id = self.roster.executors[e].spec.id.clone();
             self.event(
                 Level::Debug,
@@ -260,9 +277,7 @@ impl Policy {
             return;
         }
         let id = self.roster.executors[e].spec.id.clone();
-        if let Some(old) = old.as_ref().filter(|old| {
-            old.kind == merged.kind && old.reason == merged.reason && old.until == merged.until
-        }) {
+        if let Some(old) = queued_under {
             // Only the timed exclusion waiting under it changed: say so, quietly.
             let then = merged.then.as_ref().map_or(0, |(t, _)| *t);
             self.event(
@@ -270,7 +285,7 @@ impl Policy {
                 EventName::ExclusionQueued,
                 format!(
                     "{id} stays out of the round {}; then until {} ({})",
-                    Described(old),
+                    Described(&old),
                     iso(then),
                     merged.then.as_ref().map_or("", |(_, r)| r.as_str())
                 ),
@@ -279,20 +294,16 @@ impl Policy {
             self.set_exclusion(e, Some(merged));
             return;
         }
+        let message = format!("{id} out of the round {}", Described(&merged));
         let mut fields = vec![
-            ("executor", json!(id)),
+            ("executor", Value::String(id)),
             ("kind", json!(merged.kind)),
-            ("reason", json!(merged.reason)),
+            ("reason", Value::String(merged.reason.clone())),
         ];
         if let Some(until) = merged.until {
             fields.push(("until", json!(until)));
         }
-        self.event(
-            Level::Warn,
-            EventName::Excluded,
-            format!("{id} out of the round {}", Described(&merged)),
-            fields,
-        );
+        self.event(Level::Warn, EventName::Excluded, message, fields);
         self.set_exclusion(e, Some(merged));
     }
 
