@@ -917,6 +917,13 @@ pub struct Sut {
     open: BTreeSet<String>,
     /// The state file: every persist applied in turn (entries of its `ids` replaced).
     file: BTreeMap<String, u64>,
+    /// The same policy fed the same inputs, drained only every third input: a host
+    /// that reads late gets the same outputs (the queue holds some as references into
+    /// the state, built before their lease closes or the executors move).
+    lagging: Policy,
+    /// The main policy's outputs since the lagging one was last drained.
+    unread: Vec<Output>,
+    inputs: u32,
 }
 
 fn decision(output: &Output, file: &mut BTreeMap<String, u64>) -> Option<Expect> {
@@ -995,9 +1002,12 @@ impl StateMachineTest for Sut {
             "the first tick decides nothing"
         );
         Sut {
+            lagging: policy.clone(),
             policy,
             open: BTreeSet::new(),
             file: BTreeMap::new(),
+            unread: Vec::new(),
+            inputs: 0,
         }
     }
 
@@ -1007,6 +1017,11 @@ impl StateMachineTest for Sut {
         // Only a rejected input needs the state before it (it must be unchanged).
         let before = model.error.map(|_| sut.policy.export_state());
         let result = sut.policy.handle(input.clone());
+        assert_eq!(
+            sut.lagging.handle(input.clone()).map_err(|e| e.code()),
+            result.as_ref().map(|_| ()).map_err(|e| e.code()),
+            "the lagging policy answers {input:?} alike"
+        );
         match (&result, model.error) {
             (Err(error), Some(code)) => {
                 assert_eq!(error.code(), code, "the error of {input:?}");
@@ -1032,6 +1047,13 @@ impl StateMachineTest for Sut {
             );
         }
         let outputs: Vec<Output> = std::iter::from_fn(|| sut.policy.poll_output()).collect();
+        sut.unread.extend(outputs.iter().cloned());
+        sut.inputs += 1;
+        if sut.inputs % 3 == 0 {
+            let late: Vec<Output> = std::iter::from_fn(|| sut.lagging.poll_output()).collect();
+            assert_eq!(late, std::mem::take(&mut sut.unread), "outputs read late");
+            assert_eq!(sut.lagging.export_state(), sut.policy.export_state());
+        }
         let decisions: Vec<Expect> = outputs
             .iter()
             .filter_map(|o| decision(o, &mut sut.file))
@@ -1073,6 +1095,7 @@ impl StateMachineTest for Sut {
 
     fn check_invariants(sut: &Sut, model: &Model) {
         sut.policy.check_invariants();
+        sut.lagging.check_invariants();
         assert_eq!(sut.policy.now(), model.now, "time");
         let snap = sut.policy.snapshot();
         writer::assert_writer_is_serde(&sut.policy);

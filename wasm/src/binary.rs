@@ -75,7 +75,7 @@
 //! 5 anything else (its JSON text, a string).
 
 use rota_core::json::to_text;
-use rota_core::{Failure, FailureKind, Input, LeaseRequest, Level, Output};
+use rota_core::{Failure, FailureKind, Input, LeaseRequest, Level, Output, OutputRef};
 use serde_json::Value;
 
 /// Where the answer's outputs start.
@@ -325,93 +325,6 @@ fn level_byte(level: Level) -> u8 {
     }
 }
 
-/// When `output` is the `granted` event of the grant `previous`, exactly as the core
-/// writes it (name `granted`, fields `{executor, lease, passed, request, role}` of that
-/// grant, in key order): its level byte.
-fn grant_event(output: &Output, previous: Option<&Output>) -> Option<u8> {
-    let (
-        Output::Event {
-            level,
-            name,
-            fields,
-            ..
-        },
-        Some(Output::Granted {
-            request,
-            lease,
-            executor,
-            role,
-            passed,
-            owner: None,
-            ..
-        }),
-    ) = (output, previous)
-    else {
-        return None;
-    };
-    if name != "granted" || fields.len() != 5 {
-        return None;
-    }
-    let string = |v: &Value, s: &str| v.as_str() == Some(s);
-    let expected = fields
-        .iter()
-        .zip(["executor", "lease", "passed", "request", "role"]);
-    for ((key, value), want) in expected {
-        let ok = key == want
-            && match want {
-                "executor" => string(value, executor),
-                "lease" => value.as_u64() == Some(*lease),
-                "passed" => value.as_u64() == Some(u64::from(*passed)),
-                "request" => string(value, request),
-                _ => string(value, role),
-            };
-        if !ok {
-            return None;
-        }
-    }
-    Some(level_byte(*level))
-}
-
-/// Whether `s` is `parts` one after the other.
-fn is_concat(s: &str, parts: &[&str]) -> bool {
-    let mut rest = s;
-    for part in parts {
-        match rest.strip_prefix(part) {
-            Some(r) => rest = r,
-            None => return false,
-        }
-    }
-    rest.is_empty()
-}
-
-/// When `output` is a plain release's event exactly as the core writes it (name
-/// `released`, fields `{executor, lease}`, message "`<executor>'s slot is released`"):
-/// its level byte, executor and lease.
-fn released_event(output: &Output) -> Option<(u8, &str, u64)> {
-    let Output::Event {
-        level,
-        name,
-        message,
-        fields,
-    } = output
-    else {
-        return None;
-    };
-    if name != "released" || fields.len() != 2 {
-        return None;
-    }
-    let mut it = fields.iter();
-    let (("executor", Value::String(executor)), ("lease", lease)) = (it.next()?, it.next()?) else {
-        return None;
-    };
-    let lease = lease.as_u64()?;
-    is_concat(message, &[executor, "'s slot is released"]).then_some((
-        level_byte(*level),
-        executor.as_str(),
-        lease,
-    ))
-}
-
 /// The owner an output names (a shared roster's), if any.
 fn owner_of(output: &Output) -> Option<&str> {
     match output {
@@ -603,31 +516,59 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// Writes `output`; `previous` is the output written just before it, if any.
-    pub(crate) fn output(&mut self, output: &Output, previous: Option<&Output>) {
-        if let Some(level) = grant_event(output, previous) {
-            // The grant's event: its fields are the grant's (JS takes them from it),
-            // and so is its message when it is the plain one (JS writes it).
-            let (Output::Event { message, .. }, Some(Output::Granted { executor, role, .. })) =
-                (output, previous)
-            else {
-                return;
-            };
-            if is_concat(message, &[executor, " takes ", role]) {
-                self.fixed([12, level]);
-            } else {
-                self.fixed([11, level]);
-                self.shared(SLOT_EVENT_MESSAGE, message);
+    /// Writes an output read in place. `last_grant` is the lease of the `granted`
+    /// record written just before, if the record before was one (its event, kind 12,
+    /// takes that grant's fields on the JS side).
+    pub(crate) fn output_ref(&mut self, output: &OutputRef<'_>, last_grant: &mut Option<u64>) {
+        let previous = last_grant.take();
+        match output {
+            OutputRef::Output(output) => self.output(output),
+            OutputRef::Granted(grant) if grant.owner.is_none() => {
+                self.byte(1);
+                self.shared(SLOT_REQUEST, grant.request);
+                self.f64(grant.lease as f64);
+                self.shared(SLOT_EXECUTOR, grant.executor);
+                self.shared(SLOT_ROLE, grant.role);
+                self.u32(grant.passed);
+                self.byte(u8::from(grant.hold.is_some()) << 1);
+                if let Some(hold) = grant.hold {
+                    self.json(hold);
+                }
+                *last_grant = Some(grant.lease);
             }
-            return;
+            OutputRef::GrantedEvent(level, grant)
+                if grant.owner.is_none()
+                    && previous == Some(grant.lease)
+                    && grant.label.is_none() =>
+            {
+                // The grant's event: its fields are the grant's (JS takes them from it),
+                // and so is its message when it is the plain one (JS writes it).
+                if grant.has_plain_message() {
+                    self.fixed([12, level_byte(*level)]);
+                } else if let Output::Event { message, .. } = grant.event(*level) {
+                    self.fixed([11, level_byte(*level)]);
+                    self.shared(SLOT_EVENT_MESSAGE, &message);
+                }
+            }
+            OutputRef::Released {
+                level,
+                executor,
+                lease,
+            } => {
+                // A plain release's event: JS writes its message from the executor.
+                self.fixed([13, level_byte(*level)]);
+                self.shared(SLOT_EXECUTOR, executor);
+                self.f64(*lease as f64);
+            }
+            // A shared roster's grant (it names its owner), or an event JS cannot
+            // rebuild from the grant before it: built, and written as any output.
+            OutputRef::Granted(grant) => self.output(&grant.output()),
+            OutputRef::GrantedEvent(level, grant) => self.output(&grant.event(*level)),
         }
-        if let Some((level, executor, lease)) = released_event(output) {
-            // A plain release's event: JS writes its message from the executor.
-            self.fixed([13, level]);
-            self.shared(SLOT_EXECUTOR, executor);
-            self.f64(lease as f64);
-            return;
-        }
+    }
+
+    /// Writes a built output.
+    fn output(&mut self, output: &Output) {
         if owner_of(output).is_some() {
             // A shared roster's output (it names its owner): as its canonical text.
             self.byte(0);

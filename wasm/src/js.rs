@@ -25,7 +25,7 @@ use rota_core::json::{from_value, parse_options, step_str, to_text};
 use rota_core::write::{to_json_text, WriteJson};
 use rota_core::{Error, ExplainRequest, Policy as CorePolicy};
 #[cfg(feature = "fast-step")]
-use rota_core::{Level, Output};
+use rota_core::{Level, Output, OutputRef};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
@@ -494,16 +494,20 @@ impl JsPolicy {
                 let mut writer =
                     Writer::new(&mut self.io, &mut self.strings, binary::STATUS_OUTPUTS);
                 let mut count = 0;
-                // The output before (a grant's event repeats the grant's fields).
-                let mut previous = None;
-                while let Some(output) = self.inner.poll_output() {
-                    if matches!(&output, Output::Event { level, .. } if *level < min_level)
-                        || (no_persist && matches!(&output, Output::Persist { .. }))
-                    {
+                // The grant just written (its event repeats the grant's fields).
+                let mut last_grant = None;
+                while let Some(output) = self.inner.poll_output_ref() {
+                    let skipped = match &output {
+                        OutputRef::Output(Output::Event { level, .. })
+                        | OutputRef::GrantedEvent(level, _)
+                        | OutputRef::Released { level, .. } => *level < min_level,
+                        OutputRef::Output(Output::Persist { .. }) => no_persist,
+                        _ => false,
+                    };
+                    if skipped {
                         continue;
                     }
-                    writer.output(&output, previous.as_ref());
-                    previous = Some(output);
+                    writer.output_ref(&output, &mut last_grant);
                     count += 1;
                 }
                 writer.finish(count, self.inner.poll_timeout());

@@ -183,7 +183,7 @@ impl Policy {
     /// As `event`, with the fields already built in key order (a hot path's event:
     /// the caller asked `wants_event` before building anything).
     pub(super) fn emit(&mut self, level: Level, name: EventName, message: String, fields: Fields) {
-        self.outputs.push_back(Output::Event {
+        self.push_output(Output::Event {
             level,
             name: name.as_str().to_string(),
             message,

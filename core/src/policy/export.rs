@@ -85,7 +85,7 @@ impl Policy {
                 since: p.since,
             }),
             preflights: self.reloads.preflights.clone(),
-            outputs: self.outputs.iter().cloned().collect(),
+            outputs: self.built_outputs(),
             starting: match &self.reloads.startup {
                 Startup::Preflighting(awaiting) => Some(awaiting.clone()),
                 _ => None,

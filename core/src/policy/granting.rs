@@ -110,7 +110,7 @@ impl Policy {
     /// Ends a `tryLease` that found no free slot.
     pub(super) fn unavailable(&mut self, id: &str, r: usize) {
         let req = self.queue.requests.remove(id);
-        self.outputs.push_back(Output::Unavailable {
+        self.push_output(Output::Unavailable {
             request: id.to_string(),
             owner: req.as_ref().and_then(Request::owner).map(str::to_string),
         });
@@ -242,7 +242,7 @@ impl Policy {
                 // The deadline still applies while the machine is created.
                 self.queue.deadlines.insert(deadline, &key, s);
             }
-            self.outputs.push_back(Output::CreateMachine {
+            self.push_output(Output::CreateMachine {
                 request: id.to_string(),
                 executor: executor_id.clone(),
                 owner,

@@ -18,6 +18,7 @@ use crate::protocol::{ExclusionKind, Input, LeaseRequest};
 use super::export::{join_violations, Exported, RequestState};
 use super::keys::{order_key, ByName, Index};
 use super::leases::LeaseTable;
+use super::outputs::Queued;
 use super::queue::{request_extra, Creating, Request};
 use super::reload::{PendingReload, Startup};
 use super::roster::{Executor, Runtime};
@@ -135,7 +136,7 @@ impl Policy {
         policy.roster.lease_clock = exported.lease_clock;
         policy.reloads.known_ids = exported.known_ids;
         policy.reloads.preflights = exported.preflights;
-        policy.outputs = exported.outputs.into();
+        policy.outputs = exported.outputs.into_iter().map(Queued::Built).collect();
         // `Policy::new` started the startup preflight again: the export says where it is.
         policy.reloads.startup = match (exported.starting, exported.start_failed) {
             (_, true) => Startup::Failed,

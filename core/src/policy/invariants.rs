@@ -60,7 +60,14 @@ impl Policy {
         self.verify_slots()?;
         self.verify_round()?;
         self.verify_requests()?;
-        self.verify_queues()
+        self.verify_queues()?;
+        if self.queued_references_resolve() {
+            return Ok(());
+        }
+        Err(InvariantViolation {
+            invariant: "queued outputs",
+            detail: "a queued output names a closed lease or a gone executor".to_string(),
+        })
     }
 
     /// Probes: the wait index holds exactly the health-excluded executors with no

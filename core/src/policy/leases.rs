@@ -3,10 +3,11 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::protocol::{Fields, Level, Output};
+use crate::protocol::{Level, Output};
 
 use super::events::EventName;
 use super::keys::ByName;
+use super::outputs::Queued;
 use super::queue::Request;
 use super::Policy;
 
@@ -219,42 +220,11 @@ impl Policy {
         let label = req.label.map(String::from);
         let owner = req.owner.map(String::from);
         let id = String::from(req.id);
-        self.outputs.push_back(Output::Granted {
-            request: id.clone(),
-            lease,
-            executor: executor_id.clone(),
-            role: role.clone(),
-            hold: hold.clone(),
-            passed,
-            occupied: false,
-            owner: owner.clone(),
-        });
-        // The hot path of every grant: nothing is built for a filtered event, the
-        // message without `format!`, the fields in key order.
+        // Queued as references to the lease (`outputs.rs`): built only when read.
+        self.outputs.push_back(Queued::Granted { lease, passed });
         if self.wants_event(Level::Debug) {
-            let mut message = String::with_capacity(
-                executor_id.len() + role.len() + label.as_ref().map_or(0, |l| l.len() + 5) + 27,
-            );
-            message.push_str(&executor_id);
-            message.push_str(" takes ");
-            message.push_str(&role);
-            if let Some(label) = &label {
-                message.push_str(" for ");
-                message.push_str(label);
-            }
-            if hold.is_some() {
-                message.push_str(" with a new machine");
-            }
-            let mut fields = Fields::with_capacity(5 + usize::from(label.is_some()));
-            fields.push_sorted("executor", Value::String(executor_id.clone()));
-            if let Some(label) = &label {
-                fields.push_sorted("label", Value::String(label.clone()));
-            }
-            fields.push_sorted("lease", Value::from(lease));
-            fields.push_sorted("passed", Value::from(passed));
-            fields.push_sorted("request", Value::String(id.clone()));
-            fields.push_sorted("role", Value::String(role.clone()));
-            self.emit(Level::Debug, EventName::Granted, message, fields);
+            self.outputs
+                .push_back(Queued::GrantedEvent { lease, passed });
         }
         self.leases.open(
             lease,
@@ -326,7 +296,7 @@ impl Policy {
                 let executor = lease.executor.clone();
                 let owner = lease.owner.clone();
                 self.leases.start_deletion(lease_id);
-                self.outputs.push_back(Output::DeleteMachine {
+                self.push_output(Output::DeleteMachine {
                     executor: executor.clone(),
                     hold: hold.clone(),
                     lease: Some(lease_id),
@@ -347,6 +317,8 @@ impl Policy {
                 return;
             }
         }
+        // Its queued grant, if the host has not read it yet, is built before it closes.
+        self.settle_outputs();
         let Some(lease) = self.leases.close(lease_id) else {
             debug_assert!(false, "release: the lease is open");
             return;
@@ -363,6 +335,7 @@ impl Policy {
             self.leases.is_deleting(lease_id),
             "machineDeleted: the lease was checked"
         );
+        self.settle_outputs();
         let Some(lease) = self.leases.close(lease_id) else {
             return;
         };
@@ -404,15 +377,12 @@ impl Policy {
         let x = &self.roster.executors[e];
         if !(x.draining || over) {
             // The common case: a plain release, whose event is built only when wanted.
+            // Queued as a reference to the executor (`outputs.rs`): built only when read.
             if self.wants_event(Level::Debug) {
-                let id = x.spec.id.clone();
-                let mut message = String::with_capacity(id.len() + 21);
-                message.push_str(&id);
-                message.push_str("'s slot is released");
-                let mut fields = Fields::with_capacity(2);
-                fields.push_sorted("executor", Value::String(id));
-                fields.push_sorted("lease", Value::from(lease_id));
-                self.emit(Level::Debug, EventName::Released, message, fields);
+                self.outputs.push_back(Queued::Released {
+                    executor: e,
+                    lease: lease_id,
+                });
             }
             return;
         }
@@ -511,7 +481,7 @@ impl Policy {
                 false
             }
         };
-        self.outputs.push_back(Output::Granted {
+        self.push_output(Output::Granted {
             request: id.clone(),
             lease,
             executor: executor.clone(),

@@ -23,6 +23,7 @@ mod import;
 mod invariants;
 mod keys;
 mod leases;
+mod outputs;
 mod owners;
 mod persistence;
 mod probes;
@@ -34,6 +35,7 @@ mod roster;
 mod timers;
 
 pub use invariants::InvariantViolation;
+pub use outputs::{Grant, OutputRef};
 
 use std::collections::VecDeque;
 
@@ -47,6 +49,7 @@ use crate::time::iso;
 
 use exclusions::Exclusions;
 use leases::Leases;
+use outputs::Queued;
 use persistence::Persistence;
 use probes::Probes;
 use provisioning::Provisioning;
@@ -77,7 +80,8 @@ pub struct Policy {
     provisioning: Provisioning,
     reloads: Reloads,
     persistence: Persistence,
-    outputs: VecDeque<Output>,
+    /// Decided, not yet read (`outputs.rs`: the hot ones as references into the state).
+    outputs: VecDeque<Queued>,
     /// The host's floor for events (`set_event_floor`): not state, only what is built.
     event_floor: Level,
 }
@@ -147,6 +151,9 @@ impl Policy {
         if let Checked::Marker = checked {
             return Ok(()); // a version marker this core folds: nothing changes
         }
+        // A host that did not drain: the queued references are built before this input
+        // can close their leases or move the executors.
+        self.settle_outputs();
         self.now = self.now.max(input.now());
         self.advance_time();
         self.apply(input, checked);
@@ -160,7 +167,7 @@ impl Policy {
 
     /// The next output, until `None`. Drain completely after every input.
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.outputs.pop_front()
+        self.poll_output_ref().map(OutputRef::into_output)
     }
 
     /// The time of the last input (epoch ms).

@@ -78,7 +78,7 @@ impl Policy {
         for &id in &deleting {
             if let Some(lease) = self.leases.open.get(id) {
                 if let Some(hold) = lease.hold.clone() {
-                    self.outputs.push_back(Output::DeleteMachine {
+                    self.push_output(Output::DeleteMachine {
                         executor: lease.executor.clone(),
                         hold,
                         lease: Some(id),

@@ -177,7 +177,7 @@ impl Policy {
         if ids.is_empty() {
             return;
         }
-        self.outputs.push_back(Output::Persist {
+        self.push_output(Output::Persist {
             ids,
             state: PersistedState {
                 version: STATE_VERSION,

@@ -121,7 +121,7 @@ impl Policy {
                     let (id, url) = (spec.id.clone(), url.clone());
                     self.probe_unwait(e);
                     self.roster.executors[e].runtime.probe_in_flight = true;
-                    self.outputs.push_back(Output::Probe { executor: id, url });
+                    self.push_output(Output::Probe { executor: id, url });
                 }
                 _ => {
                     // Nothing to probe: the outage cooldown decides, from now.

@@ -83,7 +83,7 @@ impl Policy {
     pub(super) fn machine_created(&mut self, id: &str, hold: Value, checked: Option<Value>) {
         if let Some(executor) = sorted::remove(&mut self.provisioning.abandoned, id) {
             let owner = sorted::remove(&mut self.provisioning.abandoned_owners, id);
-            self.outputs.push_back(Output::DeleteMachine {
+            self.push_output(Output::DeleteMachine {
                 executor: executor.clone(),
                 hold,
                 lease: None,

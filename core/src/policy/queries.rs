@@ -419,7 +419,7 @@ impl Policy {
         trial.outputs.clear();
         trial.apply_reload(parsed);
         trial.grant_pass();
-        for output in trial.outputs {
+        while let Some(output) = trial.poll_output() {
             match output {
                 Output::Granted {
                     request, executor, ..

@@ -503,7 +503,7 @@ impl Policy {
             };
             // The event only when it is wanted (a lease that waits is a hot path).
             if !self.wants_event(level) {
-                self.outputs.push_back(Output::Waiting {
+                self.push_output(Output::Waiting {
                     request: id,
                     role,
                     report,
@@ -512,7 +512,7 @@ impl Policy {
                 });
                 return;
             }
-            self.outputs.push_back(Output::Waiting {
+            self.push_output(Output::Waiting {
                 request: id.to_string(),
                 role: role.clone(),
                 report: report.clone(),
@@ -701,7 +701,7 @@ impl Policy {
         with_label(&mut fields, req.label());
         match ending {
             Ending::Cancelled => {
-                self.outputs.push_back(Output::Cancelled {
+                self.push_output(Output::Cancelled {
                     request: id.to_string(),
                     owner: req.owner().map(str::to_string),
                 });
@@ -723,7 +723,7 @@ impl Policy {
                     reasons.join("; ")
                 );
                 fields.push(("reasons", json!(reasons)));
-                self.outputs.push_back(Output::TimedOut {
+                self.push_output(Output::TimedOut {
                     request: id.to_string(),
                     reasons,
                     owner: req.owner().map(str::to_string),
@@ -743,7 +743,7 @@ impl Policy {
                     ),
                     fields,
                 );
-                self.outputs.push_back(Output::Exhausted {
+                self.push_output(Output::Exhausted {
                     request: id.to_string(),
                     role,
                     reasons,

@@ -73,7 +73,7 @@ impl Policy {
             return;
         }
         for id in &all {
-            self.outputs.push_back(Output::Preflight {
+            self.push_output(Output::Preflight {
                 executor: id.clone(),
             });
         }
@@ -115,7 +115,7 @@ impl Policy {
         let needs = self.needs_preflight(&document);
         if self.options.preflight_reloads && !needs.is_empty() {
             for id in &needs {
-                self.outputs.push_back(Output::Preflight {
+                self.push_output(Output::Preflight {
                     executor: id.clone(),
                 });
             }
@@ -165,7 +165,7 @@ impl Policy {
                     let why = error.unwrap_or_else(|| "no reason given".into());
                     self.reloads.startup = Startup::Failed;
                     self.reloads.cut_short = rest;
-                    self.outputs.push_back(Output::StartFailed {
+                    self.push_output(Output::StartFailed {
                         executor: executor.clone(),
                         error: why.clone(),
                     });
@@ -248,6 +248,8 @@ impl Policy {
     }
 
     pub(super) fn apply_reload(&mut self, mut document: Document) {
+        // Queued outputs name executors by index: built before the indexes move.
+        self.settle_outputs();
         let roles = document.roles.clone();
         let declared = document.executors.len() as u32;
         // The running executors, taken out by index as the new document names them

@@ -408,6 +408,9 @@ impl Policy {
     }
 
     pub(super) fn remove_drained(&mut self, e: usize) {
+        // Queued outputs name executors by index: built before the indexes move (a
+        // removed executor sits after the declared ones, but the queue need not know).
+        self.settle_outputs();
         self.roster.executors.remove(e);
         self.rebuild();
         // Indexes moved: every executor may be offered again, and the next persist

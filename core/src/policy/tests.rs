@@ -338,3 +338,115 @@ fn contradictory_exports_are_refused_naming_the_field() {
         );
     }
 }
+
+/// A host that reads its outputs late (after later inputs) reads the outputs it would
+/// have read at once: the queue's references (a grant, its event, a release's event)
+/// are built before their lease closes and before a removal or a reload moves the
+/// executors (`outputs.rs`).
+#[test]
+fn outputs_read_late_are_the_outputs_read_at_once() {
+    let doc = json!({ "executors": [
+        { "id": "a", "harness": "pi", "roles": ["coder"], "slots": 1 },
+        { "id": "b", "harness": "pi", "roles": ["coder"], "slots": 2 },
+        { "id": "c", "harness": "pi", "roles": ["coder"], "slots": 1 },
+    ]});
+    // Without `a`: it drains, and leaves (moving the executors) when its lease ends.
+    let without_a = json!({ "executors": [
+        { "id": "b", "harness": "pi", "roles": ["coder"], "slots": 2 },
+        { "id": "c", "harness": "pi", "roles": ["coder"], "slots": 1 },
+    ]});
+    // Then without `b`, which the executors hold before `c` (`a` came back last).
+    let without_b = json!({ "executors": [
+        { "id": "a", "harness": "pi", "roles": ["coder"], "slots": 1 },
+        { "id": "c", "harness": "pi", "roles": ["coder"], "slots": 1 },
+    ]});
+    let mut labelled = lease(T0, "r2", "coder");
+    labelled.label = Some("w2".into());
+    // Owner `o`'s leases on `c` and then on `b`: expiring it releases the one on `c`
+    // (its event queued, naming `c` by index) before `b`'s last lease ends and `b`
+    // leaves, within one input.
+    let owned = |id: &str, on: &str| {
+        let mut request = lease(T0 + 5, id, "coder");
+        request.owner = Some("o".into());
+        request.pin = Some(on.into());
+        Input::Lease(request)
+    };
+    let inputs = vec![
+        Input::Lease(lease(T0, "r1", "coder")),
+        Input::Lease(labelled),
+        Input::Lease(lease(T0, "r3", "coder")),
+        Input::Lease(lease(T0, "r4", "coder")),
+        Input::Lease(lease(T0, "r5", "coder")),
+        // Released before its grant (queued with it) was read.
+        Input::Release {
+            now: T0 + 1,
+            lease: 1,
+        },
+        Input::Reload {
+            now: T0 + 2,
+            document: without_a.clone(),
+        },
+        Input::Release {
+            now: T0 + 3,
+            lease: 2,
+        },
+        Input::Release {
+            now: T0 + 3,
+            lease: 3,
+        },
+        Input::Release {
+            now: T0 + 4,
+            lease: 5,
+        },
+        Input::Release {
+            now: T0 + 4,
+            lease: 4,
+        },
+        Input::Reload {
+            now: T0 + 5,
+            document: doc.clone(),
+        },
+        owned("r6", "c"),
+        owned("r7", "b"),
+        Input::Reload {
+            now: T0 + 6,
+            document: without_b,
+        },
+        Input::ExpireOwner {
+            now: T0 + 7,
+            owner: "o".into(),
+        },
+    ];
+    let mut at_once = Policy::new(&doc, Options::default()).expect("a roster");
+    let mut late = at_once.clone();
+    let mut read = Vec::new();
+    for input in &inputs {
+        at_once.handle(input.clone()).expect("accepted");
+        read.extend(outputs(&mut at_once));
+        late.handle(input.clone()).expect("accepted");
+        late.check_invariants();
+    }
+    let left = read
+        .iter()
+        .filter(|o| matches!(o, Output::Event { name, .. } if name == "left"))
+        .count();
+    assert_eq!(left, 2, "the trace removes an executor twice: {read:?}");
+    // The owner's lease on `c` (lease 6) was released before `b` left, in one input.
+    let released: Vec<&Output> = read
+        .iter()
+        .filter(|o| matches!(o, Output::Event { name, .. } if name == "released"))
+        .collect();
+    let Some(Output::Event {
+        message, fields, ..
+    }) = released.last()
+    else {
+        panic!("no release: {read:?}");
+    };
+    assert_eq!(message, "c's slot is released");
+    assert_eq!(fields.get("lease"), Some(&json!(6)));
+    // An export carries the unread outputs, built.
+    let mut imported = Policy::import_state(&late.export_state()).expect("its own export");
+    assert_eq!(outputs(&mut imported), read, "the export's outputs");
+    assert_eq!(outputs(&mut late), read);
+    assert_eq!(late.export_state(), at_once.export_state());
+}

@@ -1,0 +1,257 @@
+//! The output queue. Most outputs are built when they are decided; the three of a
+//! plain lease and release (the grant, its `granted` event, a release's `released`
+//! event) are queued as references into the state, and built only when they are
+//! read (`Policy::poll_output`), or read in place by a host that writes them out
+//! itself (`Policy::poll_output_ref`, the npm package's binary step). Issue 15:
+//! building their strings and dropping them again was a third of a cycle.
+//!
+//! A reference names a lease (open until it is released) or an executor by index
+//! (valid until the executors move: a removal, a reload). `Policy::settle_outputs`
+//! builds every queued reference before either happens, so what is read is always
+//! what would have been built when it was decided.
+
+use serde_json::Value;
+
+use crate::protocol::{Fields, Level, Output};
+
+use super::events::EventName;
+use super::leases::{Lease, LeaseTable};
+use super::roster::Executor;
+use super::Policy;
+
+/// An output in the queue.
+#[derive(Debug, Clone)]
+pub(super) enum Queued {
+    Built(Output),
+    /// `granted` for the open lease `lease`, its fields read from the lease.
+    Granted {
+        lease: u64,
+        passed: u32,
+    },
+    /// The `granted` event of the same (a debug event).
+    GrantedEvent {
+        lease: u64,
+        passed: u32,
+    },
+    /// A plain release's `released` event (debug): lease `lease` ended on `executor`.
+    Released {
+        executor: usize,
+        lease: u64,
+    },
+}
+
+impl Queued {
+    fn is_reference(&self) -> bool {
+        !matches!(self, Queued::Built(_))
+    }
+}
+
+/// An output read in place (`Policy::poll_output_ref`): built, or borrowed from the
+/// policy's state. `into_output` gives the `Output` that `poll_output` would have.
+#[derive(Debug)]
+pub enum OutputRef<'a> {
+    Output(Output),
+    /// An `Output::Granted` (never `occupied`).
+    Granted(Grant<'a>),
+    /// The `granted` event of that grant, at its level.
+    GrantedEvent(Level, Grant<'a>),
+    /// A plain release's `released` event: fields `{ executor, lease }`, message
+    /// "`<executor>'s slot is released`".
+    Released {
+        level: Level,
+        executor: &'a str,
+        lease: u64,
+    },
+}
+
+/// A grant's fields, borrowed from its lease.
+#[derive(Debug, Clone, Copy)]
+pub struct Grant<'a> {
+    pub request: &'a str,
+    pub lease: u64,
+    pub executor: &'a str,
+    pub role: &'a str,
+    pub hold: Option<&'a Value>,
+    pub passed: u32,
+    /// The request's label (in the event's fields and message, not in the grant).
+    pub label: Option<&'a str>,
+    pub owner: Option<&'a str>,
+}
+
+impl Grant<'_> {
+    fn of(lease_id: u64, lease: &Lease, passed: u32) -> Grant<'_> {
+        Grant {
+            request: &lease.request,
+            lease: lease_id,
+            executor: &lease.executor,
+            role: lease.role.as_deref().unwrap_or_default(),
+            hold: lease.hold.as_ref(),
+            passed,
+            label: lease.label.as_deref(),
+            owner: lease.owner.as_deref(),
+        }
+    }
+
+    /// The event's message is "`<executor> takes <role>`" (no label, no new machine).
+    pub fn has_plain_message(&self) -> bool {
+        self.label.is_none() && self.hold.is_none()
+    }
+
+    pub fn output(&self) -> Output {
+        Output::Granted {
+            request: self.request.to_string(),
+            lease: self.lease,
+            executor: self.executor.to_string(),
+            role: self.role.to_string(),
+            hold: self.hold.cloned(),
+            passed: self.passed,
+            occupied: false,
+            owner: self.owner.map(str::to_string),
+        }
+    }
+
+    /// The `granted` event: the message without `format!`, the fields in key order.
+    pub fn event(&self, level: Level) -> Output {
+        let label = self.label;
+        let mut message = String::with_capacity(
+            self.executor.len() + self.role.len() + label.map_or(0, |l| l.len() + 5) + 27,
+        );
+        message.push_str(self.executor);
+        message.push_str(" takes ");
+        message.push_str(self.role);
+        if let Some(label) = label {
+            message.push_str(" for ");
+            message.push_str(label);
+        }
+        if self.hold.is_some() {
+            message.push_str(" with a new machine");
+        }
+        let mut fields = Fields::with_capacity(5 + usize::from(label.is_some()));
+        fields.push_sorted("executor", Value::String(self.executor.to_string()));
+        if let Some(label) = label {
+            fields.push_sorted("label", Value::String(label.to_string()));
+        }
+        fields.push_sorted("lease", Value::from(self.lease));
+        fields.push_sorted("passed", Value::from(self.passed));
+        fields.push_sorted("request", Value::String(self.request.to_string()));
+        fields.push_sorted("role", Value::String(self.role.to_string()));
+        Output::Event {
+            level,
+            name: EventName::Granted.as_str().to_string(),
+            message,
+            fields,
+        }
+    }
+}
+
+/// A plain release's `released` event.
+pub(super) fn released_event(level: Level, executor: &str, lease: u64) -> Output {
+    let mut message = String::with_capacity(executor.len() + 21);
+    message.push_str(executor);
+    message.push_str("'s slot is released");
+    let mut fields = Fields::with_capacity(2);
+    fields.push_sorted("executor", Value::String(executor.to_string()));
+    fields.push_sorted("lease", Value::from(lease));
+    Output::Event {
+        level,
+        name: EventName::Released.as_str().to_string(),
+        message,
+        fields,
+    }
+}
+
+impl OutputRef<'_> {
+    /// The `Output` that `poll_output` gives for it.
+    pub fn into_output(self) -> Output {
+        match self {
+            OutputRef::Output(output) => output,
+            OutputRef::Granted(grant) => grant.output(),
+            OutputRef::GrantedEvent(level, grant) => grant.event(level),
+            OutputRef::Released {
+                level,
+                executor,
+                lease,
+            } => released_event(level, executor, lease),
+        }
+    }
+}
+
+/// A queued output read against the state it refers to. `None` only for a reference
+/// that no longer resolves, which `settle_outputs` prevents (the invariants check it).
+fn view<'a>(
+    queued: Queued,
+    leases: &'a LeaseTable,
+    executors: &'a [Executor],
+) -> Option<OutputRef<'a>> {
+    let grant =
+        |lease: u64, passed: u32| leases.get(lease).map(|open| Grant::of(lease, open, passed));
+    let view = match queued {
+        Queued::Built(output) => Some(OutputRef::Output(output)),
+        Queued::Granted { lease, passed } => grant(lease, passed).map(OutputRef::Granted),
+        Queued::GrantedEvent { lease, passed } => {
+            grant(lease, passed).map(|grant| OutputRef::GrantedEvent(Level::Debug, grant))
+        }
+        Queued::Released { executor, lease } => {
+            executors.get(executor).map(|x| OutputRef::Released {
+                level: Level::Debug,
+                executor: &x.spec.id,
+                lease,
+            })
+        }
+    };
+    debug_assert!(view.is_some(), "a queued reference resolves");
+    view
+}
+
+impl Policy {
+    /// Queues a built output.
+    pub(super) fn push_output(&mut self, output: Output) {
+        self.outputs.push_back(Queued::Built(output));
+    }
+
+    /// The next output, until `None`, read in place: a host that writes outputs out
+    /// itself borrows the hot ones from the state instead of taking built copies.
+    pub fn poll_output_ref(&mut self) -> Option<OutputRef<'_>> {
+        // (A reference that does not resolve, which cannot be, is passed over.)
+        loop {
+            let queued = self.outputs.pop_front()?;
+            if let Some(output) = view(queued, &self.leases.open, &self.roster.executors) {
+                return Some(output);
+            }
+        }
+    }
+
+    /// Builds every queued reference in place: before a lease closes or the executors
+    /// move (an undrained queue's references would dangle).
+    pub(super) fn settle_outputs(&mut self) {
+        if self.outputs.iter().any(Queued::is_reference) {
+            self.outputs = self
+                .built_outputs()
+                .into_iter()
+                .map(Queued::Built)
+                .collect();
+        }
+    }
+
+    /// The queued outputs, built (for an export; the queue keeps its references).
+    pub(super) fn built_outputs(&self) -> Vec<Output> {
+        let (leases, executors) = (&self.leases.open, &self.roster.executors);
+        self.outputs
+            .iter()
+            .filter_map(|queued| view(queued.clone(), leases, executors))
+            .map(OutputRef::into_output)
+            .collect()
+    }
+
+    /// Whether every queued reference resolves (the invariants, `invariants.rs`).
+    pub(super) fn queued_references_resolve(&self) -> bool {
+        let (leases, executors) = (&self.leases.open, &self.roster.executors);
+        self.outputs.iter().all(|queued| match *queued {
+            Queued::Granted { lease, .. } | Queued::GrantedEvent { lease, .. } => {
+                leases.get(lease).is_some()
+            }
+            Queued::Released { executor, .. } => executor < executors.len(),
+            Queued::Built(_) => true,
+        })
+    }
+}
