@@ -18,7 +18,7 @@ import {
 } from './errors.js'
 import { emitterOverTarget } from './events.js'
 import { Metrics } from './metrics.js'
-import { PendingRequests } from './pending.js'
+import { PendingRequest, PendingRequests } from './pending.js'
 
 // Node 20 ships Symbol.dispose/asyncDispose (as Symbol.for('nodejs.dispose') ...);
 // elsewhere fall back to the registered symbols Babel and TypeScript helpers use.
@@ -34,10 +34,18 @@ export const asyncDisposeSymbol = Symbol.asyncDispose ?? Symbol.for('Symbol.asyn
  * `persist` outputs too: a roster with no state file has nothing to do with them.
  */
 export const HANDLE_AT_LEVEL = Symbol.for('rota.handleAtLevel')
+/**
+ * `policy[DRIVER_STEP](input, minLevel)`: `HANDLE_AT_LEVEL` (0: `handle`) of an input
+ * the roster built itself, whose shape it knows (binary.js `encodeTrusted`). The same
+ * answers and errors.
+ */
+export const DRIVER_STEP = Symbol.for('rota.driverStep')
 export const NO_PERSIST = 4
 const LEVEL_WARN = 2
 
 const MAX_TIMER_MS = 2 ** 31 - 1
+/** A lease's options when none are given (read only, so one serves every call). */
+const NO_OPTIONS = Object.freeze({})
 const DEFAULT_PROBE_TIMEOUT_MS = 5_000
 
 /** A granted lease. `release()` is idempotent; `using` releases it on scope exit. */
@@ -103,7 +111,7 @@ export const list = (value, what) => {
  * and the shared one's (shared/roster.js), each giving access to its private policy
  * and emitter. Non-enumerable, as class methods are.
  */
-export function defineQueries(Class, policyOf, emitterOf) {
+export function defineQueries(Class, policyOf, emitterOf, listening = () => {}) {
   const methods = {
     snapshot() {
       return policyOf(this).snapshot()
@@ -125,6 +133,7 @@ export function defineQueries(Class, policyOf, emitterOf) {
     },
     /** `on('event', fn)`: every decision's event and the driver's own; `on('output', fn)`: every raw output. */
     on(name, listener) {
+      listening(this)
       emitterOf(this).on(name, listener)
       return this
     },
@@ -133,6 +142,7 @@ export function defineQueries(Class, policyOf, emitterOf) {
       return this
     },
     once(name, listener) {
+      listening(this)
       emitterOf(this).once(name, listener)
       return this
     },
@@ -424,13 +434,27 @@ export function defineRoster(api, platform) {
 
   class Roster {
     static {
-      defineQueries(this, (roster) => roster.#policy, (roster) => roster.#emitter)
+      defineQueries(
+        this,
+        (roster) => roster.#policy,
+        (roster) => roster.#emitter,
+        (roster) => {
+          roster.#listened = true
+        },
+      )
     }
 
     #policy
+    /** `policy[DRIVER_STEP]` */
+    #driverStep
     #options
     #clock
     #emitter = platform.emitter?.() ?? emitterOverTarget()
+    /**
+     * Whether a listener was ever added (`on`, `once`, `onEvent`): until then both
+     * listener counts are 0 without asking the emitter. (`off` leaves it set.)
+     */
+    #listened = false
     #store
     #probe
     #probeTimeoutMs
@@ -457,7 +481,7 @@ export function defineRoster(api, platform) {
     /** role → requests waiting in the core's queue (a `waiting` output, not settled) */
     #queued = new Map()
     #queuedTotal = 0
-    /** role → leases held (granted or occupied, not released) */
+    /** role → { n: leases held (granted or occupied, not released) }: one lookup a change */
     #held = new Map()
     #heldTotal = 0
     /** Waiters that keep a Node process alive: those with `timeoutMs` or a `signal`. */
@@ -470,6 +494,8 @@ export function defineRoster(api, platform) {
     constructor(token, policy, options, store) {
       if (token !== constructing) throw new TypeError('use Roster.create(options)')
       this.#policy = policy
+      // (A module another buildApi wrapped first has only HANDLE_AT_LEVEL: the same answers.)
+      this.#driverStep = policy[DRIVER_STEP] ?? policy[HANDLE_AT_LEVEL]
       this.#options = options
       this.#clock = options.now ?? Date.now
       this.#store = store
@@ -477,7 +503,10 @@ export function defineRoster(api, platform) {
       this.#probeTimeoutMs = options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS
       this.#machines = options.machines
       this.#preflight = options.preflight
-      if (typeof options.onEvent === 'function') this.#emitter.on('event', options.onEvent)
+      if (typeof options.onEvent === 'function') {
+        this.#listened = true
+        this.#emitter.on('event', options.onEvent)
+      }
       this.#metrics = new Metrics(options.meter, () => this.#queueByRole())
     }
 
@@ -576,10 +605,13 @@ export function defineRoster(api, platform) {
     /** Feeds one input, handles every output, re-arms the timer. Throws a rejected input. */
     #step(input) {
       const emitter = this.#emitter
-      const { outputs, wakeAt } =
-        emitter.listenerCount('event') === 0 && emitter.listenerCount('output') === 0
-          ? this.#policy[HANDLE_AT_LEVEL](input, this.#store === undefined ? LEVEL_WARN | NO_PERSIST : LEVEL_WARN)
-          : this.#policy.handle(input)
+      const { outputs, wakeAt } = this.#driverStep.call(
+        this.#policy,
+        input,
+        !this.#listened || (emitter.listenerCount('event') === 0 && emitter.listenerCount('output') === 0)
+          ? this.#store === undefined ? LEVEL_WARN | NO_PERSIST : LEVEL_WARN
+          : 0,
+      )
       // Kept before dispatching: a listener may feed another input, whose answer is later.
       this.#wakeAt = wakeAt
       this.#lastNow = input.now
@@ -663,7 +695,7 @@ export function defineRoster(api, platform) {
     }
 
     #dispatch(output) {
-      if (this.#emitter.listenerCount('output') > 0) this.#emitter.emit('output', output)
+      if (this.#listened && this.#emitter.listenerCount('output') > 0) this.#emitter.emit('output', output)
       switch (output.type) {
         case 'granted':
           return this.#granted(output)
@@ -708,7 +740,7 @@ export function defineRoster(api, platform) {
           return this.#persist(output)
         case 'event':
           if (output.name === 'excluded') this.#metrics.excluded(output.fields?.kind)
-          if (this.#emitter.listenerCount('event') === 0) return undefined
+          if (!this.#listened || this.#emitter.listenerCount('event') === 0) return undefined
           return this.#emitter.emit('event', {
             level: output.level,
             name: output.name,
@@ -773,6 +805,12 @@ export function defineRoster(api, platform) {
       map.set(role, (map.get(role) ?? 0) + delta)
     }
 
+    #heldOf(role) {
+      let held = this.#held.get(role)
+      if (held === undefined) this.#held.set(role, (held = { n: 0 }))
+      return held
+    }
+
     /** `explain` of a request's constraints, or undefined if the core refuses it. */
     #explainQuietly({ role, avoid, prefer, pin }) {
       try {
@@ -806,7 +844,7 @@ export function defineRoster(api, platform) {
     #granted(output) {
       const pending = this.#settle(output.request)
       const lease = new Lease(output, this.#spec(output.executor), this.#releaseLease, this.#lastNow)
-      this.#count(this.#held, lease.role, 1)
+      this.#heldOf(lease.role).n += 1
       this.#heldTotal += 1
       if (output.occupied === true) this.#metrics.leaseOccupied()
       else this.#metrics.leaseGranted(this.#lastNow - (pending?.input?.now ?? this.#lastNow))
@@ -819,7 +857,7 @@ export function defineRoster(api, platform) {
     }
 
     #releaseLease = (lease, role) => {
-      this.#count(this.#held, role, -1)
+      this.#heldOf(role).n -= 1
       this.#heldTotal -= 1
       if (this.#closed) return
       this.#stepQuietly({ type: 'release', now: this.#now(), lease })
@@ -1145,12 +1183,12 @@ export function defineRoster(api, platform) {
      * Waits for a slot. Rejects `EXHAUSTED` when no executor outside `avoid` can ever
      * take the role, `TIMEOUT` after `timeoutMs`, `ABORT_ERR` when `signal` aborts.
      */
-    lease(role, options = {}) {
+    lease(role, options = NO_OPTIONS) {
       return this.#request('lease', role, options)
     }
 
     /** A slot now, or `undefined`. (Async because a provisioned executor first makes a machine.) */
-    tryLease(role, options = {}) {
+    tryLease(role, options = NO_OPTIONS) {
       return this.#request('tryLease', role, options)
     }
 
@@ -1166,20 +1204,26 @@ export function defineRoster(api, platform) {
       return id
     }
 
-    /** Feeds a request; a generated id the core already knows is replaced and fed again. */
-    #stepWithOwnId(input, generated, onNewId) {
+    /**
+     * Feeds a request; a generated id the core already knows is replaced, its pending
+     * entry set under the new id, and fed again.
+     */
+    #stepWithOwnId(input, generated, pending) {
       for (;;) {
         try {
           return this.#step(input)
         } catch (error) {
           if (!generated || error?.code !== 'DUPLICATE_REQUEST') throw error
           input.id = this.#nextId()
-          onNewId(input.id)
+          // (As it always has, this deletes the new id, not the old: the old id's entry stays.)
+          this.#pending.delete(input.id)
+          this.#pending.set(input.id, pending)
         }
       }
     }
 
     #request(type, role, options) {
+      let pending
       try {
         this.#checkOpen()
         if (options === null || typeof options !== 'object') {
@@ -1194,46 +1238,36 @@ export function defineRoster(api, platform) {
         if (this.#pending.has(input.id)) {
           throw new RotaError('DUPLICATE_REQUEST', `request id '${input.id}' is already in use by a live request`)
         }
-        return new Promise((resolve, reject) => {
-          const pending = {
-            type,
-            role,
-            label: options.label,
-            timeoutMs: options.timeoutMs,
-            input,
-            resolve,
-            reject,
-          }
-          if (signal !== undefined) {
-            const onAbort = () => {
-              if (this.#pending.get(input.id) !== pending) return
-              pending.abortReason = this.#abortError(signal, pending, input.id)
-              if (!this.#stepQuietly({ type: 'cancel', now: this.#now(), id: input.id })) {
-                // The core no longer knows it: settle here so nobody hangs.
-                this.#settle(input.id)?.reject(pending.abortReason)
-              }
+        pending = new PendingRequest(type, role, options.label, options.timeoutMs, input)
+        if (signal !== undefined) {
+          const onAbort = () => {
+            if (this.#pending.get(input.id) !== pending) return
+            pending.abortReason = this.#abortError(signal, pending, input.id)
+            if (!this.#stepQuietly({ type: 'cancel', now: this.#now(), id: input.id })) {
+              // The core no longer knows it: settle here so nobody hangs.
+              this.#settle(input.id)?.reject(pending.abortReason)
             }
-            signal.addEventListener('abort', onAbort, { once: true })
-            pending.cleanup = () => signal.removeEventListener('abort', onAbort)
           }
-          this.#pending.set(input.id, pending)
-          if (pending.timeoutMs !== undefined || signal !== undefined) {
-            pending.keepsAlive = true
-            this.#keepAliveChange(1)
-          }
-          try {
-            this.#stepWithOwnId(input, options.id === undefined, (id) => {
-              this.#pending.delete(input.id)
-              this.#pending.set(id, pending)
-            })
-          } catch (error) {
-            this.#settle(input.id)
-            reject(error)
-          }
-        })
+          signal.addEventListener('abort', onAbort, { once: true })
+          pending.cleanup = () => signal.removeEventListener('abort', onAbort)
+        }
+        this.#pending.set(input.id, pending)
+        if (pending.timeoutMs !== undefined || signal !== undefined) {
+          pending.keepsAlive = true
+          this.#keepAliveChange(1)
+        }
       } catch (error) {
         return Promise.reject(error)
       }
+      const input = pending.input
+      try {
+        this.#stepWithOwnId(input, options.id === undefined, pending)
+      } catch (error) {
+        this.#settle(input.id)
+        pending.reject(error)
+      }
+      // Granted (or refused) by that step, mostly: then an already settled promise.
+      return pending.promise()
     }
 
     /**
@@ -1263,30 +1297,28 @@ export function defineRoster(api, platform) {
       if (this.#pending.has(id)) {
         throw new RotaError('DUPLICATE_REQUEST', `request id '${id}' is already in use by a live request`)
       }
-      let lease
-      const pending = {
-        type: 'occupy',
-        role: options.role,
-        resolve: (value) => {
-          lease = value
-        },
-        reject: () => {},
-      }
+      const pending = new PendingRequest('occupy', options.role, undefined, undefined, undefined)
       this.#pending.set(id, pending)
       try {
-        this.#stepWithOwnId(
-          omitUndefined({ type: 'occupy', now: this.#now(), id, executor, role: options.role, hold: options.hold }),
-          generated,
-          (next) => {
+        const input = omitUndefined({ type: 'occupy', now: this.#now(), id, executor, role: options.role, hold: options.hold })
+        for (;;) {
+          try {
+            this.#step(input)
+            break
+          } catch (error) {
+            // A generated id the core already knows: the next one, its entry moved.
+            if (!generated || error?.code !== 'DUPLICATE_REQUEST') throw error
+            input.id = this.#nextId()
             this.#pending.delete(id)
-            id = next
+            id = input.id
             this.#pending.set(id, pending)
-          },
-        )
+          }
+        }
       } finally {
         if (this.#pending.get(id) === pending) this.#pending.delete(id)
       }
-      return lease
+      // Its lease, granted by that step (never rejected: the core refuses by throwing).
+      return pending.settled === 1 ? pending.value : undefined
     }
 
     /**
@@ -1411,7 +1443,7 @@ export function defineRoster(api, platform) {
 
     /** `{ waiting, leased }` of one role. */
     counts(role) {
-      return { waiting: this.#queued.get(role) ?? 0, leased: this.#held.get(role) ?? 0 }
+      return { waiting: this.#queued.get(role) ?? 0, leased: this.#held.get(role)?.n ?? 0 }
     }
 
     /** Waiting requests of every role of the running document (for the queue-length gauge). */

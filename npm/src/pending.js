@@ -55,3 +55,58 @@ export class PendingRequests {
     if (this.#id !== undefined) yield [this.#id, this.#value]
   }
 }
+
+/**
+ * A live request (a lease's, a tryLease's, an occupy's): what the driver knows of it,
+ * and the resolvers of its promise once the caller has one. Most requests are settled
+ * by the very step that feeds them, before `promise()` is called: such a one gets an
+ * already settled promise (`Promise.resolve(value)` or `Promise.reject(error)`, what a
+ * `new Promise` settled in its executor is) and never makes resolvers. As with a
+ * promise's resolvers, the first settlement wins.
+ */
+export class PendingRequest {
+  constructor(type, role, label, timeoutMs, input) {
+    this.type = type
+    this.role = role
+    this.label = label
+    this.timeoutMs = timeoutMs
+    this.input = input
+    /** The core's last `waiting` report; whether it waits in the core's queue. */
+    this.report = undefined
+    this.queued = false
+    this.abortReason = undefined
+    this.cleanup = undefined
+    this.keepsAlive = false
+    /** 0 unsettled, 1 resolved, 2 rejected (with `value`), while there is no promise. */
+    this.settled = 0
+    this.value = undefined
+    this.onResolve = undefined
+    this.onReject = undefined
+  }
+
+  resolve(value) {
+    if (this.onResolve !== undefined) this.onResolve(value)
+    else if (this.settled === 0) {
+      this.settled = 1
+      this.value = value
+    }
+  }
+
+  reject(error) {
+    if (this.onReject !== undefined) this.onReject(error)
+    else if (this.settled === 0) {
+      this.settled = 2
+      this.value = error
+    }
+  }
+
+  /** The request's promise (asked for once). */
+  promise() {
+    if (this.settled === 1) return Promise.resolve(this.value)
+    if (this.settled === 2) return Promise.reject(this.value)
+    return new Promise((resolve, reject) => {
+      this.onResolve = resolve
+      this.onReject = reject
+    })
+  }
+}

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 
-const { PendingRequests } = await import(new URL('./pending.js', import.meta.resolve('rota')).href)
+const { PendingRequest, PendingRequests } = await import(new URL('./pending.js', import.meta.resolve('rota')).href)
 
 test('PendingRequests answers as a Map does, in insertion order', () => {
   const seed = Number(process.env.ROTA_PENDING_SEED ?? Date.now() % 1_000_000)
@@ -42,5 +42,54 @@ test('PendingRequests answers as a Map does, in insertion order', () => {
         break
     }
     assert.equal(table.size, model.size, where)
+  }
+})
+
+test("PendingRequest's promise settles as a promise whose resolvers got the same calls", async () => {
+  const seed = Number(process.env.ROTA_PENDING_SEED ?? Date.now() % 1_000_000)
+  console.log(`# pending request: seed ${seed} (ROTA_PENDING_SEED=${seed} replays)`)
+  let state = seed
+  const random = (n) => {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31
+    return Math.floor((state / 2 ** 31) * n)
+  }
+  const outcome = (promise) => promise.then((value) => ({ resolved: value }), (error) => ({ rejected: error }))
+  const unsettled = Symbol('unsettled')
+  // Whether a promise is settled, and how, after the microtasks queued so far.
+  const peek = async (promise) => {
+    const seen = await Promise.race([outcome(promise), new Promise((resolve) => setImmediate(() => resolve(unsettled)))])
+    return seen
+  }
+  for (let run = 0; run < 300; run += 1) {
+    const where = `run ${run}, seed ${seed}`
+    const request = new PendingRequest('lease', 'coder', undefined, undefined, { now: 0 })
+    let resolveReference
+    let rejectReference
+    const reference = new Promise((resolve, reject) => {
+      resolveReference = resolve
+      rejectReference = reject
+    })
+    reference.catch(() => {})
+    // Up to three settlements, the promise asked for before, between or after them.
+    const calls = Array.from({ length: random(4) }, () => ({ reject: random(2) === 0, value: { n: random(1000) } }))
+    const askAt = random(calls.length + 1)
+    let promise
+    for (let i = 0; i <= calls.length; i += 1) {
+      if (i === askAt) {
+        promise = request.promise()
+        promise.catch(() => {})
+      }
+      if (i === calls.length) break
+      const { reject, value } = calls[i]
+      if (reject) {
+        request.reject(value)
+        rejectReference(value)
+      } else {
+        request.resolve(value)
+        resolveReference(value)
+      }
+    }
+    assert.ok(promise instanceof Promise, where)
+    assert.deepStrictEqual(await peek(promise), await peek(reference), where)
   }
 })
