@@ -90,7 +90,7 @@ pub fn format_seed_duration(ms: u64) -> String {
 
 /// [`format_seed_duration`], appended to `out` (a reason being built: no string apart).
 pub fn write_seed_duration(out: &mut String, ms: u64) {
-    use std::fmt::Write as _;
+    use crate::write::push_u64;
     if ms == 0 {
         out.push('0');
         return;
@@ -107,8 +107,8 @@ pub fn write_seed_duration(out: &mut String, ms: u64) {
         if out.len() > start {
             out.push(' ');
         }
-        // (Writing to a String cannot fail.)
-        let _ = write!(out, "{n}{unit}");
+        push_u64(out, n);
+        out.push_str(unit);
     }
 }
 

@@ -174,18 +174,31 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     }
 }
 
-pub(crate) fn write_u64(out: &mut Vec<u8>, mut n: u64) {
+pub(crate) fn write_u64(out: &mut Vec<u8>, n: u64) {
     let mut digits = [0u8; 20];
+    let at = decimal(&mut digits, n);
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// `n` in decimal onto a message, without the formatting machinery (hot paths).
+pub(crate) fn push_u64(out: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    let at = decimal(&mut digits, n);
+    // ASCII digits: always UTF-8.
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+}
+
+/// Writes `n`'s digits at the end of `digits`; returns where they start.
+fn decimal(digits: &mut [u8; 20], mut n: u64) -> usize {
     let mut at = digits.len();
     loop {
         at -= 1;
         digits[at] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
-            break;
+            return at;
         }
     }
-    out.extend_from_slice(&digits[at..]);
 }
 
 /// A JSON value as serde_json writes it (objects in the map's key order).

@@ -440,6 +440,21 @@ impl Queue {
         if queue.is_empty() {
             return 0; // nobody waits for this role: the common case of a grant
         }
+        // The head (a grant) and the tail (a new waiter) without a walk or a range.
+        if queue
+            .first_key_value()
+            .is_some_and(|(first, _)| key <= first)
+        {
+            return 0;
+        }
+        if let Some((last, _)) = queue.last_key_value() {
+            if key > last {
+                return queue.len() as u32;
+            }
+            if key == last {
+                return queue.len() as u32 - 1;
+            }
+        }
         let at = usize::from(queue.contains_key(key));
         let mut before = queue.range(..*key);
         let mut after = queue.range((Excluded(*key), Unbounded));
