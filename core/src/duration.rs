@@ -3,6 +3,8 @@
 //! The vocabulary is the roster seed's: a number (whole or decimal) and one unit,
 //! case-insensitive, spaces allowed around and between.
 
+use crate::write::push_u64;
+
 /// Milliseconds per unit, for every unit spelling the roster seed reads.
 const UNITS: &[(&[&str], f64)] = &[
     (
@@ -63,11 +65,14 @@ fn is_decimal(text: &str) -> bool {
 /// Formats milliseconds the way events say them: "10 minutes", "90 seconds", "1500 ms".
 pub fn format_duration(ms: u64) -> String {
     let plural = |n: u64, unit: &str| {
-        if n == 1 {
-            format!("{n} {unit}")
-        } else {
-            format!("{n} {unit}s")
+        let mut text = String::new();
+        push_u64(&mut text, n);
+        text.push(' ');
+        text.push_str(unit);
+        if n != 1 {
+            text.push('s');
         }
+        text
     };
     if ms % 3_600_000 == 0 && ms > 0 {
         plural(ms / 3_600_000, "hour")
@@ -90,7 +95,6 @@ pub fn format_seed_duration(ms: u64) -> String {
 
 /// [`format_seed_duration`], appended to `out` (a reason being built: no string apart).
 pub fn write_seed_duration(out: &mut String, ms: u64) {
-    use crate::write::push_u64;
     if ms == 0 {
         out.push('0');
         return;

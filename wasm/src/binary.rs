@@ -530,7 +530,7 @@ impl<'a> Writer<'a> {
                 self.shared(SLOT_EXECUTOR, grant.executor);
                 self.shared(SLOT_ROLE, grant.role);
                 self.u32(grant.passed);
-                self.byte(u8::from(grant.hold.is_some()) << 1);
+                self.byte(u8::from(grant.occupied) | (u8::from(grant.hold.is_some()) << 1));
                 if let Some(hold) = grant.hold {
                     self.json(hold);
                 }

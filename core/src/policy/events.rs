@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use crate::protocol::{Fields, Level, Output};
+use crate::write::push_u64;
 
 use super::Policy;
 
@@ -193,7 +194,7 @@ impl Policy {
 }
 
 pub(super) fn for_label(label: Option<&str>) -> String {
-    label.map(|l| format!(" for {l}")).unwrap_or_default()
+    label.map(|l| [" for ", l].concat()).unwrap_or_default()
 }
 
 /// Adds a request's label to its event's fields, when it has one.
@@ -205,9 +206,9 @@ pub(super) fn with_label(fields: &mut Vec<(&'static str, Value)>, label: Option<
 
 /// "1 running lease", "2 running leases".
 pub(super) fn plural(n: u32, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("{n} {one}")
-    } else {
-        format!("{n} {many}")
-    }
+    let mut text = String::new();
+    push_u64(&mut text, u64::from(n));
+    text.push(' ');
+    text.push_str(if n == 1 { one } else { many });
+    text
 }

@@ -220,13 +220,8 @@ impl Policy {
         let listed = members.len() - avoided_members.count();
         // Every avoided member skipped costs one step: at most SHOWN + avoid steps.
         // Written into one string (a lease that waits is a hot path: no part apart).
-        // Room for the common "<id> busy; " of each shown (no regrowth on the way).
-        let room: usize = members
-            .iter()
-            .take(SHOWN)
-            .map(|&e| executors[e].spec.id.len() + 7)
-            .sum();
-        let mut report = String::with_capacity(room + 16);
+        // Room for a few "<id> busy; " (no regrowth on the way in the common case).
+        let mut report = String::with_capacity(16 * members.len().min(SHOWN) + 16);
         for e in members
             .iter()
             .copied()

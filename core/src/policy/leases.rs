@@ -481,16 +481,6 @@ impl Policy {
                 false
             }
         };
-        self.push_output(Output::Granted {
-            request: id.clone(),
-            lease,
-            executor: executor.clone(),
-            role: role.clone().unwrap_or_default(),
-            hold: hold.clone(),
-            passed: 0,
-            occupied: true,
-            owner: owner.clone(),
-        });
         self.leases.open(
             lease,
             Lease {
@@ -506,5 +496,7 @@ impl Policy {
                 owner,
             },
         );
+        // Its grant: a reference to the lease (`outputs.rs`), `occupied` from it.
+        self.outputs.push_back(Queued::Granted { lease, passed: 0 });
     }
 }

@@ -40,18 +40,12 @@ pub(super) enum Queued {
     },
 }
 
-impl Queued {
-    fn is_reference(&self) -> bool {
-        !matches!(self, Queued::Built(_))
-    }
-}
-
 /// An output read in place (`Policy::poll_output_ref`): built, or borrowed from the
 /// policy's state. `into_output` gives the `Output` that `poll_output` would have.
 #[derive(Debug)]
 pub enum OutputRef<'a> {
     Output(Output),
-    /// An `Output::Granted` (never `occupied`).
+    /// An `Output::Granted`.
     Granted(Grant<'a>),
     /// The `granted` event of that grant, at its level.
     GrantedEvent(Level, Grant<'a>),
@@ -73,6 +67,8 @@ pub struct Grant<'a> {
     pub role: &'a str,
     pub hold: Option<&'a Value>,
     pub passed: u32,
+    /// An `occupy`'s grant.
+    pub occupied: bool,
     /// The request's label (in the event's fields and message, not in the grant).
     pub label: Option<&'a str>,
     pub owner: Option<&'a str>,
@@ -87,6 +83,7 @@ impl Grant<'_> {
             role: lease.role.as_deref().unwrap_or_default(),
             hold: lease.hold.as_ref(),
             passed,
+            occupied: lease.occupied,
             label: lease.label.as_deref(),
             owner: lease.owner.as_deref(),
         }
@@ -105,7 +102,7 @@ impl Grant<'_> {
             role: self.role.to_string(),
             hold: self.hold.cloned(),
             passed: self.passed,
-            occupied: false,
+            occupied: self.occupied,
             owner: self.owner.map(str::to_string),
         }
     }
@@ -113,12 +110,7 @@ impl Grant<'_> {
     /// The `granted` event: the message without `format!`, the fields in key order.
     pub fn event(&self, level: Level) -> Output {
         let label = self.label;
-        let mut message = String::with_capacity(
-            self.executor.len() + self.role.len() + label.map_or(0, |l| l.len() + 5) + 27,
-        );
-        message.push_str(self.executor);
-        message.push_str(" takes ");
-        message.push_str(self.role);
+        let mut message = [self.executor, " takes ", self.role].concat();
         if let Some(label) = label {
             message.push_str(" for ");
             message.push_str(label);
@@ -146,9 +138,7 @@ impl Grant<'_> {
 
 /// A plain release's `released` event.
 pub(super) fn released_event(level: Level, executor: &str, lease: u64) -> Output {
-    let mut message = String::with_capacity(executor.len() + 21);
-    message.push_str(executor);
-    message.push_str("'s slot is released");
+    let message = [executor, "'s slot is released"].concat();
     let mut fields = Fields::with_capacity(2);
     fields.push_sorted("executor", Value::String(executor.to_string()));
     fields.push_sorted("lease", Value::from(lease));
@@ -176,31 +166,30 @@ impl OutputRef<'_> {
     }
 }
 
-/// A queued output read against the state it refers to. `None` only for a reference
-/// that no longer resolves, which `settle_outputs` prevents (the invariants check it).
-fn view<'a>(
-    queued: Queued,
+/// A queued reference read against the state: `None` for a built output, and for a
+/// reference that no longer resolves (which `settle_outputs` prevents: the invariants
+/// check it).
+fn resolve<'a>(
+    queued: &Queued,
     leases: &'a LeaseTable,
     executors: &'a [Executor],
 ) -> Option<OutputRef<'a>> {
-    let grant =
-        |lease: u64, passed: u32| leases.get(lease).map(|open| Grant::of(lease, open, passed));
-    let view = match queued {
-        Queued::Built(output) => Some(OutputRef::Output(output)),
-        Queued::Granted { lease, passed } => grant(lease, passed).map(OutputRef::Granted),
-        Queued::GrantedEvent { lease, passed } => {
-            grant(lease, passed).map(|grant| OutputRef::GrantedEvent(Level::Debug, grant))
+    Some(match *queued {
+        Queued::Built(_) => return None,
+        Queued::Granted { lease, passed } | Queued::GrantedEvent { lease, passed } => {
+            let grant = Grant::of(lease, leases.get(lease)?, passed);
+            if let Queued::Granted { .. } = queued {
+                OutputRef::Granted(grant)
+            } else {
+                OutputRef::GrantedEvent(Level::Debug, grant)
+            }
         }
-        Queued::Released { executor, lease } => {
-            executors.get(executor).map(|x| OutputRef::Released {
-                level: Level::Debug,
-                executor: &x.spec.id,
-                lease,
-            })
-        }
-    };
-    debug_assert!(view.is_some(), "a queued reference resolves");
-    view
+        Queued::Released { executor, lease } => OutputRef::Released {
+            level: Level::Debug,
+            executor: &executors.get(executor)?.spec.id,
+            lease,
+        },
+    })
 }
 
 impl Policy {
@@ -212,11 +201,16 @@ impl Policy {
     /// The next output, until `None`, read in place: a host that writes outputs out
     /// itself borrows the hot ones from the state instead of taking built copies.
     pub fn poll_output_ref(&mut self) -> Option<OutputRef<'_>> {
-        // (A reference that does not resolve, which cannot be, is passed over.)
         loop {
-            let queued = self.outputs.pop_front()?;
-            if let Some(output) = view(queued, &self.leases.open, &self.roster.executors) {
-                return Some(output);
+            let reference = match self.outputs.pop_front()? {
+                Queued::Built(output) => return Some(OutputRef::Output(output)),
+                reference => reference,
+            };
+            let output = resolve(&reference, &self.leases.open, &self.roster.executors);
+            debug_assert!(output.is_some(), "a queued reference resolves");
+            // (One that does not, which cannot be, is passed over.)
+            if output.is_some() {
+                return output;
             }
         }
     }
@@ -224,34 +218,35 @@ impl Policy {
     /// Builds every queued reference in place: before a lease closes or the executors
     /// move (an undrained queue's references would dangle).
     pub(super) fn settle_outputs(&mut self) {
-        if self.outputs.iter().any(Queued::is_reference) {
-            self.outputs = self
-                .built_outputs()
-                .into_iter()
-                .map(Queued::Built)
-                .collect();
+        for queued in self.outputs.iter_mut() {
+            if let Some(output) = resolve(queued, &self.leases.open, &self.roster.executors) {
+                *queued = Queued::Built(output.into_output());
+            }
         }
     }
 
     /// The queued outputs, built (for an export; the queue keeps its references).
     pub(super) fn built_outputs(&self) -> Vec<Output> {
-        let (leases, executors) = (&self.leases.open, &self.roster.executors);
-        self.outputs
-            .iter()
-            .filter_map(|queued| view(queued.clone(), leases, executors))
-            .map(OutputRef::into_output)
-            .collect()
+        let mut built = Vec::with_capacity(self.outputs.len());
+        for queued in &self.outputs {
+            match (
+                queued,
+                resolve(queued, &self.leases.open, &self.roster.executors),
+            ) {
+                (Queued::Built(output), _) => built.push(output.clone()),
+                (_, Some(output)) => built.push(output.into_output()),
+                (_, None) => {}
+            }
+        }
+        built
     }
 
     /// Whether every queued reference resolves (the invariants, `invariants.rs`).
+    #[cfg(debug_assertions)]
     pub(super) fn queued_references_resolve(&self) -> bool {
         let (leases, executors) = (&self.leases.open, &self.roster.executors);
-        self.outputs.iter().all(|queued| match *queued {
-            Queued::Granted { lease, .. } | Queued::GrantedEvent { lease, .. } => {
-                leases.get(lease).is_some()
-            }
-            Queued::Released { executor, .. } => executor < executors.len(),
-            Queued::Built(_) => true,
-        })
+        self.outputs
+            .iter()
+            .all(|q| matches!(q, Queued::Built(_)) || resolve(q, leases, executors).is_some())
     }
 }

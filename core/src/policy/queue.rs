@@ -447,13 +447,8 @@ impl Queue {
         {
             return 0;
         }
-        if let Some((last, _)) = queue.last_key_value() {
-            if key > last {
-                return queue.len() as u32;
-            }
-            if key == last {
-                return queue.len() as u32 - 1;
-            }
+        if queue.last_key_value().is_some_and(|(last, _)| key > last) {
+            return queue.len() as u32;
         }
         let at = usize::from(queue.contains_key(key));
         let mut before = queue.range(..*key);
