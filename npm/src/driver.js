@@ -1214,9 +1214,9 @@ export function defineRoster(api, platform) {
           return this.#step(input)
         } catch (error) {
           if (!generated || error?.code !== 'DUPLICATE_REQUEST') throw error
+          // The refused id's entry moves to the new one (it is no request's any more).
+          if (this.#pending.get(input.id) === pending) this.#pending.delete(input.id)
           input.id = this.#nextId()
-          // (As it always has, this deletes the new id, not the old: the old id's entry stays.)
-          this.#pending.delete(input.id)
           this.#pending.set(input.id, pending)
         }
       }

@@ -49,6 +49,23 @@ test("generated request ids never collide with a caller's own (r3 leased, r4 wai
   assert.equal(roster.available('coder'), 3)
 })
 
+test('a generated id the core refused (a live lease has it) leaves no stale entry: the id is free again after its lease ends', async (t) => {
+  const roster = await create(document(executor('a', { slots: 2 })))
+  const events = []
+  roster.on('event', (event) => events.push(event))
+  const mine = await roster.lease('coder', { id: 'r1' }) // the id the next generated one would be
+  const next = await roster.lease('coder') // r1 is refused by the core: r2
+  assert.equal(next.request, 'r2')
+  mine.release()
+  next.release()
+  // r1 is no request's any more: a caller may use it again.
+  const again = await roster.lease('coder', { id: 'r1' })
+  assert.equal(again.request, 'r1')
+  again.release()
+  await roster.close()
+  assert.deepEqual(events.filter((e) => e.level === 'warn').map((e) => e.name), [], 'close() found nothing stale')
+})
+
 test('a custom probe that never settles times out like the built-in one, and close() does not hang', async (t) => {
   keepAlive(t) // the probe's timeout (AbortSignal.timeout) never holds the process itself
   const clock = virtualClock()
