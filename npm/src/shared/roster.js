@@ -143,6 +143,12 @@ export class SharedRoster {
   #appender
   #pulling = null
   #pullAgain = false
+  /**
+   * The reader stopped at our own entry of the batch in flight: what it read after it
+   * (another instance's entries, whose notification that read consumed) is read again
+   * once the append returns, even when the batch itself folds as sent.
+   */
+  #stoppedAtOwn = false
   #subscription
   #heartbeatTimer
   #fenceTimer
@@ -278,6 +284,8 @@ export class SharedRoster {
         batch.forEach((item, i) => {
           if (item.call !== undefined) this.#calls.set(result.firstSeq + i, item.call)
         })
+        const readAgain = this.#stoppedAtOwn
+        this.#stoppedAtOwn = false
         if (this.#pulling === null && this.#foldedSeq + 1 === result.firstSeq && this.#halted === null) {
           // Nothing between the fold and our batch: the log holds these very bytes at
           // these seqs and this `now`, so they fold as read, one round trip sooner.
@@ -285,6 +293,9 @@ export class SharedRoster {
             this.#fold({ seq: result.firstSeq + i, now: result.now, instance, entry: batch[i].text })
           }
           this.#afterFold()
+          // Entries after it may have been seen (and their wake spent) by a read that
+          // stopped at it: read them now, not at the next poll.
+          if (readAgain) this.#pull()
         } else {
           // Read up to it at once (no wait for the notification).
           this.#pull()
@@ -363,9 +374,9 @@ export class SharedRoster {
         // Read again from where the fold is; and our own entry of the batch in flight
         // waits: its calls are known once the append returns (which reads again).
         const appender = this.#appender
-        stopped =
-          entry.seq !== this.#foldedSeq + 1 ||
-          (appender.inFlight !== null && entry.instance === this.#instance && entry.seq > appender.sentThrough)
+        const own = appender.inFlight !== null && entry.instance === this.#instance && entry.seq > appender.sentThrough
+        stopped = entry.seq !== this.#foldedSeq + 1 || own
+        if (own) this.#stoppedAtOwn = true
         if (stopped) break
         this.#fold(entry)
         if (this.#halted !== null || this.#dead) return
