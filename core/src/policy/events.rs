@@ -184,12 +184,22 @@ impl Policy {
     /// As `event`, with the fields already built in key order (a hot path's event:
     /// the caller asked `wants_event` before building anything).
     pub(super) fn emit(&mut self, level: Level, name: EventName, message: String, fields: Fields) {
-        self.push_output(Output::Event {
-            level,
-            name: name.as_str().to_string(),
-            message,
-            fields,
-        });
+        self.push_output(event_output(level, name, message, fields));
+    }
+}
+
+/// An event as an output (an emitted one, and one built when a queued reference is read).
+pub(super) fn event_output(
+    level: Level,
+    name: EventName,
+    message: String,
+    fields: Fields,
+) -> Output {
+    Output::Event {
+        level,
+        name: name.as_str().to_string(),
+        message,
+        fields,
     }
 }
 

@@ -1,6 +1,6 @@
-//! The output queue. Most outputs are built when they are decided; the three of a
-//! plain lease and release (the grant, its `granted` event, a release's `released`
-//! event) are queued as references into the state, and built only when they are
+//! The output queue. Most outputs are built when they are decided; those of a plain
+//! lease and release (the grant, its `granted` event, a release's `released` event,
+//! and an occupy's grant) are queued as references into the state, and built only when they are
 //! read (`Policy::poll_output`), or read in place by a host that writes them out
 //! itself (`Policy::poll_output_ref`, the npm package's binary step). Issue 15:
 //! building their strings and dropping them again was a third of a cycle.
@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::protocol::{Fields, Level, Output};
 
-use super::events::EventName;
+use super::events::{event_output, EventName};
 use super::leases::{Lease, LeaseTable};
 use super::roster::Executor;
 use super::Policy;
@@ -127,12 +127,7 @@ impl Grant<'_> {
         fields.push_sorted("passed", Value::from(self.passed));
         fields.push_sorted("request", Value::String(self.request.to_string()));
         fields.push_sorted("role", Value::String(self.role.to_string()));
-        Output::Event {
-            level,
-            name: EventName::Granted.as_str().to_string(),
-            message,
-            fields,
-        }
+        event_output(level, EventName::Granted, message, fields)
     }
 }
 
@@ -142,12 +137,7 @@ pub(super) fn released_event(level: Level, executor: &str, lease: u64) -> Output
     let mut fields = Fields::with_capacity(2);
     fields.push_sorted("executor", Value::String(executor.to_string()));
     fields.push_sorted("lease", Value::from(lease));
-    Output::Event {
-        level,
-        name: EventName::Released.as_str().to_string(),
-        message,
-        fields,
-    }
+    event_output(level, EventName::Released, message, fields)
 }
 
 impl OutputRef<'_> {
