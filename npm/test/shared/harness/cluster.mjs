@@ -4,7 +4,7 @@
 // stop, and check the log and the records (check-log.mjs).
 
 import { spawn, execFileSync } from 'node:child_process'
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -18,6 +18,26 @@ const WORKER = join(here, 'worker.mjs')
 const POSTGRES = join(ROOT, 'scripts', 'postgres.sh')
 
 export const monoMs = () => Number(process.hrtime.bigint()) / 1e6
+
+/**
+ * Waits (synchronously, a few µs as a rule) until `pid` is stopped or dead by its
+ * /proc state: T or t (stopped), Z or X (dead), or gone.
+ */
+function untilNotRunning(pid, deadlineMs = 2000) {
+  const end = monoMs() + deadlineMs
+  for (;;) {
+    let state
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
+    } catch (error) {
+      if (error?.code === 'ENOENT') return
+      throw error
+    }
+    if ('TtZX'.includes(state)) return
+    if (monoMs() > end) throw new Error(`process ${pid} still runs (state ${state}) ${deadlineMs} ms after the signal`)
+  }
+}
 
 /** Waits until `check()` is truthy (and returns it), failing after `ms` with `what`. */
 export async function until(what, check, ms = 10_000, every = 20) {
@@ -129,10 +149,19 @@ export class Cluster {
     return worker
   }
 
-  /** Sends `sig`; a stop or a kill is noted with its moment (for checkOverlaps). */
+  /**
+   * Sends `sig`; a stop or a kill is noted with its moment (for checkOverlaps): the
+   * first moment the process has surely stopped running. kill() returns once the signal
+   * is queued, and the process may run on a little (a moment noted before the signal
+   * took effect once missed a grant it settled 0.4 ms later, and counted the lease in
+   * use through the whole stop).
+   */
   signal(worker, sig) {
-    if (sig === 'SIGKILL' || sig === 'SIGSTOP') this.stops.push({ pid: worker.pid, ms: monoMs(), wall: Date.now(), signal: sig })
     process.kill(worker.pid, sig)
+    if (sig === 'SIGKILL' || sig === 'SIGSTOP') {
+      untilNotRunning(worker.pid)
+      this.stops.push({ pid: worker.pid, ms: monoMs(), wall: Date.now(), signal: sig })
+    }
   }
 
   live() {
