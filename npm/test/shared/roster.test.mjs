@@ -381,6 +381,70 @@ describe('the shared roster', { skip }, () => {
     assert.equal(await one.exclude('a').then(() => one.resume('a')), undefined)
   })
 
+  test("no wake is lost when a read stops at our own batch in flight: the entries after it are read once the append returns", async () => {
+    // The order that lost a wake (5303838), made on purpose: A's append is held after
+    // the database took it; B appends after it; A's reader, woken by B's entry, reads
+    // both and stops at A's own batch (its calls are not known until the append
+    // returns), so that notification is spent. When the append returns, A folds its
+    // batch as sent and must read on: with the poll a minute away, B's entry is
+    // otherwise unread for that minute.
+    const name = rosterName('stopped-at-own')
+    const slow = { pollMs: 60_000, ttlMs: 240_000, sweepMs: 60_000 }
+    const connect = PgLogStore.connect
+    const stores = []
+    PgLogStore.connect = async (...args) => {
+      const store = await connect.apply(PgLogStore, args)
+      stores.push(store)
+      return store
+    }
+    let a, b
+    try {
+      a = await open(name, { document: ONE, shared: slow })
+      b = await open(name, { document: ONE, shared: slow })
+    } finally {
+      PgLogStore.connect = connect
+    }
+    const [storeA] = stores
+    await waitFor(() => a.foldedSeq === b.foldedSeq && a.foldedSeq > 0, 'both replicas at the head')
+
+    // A's next append: taken by the database, its answer held until the gate opens.
+    let open_
+    const gate = new Promise((resolve) => (open_ = resolve))
+    let held = null
+    const append = storeA.append
+    storeA.append = async function (...args) {
+      const result = await append.apply(this, args)
+      if (held === null) {
+        held = result
+        storeA.append = append
+        await gate
+      }
+      return result
+    }
+    // A's read that holds B's entry after its own.
+    let sawBoth
+    const both = new Promise((resolve) => (sawBoth = resolve))
+    const readFrom = storeA.readFrom
+    storeA.readFrom = async function (...args) {
+      const rows = await readFrom.apply(this, args)
+      if (held !== null && rows.some((r) => r.seq === held.firstSeq) && rows.some((r) => r.instance === b.instance && r.seq > held.firstSeq)) sawBoth(rows)
+      return rows
+    }
+
+    const mine = a.tryLease('coder')
+    await waitFor(() => held !== null, "the database took A's entry")
+    const theirs = b.tryLease('coder')
+    const rows = await Promise.race([both, new Promise((resolve) => setTimeout(resolve, 10_000, null))])
+    assert.ok(rows !== null, "A's reader read B's entry behind its own held batch")
+    const theirSeq = rows.find((r) => r.instance === b.instance && r.seq > held.firstSeq).seq
+    assert.ok(a.foldedSeq < held.firstSeq, 'A folded nothing past its own batch in flight')
+    open_()
+    await waitFor(() => a.foldedSeq >= theirSeq, `A folds B's entry (seq ${theirSeq}) without the poll, a minute away`, 10_000)
+    storeA.readFrom = readFrom
+    ;(await mine)?.release()
+    ;(await theirs)?.release()
+  })
+
   test('instances racing to start an empty log: one genesis counts, every replica agrees', async () => {
     const name = rosterName('race')
     const replicas = await Promise.all([open(name), open(name), open(name)])
