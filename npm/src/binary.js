@@ -216,6 +216,25 @@ export function binaryStep(wasm, RotaError) {
     return base
   }
 
+  /**
+   * A report input (kind 6) from its failure's fields (`undefined` or `null` for an
+   * absent one): its length, or -1 for the JSON path.
+   */
+  function writeReport(policy, now, executor, kind, message, resetAt, retryAfterMs) {
+    const small = failureKindOf(kind)
+    if (small < 0) return -1
+    if (message !== undefined && !isString(message)) return -1
+    if (!optional(resetAt, isWhole) || !optional(retryAfterMs, isWhole)) return -1
+    message ??= ''
+    const hasReset = resetAt !== undefined && resetAt !== null
+    const hasRetry = retryAfterMs !== undefined && retryAfterMs !== null
+    const base = begin(policy, STRINGS + size(executor) + size(message), 6, (hasReset ? 1 : 0) | (hasRetry ? 2 : 0), small, now)
+    if (!putString(executor) || !putString(message)) return -1
+    if (hasReset) view.setFloat64(base + 16, resetAt, true)
+    if (hasRetry) view.setFloat64(base + 24, retryAfterMs, true)
+    return at - base
+  }
+
   /** Encodes `input` into the policy's buffer: its length, or -1 for the JSON path. */
   function encode(policy, input) {
     if (!isPlain(input) || polluted()) return -1
@@ -278,16 +297,7 @@ export function binaryStep(wasm, RotaError) {
             default: return -1
           }
         }
-        small = failureKindOf(fkind)
-        if (small < 0) return -1
-        if (message !== undefined && !isString(message)) return -1
-        if (!optional(resetAt, isWhole) || !optional(retryAfterMs, isWhole)) return -1
-        message ??= ''
-        bytes += size(executor) + size(message)
-        if (resetAt !== undefined && resetAt !== null) (flags |= 1), (lease = resetAt)
-        if (retryAfterMs !== undefined && retryAfterMs !== null) (flags |= 2), (eventTime = retryAfterMs)
-        failure = message
-        break
+        return writeReport(policy, now, executor, fkind, message, resetAt, retryAfterMs)
       }
       case 7:
         if (!isString(executor)) return -1
@@ -312,11 +322,6 @@ export function binaryStep(wasm, RotaError) {
       case 5:
         if (!putString(id)) return -1
         break
-      case 6:
-        if (!putString(executor) || !putString(failure)) return -1
-        if (flags & 1) view.setFloat64(base + 16, lease, true)
-        if (flags & 2) view.setFloat64(base + 24, eventTime, true)
-        break
       case 7:
       case 8:
         if (!putString(executor)) return -1
@@ -327,8 +332,8 @@ export function binaryStep(wasm, RotaError) {
 
   /**
    * `encode` of an input the driver built (driver.js): a lease or tryLease input from
-   * `#requestInput`, a release from `#releaseLease`, each an object literal of its
-   * type's keys (data properties, `undefined` for an absent field), whatever values it
+   * `#requestInput`, a release from `#releaseLease`, a report from `report()` (its
+   * failure from `failureFacts`), each an object literal of its type's keys (data properties, `undefined` for an absent field), whatever values it
    * carries. Such an object passes `encode`'s walk of its keys, so this skips the walk
    * and checks the values, the same checks in the same order: the same bytes, the same
    * -1 (test/encode-trusted.test.mjs holds them equal). Any other input: `encode`.
@@ -336,9 +341,18 @@ export function binaryStep(wasm, RotaError) {
   function encodeTrusted(policy, input) {
     const type = input.type
     const request = type === 'lease' ? 1 : type === 'tryLease' ? 2 : 0
-    if ((request === 0 && type !== 'release') || input.toJSON !== undefined || polluted()) return encode(policy, input)
+    if ((request === 0 && type !== 'release' && type !== 'report') || input.toJSON !== undefined || polluted()) return encode(policy, input)
     const now = input.now
     if (!isWhole(now)) return -1
+    if (type === 'report') {
+      // `report()`'s input: its failure is `failureFacts`' object literal, whose other
+      // keys (`tag`, `status`, `code`) take the JSON step.
+      const { executor, failure } = input
+      if (!isString(executor) || !isPlain(failure)) return -1
+      const { kind, tag, status, code, message, resetAt, retryAfterMs } = failure
+      if (tag !== undefined || status !== undefined || code !== undefined) return -1
+      return writeReport(policy, now, executor, kind, message, resetAt, retryAfterMs)
+    }
     if (request === 0) {
       const lease = input.lease
       if (!isWhole(lease)) return -1

@@ -1,6 +1,7 @@
 // The driver's own inputs skip the generic encoder's walk of their keys (binary.js
 // `encodeTrusted`): for every input of the shapes the driver builds (a lease or
-// tryLease from `#requestInput`, a release from `#releaseLease`), with any values in
+// tryLease from `#requestInput`, a release from `#releaseLease`, a report from
+// `report()` with `failureFacts`' failure), with any values in
 // them, it must write exactly the bytes `encode` writes and return what it returns
 // (-1 included). And `DRIVER_STEP` must answer (and throw) as `HANDLE_AT_LEVEL` does.
 //
@@ -80,7 +81,33 @@ function requestInput() {
   return input
 }
 const releaseInput = () => ({ type: 'release', now: random(8) === 0 ? number() : START + random(1000), lease: random(3) === 0 ? anyValue() : random(50) })
-const driverInput = () => (random(3) === 0 ? releaseInput() : requestInput())
+
+const KINDS = ['rateLimit', 'usageLimit', 'authentication', 'outage', 'modelUnavailable', 'other', 'RateLimit', '']
+/** A failure as `failureFacts` builds it: its keys in its order, only the facts found. */
+function failureFacts() {
+  const facts = {}
+  if (random(3) !== 0) facts.kind = random(6) === 0 ? anyValue() : pick(KINDS)
+  if (random(8) === 0) facts.tag = random(2) === 0 ? 'RateLimitError' : anyValue()
+  if (random(8) === 0) facts.status = random(2) === 0 ? 429 : anyValue()
+  if (random(8) === 0) facts.code = random(2) === 0 ? 'ECONNREFUSED' : anyValue()
+  if (random(6) !== 0) facts.message = random(6) === 0 ? anyValue() : pick(['429 Too Many Requests', ...STRINGS])
+  if (random(3) === 0) facts.resetAt = number()
+  if (random(3) === 0) facts.retryAfterMs = number()
+  if (random(40) === 0) facts.kind = undefined
+  return facts
+}
+/** `report()`'s input; now and then a failure that is no plain object. */
+function reportInput() {
+  const failure = random(30) === 0 ? pick([null, 'x', [], Object.create({ kind: 'rateLimit' }), { toJSON: () => ({}) }]) : failureFacts()
+  return { type: 'report', now: random(8) === 0 ? number() : START + random(1000), executor: random(6) === 0 ? anyValue() : pick(['e0', 'e1', 'e9']), failure }
+}
+const driverInput = () => {
+  switch (random(4)) {
+    case 0: return releaseInput()
+    case 1: return reportInput()
+    default: return requestInput()
+  }
+}
 
 const describe = (input) => {
   try {
@@ -159,7 +186,9 @@ test('DRIVER_STEP answers and throws as HANDLE_AT_LEVEL does, the same state aft
       let input = driverInput()
       // Mostly inputs that run: real leases released, known roles.
       if (random(2) === 0) {
-        input = random(2) === 0 || leases.length === 0
+        input = random(4) === 0
+          ? { type: 'report', now: START + n, executor: pick(['e0', 'e1']), failure: pick([{ kind: 'rateLimit', message: '429', retryAfterMs: 1_000 + random(5_000) }, { message: 'model not found' }, { kind: 'outage', message: 'ECONNREFUSED' }, { kind: 'usageLimit', message: 'quota', resetAt: START + n + 60_000 }]) }
+          : random(2) === 0 || leases.length === 0
           ? { type: pick(['lease', 'tryLease']), now: START + n, id: `q${n}`, role: pick(['coder', 'judge']) }
           : { type: 'release', now: START + n, lease: leases.splice(random(leases.length), 1)[0] }
       }
