@@ -1189,3 +1189,54 @@ fn exclusions_that_end_together_come_back_in_one_event() {
     assert_eq!(outs.messages("back"), ["a, b back in the round"]);
     assert_eq!(outs.event("back").fields["executors"], json!(["a", "b"]));
 }
+
+/// A report names its executor by id; the index `check` found for it goes stale when
+/// the time the input brings drains an executor before it (the roster shifts: removed
+/// executors sit after the declared ones, in their order). The report must still land
+/// on the executor it names, not on the one now at that index.
+#[test]
+fn a_report_lands_on_its_executor_when_the_time_it_brings_drains_one_before_it() {
+    let mut sim = Sim::new(doc(vec![
+        coder("b", json!({})),
+        coder(
+            "m1",
+            json!({ "provision": true, "slots": 1, "priority": 5 }),
+        ),
+        coder("m2", json!({ "priority": 3 })),
+        coder("m3", json!({ "priority": 3 })),
+    ]));
+    assert_eq!(sim.granted("held-b", "coder").0, "b");
+    assert_eq!(
+        sim.lease_with("held-m2", "coder", json!({ "pin": "m2" }))
+            .grant()
+            .executor,
+        "m2"
+    );
+    assert_eq!(
+        sim.lease_with("held-m3", "coder", json!({ "pin": "m3" }))
+            .grant()
+            .executor,
+        "m3"
+    );
+    let outs = sim.lease_with("r1", "coder", json!({ "deadline": T0 + 10 * SEC }));
+    assert_eq!(outs.creates(), pairs(&[("r1", "m1")]));
+    // m1, m2 and m3 leave the document while each holds a slot: they drain, after b.
+    sim.input(json!({ "type": "reload", "document": doc(vec![coder("b", json!({}))]) }));
+    assert!(["m1", "m2", "m3"].iter().all(|id| sim.exec(id).draining));
+    // Past r1's deadline: this input's time ends r1, whose creation was m1's last slot,
+    // so m1 leaves (m2 and m3 move up one) before the report on m2 is applied.
+    sim.at(T0 + 20 * SEC);
+    let outs = sim.report("m2", "usageLimit", "quota");
+    assert!(!sim.has_exec("m1"), "m1 left as the time passed");
+    let excluded = outs.messages("excluded");
+    assert_eq!(excluded.len(), 1, "{excluded:?}");
+    assert!(
+        excluded[0].starts_with("m2 out of the round"),
+        "{excluded:?}"
+    );
+    assert!(sim.exclusion("m2").is_some());
+    assert!(
+        sim.exclusion("m3").is_none(),
+        "m3, now where m2 was, is not excluded"
+    );
+}

@@ -92,6 +92,8 @@ enum Checked {
     Reload(Document),
     /// A `version` marker of the log version this core folds: a no-op.
     Marker,
+    /// The index of the executor the input names, as `check` found it.
+    Executor(usize),
 }
 
 impl Policy {
@@ -264,7 +266,10 @@ impl Policy {
                     self.role_index(role)?;
                 }
             }
-            Input::Report { executor, .. } | Input::Resume { executor, .. } => {
+            Input::Report { executor, .. } => {
+                return Ok(Checked::Executor(self.known_exec(executor)?));
+            }
+            Input::Resume { executor, .. } => {
                 self.known_exec(executor)?;
             }
             Input::Exclude {
@@ -380,7 +385,13 @@ impl Policy {
             } => self.occupy(id, executor, role, hold, owner),
             Input::Report {
                 executor, failure, ..
-            } => self.report(&executor, &failure),
+            } => {
+                let found = match checked {
+                    Checked::Executor(e) => Some(e),
+                    _ => None,
+                };
+                self.report(&executor, found, &failure)
+            }
             Input::Exclude {
                 executor,
                 kind,
