@@ -333,8 +333,9 @@ export function binaryStep(wasm, RotaError) {
   /**
    * `encode` of an input the driver built (driver.js): a lease or tryLease input from
    * `#requestInput`, a release from `#releaseLease`, a report from `report()` (its
-   * failure from `failureFacts`), each an object literal of its type's keys (data properties, `undefined` for an absent field), whatever values it
-   * carries. Such an object passes `encode`'s walk of its keys, so this skips the walk
+   * failure from `failureFacts`), each an object literal of its type's keys (data
+   * properties, `undefined` for an absent field), whatever values it carries. Such an
+   * object passes `encode`'s walk of its keys, so this skips the walk
    * and checks the values, the same checks in the same order: the same bytes, the same
    * -1 (test/encode-trusted.test.mjs holds them equal). Any other input: `encode`.
    */

@@ -79,21 +79,11 @@ impl Policy {
         classify(failure, &self.document.signals)
     }
 
-    /// A failure on `executor`; `found` is its index as `check` found it, taken when
-    /// it still names `executor` (time moved between: an executor that drained may have
-    /// left the roster), which spares a second search of the id index on every report
-    /// of a storm.
+    /// A failure on `executor`; `found` is its index as `check` found it (the time
+    /// the input brings may have drained an executor since: `Roster::find` checks it),
+    /// which spares a second search of the id index on every report of a storm.
     pub(super) fn report(&mut self, executor: &str, found: Option<usize>, failure: &Failure) {
-        let still = |e: &usize| {
-            self.roster
-                .executors
-                .get(*e)
-                .is_some_and(|x| x.spec.id == executor)
-        };
-        let Some(e) = found
-            .filter(still)
-            .or_else(|| self.roster.index.get(executor))
-        else {
+        let Some(e) = self.roster.find(executor, found) else {
             debug_assert!(false, "report: the executor was checked");
             return;
         };

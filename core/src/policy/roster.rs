@@ -272,6 +272,13 @@ pub(super) struct Roster {
 }
 
 impl Roster {
+    /// Executor `id`'s index: `hint` (a place found earlier) while that place still
+    /// holds `id` (a reload or a drained executor moves them), else by the id index.
+    pub(super) fn find(&self, id: &str, hint: Option<usize>) -> Option<usize> {
+        hint.filter(|&e| self.executors.get(e).is_some_and(|x| x.spec.id == id))
+            .or_else(|| self.index.get(id))
+    }
+
     pub(super) fn new(specs: Vec<ExecutorSpec>, roles: &[String]) -> Roster {
         let executors = specs
             .into_iter()

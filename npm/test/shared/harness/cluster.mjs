@@ -28,8 +28,9 @@ function untilNotRunning(pid, deadlineMs = 2000) {
   for (;;) {
     let state
     try {
+      // "pid (comm) S ...": the state follows the last ')' (comm may hold one).
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-      state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
+      state = stat[stat.lastIndexOf(')') + 2]
     } catch (error) {
       if (error?.code === 'ENOENT') return
       throw error
