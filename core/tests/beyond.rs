@@ -609,6 +609,65 @@ fn a_released_request_id_can_be_used_again() {
     assert_eq!(sim.granted("r1", "coder").0, "a");
 }
 
+/// A lease remembers where its executor stood (a hint that saves the id lookup at
+/// release); a reload that reorders the roster, and a drained executor that leaves,
+/// move the executors under it, and its release still frees its own executor's slot.
+#[test]
+fn a_release_frees_its_executors_slot_after_a_reload_moved_the_executors() {
+    let mut sim = Sim::new(doc(vec![
+        coder("a", json!({})),
+        coder("b", json!({})),
+        coder("c", json!({})),
+    ]));
+    let on_a = sim
+        .lease_with("r0", "coder", json!({ "prefer": "a" }))
+        .grant();
+    let on_c = sim
+        .lease_with("r1", "coder", json!({ "prefer": "c" }))
+        .grant();
+    let on_b = sim
+        .lease_with("r2", "coder", json!({ "prefer": "b" }))
+        .grant();
+    assert_eq!(
+        [&on_a.executor, &on_b.executor, &on_c.executor],
+        ["a", "b", "c"]
+    );
+    // c moves from the third place to the first; b from the second to the third.
+    sim.input(json!({ "type": "reload", "document": doc(vec![
+        coder("c", json!({})),
+        coder("a", json!({})),
+        coder("b", json!({})),
+    ]) }));
+    sim.release(on_b.lease);
+    assert_eq!((sim.exec("b").busy, sim.exec("c").busy), (0, 1));
+    // a is removed while it holds a lease: it drains where it stands, then leaves,
+    // and c and b move up one place.
+    sim.input(json!({ "type": "reload", "document": doc(vec![
+        coder("c", json!({})),
+        coder("b", json!({})),
+    ]) }));
+    sim.release(on_a.lease);
+    assert!(!sim.has_exec("a"), "a left with its last lease");
+    sim.release(on_c.lease);
+    assert_eq!((sim.exec("b").busy, sim.exec("c").busy), (0, 0));
+    // Both slots are free again, and nothing else is.
+    let first = sim.lease("r3", "coder").grant().executor;
+    let second = sim.lease("r4", "coder").grant().executor;
+    assert_eq!(
+        sorted_pair(first, second),
+        ("b".to_string(), "c".to_string())
+    );
+    sim.lease("r5", "coder").no_grant();
+}
+
+fn sorted_pair(x: String, y: String) -> (String, String) {
+    if x <= y {
+        (x, y)
+    } else {
+        (y, x)
+    }
+}
+
 #[test]
 fn cancelling_a_waiting_request_removes_it() {
     let mut sim = Sim::new(doc(vec![coder("a", json!({}))]));

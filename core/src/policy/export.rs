@@ -12,7 +12,7 @@ use crate::write::{Obj, WriteJson};
 
 use super::exclusions::ActiveExclusion;
 use super::keys::{key_parts, KeyParts};
-use super::leases::Lease;
+use super::leases::{Lease, Place};
 use super::provisioning::Pause;
 use super::queue::Request;
 use super::reload::Startup;
@@ -496,6 +496,7 @@ impl Lease {
             counted: o.req("counted", read::bool)?,
             deleting: o.or("deleting", read::bool, false)?,
             owner: o.opt("owner", read::string)?,
+            at: Place::default(),
         })
     }
 }

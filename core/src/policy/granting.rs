@@ -266,7 +266,7 @@ impl Policy {
             );
             return;
         }
-        self.open_lease(req, executor_id, None, passed);
+        self.open_lease(req, executor_id, Some(e), None, passed);
     }
 
     /// Grants, in lease order, every waiting request that a newly usable slot can

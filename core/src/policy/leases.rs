@@ -32,6 +32,32 @@ pub(super) struct Lease {
     /// absent, so an export without owners reads as before.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) owner: Option<String>,
+    /// Where `executor` stood in the roster when the lease opened: a hint that saves
+    /// the id lookup at release, checked against the id (a reload or a drained
+    /// executor moves them). Not state: neither written nor compared.
+    #[serde(skip)]
+    pub(super) at: Place,
+}
+
+/// A place in `Roster::executors` kept as a hint (see `Lease::at`): equal to every
+/// other, so two leases that differ only in it compare equal.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Place(Option<u32>);
+
+impl Place {
+    pub(super) fn of(e: usize) -> Place {
+        Place(u32::try_from(e).ok())
+    }
+
+    pub(super) fn get(self) -> Option<usize> {
+        self.0.map(|e| e as usize)
+    }
+}
+
+impl PartialEq for Place {
+    fn eq(&self, _: &Place) -> bool {
+        true
+    }
 }
 
 /// The open leases by id, in id order: a `Vec` sorted by id, where a released
@@ -212,6 +238,7 @@ impl Policy {
         &mut self,
         req: Request,
         executor_id: String,
+        at: Option<usize>,
         hold: Option<Value>,
         passed: u32,
     ) {
@@ -239,6 +266,7 @@ impl Policy {
                 counted: true,
                 deleting: false,
                 owner,
+                at: at.map_or_else(Place::default, Place::of),
             },
         );
     }
@@ -363,7 +391,7 @@ impl Policy {
     /// released, retired (over capacity, or on a removed executor), or the last on a
     /// removed executor, which leaves.
     fn free_lease_slot(&mut self, lease_id: u64, lease: &Lease) {
-        let Some(e) = self.roster.index.get(&lease.executor) else {
+        let Some(e) = self.roster.find(&lease.executor, lease.at.get()) else {
             debug_assert!(false, "a counted lease is on an executor of the roster");
             return;
         };
@@ -433,7 +461,8 @@ impl Policy {
     ) {
         let r = role.as_ref().and_then(|role| self.role_index(role).ok());
         let lease = self.leases.allocate();
-        let counted = match self.roster.index.get(&executor) {
+        let place = self.roster.index.get(&executor);
+        let counted = match place {
             Some(e) => {
                 self.roster.unready(e);
                 let x = &mut self.roster.executors[e];
@@ -494,6 +523,7 @@ impl Policy {
                 counted,
                 deleting: false,
                 owner,
+                at: place.map_or_else(Place::default, Place::of),
             },
         );
         // Its grant: a reference to the lease (`outputs.rs`), `occupied` from it.

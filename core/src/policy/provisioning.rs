@@ -115,7 +115,8 @@ impl Policy {
             debug_assert!(false, "machine_created: the request is stored");
             return;
         };
-        if let Some(e) = self.roster.index.get(&executor) {
+        let place = self.roster.index.get(&executor);
+        if let Some(e) = place {
             if self.roster.executors[e].runtime.pause.is_some() {
                 self.roster.unready(e);
                 if let Some(p) = self.roster.executors[e].runtime.pause.take() {
@@ -129,7 +130,7 @@ impl Policy {
             // The creation checked the executor: the seed records a passed preflight.
             self.record_preflight(&executor, true, None);
         }
-        self.open_lease(req, executor, Some(hold), passed);
+        self.open_lease(req, executor, place, Some(hold), passed);
     }
 
     pub(super) fn machine_failed(&mut self, id: &str, message: &str, reason: Option<String>) {
