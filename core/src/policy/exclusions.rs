@@ -313,6 +313,7 @@ impl Policy {
     /// Sets or clears `e`'s exclusion and keeps every index in step with it.
     pub(super) fn set_exclusion(&mut self, e: usize, exclusion: Option<ActiveExclusion>) {
         self.roster.unready(e);
+        self.roster.forget_reports();
         self.probe_unwait(e);
         let old = self.roster.executors[e].runtime.exclusion.take();
         let end = |x: &Option<ActiveExclusion>| x.as_ref().and_then(ActiveExclusion::end);

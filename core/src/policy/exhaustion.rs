@@ -7,7 +7,7 @@ use crate::protocol::Unservable;
 use crate::time::iso;
 use crate::write::push_u64;
 
-use super::avoid::Avoid;
+use super::avoid::{Avoid, NO_AVOID};
 use super::exclusions::Described;
 use super::queue::{Ending, Request};
 use super::reload::Startup;
@@ -245,6 +245,21 @@ impl Policy {
             // It waits all the same (`unservable: "wait"`) until a reload or a cancel.
             return format!("no executor takes {}", self.role_name(r));
         }
+        report
+    }
+
+    /// `waiting_report` of a request with no avoid list and no pin: the roster's copy
+    /// while nothing it names changed (`Roster::reports`), else written and kept.
+    pub(super) fn plain_waiting_report(&mut self, r: usize) -> String {
+        if let Some(Some(report)) = self.roster.reports.get(r) {
+            return report.clone();
+        }
+        let report = self.waiting_report(r, &NO_AVOID, None);
+        let reports = &mut self.roster.reports;
+        if reports.len() <= r {
+            reports.resize(self.document.roles.len().max(r + 1), None);
+        }
+        reports[r] = Some(report.clone());
         report
     }
 

@@ -7,6 +7,7 @@
 
 use std::fmt;
 
+use super::avoid::NO_AVOID;
 use super::keys::{ready_key, Index};
 use super::Policy;
 
@@ -61,6 +62,7 @@ impl Policy {
         self.verify_round()?;
         self.verify_requests()?;
         self.verify_queues()?;
+        self.verify_reports()?;
         // The queue's references are made by inputs (an import holds none): checked
         // where inputs are checked, the debug builds' check after every input.
         #[cfg(debug_assertions)]
@@ -249,6 +251,28 @@ impl Policy {
 
     /// The round: each role's in-round count is the number of its executors in the
     /// round for it (`Executor::in_round`); `roleOut` and `roleBack` are told from it.
+    /// The kept waiting reports: each one is the report written afresh now (a change
+    /// to what a report names that did not call `forget_reports` shows here).
+    fn verify_reports(&self) -> Result<(), InvariantViolation> {
+        for (r, kept) in self.roster.reports.iter().enumerate() {
+            let Some(kept) = kept else { continue };
+            ensure(r < self.document.roles.len(), "waiting reports", || {
+                format!(
+                    "a report kept for role {r} of {}",
+                    self.document.roles.len()
+                )
+            })?;
+            let fresh = self.waiting_report(r, &NO_AVOID, None);
+            ensure(*kept == fresh, "waiting reports", || {
+                format!(
+                    "the report kept for {} is {kept:?}, not {fresh:?}",
+                    self.role_name(r)
+                )
+            })?;
+        }
+        Ok(())
+    }
+
     fn verify_round(&self) -> Result<(), InvariantViolation> {
         let roles = &self.document.roles;
         let counts = &self.roster.roles.in_round;
@@ -403,5 +427,61 @@ mod tests {
         assert_eq!(policy.verify(), Ok(()));
         policy.roster.roles.in_round.pop();
         assert_eq!(policy.verify().map_err(|v| v.invariant), Err("in round"));
+    }
+
+    #[test]
+    fn a_kept_waiting_report_that_no_longer_says_what_is_true_is_a_violation() {
+        let doc = json!({ "executors": [
+            { "id": "a", "harness": "pi", "roles": ["coder"], "slots": 1 },
+        ]});
+        let mut policy = Policy::new(&doc, Options::default()).expect("a roster");
+        let lease = |id: &str| {
+            Input::Lease(crate::protocol::LeaseRequest {
+                now: 1,
+                id: id.into(),
+                role: "coder".into(),
+                avoid: Vec::new(),
+                prefer: None,
+                pin: None,
+                rank: None,
+                event_time: None,
+                label: None,
+                deadline: None,
+                timeout_ms: None,
+                owner: None,
+            })
+        };
+        policy.handle(lease("r0")).expect("granted");
+        policy.handle(lease("r1")).expect("waits");
+        while policy.poll_output().is_some() {}
+        let coder = policy.document.roles.iter().position(|r| r == "coder");
+        let coder = coder.expect("the coder role");
+        assert_eq!(policy.roster.reports[coder].as_deref(), Some("a busy"));
+        // A kept report that says what is no longer true.
+        policy.roster.reports[coder] = Some("a paused".into());
+        let violation = policy.verify().expect_err("the report is stale");
+        assert_eq!(violation.invariant, "waiting reports");
+        assert!(violation.detail.contains("\"a busy\""), "{violation}");
+        policy.roster.reports[coder] = Some("a busy".into());
+        assert_eq!(policy.verify(), Ok(()));
+        // A pause through its input: the next waiter's report says so.
+        policy
+            .handle(Input::Exclude {
+                now: 1,
+                executor: "a".into(),
+                kind: ExclusionKind::Manual,
+                reason: "maintenance".into(),
+                until: None,
+            })
+            .expect("exclude");
+        policy.handle(lease("r2")).expect("waits");
+        let mut report = None;
+        while let Some(output) = policy.poll_output() {
+            if let crate::protocol::Output::Waiting { report: r, .. } = output {
+                report = Some(r);
+            }
+        }
+        assert_eq!(report.as_deref(), Some("a paused: maintenance"));
+        assert_eq!(policy.verify(), Ok(()));
     }
 }

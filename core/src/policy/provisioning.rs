@@ -122,6 +122,7 @@ impl Policy {
                 if let Some(p) = self.roster.executors[e].runtime.pause.take() {
                     self.provisioning.untime_pause(e, p.until);
                 }
+                self.roster.forget_reports();
                 self.roster.ready_up(e);
                 self.roster.dirty.push(e);
             }
@@ -181,6 +182,7 @@ impl Policy {
         if let Some(p) = self.roster.executors[e].runtime.pause.take() {
             self.provisioning.untime_pause(e, p.until);
         }
+        self.roster.forget_reports();
         let until = self.now.saturating_add(delay);
         self.roster.executors[e].runtime.pause = Some(Pause {
             failures,
@@ -288,6 +290,7 @@ impl Policy {
         if let Some(p) = self.roster.executors[e].runtime.pause.as_mut() {
             p.blocked = false;
         }
+        self.roster.forget_reports();
         self.roster.ready_up(e);
         self.roster.dirty.push(e);
         let id = self.roster.executors[e].spec.id.clone();

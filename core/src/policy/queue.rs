@@ -1,6 +1,8 @@
 //! Requests and the queue: the request store, the per-role and pinned queues in
 //! lease order, deadlines, and how a request without a lease ends.
 
+use std::cmp::Ordering;
+
 use serde_json::{json, Value};
 
 use crate::limits;
@@ -447,8 +449,11 @@ impl Queue {
         {
             return 0;
         }
-        if queue.last_key_value().is_some_and(|(last, _)| key > last) {
-            return queue.len() as u32;
+        // A new waiter is queued before its place is counted: it is the last.
+        match queue.last_key_value().map(|(last, _)| key.cmp(last)) {
+            Some(Ordering::Greater) => return queue.len() as u32,
+            Some(Ordering::Equal) => return queue.len() as u32 - 1,
+            _ => {}
         }
         let at = usize::from(queue.contains_key(key));
         let mut before = queue.range(..*key);
@@ -500,7 +505,11 @@ impl Policy {
                 "enqueue: the slot still holds the request"
             );
             let avoid = request.map_or(&NO_AVOID, Request::avoid);
-            let report = self.waiting_report(r, avoid, pin.as_deref());
+            let report = if pin.is_none() && avoid.distinct_len() == 0 {
+                self.plain_waiting_report(r)
+            } else {
+                self.waiting_report(r, avoid, pin.as_deref())
+            };
             let role = self.role_name(r).to_string();
             // A pin to an executor the roster does not declare waits at warn (the seed).
             let unknown_pin = pin

@@ -84,6 +84,7 @@ impl Policy {
             vec![("executors", json!(all))],
         );
         self.reloads.startup = Startup::Preflighting(all);
+        self.roster.forget_reports();
     }
 
     /// Records an executor's preflight (a preflight answer, or what a machine
@@ -164,6 +165,7 @@ impl Policy {
                 if !ok {
                     let why = error.unwrap_or_else(|| "no reason given".into());
                     self.reloads.startup = Startup::Failed;
+                    self.roster.forget_reports();
                     self.reloads.cut_short = rest;
                     self.push_output(Output::StartFailed {
                         executor: executor.clone(),
@@ -179,6 +181,7 @@ impl Policy {
                     );
                 } else if done {
                     self.reloads.startup = Startup::Serving;
+                    self.roster.forget_reports();
                     self.event(
                         Level::Info,
                         EventName::Started,
@@ -192,6 +195,7 @@ impl Policy {
                     self.recheck_all_exhaustion();
                 } else {
                     self.reloads.startup = Startup::Preflighting(rest);
+                    self.roster.forget_reports();
                 }
                 return;
             }

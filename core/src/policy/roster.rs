@@ -269,6 +269,13 @@ pub(super) struct Roster {
     /// of a request nothing can serve (resolved with the options on every rebuild).
     pub(super) choice: Choice,
     pub(super) unservable: Unservable,
+    /// Per document role, the waiting report of a request with no avoid list and no
+    /// pin, as last written (a lease that waits is a hot path). It names each member's
+    /// state: removed, cap 0, excluded, paused, waiting for the startup preflight, or
+    /// busy. A lease or a release changes none of these, so most waits reuse it;
+    /// `forget_reports` clears it wherever one changes, and the invariants compare it
+    /// with a report written afresh.
+    pub(super) reports: Vec<Option<String>>,
 }
 
 impl Roster {
@@ -288,6 +295,12 @@ impl Roster {
             executors,
             ..Roster::default()
         }
+    }
+
+    /// An executor's exclusion or pause, the members of a role, or the startup
+    /// changed: the waiting reports are written again.
+    pub(super) fn forget_reports(&mut self) {
+        self.reports.clear();
     }
 
     /// Takes `e` out of every ready set (before a change to what keys or admits it).
@@ -388,6 +401,7 @@ impl Policy {
             }
         }
         self.roster.ready = vec![Index::new(); roles.len()];
+        self.roster.forget_reports();
         self.exclusions.ends.clear();
         self.provisioning.pause_ends.clear();
         self.probes.health = vec![false; self.roster.executors.len()];
