@@ -59,11 +59,11 @@ impl Policy {
         }
         if count.saturating_mul(8) >= index.len() {
             let mut ids = avoid.distinct().peekable();
-            for (key, &e) in index {
-                while ids.next_if(|id| *id < &**key).is_some() {}
+            for (key, &e) in index.iter() {
+                while ids.next_if(|id| *id < key).is_some() {}
                 match ids.peek() {
                     None => break,
-                    Some(id) if *id == &**key => {
+                    Some(id) if *id == key => {
                         f(e as usize);
                         ids.next();
                     }

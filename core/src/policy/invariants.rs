@@ -301,11 +301,13 @@ impl Policy {
     /// slot: it could name a later request that reused it).
     fn verify_requests(&self) -> Result<(), InvariantViolation> {
         let requests = &self.queue.requests;
-        for (id, &s) in &requests.by_id {
+        for (id, &s) in requests.by_id.iter() {
             let stored = requests.at(s as u32);
-            ensure(stored.is_some_and(|q| &q.id == id), "request store", || {
-                format!("request {id} is not stored under its id")
-            })?;
+            ensure(
+                stored.is_some_and(|q| &*q.id == id),
+                "request store",
+                || format!("request {id} is not stored under its id"),
+            )?;
         }
         ensure(
             requests.occupied() == requests.len(),
