@@ -190,6 +190,7 @@ pub mod duration;
 pub mod error;
 pub mod json;
 pub mod limits;
+mod names;
 pub mod policy;
 pub mod protocol;
 mod read;

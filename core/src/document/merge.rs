@@ -73,10 +73,10 @@ pub fn merge_owned(user: Value, repo: Value) -> Result<Value, Vec<Violation>> {
     }
     // In first-seen order; a later entry with a seen id replaces it in place. The
     // position of each id by a sorted index (a scan per entry was O(n²) at 10,000).
-    // (The map's key and value types are those of the lease index, whose code the
-    // module has already: the web build's size budget.)
+    // (The policy's name map, whose code the module has already: the web build's
+    // size budget.)
     let mut merged: Vec<Value> = Vec::new();
-    let mut position: std::collections::BTreeMap<Box<str>, u64> = Default::default();
+    let mut position = crate::names::ByName::new();
     let entries =
         |side: Option<(&str, Vec<(String, Value)>)>| side.map(|(_, e)| e).unwrap_or_default();
     for (id, entry) in entries(user_entries)
