@@ -128,8 +128,8 @@
 //!
 //! One way, checked by `tests/layering.rs`: [`json`] (the step every host calls) uses
 //! the [`policy`], which uses [`document`], [`status`], [`protocol`], [`classify`] and
-//! [`error`], which use the leaves (`read`, [`write`], `sorted`, `time`, [`duration`],
-//! `decimal`, [`limits`]). Each wire type's JSON writer sits beside its type and reader.
+//! [`error`], which use the leaves (`read`, [`write`], `sorted`, `names`, `time`,
+//! [`duration`], `decimal`, [`limits`]). Each wire type's JSON writer sits beside its type and reader.
 //!
 //! ## Cost
 //!
@@ -155,7 +155,8 @@
 //!   `decimal`: a duration's number as the nearest `f64`, without core's float parser.
 //! * [`status`]: what queries return (snapshot, explanation, plan).
 //! * [`error`]: errors with stable codes. `read`, [`write`], `sorted`: JSON
-//!   readers and writer primitives, sorted-vector maps.
+//!   readers and writer primitives, sorted-vector maps. `names`: the name-to-number
+//!   map of request and executor ids (keys compared a word at a time).
 //! * [`limits`]: every bound, with its reason.
 //! * [`policy`]: the state machine, one module per concept:
 //!   * `policy` (`mod.rs`): [`Policy`], its sub-states, `new`, `handle`, `check`, `apply`.

@@ -101,12 +101,17 @@ impl ByName {
         self.0.len()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     pub(crate) fn get(&self, name: &str) -> Option<&u64> {
         self.0.get(&Name::of(name))
+    }
+
+    pub(crate) fn get_mut(&mut self, name: &str) -> Option<&mut u64> {
+        self.0.get_mut(&Name::of(name))
+    }
+
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&str, u64) -> bool) {
+        self.0
+            .retain(|key, value| keep(key.0.text.as_str(), *value));
     }
 
     pub(crate) fn contains_key(&self, name: &str) -> bool {

@@ -609,6 +609,31 @@ fn a_released_request_id_can_be_used_again() {
     assert_eq!(sim.granted("r1", "coder").0, "a");
 }
 
+/// A request granted from the queue keeps its id in use while its lease runs (one
+/// id map holds waiting and leased requests: the grant rewrites its entry), and
+/// frees it when the lease ends.
+#[test]
+fn a_waiter_granted_later_holds_its_id_until_its_lease_ends() {
+    let mut sim = Sim::new(doc(vec![coder("a", json!({}))]));
+    let first = sim.granted("r0", "coder").1;
+    sim.lease("w", "coder").no_grant();
+    let granted = sim.release(first).grant();
+    assert_eq!(granted.request, "w");
+    for input in [
+        json!({ "type": "lease", "id": "w", "role": "coder" }),
+        json!({ "type": "tryLease", "id": "w", "role": "coder" }),
+        json!({ "type": "occupy", "id": "w", "executor": "a" }),
+    ] {
+        let refused = sim.try_input(input.clone()).expect_err("w is leased");
+        assert_eq!(refused.code(), "DUPLICATE_REQUEST", "{input}");
+    }
+    let cancel = sim.try_input(json!({ "type": "cancel", "id": "w" }));
+    assert_eq!(cancel.expect_err("w has a lease").code(), "UNKNOWN_REQUEST");
+    assert!(sim.queue().is_empty());
+    sim.release(granted.lease);
+    assert_eq!(sim.granted("w", "coder").0, "a", "w is free again");
+}
+
 /// A lease remembers where its executor stood (a hint that saves the id lookup at
 /// release); a reload that reorders the roster, and a drained executor that leaves,
 /// move the executors under it, and its release still frees its own executor's slot.

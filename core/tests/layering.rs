@@ -27,10 +27,10 @@ const LAYERS: &[&[&str]] = &[
         "error",
         "state_file",
     ],
-    // The leaves: JSON reading and writing helpers, sorted maps, time and durations
-    // (and the decimal numbers of durations), the named bounds.
+    // The leaves: JSON reading and writing helpers, sorted maps, the name map, time
+    // and durations (and the decimal numbers of durations), the named bounds.
     &[
-        "read", "write", "sorted", "time", "duration", "decimal", "limits",
+        "read", "write", "sorted", "names", "time", "duration", "decimal", "limits",
     ],
 ];
 

@@ -202,7 +202,8 @@ impl Policy {
     /// Takes a slot on `e` for the request in slot `s`: a lease, or a machine creation first.
     pub(super) fn take_slot_at(&mut self, s: u32, e: usize, r: usize, passed: u32) {
         self.dequeue_at(s);
-        let Some(req) = self.queue.requests.remove_at(s) else {
+        // Its id stays in use: the lease (or the store again) takes the entry over.
+        let Some(req) = self.queue.requests.take_at(s) else {
             debug_assert!(false, "take_slot_at: the slot holds a request");
             return;
         };

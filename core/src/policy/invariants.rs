@@ -9,6 +9,7 @@ use std::fmt;
 
 use super::avoid::NO_AVOID;
 use super::keys::{ready_key, Index};
+use super::queue::{LEASED, TAKEN};
 use super::Policy;
 
 /// A broken invariant: which one, and what breaks it (the executor, lease or
@@ -154,7 +155,7 @@ impl Policy {
                 )
             })?;
             // A lease whose machine is being deleted freed its request id.
-            let indexed = self.leases.by_request.get(lease.request.as_str()) == Some(&id);
+            let indexed = self.queue.requests.lease_of(&lease.request) == Some(id);
             ensure(indexed != lease.deleting, "lease requests", || {
                 format!(
                     "lease {id} is{} indexed by its request {}",
@@ -191,7 +192,7 @@ impl Policy {
             }
         }
         ensure(
-            self.leases.by_request.len() == table.values().filter(|l| !l.deleting).count(),
+            self.queue.requests.leased() == table.values().filter(|l| !l.deleting).count(),
             "lease requests",
             || "a request id names a lease that is not open".to_string(),
         )?;
@@ -301,8 +302,15 @@ impl Policy {
     /// slot: it could name a later request that reused it).
     fn verify_requests(&self) -> Result<(), InvariantViolation> {
         let requests = &self.queue.requests;
-        for (id, &s) in requests.by_id.iter() {
-            let stored = requests.at(s as u32);
+        for (id, &v) in requests.by_id.iter() {
+            ensure(v != TAKEN, "request store", || {
+                format!("request {id} was taken out for a grant that never named it")
+            })?;
+            if v & LEASED != 0 {
+                continue; // checked with the leases
+            }
+            let s = v as u32;
+            let stored = requests.at(s);
             ensure(
                 stored.is_some_and(|q| &*q.id == id),
                 "request store",
@@ -310,7 +318,7 @@ impl Policy {
             )?;
         }
         ensure(
-            requests.occupied() == requests.len(),
+            requests.occupied() == requests.len() && requests.slots().count() == requests.len(),
             "request store",
             || "a stored request is not known by its id".to_string(),
         )?;

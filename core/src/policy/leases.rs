@@ -6,9 +6,8 @@ use serde_json::{json, Value};
 use crate::protocol::{Level, Output};
 
 use super::events::EventName;
-use super::keys::ByName;
 use super::outputs::Queued;
-use super::queue::Request;
+use super::queue::{Request, Requests};
 use super::Policy;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -155,12 +154,11 @@ impl LeaseTable {
     }
 }
 
-/// The open leases, the request each was granted to, and the next lease id.
+/// The open leases and the next lease id. (Their request ids are in the request
+/// id map, `Requests::by_id`.)
 #[derive(Debug, Clone)]
 pub(super) struct Leases {
     pub(super) open: LeaseTable,
-    /// Request ids to their lease (a request id stays in use while its lease runs).
-    pub(super) by_request: ByName,
     /// The id the next grant gets; every id below it was granted once.
     pub(super) next_id: u64,
 }
@@ -169,7 +167,6 @@ impl Default for Leases {
     fn default() -> Leases {
         Leases {
             open: LeaseTable::default(),
-            by_request: ByName::new(),
             next_id: 1,
         }
     }
@@ -183,37 +180,29 @@ impl Leases {
         id
     }
 
-    /// Opens lease `id` (from `allocate`), indexed by its request.
-    pub(super) fn open(&mut self, id: u64, lease: Lease) {
+    /// Opens lease `id` (from `allocate`), named by its request in `requests`.
+    pub(super) fn open(&mut self, id: u64, lease: Lease, requests: &mut Requests) {
         debug_assert!(id < self.next_id, "lease {id} was not allocated");
-        let previous = self.by_request.insert(lease.request.as_str().into(), id);
-        debug_assert!(
-            previous.is_none(),
-            "request {} holds two leases",
-            lease.request
-        );
+        requests.name_lease(&lease.request, id);
         self.open.insert(id, lease);
     }
 
     /// Closes lease `id`; `None` if it is not open (released before).
-    pub(super) fn close(&mut self, id: u64) -> Option<Lease> {
+    pub(super) fn close(&mut self, id: u64, requests: &mut Requests) -> Option<Lease> {
         let lease = self.open.remove(id)?;
-        if lease.deleting {
-            return Some(lease);
+        if !lease.deleting {
+            requests.unname_lease(&lease.request, id);
         }
-        let indexed = self.by_request.remove(lease.request.as_str());
-        debug_assert_eq!(indexed, Some(id), "lease {id} indexed by its request");
         Some(lease)
     }
 
     /// Marks lease `id` released while its machine is deleted: it keeps its slot, and
     /// its request id is free again. The lease as it was, if it was open and live.
-    pub(super) fn start_deletion(&mut self, id: u64) -> Option<Lease> {
+    pub(super) fn start_deletion(&mut self, id: u64, requests: &mut Requests) -> Option<Lease> {
         let lease = self.open.get_mut(id).filter(|lease| !lease.deleting)?;
         lease.deleting = true;
         let lease = lease.clone();
-        let indexed = self.by_request.remove(lease.request.as_str());
-        debug_assert_eq!(indexed, Some(id), "lease {id} indexed by its request");
+        requests.unname_lease(&lease.request, id);
         Some(lease)
     }
 
@@ -222,14 +211,10 @@ impl Leases {
         self.open.get(id).is_some_and(|lease| lease.deleting)
     }
 
-    /// Rebuilds the request index from the live open leases (after an import).
-    pub(super) fn reindex(&mut self) {
-        self.by_request = self
-            .open
-            .iter()
-            .filter(|(_, lease)| !lease.deleting)
-            .map(|(id, lease)| (lease.request.as_str().into(), id))
-            .collect();
+    /// Names the live open leases by their requests again (after an import).
+    pub(super) fn reindex(&self, requests: &mut Requests) {
+        let live = self.open.iter().filter(|(_, lease)| !lease.deleting);
+        requests.rename_leases(live.map(|(id, lease)| (lease.request.as_str(), id)));
     }
 }
 
@@ -268,6 +253,7 @@ impl Policy {
                 owner,
                 at: at.map_or_else(Place::default, Place::of),
             },
+            &mut self.queue.requests,
         );
     }
 
@@ -323,7 +309,8 @@ impl Policy {
                 // held until the host answers `machineDeleted`.
                 let executor = lease.executor.clone();
                 let owner = lease.owner.clone();
-                self.leases.start_deletion(lease_id);
+                self.leases
+                    .start_deletion(lease_id, &mut self.queue.requests);
                 self.push_output(Output::DeleteMachine {
                     executor: executor.clone(),
                     hold: hold.clone(),
@@ -347,7 +334,7 @@ impl Policy {
         }
         // Its queued grant, if the host has not read it yet, is built before it closes.
         self.settle_outputs();
-        let Some(lease) = self.leases.close(lease_id) else {
+        let Some(lease) = self.leases.close(lease_id, &mut self.queue.requests) else {
             debug_assert!(false, "release: the lease is open");
             return;
         };
@@ -364,7 +351,7 @@ impl Policy {
             "machineDeleted: the lease was checked"
         );
         self.settle_outputs();
-        let Some(lease) = self.leases.close(lease_id) else {
+        let Some(lease) = self.leases.close(lease_id, &mut self.queue.requests) else {
             return;
         };
         if !ok {
@@ -525,6 +512,7 @@ impl Policy {
                 owner,
                 at: place.map_or_else(Place::default, Place::of),
             },
+            &mut self.queue.requests,
         );
         // Its grant: a reference to the lease (`outputs.rs`), `occupied` from it.
         self.outputs.push_back(Queued::Granted { lease, passed: 0 });

@@ -216,8 +216,7 @@ impl Policy {
         if id.is_empty() {
             return Err(Error::input("a request id is a non-empty string"));
         }
-        if self.queue.requests.contains_key(id)
-            || self.leases.by_request.contains_key(id)
+        if self.queue.requests.id_in_use(id)
             || sorted::contains_key(&self.provisioning.abandoned, id)
         {
             return Err(Error::DuplicateRequest { id: id.to_string() });

@@ -122,23 +122,98 @@ pub(super) fn request_extra(
 pub(super) struct Requests {
     pub(super) chunks: Vec<Vec<Option<Request>>>,
     pub(super) free: Vec<u32>,
-    /// Slots by id.
+    /// Every live request id: a stored request's slot, or `LEASED` and the open
+    /// lease it was granted (a request id stays in use while its lease runs). One
+    /// map for both, so a wait, its grant and its release search it three times (a
+    /// grant rewrites the entry in place), and a new id is checked by one search.
     pub(super) by_id: ByName,
+    /// The stored requests (`by_id` holds the leased ones too).
+    pub(super) stored: usize,
 }
+
+/// The mark of a leased request's entry in `Requests::by_id` (lease ids stay below
+/// 2^53, slots below 2^32).
+pub(super) const LEASED: u64 = 1 << 63;
+
+/// The entry of a request a grant took out of the store (`Requests::take_at`),
+/// until the grant names its lease or stores it again, within the same input.
+pub(super) const TAKEN: u64 = u64::MAX;
 
 pub(super) const CHUNK: usize = 256;
 
 impl Requests {
     pub(super) fn len(&self) -> usize {
-        self.by_id.len()
+        self.stored
     }
 
     pub(super) fn slot(&self, id: &str) -> Option<u32> {
-        self.by_id.get(id).map(|&s| s as u32)
+        self.by_id
+            .get(id)
+            .filter(|&&v| v & LEASED == 0)
+            .map(|&s| s as u32)
     }
 
+    /// A stored request has this id.
     pub(super) fn contains_key(&self, id: &str) -> bool {
+        self.slot(id).is_some()
+    }
+
+    /// A stored request or an open lease has this id.
+    pub(super) fn id_in_use(&self, id: &str) -> bool {
         self.by_id.contains_key(id)
+    }
+
+    /// The open lease request `id` was granted.
+    pub(super) fn lease_of(&self, id: &str) -> Option<u64> {
+        self.by_id
+            .get(id)
+            .filter(|&&v| v & LEASED != 0 && v != TAKEN)
+            .map(|&v| v & !LEASED)
+    }
+
+    /// The ids of open leases.
+    pub(super) fn leased(&self) -> usize {
+        self.by_id
+            .values()
+            .filter(|&&v| v & LEASED != 0 && v != TAKEN)
+            .count()
+    }
+
+    /// Request `id` holds open lease `lease` now: its entry rewritten in place if a
+    /// grant took it from the store, else a new one (a grant at once).
+    pub(super) fn name_lease(&mut self, id: &str, lease: u64) {
+        debug_assert!(lease < LEASED, "lease id {lease} below the mark");
+        match self.by_id.get_mut(id) {
+            Some(entry) => {
+                debug_assert_eq!(*entry, TAKEN, "request id {id} named twice");
+                *entry = LEASED | lease;
+            }
+            None => {
+                self.by_id.insert(id.into(), LEASED | lease);
+            }
+        }
+    }
+
+    /// Request `id`'s lease ended (or its machine is being deleted): the id is free.
+    pub(super) fn unname_lease(&mut self, id: &str, lease: u64) {
+        let named = self.by_id.remove(id);
+        debug_assert_eq!(
+            named,
+            Some(LEASED | lease),
+            "lease {lease} named by request {id}"
+        );
+    }
+
+    /// Names the open leases again, and no others (after an import).
+    pub(super) fn rename_leases<'a>(&mut self, leases: impl Iterator<Item = (&'a str, u64)>) {
+        self.by_id.retain(|_, v| v & LEASED == 0);
+        for (id, lease) in leases {
+            // An id in use twice (a contradictory import) keeps its first entry: the
+            // import's check reports the clash.
+            if !self.by_id.contains_key(id) {
+                self.by_id.insert(id.into(), LEASED | lease);
+            }
+        }
     }
 
     pub(super) fn at(&self, s: u32) -> Option<&Request> {
@@ -160,7 +235,7 @@ impl Requests {
         self.at_mut(s)
     }
 
-    /// Stores a request whose id is not stored yet; its slot.
+    /// Stores a request whose id is not in use (or was taken by a grant); its slot.
     pub(super) fn insert(&mut self, req: Request) -> u32 {
         let id = req.id.clone();
         let free = self.free.pop().and_then(|s| {
@@ -183,15 +258,37 @@ impl Requests {
                 (n * CHUNK + chunk.len() - 1) as u32
             }
         };
-        self.by_id.insert(id, u64::from(s));
+        self.stored += 1;
+        // One search: a new id, or the entry of one a grant took (`take_at`).
+        let before = self.by_id.insert(id, u64::from(s));
+        debug_assert!(
+            before.is_none_or(|v| v == TAKEN),
+            "a stored request's id was in use"
+        );
         s
     }
 
     pub(super) fn remove_at(&mut self, s: u32) -> Option<Request> {
+        let req = self.unstore(s)?;
+        self.by_id.remove(&req.id);
+        Some(req)
+    }
+
+    /// Takes the request in slot `s` out for a grant: its id stays in use, marked
+    /// `TAKEN` until the grant names its lease (`name_lease`) or stores it again.
+    pub(super) fn take_at(&mut self, s: u32) -> Option<Request> {
+        let req = self.unstore(s)?;
+        if let Some(entry) = self.by_id.get_mut(&req.id) {
+            *entry = TAKEN;
+        }
+        Some(req)
+    }
+
+    fn unstore(&mut self, s: u32) -> Option<Request> {
         let i = s as usize;
         let req = self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)?.take()?;
-        self.by_id.remove(&req.id);
-        if self.by_id.is_empty() {
+        self.stored -= 1;
+        if self.stored == 0 {
             // The queue drained: give back what a burst of waiters grew.
             self.chunks = Vec::new();
             self.free = Vec::new();
@@ -208,7 +305,15 @@ impl Requests {
 
     /// In id order (as the map they replaced iterated).
     pub(super) fn values(&self) -> impl Iterator<Item = &Request> {
-        self.by_id.values().filter_map(|&s| self.at(s as u32))
+        self.slots().filter_map(|s| self.at(s))
+    }
+
+    /// The stored requests' slots, in id order.
+    pub(super) fn slots(&self) -> impl Iterator<Item = u32> + '_ {
+        self.by_id
+            .values()
+            .filter(|&&v| v & LEASED == 0)
+            .map(|&s| s as u32)
     }
 
     /// Occupied slots (for the invariants).
@@ -412,7 +517,7 @@ impl Queue {
         self.by_role = vec![Index::new(); role_count];
         self.pinned.clear();
         self.deadlines.clear();
-        for s in self.requests.by_id.values().map(|&s| s as u32) {
+        for s in self.requests.slots() {
             let Some(request) = self.requests.at(s) else {
                 debug_assert!(false, "request id names an empty slot {s}");
                 continue;

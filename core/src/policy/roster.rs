@@ -425,7 +425,7 @@ impl Policy {
             .roles
             .derive(&self.roster.executors, roles.len());
         self.queue.reindex(&self.roster.roles, roles.len());
-        self.leases.reindex();
+        self.leases.reindex(&mut self.queue.requests);
     }
 
     pub(super) fn remove_drained(&mut self, e: usize) {
