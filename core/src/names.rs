@@ -109,11 +109,6 @@ impl ByName {
         self.0.get_mut(&Name::of(name))
     }
 
-    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&str, u64) -> bool) {
-        self.0
-            .retain(|key, value| keep(key.0.text.as_str(), *value));
-    }
-
     pub(crate) fn contains_key(&self, name: &str) -> bool {
         self.0.contains_key(&Name::of(name))
     }

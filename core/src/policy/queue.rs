@@ -206,7 +206,14 @@ impl Requests {
 
     /// Names the open leases again, and no others (after an import).
     pub(super) fn rename_leases<'a>(&mut self, leases: impl Iterator<Item = (&'a str, u64)>) {
-        self.by_id.retain(|_, v| v & LEASED == 0);
+        // Rebuilt rather than filtered in place (`retain` would be another copy of the
+        // B-tree's code in the web build, whose size is budgeted).
+        self.by_id = self
+            .by_id
+            .iter()
+            .filter(|&(_, &v)| v & LEASED == 0)
+            .map(|(id, &v)| (Box::from(id), v))
+            .collect();
         for (id, lease) in leases {
             // An id in use twice (a contradictory import) keeps its first entry: the
             // import's check reports the clash.
