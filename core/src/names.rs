@@ -43,14 +43,10 @@ impl<'a> Name<'a> {
 }
 
 fn head(text: &str) -> u64 {
-    if let Some(word) = text.as_bytes().first_chunk::<8>() {
-        return u64::from_be_bytes(*word);
-    }
-    let mut word = [0u8; 8];
-    for (w, b) in word.iter_mut().zip(text.bytes()) {
-        *w = b;
-    }
-    u64::from_be_bytes(word)
+    let bytes = text.as_bytes();
+    (0..8).fold(0, |word, i| {
+        word << 8 | u64::from(bytes.get(i).copied().unwrap_or(0))
+    })
 }
 
 impl PartialEq for Name<'_> {

@@ -7,7 +7,7 @@ use crate::protocol::Unservable;
 use crate::time::iso;
 use crate::write::push_u64;
 
-use super::avoid::{Avoid, NO_AVOID};
+use super::avoid::Avoid;
 use super::exclusions::Described;
 use super::queue::{Ending, Request};
 use super::reload::Startup;
@@ -248,19 +248,14 @@ impl Policy {
         report
     }
 
-    /// `waiting_report` of a request with no avoid list and no pin: the roster's copy
-    /// while nothing it names changed (`Roster::reports`), else written and kept.
-    pub(super) fn plain_waiting_report(&mut self, r: usize) -> String {
-        if let Some(Some(report)) = self.roster.reports.get(r) {
-            return report.clone();
-        }
-        let report = self.waiting_report(r, &NO_AVOID, None);
+    /// Keeps the waiting report of a request of role `r` with no avoid list and no
+    /// pin (`Roster::reports`).
+    pub(super) fn keep_report(&mut self, r: usize, report: &str) {
         let reports = &mut self.roster.reports;
         if reports.len() <= r {
             reports.resize(self.document.roles.len().max(r + 1), None);
         }
-        reports[r] = Some(report.clone());
-        report
+        reports[r] = Some(report.to_string());
     }
 
     pub(super) fn executor_state(&self, e: usize, r: usize) -> String {

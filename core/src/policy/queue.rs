@@ -173,10 +173,8 @@ impl Requests {
 
     /// The ids of open leases.
     pub(super) fn leased(&self) -> usize {
-        self.by_id
-            .values()
-            .filter(|&&v| v & LEASED != 0 && v != TAKEN)
-            .count()
+        let leased = |&&v: &&u64| v & LEASED != 0 && v != TAKEN;
+        self.by_id.values().filter(leased).count()
     }
 
     /// Request `id` holds open lease `lease` now: its entry rewritten in place if a
@@ -317,10 +315,8 @@ impl Requests {
 
     /// The stored requests' slots, in id order.
     pub(super) fn slots(&self) -> impl Iterator<Item = u32> + '_ {
-        self.by_id
-            .values()
-            .filter(|&&v| v & LEASED == 0)
-            .map(|&s| s as u32)
+        let slot = |&v: &u64| (v & LEASED == 0).then_some(v as u32);
+        self.by_id.values().filter_map(slot)
     }
 
     /// Occupied slots (for the invariants).
@@ -617,11 +613,17 @@ impl Policy {
                 "enqueue: the slot still holds the request"
             );
             let avoid = request.map_or(&NO_AVOID, Request::avoid);
-            let report = if pin.is_none() && avoid.distinct_len() == 0 {
-                self.plain_waiting_report(r)
-            } else {
-                self.waiting_report(r, avoid, pin.as_deref())
+            // With no avoid list and no pin, the roster's copy while nothing it names
+            // changed (`Roster::reports`), else written (and kept).
+            let plain = pin.is_none() && avoid.distinct_len() == 0;
+            let kept = self.roster.reports.get(r).and_then(Option::as_ref);
+            let report = match kept.filter(|_| plain) {
+                Some(kept) => kept.clone(),
+                None => self.waiting_report(r, avoid, pin.as_deref()),
             };
+            if plain && kept.is_none() {
+                self.keep_report(r, &report);
+            }
             let role = self.role_name(r).to_string();
             // A pin to an executor the roster does not declare waits at warn (the seed).
             let unknown_pin = pin
