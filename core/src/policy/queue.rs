@@ -283,7 +283,9 @@ impl Requests {
     /// `TAKEN` until the grant names its lease (`name_lease`) or stores it again.
     pub(super) fn take_at(&mut self, s: u32) -> Option<Request> {
         let req = self.unstore(s)?;
-        if let Some(entry) = self.by_id.get_mut(&req.id) {
+        let entry = self.by_id.get_mut(&req.id);
+        debug_assert!(entry.is_some(), "a stored request is named by its id");
+        if let Some(entry) = entry {
             *entry = TAKEN;
         }
         Some(req)
