@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::protocol::{Failure, FailureKind, Input, LeaseRequest, Options, Output};
+use crate::protocol::{ExclusionKind, Failure, FailureKind, Input, LeaseRequest, Options, Output};
 
 use super::Policy;
 
@@ -449,4 +449,47 @@ fn outputs_read_late_are_the_outputs_read_at_once() {
     assert_eq!(outputs(&mut imported), read, "the export's outputs");
     assert_eq!(outputs(&mut late), read);
     assert_eq!(late.export_state(), at_once.export_state());
+}
+
+// The kept reports are checked in debug builds only (see `verify`).
+#[cfg(debug_assertions)]
+#[test]
+fn a_kept_waiting_report_that_no_longer_says_what_is_true_is_a_violation() {
+    let doc = json!({ "executors": [
+        { "id": "a", "harness": "pi", "roles": ["coder"], "slots": 1 },
+    ]});
+    let mut policy = Policy::new(&doc, Options::default()).expect("a roster");
+    let waiter = |id: &str| Input::Lease(lease(1, id, "coder"));
+    policy.handle(waiter("r0")).expect("granted");
+    policy.handle(waiter("r1")).expect("waits");
+    while policy.poll_output().is_some() {}
+    let coder = policy.document.roles.iter().position(|r| r == "coder");
+    let coder = coder.expect("the coder role");
+    assert_eq!(policy.roster.reports[coder].as_deref(), Some("a busy"));
+    // A kept report that says what is no longer true.
+    policy.roster.reports[coder] = Some("a paused".into());
+    let violation = policy.verify().expect_err("the report is stale");
+    assert_eq!(violation.invariant, "waiting reports");
+    assert!(violation.detail.contains("\"a busy\""), "{violation}");
+    policy.roster.reports[coder] = Some("a busy".into());
+    assert_eq!(policy.verify(), Ok(()));
+    // A pause through its input: the next waiter's report says so.
+    policy
+        .handle(Input::Exclude {
+            now: 1,
+            executor: "a".into(),
+            kind: ExclusionKind::Manual,
+            reason: "maintenance".into(),
+            until: None,
+        })
+        .expect("exclude");
+    policy.handle(waiter("r2")).expect("waits");
+    let mut report = None;
+    while let Some(output) = policy.poll_output() {
+        if let Output::Waiting { report: r, .. } = output {
+            report = Some(r);
+        }
+    }
+    assert_eq!(report.as_deref(), Some("a paused: maintenance"));
+    assert_eq!(policy.verify(), Ok(()));
 }
