@@ -24,6 +24,8 @@
 //! in a slab with their rare fields boxed and the queues hold slots; 637 before,
 //! with a full record per id in a map and ids copied into the queues. (214 before
 //! the indexes shared one `[u64; 4]` key shape for the web build's size, issue 4.)
+//! 265 (282 with the label) since the id map's keys carry their first eight bytes as
+//! an integer beside the text (issue 15: 32 bytes a key natively, 16 before).
 //!
 //! One run on the 2-core development machine (2026-11-29, session 3, after issue 4's
 //! size and hot-path work; little else running):
