@@ -1,6 +1,8 @@
 //! Exclusions: the failure rules that earn one, the strength rules between two,
 //! and how one ends.
 
+use std::fmt::Write as _;
+
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -171,8 +173,11 @@ impl Policy {
         limits.push_back(now);
         let count = limits.len();
         if let Some(ms) = failure.retry_after_ms.filter(|ms| *ms > 0) {
-            // (Every report of a rate-limit storm: the reason written in one string.)
-            let mut reason = String::from("rate limited; retry after ");
+            // (Every report of a rate-limit storm: the reason written in one string,
+            // sized for it.)
+            const PREFIX: &str = "rate limited; retry after ";
+            let mut reason = String::with_capacity(PREFIX.len() + 16);
+            reason.push_str(PREFIX);
             write_seed_duration(&mut reason, ms);
             return Some(self.new_exclusion(
                 ExclusionKind::Until,
@@ -297,7 +302,9 @@ impl Policy {
             self.set_exclusion(e, Some(merged));
             return;
         }
-        let message = format!("{id} out of the round {}", Described(&merged));
+        // Sized for it (every report of a rate-limit storm: no regrowth on the way).
+        let mut message = String::with_capacity(id.len() + merged.reason.len() + 64);
+        let _ = write!(message, "{id} out of the round {}", Described(&merged));
         let mut fields = vec![
             ("executor", Value::String(id)),
             ("kind", json!(merged.kind)),
