@@ -82,9 +82,10 @@ impl<'a> Borrow<Name<'a>> for NameKey {
     }
 }
 
-/// Names to numbers: request ids to slots, request ids to leases, executor ids to
-/// indexes. One map type for the three (each distinct map type is another copy of
-/// the B-tree code in the WebAssembly module). Iterates in name order.
+/// Names to numbers: request ids to slots or leases (`Requests::by_id`), executor ids
+/// to indexes, a merge's entry positions. One map type for all (each distinct map
+/// type is another copy of the B-tree code in the WebAssembly module). Iterates in
+/// name order.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ByName(BTreeMap<NameKey, u64>);
 
