@@ -597,10 +597,12 @@ export function binaryStep(wasm, RotaError) {
       const wakeAt = u8[ptr + 9] === 1 ? view.getFloat64(ptr + 16, true) : null
       p = ptr + HEADER
       slots = io.slots
-      const outputs = []
+      // Sized for its outputs (an empty array grows a backing store on its first push,
+      // most of which a one- or two-output answer never fills).
+      const outputs = new Array(count)
       let read = 0
       try {
-        for (; read < count; read += 1) outputs.push(output())
+        for (; read < count; read += 1) outputs[read] = output()
       } finally {
         // Not read to the end (short of running out of memory, it cannot happen): the
         // slots may differ from the module's; both start again empty.

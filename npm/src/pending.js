@@ -104,9 +104,19 @@ export class PendingRequest {
   promise() {
     if (this.settled === 1) return Promise.resolve(this.value)
     if (this.settled === 2) return Promise.reject(this.value)
-    return new Promise((resolve, reject) => {
-      this.onResolve = resolve
-      this.onReject = reject
-    })
+    // One executor for every request (no closure made per promise): it runs inside
+    // the constructor, so `resolving` is this request's for exactly that call.
+    resolving = this
+    const promise = new Promise(takeResolvers)
+    resolving = undefined
+    return promise
   }
+}
+
+/** The request whose promise is being made (see `promise`). */
+let resolving
+
+function takeResolvers(resolve, reject) {
+  resolving.onResolve = resolve
+  resolving.onReject = reject
 }
