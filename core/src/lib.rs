@@ -162,8 +162,9 @@
 //!   * `policy` (`mod.rs`): [`Policy`], its sub-states, `new`, `handle`, `check`, `apply`.
 //!   * `policy::roster`: executors, their caps and priorities per role, the role
 //!     tables and the ready sets.
-//!   * `policy::queue`: requests, the per-role and pinned queues, deadlines, endings,
-//!     the queue's bound.
+//!   * `policy::requests`: the request store and the one map of live request ids.
+//!   * `policy::queue`: the per-role and pinned queues, deadlines, endings, the
+//!     queue's bound.
 //!   * `policy::avoid`: a request's avoid list, indexed for membership.
 //!   * `policy::granting`: admission, the choice of executor, the grant pass.
 //!   * `policy::exhaustion`: whether anything can ever serve a request, and why not.

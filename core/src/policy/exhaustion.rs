@@ -9,8 +9,9 @@ use crate::write::push_u64;
 
 use super::avoid::Avoid;
 use super::exclusions::Described;
-use super::queue::{Ending, Request};
+use super::queue::Ending;
 use super::reload::Startup;
+use super::requests::Request;
 use super::Policy;
 
 impl Policy {

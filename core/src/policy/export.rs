@@ -14,8 +14,8 @@ use super::exclusions::ActiveExclusion;
 use super::keys::{key_parts, KeyParts};
 use super::leases::{Lease, Place};
 use super::provisioning::Pause;
-use super::queue::Request;
 use super::reload::Startup;
+use super::requests::Request;
 use super::roster::Runtime;
 use super::Policy;
 

@@ -10,7 +10,8 @@ use crate::sorted;
 use super::events::EventName;
 use super::events::{for_label, with_label};
 use super::keys::{order_key, OrderKey};
-use super::queue::{request_extra, Creating, Ending, Request};
+use super::queue::Ending;
+use super::requests::{request_extra, Creating, Request};
 use super::Policy;
 
 /// What one pass through an input decided to do with a lease request.

@@ -19,8 +19,8 @@ use super::export::{join_violations, Exported, RequestState};
 use super::keys::{order_key, ByName, Index};
 use super::leases::LeaseTable;
 use super::outputs::Queued;
-use super::queue::{request_extra, Creating, Request};
 use super::reload::{PendingReload, Startup};
+use super::requests::{request_extra, Creating, Request};
 use super::roster::{Executor, Runtime};
 use super::Policy;
 
@@ -159,6 +159,9 @@ impl Policy {
             });
         }
         policy.rebuild();
+        // The imported leases' request ids (a reload or a drained executor's rebuild
+        // leaves them as they are: only an import brings leases the map has not seen).
+        policy.leases.reindex(&mut policy.queue.requests);
         // By executor index: the file's entries are this roster's.
         let mut last_persisted = vec![None; policy.roster.executors.len()];
         for x in exported.last_persisted {

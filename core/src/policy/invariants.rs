@@ -10,7 +10,7 @@ use std::fmt;
 #[cfg(debug_assertions)]
 use super::avoid::NO_AVOID;
 use super::keys::{ready_key, Index};
-use super::queue::{LEASED, TAKEN};
+use super::requests::{LEASED, TAKEN};
 use super::Policy;
 
 /// A broken invariant: which one, and what breaks it (the executor, lease or

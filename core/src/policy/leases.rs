@@ -7,7 +7,7 @@ use crate::protocol::{Level, Output};
 
 use super::events::EventName;
 use super::outputs::Queued;
-use super::queue::{Request, Requests};
+use super::requests::{Request, Requests};
 use super::Policy;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -211,10 +211,10 @@ impl Leases {
         self.open.get(id).is_some_and(|lease| lease.deleting)
     }
 
-    /// Names the live open leases by their requests again (after an import).
+    /// Names the live open leases by their requests (after an import).
     pub(super) fn reindex(&self, requests: &mut Requests) {
         let live = self.open.iter().filter(|(_, lease)| !lease.deleting);
-        requests.rename_leases(live.map(|(id, lease)| (lease.request.as_str(), id)));
+        requests.name_leases(live.map(|(id, lease)| (lease.request.as_str(), id)));
     }
 }
 

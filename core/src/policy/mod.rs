@@ -31,6 +31,7 @@ mod provisioning;
 mod queries;
 mod queue;
 mod reload;
+mod requests;
 mod roster;
 mod timers;
 

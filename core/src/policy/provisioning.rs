@@ -11,7 +11,7 @@ use crate::time::iso;
 
 use super::events::EventName;
 use super::keys::{timer_key, Index};
-use super::queue::Creating;
+use super::requests::Creating;
 use super::Policy;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -16,7 +16,7 @@ use crate::time::iso;
 use super::avoid::Avoid;
 use super::exclusions::{describe, Described};
 use super::keys::{order_key, OrderKey};
-use super::queue::{request_extra, Request};
+use super::requests::{request_extra, Request};
 use super::Policy;
 
 impl Policy {

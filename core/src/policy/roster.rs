@@ -11,7 +11,7 @@ use crate::protocol::{Choice, ExclusionKind, Unservable};
 use super::exclusions::ActiveExclusion;
 use super::keys::{ready_key, ByName, Index, Priority};
 use super::provisioning::Pause;
-use super::queue::Request;
+use super::requests::Request;
 use super::Policy;
 
 /// What an executor carries from input to input (and across a live swap).
@@ -425,7 +425,6 @@ impl Policy {
             .roles
             .derive(&self.roster.executors, roles.len());
         self.queue.reindex(&self.roster.roles, roles.len());
-        self.leases.reindex(&mut self.queue.requests);
     }
 
     pub(super) fn remove_drained(&mut self, e: usize) {
