@@ -110,6 +110,8 @@ export async function checkLog({ connectionString, store, roster, hashesAt = [] 
       result.lastSeq = 1
     }
     const wanted = new Set(hashesAt)
+    // A checkpoint at the snapshot's own seq compares with the imported state.
+    if (fromSnapshot !== null && wanted.has(fromSnapshot)) result.hashes.set(fromSnapshot, policy.stateHash())
     let slots = capacities(policy)
     const busy = new Map()
     for (const l of held.values()) if (!l.occupied) busy.set(l.executor, (busy.get(l.executor) ?? 0) + 1)
