@@ -44,6 +44,8 @@ test_rust() {
   run cargo clippy -p rota-wasm --all-targets --features js,fast-step -- -D warnings
   run cargo clippy -p rota-host --all-targets --features shared -- -D warnings
   run cargo test --workspace --no-fail-fast
+  # The Node build's binary step (its feature is off in the workspace build).
+  run cargo test -p rota-wasm --features js,fast-step --lib
 }
 
 test_node() {

@@ -364,7 +364,7 @@ impl Policy {
                     .map(|q| {
                         q.values()
                             .filter_map(|&s| self.queue.requests.at(s))
-                            .map(|q| q.id.to_string())
+                            .map(|q| String::from(&*q.id))
                             .collect()
                     })
                     .unwrap_or_default();

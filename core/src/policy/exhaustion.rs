@@ -105,7 +105,7 @@ impl Policy {
                     continue;
                 };
                 if !self.can_serve_request(req, r) {
-                    ended.push(req.id.to_string());
+                    ended.push(String::from(&*req.id));
                 }
             }
         }

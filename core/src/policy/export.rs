@@ -111,7 +111,7 @@ impl Policy {
     /// A request in the shape `export_state` writes.
     pub(super) fn export_request(&self, q: &Request) -> ExportedRequest {
         ExportedRequest {
-            id: q.id.to_string(),
+            id: String::from(&*q.id),
             role: self.roster.request_role_name(q).to_string(),
             avoid: q.avoid().as_given().to_vec(),
             prefer: q.prefer().map(str::to_string),

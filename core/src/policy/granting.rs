@@ -66,7 +66,7 @@ impl Policy {
         match self.try_place_at(s, r, !try_only) {
             Admission::Granted | Admission::Ended => {}
             Admission::Queued if try_only => {
-                if let Some(id) = self.queue.requests.at(s).map(|q| q.id.to_string()) {
+                if let Some(id) = self.queue.requests.at(s).map(|q| String::from(&*q.id)) {
                     self.unavailable(&id, r);
                 }
             }
@@ -156,7 +156,7 @@ impl Policy {
         } else {
             return Admission::Queued;
         };
-        let id = req.id.to_string();
+        let id = String::from(&*req.id);
         self.end_request(&id, ending);
         Admission::Ended
     }
@@ -237,7 +237,7 @@ impl Policy {
             }));
             let label = req.label.clone();
             let owner = req.owner().map(str::to_string);
-            let id = req.id.to_string();
+            let id = String::from(&*req.id);
             let (deadline, key) = (req.deadline(), req.key);
             let s = self.queue.requests.insert(req);
             if let Some(deadline) = deadline {

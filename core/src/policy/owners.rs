@@ -29,7 +29,7 @@ impl Policy {
             .requests
             .values()
             .filter(|q| mine(q.owner()))
-            .map(|q| (q.key, q.id.to_string()))
+            .map(|q| (q.key, String::from(&*q.id)))
             .collect();
         requests.sort_unstable();
         for (_, id) in &requests {

@@ -155,7 +155,7 @@ impl Policy {
                     q.key,
                     r,
                     QueuedRequest {
-                        request: q.id.to_string(),
+                        request: String::from(&*q.id),
                         role: roles[r].clone(),
                         rank: q.rank(),
                         event_time: q.event_time(),
@@ -224,7 +224,7 @@ impl Policy {
             .values()
             .filter_map(|q| {
                 q.creating.as_ref().map(|c| CreatingRequest {
-                    request: q.id.to_string(),
+                    request: String::from(&*q.id),
                     executor: c.executor.clone(),
                     role: self.roster.request_role_name(q).to_string(),
                     since: q.since,

@@ -291,7 +291,7 @@ impl Policy {
         let key = req.key;
         let announce = !req.announced;
         req.announced = true;
-        let id = req.id.to_string();
+        let id = String::from(&*req.id);
         let pin = req.pin().map(str::to_string);
         let owner = req.owner().map(str::to_string);
         self.queue.queue_waiting(s, r);

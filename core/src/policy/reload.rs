@@ -389,7 +389,7 @@ impl Policy {
             .requests
             .values()
             .filter(|q| q.waiting() && self.roster.request_role(q).is_none())
-            .map(|q| q.id.to_string())
+            .map(|q| String::from(&*q.id))
             .collect();
         for id in orphaned {
             self.end_request(&id, Ending::Exhausted);

@@ -36,16 +36,23 @@ impl Policy {
             Timers::All if self.options.can_probe => self.next_probe_due(),
             _ => None,
         };
-        [
+        // A plain fold (an iterator chain over the four cost a third of a quiet tick):
+        // a later timer replaces the best only when strictly earlier, so a tie keeps
+        // the first in `Timer` order.
+        let mut best: Option<(u64, Timer)> = None;
+        for (at, timer) in [
             (self.exclusions.next_end(), Timer::ExclusionEnd),
             (self.provisioning.next_pause_end(), Timer::PauseEnd),
             (self.queue.next_deadline(), Timer::Deadline),
             (probe, Timer::ProbeDue),
-        ]
-        .into_iter()
-        .filter_map(|(at, timer)| Some((at?, timer)))
-        // `min_by_key` keeps the first of equal keys: the tie order above.
-        .min_by_key(|&(at, _)| at)
+        ] {
+            if let Some(at) = at {
+                if best.is_none_or(|(b, _)| at < b) {
+                    best = Some((at, timer));
+                }
+            }
+        }
+        best
     }
 
     /// When the core wants a `tick` (epoch ms), if ever. Early or repeated ticks
@@ -74,7 +81,7 @@ impl Policy {
             }
             self.grant_pass();
             while let Some(s) = self.queue.pop_due_deadline(at) {
-                let id = self.queue.requests.at(s).map(|q| q.id.to_string());
+                let id = self.queue.requests.at(s).map(|q| String::from(&*q.id));
                 debug_assert!(id.is_some(), "the deadline names an empty slot {s}");
                 if let Some(id) = id {
                     self.end_request(&id, Ending::TimedOut);
