@@ -179,6 +179,13 @@ impl Classification {
 /// The kind of a failure (the rules in the module docs).
 pub fn classify(failure: &Failure, signals: &Signals) -> Classification {
     let decided = |kind, rule| Classification { kind, rule };
+    // A failure that names its kind (every report of a rate-limit storm) and neither
+    // a model nor an access: no seed signal can match (`MODEL_UNAVAILABLE_KEYS`).
+    if let Some(kind) = failure.kind {
+        if signals.model_unavailable.is_empty() && !names_a_model_key(&failure.message) {
+            return decided(kind, Rule::Kind);
+        }
+    }
     let message = lowercase(&failure.message);
     let says = |seed: &[&str], extra: &[String]| {
         seed.iter().any(|s| contains(&message, s)) || extra.iter().any(|s| contains(&message, s))
@@ -233,6 +240,20 @@ pub fn is_model_unavailable_message(message: &str) -> bool {
     MODEL_UNAVAILABLE_SIGNALS
         .iter()
         .any(|s| contains(&lower, s))
+}
+
+/// One of these is in every seed model-unavailable signal (a test holds the list to
+/// it): a message that names neither, ASCII case aside, matches none. (No non-ASCII
+/// character lowercases to one of their letters: lowercasing first finds no more.)
+const MODEL_UNAVAILABLE_KEYS: [&[u8]; 2] = [b"model", b"access"];
+
+fn names_a_model_key(message: &str) -> bool {
+    MODEL_UNAVAILABLE_KEYS.iter().any(|key| {
+        message
+            .as_bytes()
+            .windows(key.len())
+            .any(|w| w.eq_ignore_ascii_case(key))
+    })
 }
 
 /// Signals this long or shorter are searched for directly (below).
@@ -320,6 +341,73 @@ mod tests {
             signal in prop_oneof!["[abé]{0,6}", "[ab]{60,70}"],
         ) {
             prop_assert_eq!(contains(&text, &signal), text.contains(signal.as_str()));
+        }
+    }
+
+    proptest! {
+        /// The shortcut (a message that names neither a model nor an access) decides
+        /// as searching the lowercased message for every signal does: messages of the
+        /// signals' own words, in any case, with the characters whose lowercase is
+        /// ASCII (the Kelvin sign, `İ`) among them.
+        #[test]
+        fn the_model_shortcut_is_the_full_search(
+            words in prop::collection::vec(prop_oneof![
+                Just("MODEL"), Just("Model"), Just("not"), Just("Found"), Just("model_not_found"),
+                Just("ACCESS"), Just("unknown"), Just("invalid"), Just("may not exist or you"),
+                Just("may not have"), Just("\u{212A}"), Just("\u{130}"), Just("é"), Just(" "),
+            ], 0..12),
+        ) {
+            let message = words.concat();
+            let lower = message.to_lowercase();
+            let failure = Failure { kind: Some(FailureKind::RateLimit), ..Failure::new(&message) };
+            let unavailable = MODEL_UNAVAILABLE_SIGNALS.iter().any(|s| lower.contains(s));
+            prop_assert_eq!(
+                classify(&failure, &Signals::default()).kind,
+                if unavailable { FailureKind::ModelUnavailable } else { FailureKind::RateLimit },
+                "{:?}", message
+            );
+        }
+    }
+
+    #[test]
+    fn every_model_signal_names_a_key() {
+        for signal in MODEL_UNAVAILABLE_SIGNALS {
+            assert!(
+                names_a_model_key(signal),
+                "{signal:?} names neither `model` nor `access`: classify's shortcut would miss it"
+            );
+        }
+        assert!(names_a_model_key("Unknown MoDeL x"));
+        assert!(names_a_model_key("no ACCESS"));
+        assert!(!names_a_model_key("mode acces"));
+    }
+
+    #[test]
+    fn a_kind_yields_to_the_model_signals_seed_and_extra() {
+        let signals = Signals {
+            model_unavailable: vec!["no such engine".into()],
+            ..Signals::default()
+        };
+        for (message, extra, kind) in [
+            ("429 Too Many Requests", false, FailureKind::RateLimit),
+            (
+                "The MODEL was NOT FOUND: Model Not Found",
+                false,
+                FailureKind::ModelUnavailable,
+            ),
+            ("No Such Engine here", false, FailureKind::RateLimit),
+            ("No Such Engine here", true, FailureKind::ModelUnavailable),
+        ] {
+            let failure = Failure {
+                kind: Some(FailureKind::RateLimit),
+                ..Failure::new(message)
+            };
+            let signals = if extra {
+                signals.clone()
+            } else {
+                Signals::default()
+            };
+            assert_eq!(classify(&failure, &signals).kind, kind, "{message}");
         }
     }
 

@@ -211,8 +211,9 @@ pub use duration::{format_duration, format_seed_duration, parse_duration};
 pub use error::Error;
 pub use policy::{Grant, OutputRef, Policy};
 pub use protocol::{
-    Choice, Exclusion, ExclusionKind, ExpiredOwnerLeases, ExplainRequest, Failure, FailureKind,
-    Fields, Input, LeaseRequest, Level, Options, Output, PersistedState, Unservable, LOG_VERSION,
+    Bounded, Choice, Exclusion, ExclusionKind, ExpiredOwnerLeases, ExplainRequest, Failure,
+    FailureKind, Fields, Input, LeaseRequest, Level, Options, Output, PersistedState, Unservable,
+    LOG_VERSION,
 };
 pub use secrets::{check, Check};
 pub use sorted::SortedMap;

@@ -3,6 +3,8 @@
 //! Every input carries `now` (epoch milliseconds). Effects the core wants done are
 //! outputs (probe, create machine, persist ...); their results come back as inputs.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -229,6 +231,21 @@ pub enum Input {
     Version { now: u64, log: u64 },
 }
 
+/// An [`Input`] within the bounds of [`crate::limits`]: only
+/// [`Input::within_limits`] makes one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bounded(Input);
+
+impl Bounded {
+    pub fn input(&self) -> &Input {
+        &self.0
+    }
+
+    pub fn into_input(self) -> Input {
+        self.0
+    }
+}
+
 /// The version of the input log this core folds (the `version` marker's `log`).
 pub const LOG_VERSION: u64 = 1;
 
@@ -269,6 +286,14 @@ impl Input {
             Some(message) => Err(Error::input(format!("{}: {message}", self.kind()))),
             None => Ok(()),
         }
+    }
+
+    /// The input, checked against the bounds of [`crate::limits`] once, for
+    /// [`crate::Policy::handle_bounded`] (a reader that checks as it reads saves the
+    /// policy the second check: the binary step of every JS host).
+    pub fn within_limits(self) -> Result<Bounded, Error> {
+        self.check_limits()?;
+        Ok(Bounded(self))
     }
 
     /// What [`Input::check_limits`] refuses, without the input's tag.
@@ -507,7 +532,8 @@ pub enum Output {
     Event {
         level: Level,
         /// A stable name for the kind of event: `granted`, `excluded`, `back` ...
-        name: String,
+        /// (The core's own are static: no copy of the name per event.)
+        name: Cow<'static, str>,
         message: String,
         fields: Fields,
     },

@@ -3,48 +3,46 @@
 
 /// `2026-11-29T10:33:58.000Z` for an epoch-ms instant.
 pub fn iso(ms: u64) -> String {
-    Iso(ms).to_string()
+    let mut out = String::with_capacity(24);
+    push_iso(&mut out, ms);
+    out
 }
 
-/// An epoch-ms instant that displays as ISO 8601 UTC: writes straight into the
-/// message being built (events format one per exclusion).
-#[derive(Debug, Clone, Copy)]
-pub struct Iso(pub u64);
-
-impl std::fmt::Display for Iso {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let ms = self.0;
-        let days = (ms / 86_400_000) as i64;
-        let in_day = ms % 86_400_000;
-        let (year, month, day) = civil_from_days(days);
-        if !(0..=9999).contains(&year) {
-            return write!(
-                f,
-                "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-                in_day / 3_600_000,
-                in_day / 60_000 % 60,
-                in_day / 1_000 % 60,
-                in_day % 1_000
-            );
-        }
-        // YYYY-MM-DDTHH:MM:SS.mmmZ, digit by digit.
-        let mut out = *b"0000-00-00T00:00:00.000Z";
-        let mut put = |at: usize, width: usize, mut value: u64| {
-            for i in (at..at + width).rev() {
-                out[i] = b'0' + (value % 10) as u8;
-                value /= 10;
-            }
-        };
-        put(0, 4, year as u64);
-        put(5, 2, u64::from(month));
-        put(8, 2, u64::from(day));
-        put(11, 2, in_day / 3_600_000);
-        put(14, 2, in_day / 60_000 % 60);
-        put(17, 2, in_day / 1_000 % 60);
-        put(20, 3, in_day % 1_000);
-        // Only ASCII digits and separators were written.
-        f.write_str(std::str::from_utf8(&out).map_err(|_| std::fmt::Error)?)
+/// [`iso`], appended to `out` (a message being built: the hot exclusion messages
+/// skip the formatting machinery).
+pub fn push_iso(out: &mut String, ms: u64) {
+    let days = (ms / 86_400_000) as i64;
+    let in_day = ms % 86_400_000;
+    let (year, month, day) = civil_from_days(days);
+    if !(0..=9999).contains(&year) {
+        use std::fmt::Write as _;
+        let _ = write!(
+            out,
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+            in_day / 3_600_000,
+            in_day / 60_000 % 60,
+            in_day / 1_000 % 60,
+            in_day % 1_000
+        );
+        return;
     }
+    // YYYY-MM-DDTHH:MM:SS.mmmZ, digit by digit.
+    let mut text = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, width: usize, mut value: u64| {
+        for i in (at..at + width).rev() {
+            text[i] = b'0' + (value % 10) as u8;
+            value /= 10;
+        }
+    };
+    put(0, 4, year as u64);
+    put(5, 2, u64::from(month));
+    put(8, 2, u64::from(day));
+    put(11, 2, in_day / 3_600_000);
+    put(14, 2, in_day / 60_000 % 60);
+    put(17, 2, in_day / 1_000 % 60);
+    put(20, 3, in_day % 1_000);
+    // Only ASCII digits and separators were written.
+    out.push_str(std::str::from_utf8(&text).unwrap_or_default());
 }
 
 /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian).

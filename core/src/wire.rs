@@ -485,7 +485,7 @@ impl Output {
             },
             "event" => Output::Event {
                 level: r.req("level", Level::from_json)?,
-                name: r.req("name", string)?,
+                name: r.req("name", string)?.into(),
                 message: r.req("message", string)?,
                 fields: r.req("fields", Fields::from_json)?,
             },

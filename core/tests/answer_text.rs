@@ -142,14 +142,14 @@ fn every_output_kind_with_awkward_strings_and_values() {
         for level in [Level::Debug, Level::Info, Level::Warn] {
             outputs.push(Output::Event {
                 level,
-                name: s.clone(),
+                name: s.clone().into(),
                 message: s.clone(),
                 fields: fields.clone().into_iter().collect(),
             });
         }
         outputs.push(Output::Event {
             level: Level::Info,
-            name: s.clone(),
+            name: s.clone().into(),
             message: s.clone(),
             fields: rota_core::Fields::default(),
         });

@@ -197,7 +197,7 @@ pub(super) fn event_output(
 ) -> Output {
     Output::Event {
         level,
-        name: name.as_str().to_string(),
+        name: name.as_str().into(),
         message,
         fields,
     }

@@ -1,8 +1,6 @@
 //! Exclusions: the failure rules that earn one, the strength rules between two,
 //! and how one ends.
 
-use std::fmt::Write as _;
-
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -10,7 +8,7 @@ use crate::classify::{classify, excerpt, Classification};
 use crate::duration::{format_seed_duration, write_seed_duration};
 use crate::protocol::{ExclusionKind, Failure, FailureKind, Level};
 use crate::sorted;
-use crate::time::{iso, Iso};
+use crate::time::{iso, push_iso};
 
 use super::events::EventName;
 use super::keys::{timer_key, Index};
@@ -304,14 +302,21 @@ impl Policy {
         }
         // Sized for it (every report of a rate-limit storm: no regrowth on the way).
         let mut message = String::with_capacity(id.len() + merged.reason.len() + 64);
-        let _ = write!(message, "{id} out of the round {}", Described(&merged));
+        message.push_str(&id);
+        message.push_str(" out of the round ");
+        Described(&merged).push_to(&mut message);
+        // Built whole, the last dropped when there is no end (a push would regrow it).
         let mut fields = vec![
             ("executor", Value::String(id)),
             ("kind", json!(merged.kind)),
             ("reason", Value::String(merged.reason.clone())),
+            (
+                "until",
+                merged.until.map_or(Value::Null, |until| json!(until)),
+            ),
         ];
-        if let Some(until) = merged.until {
-            fields.push(("until", json!(until)));
+        if merged.until.is_none() {
+            fields.pop();
         }
         self.event(Level::Warn, EventName::Excluded, message, fields);
         self.set_exclusion(e, Some(merged));
@@ -621,22 +626,35 @@ pub(super) fn describe(exclusion: &ActiveExclusion) -> String {
 /// straight into the message being built.
 pub(super) struct Described<'a>(pub(super) &'a ActiveExclusion);
 
+impl Described<'_> {
+    /// Appended to `out` (every report of a rate-limit storm writes one: no
+    /// formatting machinery on the way).
+    pub(super) fn push_to(&self, out: &mut String) {
+        let exclusion = self.0;
+        let (lead, until) = match exclusion.kind {
+            ExclusionKind::Until => ("until ", Some(exclusion.until)),
+            ExclusionKind::Health => ("until its health check answers", None),
+            ExclusionKind::Run => ("for this run", None),
+            ExclusionKind::Manual => match exclusion.until {
+                Some(_) => ("paused until ", Some(exclusion.until)),
+                None => ("paused", None),
+            },
+        };
+        out.push_str(lead);
+        match until {
+            Some(Some(t)) => push_iso(out, t),
+            Some(None) => out.push('?'),
+            None => {}
+        }
+        out.push_str(": ");
+        out.push_str(&exclusion.reason);
+    }
+}
+
 impl std::fmt::Display for Described<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let exclusion = self.0;
-        match exclusion.kind {
-            ExclusionKind::Until => match exclusion.until {
-                Some(t) => write!(f, "until {}: {}", Iso(t), exclusion.reason),
-                None => write!(f, "until ?: {}", exclusion.reason),
-            },
-            ExclusionKind::Health => {
-                write!(f, "until its health check answers: {}", exclusion.reason)
-            }
-            ExclusionKind::Run => write!(f, "for this run: {}", exclusion.reason),
-            ExclusionKind::Manual => match exclusion.until {
-                Some(t) => write!(f, "paused until {}: {}", Iso(t), exclusion.reason),
-                None => write!(f, "paused: {}", exclusion.reason),
-            },
-        }
+        let mut text = String::with_capacity(self.0.reason.len() + 40);
+        self.push_to(&mut text);
+        f.write_str(&text)
     }
 }

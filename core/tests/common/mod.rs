@@ -271,7 +271,7 @@ impl Outs {
                     fields,
                 } => Some(Event {
                     level: *level,
-                    name: name.clone(),
+                    name: name.to_string(),
                     message: message.clone(),
                     fields: fields.clone(),
                 }),
