@@ -211,9 +211,8 @@ pub use duration::{format_duration, format_seed_duration, parse_duration};
 pub use error::Error;
 pub use policy::{Grant, OutputRef, Policy};
 pub use protocol::{
-    Bounded, Choice, Exclusion, ExclusionKind, ExpiredOwnerLeases, ExplainRequest, Failure,
-    FailureKind, Fields, Input, LeaseRequest, Level, Options, Output, PersistedState, Unservable,
-    LOG_VERSION,
+    Choice, Exclusion, ExclusionKind, ExpiredOwnerLeases, ExplainRequest, Failure, FailureKind,
+    Fields, Input, LeaseRequest, Level, Options, Output, PersistedState, Unservable, LOG_VERSION,
 };
 pub use secrets::{check, Check};
 pub use sorted::SortedMap;

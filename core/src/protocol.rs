@@ -231,21 +231,6 @@ pub enum Input {
     Version { now: u64, log: u64 },
 }
 
-/// An [`Input`] within the bounds of [`crate::limits`]: only
-/// [`Input::within_limits`] makes one.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Bounded(Input);
-
-impl Bounded {
-    pub fn input(&self) -> &Input {
-        &self.0
-    }
-
-    pub fn into_input(self) -> Input {
-        self.0
-    }
-}
-
 /// The version of the input log this core folds (the `version` marker's `log`).
 pub const LOG_VERSION: u64 = 1;
 
@@ -286,14 +271,6 @@ impl Input {
             Some(message) => Err(Error::input(format!("{}: {message}", self.kind()))),
             None => Ok(()),
         }
-    }
-
-    /// The input, checked against the bounds of [`crate::limits`] once, for
-    /// [`crate::Policy::handle_bounded`] (a reader that checks as it reads saves the
-    /// policy the second check: the binary step of every JS host).
-    pub fn within_limits(self) -> Result<Bounded, Error> {
-        self.check_limits()?;
-        Ok(Bounded(self))
     }
 
     /// What [`Input::check_limits`] refuses, without the input's tag.

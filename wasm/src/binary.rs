@@ -75,7 +75,7 @@
 //! 5 anything else (its JSON text, a string).
 
 use rota_core::json::to_text;
-use rota_core::{Bounded, Failure, FailureKind, Input, LeaseRequest, Level, Output, OutputRef};
+use rota_core::{Failure, FailureKind, Input, LeaseRequest, Level, Output, OutputRef};
 use serde_json::Value;
 
 /// Where the answer's outputs start.
@@ -95,9 +95,9 @@ pub(crate) const STATUS_REFUSED: u8 = 2;
 /// The input in the buffer's first `len` bytes, or `None` when it is not one this
 /// reader knows (JS then sends it as JSON: the buffer is never trusted to be well
 /// formed, only to be bounded).
-pub(crate) fn read_input(buf: &[u8]) -> Option<Bounded> {
+pub(crate) fn read_input(buf: &[u8]) -> Option<Input> {
     // Beyond a bound of `rota_core::limits`: the JSON step words the refusal.
-    read_fields(buf).and_then(|input| input.within_limits().ok())
+    read_fields(buf).filter(|input| input.check_limits().is_ok())
 }
 
 fn read_fields(buf: &[u8]) -> Option<Input> {

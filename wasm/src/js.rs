@@ -479,7 +479,7 @@ impl JsPolicy {
         let input = self.io.get(..len as usize).and_then(binary::read_input);
         // Not built at all in the core (for this input only: `handleJson` answers whole).
         self.inner.set_event_floor(min_level);
-        let result = input.map(|input| self.inner.handle_bounded(input));
+        let result = input.map(|input| self.inner.handle(input));
         self.inner.set_event_floor(Level::Debug);
         match result {
             None => {

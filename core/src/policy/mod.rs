@@ -44,9 +44,7 @@ use serde_json::Value;
 
 use crate::document::Document;
 use crate::error::Error;
-use crate::protocol::{
-    Bounded, ExclusionKind, Input, Level, Options, Output, LOG_VERSION, STATE_VERSION,
-};
+use crate::protocol::{ExclusionKind, Input, Level, Options, Output, LOG_VERSION, STATE_VERSION};
 use crate::sorted;
 use crate::time::iso;
 
@@ -152,16 +150,6 @@ impl Policy {
     pub fn handle(&mut self, input: Input) -> Result<(), Error> {
         // Bounds (`limits.rs`): JSON readers apply them too, a built `Input` is checked here.
         input.check_limits()?;
-        self.step(input)
-    }
-
-    /// As [`Policy::handle`], for an input already checked against the bounds.
-    pub fn handle_bounded(&mut self, input: Bounded) -> Result<(), Error> {
-        self.step(input.into_input())
-    }
-
-    /// `handle` after the bounds.
-    fn step(&mut self, input: Input) -> Result<(), Error> {
         let checked = self.check(&input)?;
         if let Checked::Marker = checked {
             return Ok(()); // a version marker this core folds: nothing changes
