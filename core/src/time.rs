@@ -61,7 +61,7 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 #[cfg(test)]
 mod tests {
-    use super::iso;
+    use super::{iso, push_iso};
 
     #[test]
     fn formats_like_to_iso_string() {
@@ -70,5 +70,8 @@ mod tests {
         assert_eq!(iso(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(iso(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
         assert_eq!(iso(253_402_300_800_000), "10000-01-01T00:00:00.000Z");
+        let mut out = String::from("until ");
+        push_iso(&mut out, 1_795_000_000_123);
+        assert_eq!(out, "until 2026-11-18T11:06:40.123Z");
     }
 }

@@ -658,3 +658,42 @@ impl std::fmt::Display for Described<'_> {
         f.write_str(&text)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_reads_as_the_seed_describes_it() {
+        let of = |kind, until| ActiveExclusion {
+            kind,
+            reason: "why".into(),
+            until,
+            since: 0,
+            then: None,
+        };
+        let t = Some(1_795_000_000_123);
+        for (exclusion, text) in [
+            (
+                of(ExclusionKind::Until, t),
+                "until 2026-11-18T11:06:40.123Z: why",
+            ),
+            (of(ExclusionKind::Until, None), "until ?: why"),
+            (
+                of(ExclusionKind::Health, None),
+                "until its health check answers: why",
+            ),
+            (of(ExclusionKind::Run, None), "for this run: why"),
+            (
+                of(ExclusionKind::Manual, t),
+                "paused until 2026-11-18T11:06:40.123Z: why",
+            ),
+            (of(ExclusionKind::Manual, None), "paused: why"),
+        ] {
+            let mut pushed = String::from("x ");
+            Described(&exclusion).push_to(&mut pushed);
+            assert_eq!(pushed, format!("x {text}"));
+            assert_eq!(describe(&exclusion), text, "Display agrees with push_to");
+        }
+    }
+}
