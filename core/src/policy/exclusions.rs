@@ -619,7 +619,9 @@ pub(super) fn kind_name(kind: ExclusionKind) -> &'static str {
 
 /// The seed's `describeExclusion`.
 pub(super) fn describe(exclusion: &ActiveExclusion) -> String {
-    Described(exclusion).to_string()
+    let mut text = String::with_capacity(exclusion.reason.len() + 40);
+    Described(exclusion).push_to(&mut text);
+    text
 }
 
 /// How an exclusion reads in messages ("until <instant>: <reason>" ...), written
@@ -631,31 +633,29 @@ impl Described<'_> {
     /// formatting machinery on the way).
     pub(super) fn push_to(&self, out: &mut String) {
         let exclusion = self.0;
-        let (lead, until) = match exclusion.kind {
-            ExclusionKind::Until => ("until ", Some(exclusion.until)),
-            ExclusionKind::Health => ("until its health check answers", None),
-            ExclusionKind::Run => ("for this run", None),
-            ExclusionKind::Manual => match exclusion.until {
-                Some(_) => ("paused until ", Some(exclusion.until)),
-                None => ("paused", None),
-            },
-        };
-        out.push_str(lead);
-        match until {
-            Some(Some(t)) => push_iso(out, t),
-            Some(None) => out.push('?'),
-            None => {}
+        match (exclusion.kind, exclusion.until) {
+            (ExclusionKind::Until, Some(t)) => {
+                out.push_str("until ");
+                push_iso(out, t);
+            }
+            (ExclusionKind::Until, None) => out.push_str("until ?"),
+            (ExclusionKind::Health, _) => out.push_str("until its health check answers"),
+            (ExclusionKind::Run, _) => out.push_str("for this run"),
+            (ExclusionKind::Manual, Some(t)) => {
+                out.push_str("paused until ");
+                push_iso(out, t);
+            }
+            (ExclusionKind::Manual, None) => out.push_str("paused"),
         }
         out.push_str(": ");
         out.push_str(&exclusion.reason);
     }
 }
 
+/// For the `format!`s of the rarer messages.
 impl std::fmt::Display for Described<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut text = String::with_capacity(self.0.reason.len() + 40);
-        self.push_to(&mut text);
-        f.write_str(&text)
+        f.write_str(&describe(self.0))
     }
 }
 

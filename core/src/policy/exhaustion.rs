@@ -280,7 +280,12 @@ impl Policy {
             return;
         }
         let _ = match &x.runtime.exclusion {
-            Some(exclusion) => write!(out, "{id} {}", Described(exclusion)),
+            Some(exclusion) => {
+                out.push_str(id);
+                out.push(' ');
+                Described(exclusion).push_to(out);
+                Ok(())
+            }
             None => match &x.runtime.pause {
                 Some(p) if p.blocked => {
                     write!(out, "{id} paused creating machines until {}", iso(p.until))
