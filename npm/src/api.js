@@ -89,7 +89,7 @@ export function buildApi(wasm, platform) {
     // The roster's own inputs (`DRIVER_STEP`): `handleAtLevel`, through `stepTrusted`.
     let driverStep = handleAtLevel
     if (typeof wasm.__memory === 'function') {
-      const { step, stepTrusted } = binaryStep(wasm, RotaError)
+      const { step, stepTrusted } = binaryStep(wasm)
       handle = function handle(input) {
         const answer = step(this, input, 0)
         return answer === undefined ? handleJson.call(this, input) : answer

@@ -9,8 +9,9 @@
 // JSON type (`undefined` is an absent field, as `JSON.stringify` leaves it out; `null`
 // is an absent optional field, as the reader takes it), whole numbers that JS holds
 // exactly, and strings that are ASCII or well-formed UTF-16. Anything else returns -1
-// and goes through `handleJson`, so that errors (and their messages) are exactly the
-// JSON step's. The answer is deep-equal to `JSON.parse(handleJson(...))`: the same
+// and goes through `handleJson`, and so does an input the policy refuses (it changes
+// nothing on an error), so that errors (and their messages) are exactly the JSON
+// step's. The answer is deep-equal to `JSON.parse(handleJson(...))`: the same
 // keys in the same order, the same values.
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER
@@ -95,10 +96,10 @@ const isString = (value) => typeof value === 'string'
 
 /**
  * The binary `handle` for one wasm-bindgen module: `step(policy, input, minLevel)` gives
- * the answer, or `undefined` when the input is one to send as JSON; `stepTrusted` the
- * same for an input the driver built.
+ * the answer, or `undefined` when the input is one to send as JSON (one it does not
+ * encode, or one the policy refused); `stepTrusted` the same for an input the driver built.
  */
-export function binaryStep(wasm, RotaError) {
+export function binaryStep(wasm) {
   const memory = wasm.__memory()
   let u8 = new Uint8Array(memory.buffer)
   let view = new DataView(memory.buffer)
@@ -613,11 +614,8 @@ export function binaryStep(wasm, RotaError) {
       }
       return { outputs, wakeAt }
     }
-    if (status === 1) {
-      p = ptr + HEADER
-      const error = JSON.parse(str())
-      throw new RotaError(error.code, error.message, error.violations === undefined ? {} : { violations: error.violations })
-    }
+    // Refused (status 2): an input this reader does not take, or one the policy
+    // refused, changing nothing; the JSON step feeds it again and throws its error.
     return undefined
   }
 

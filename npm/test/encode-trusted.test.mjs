@@ -14,7 +14,7 @@ import { Policy, RotaError } from 'rota'
 const here = import.meta.resolve('rota')
 const wasm = await import(new URL('../pkg/node/rota_wasm.js', here).href)
 const { binaryStep } = await import(new URL('./binary.js', here).href)
-const { encode, encodeTrusted } = binaryStep(wasm, RotaError)
+const { encode, encodeTrusted } = binaryStep(wasm)
 
 const HANDLE_AT_LEVEL = Symbol.for('rota.handleAtLevel')
 const DRIVER_STEP = Symbol.for('rota.driverStep')

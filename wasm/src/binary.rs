@@ -9,9 +9,11 @@
 //! JSON reader accepts (every other input, and every input it does not recognise,
 //! goes through `handleJson`, so errors keep their exact text), and it builds from
 //! the records plain objects deep-equal to `JSON.parse` of `handleJson`'s answer.
-//! The two files are one format; change them together. An input past a bound of
-//! `rota_core::limits` (`Input::check_limits`) is refused here too, so that the JSON
-//! step words the refusal.
+//! The two files are one format; change them together. An input the policy refuses
+//! (past a bound of `rota_core::limits`, or any other error) is answered with status
+//! 2, and JS feeds it again through the JSON step, which refuses it in its own words:
+//! the policy changes nothing on an error, and the bounds are checked once (in
+//! `Policy::handle`), not here as well.
 //!
 //! # The buffer
 //!
@@ -38,10 +40,9 @@
 //! | probeResult | | | executor |
 //!
 //! Answer: `[0..4)` its length, `[4..8)` the buffer's size (the most the next input
-//! may use), `[8]` status (0 outputs, 1 an error, 2 an input this reader refused: use
-//! the JSON step), `[9]` 1 when there is a wake-up time, `[12..16)` the number of
-//! outputs, `[16..24)` the wake-up time as f64, then from 24: the outputs (status 0),
-//! or the error's JSON text as a string (status 1).
+//! may use), `[8]` status (0 outputs, 2 an input this reader or the policy refused:
+//! use the JSON step), `[9]` 1 when there is a wake-up time, `[12..16)` the number of
+//! outputs, `[16..24)` the wake-up time as f64, then from 24: the outputs (status 0).
 //!
 //! A string is a byte `t`: below 0x80, an ASCII string of `t` bytes follows; 0x80, a
 //! u32 byte length and UTF-8 bytes follow; 0x81, a slot byte: the string in that
@@ -89,18 +90,12 @@ const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
 pub(crate) const NO_PERSIST: u8 = 4;
 
 pub(crate) const STATUS_OUTPUTS: u8 = 0;
-pub(crate) const STATUS_ERROR: u8 = 1;
 pub(crate) const STATUS_REFUSED: u8 = 2;
 
 /// The input in the buffer's first `len` bytes, or `None` when it is not one this
 /// reader knows (JS then sends it as JSON: the buffer is never trusted to be well
-/// formed, only to be bounded).
+/// formed, only to be bounded). Its bounds are `Policy::handle`'s to check.
 pub(crate) fn read_input(buf: &[u8]) -> Option<Input> {
-    // Beyond a bound of `rota_core::limits`: the JSON step words the refusal.
-    read_fields(buf).filter(|input| input.check_limits().is_ok())
-}
-
-fn read_fields(buf: &[u8]) -> Option<Input> {
     let mut r = Reader {
         buf,
         at: STRINGS.min(buf.len()),

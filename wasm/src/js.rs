@@ -482,13 +482,10 @@ impl JsPolicy {
         let result = input.map(|input| self.inner.handle(input));
         self.inner.set_event_floor(Level::Debug);
         match result {
-            None => {
+            // Not read, or refused (nothing changed): the JSON step feeds it again and
+            // words the error, so every error has the JSON step's text.
+            None | Some(Err(_)) => {
                 Writer::new(&mut self.io, &mut self.strings, binary::STATUS_REFUSED).finish(0, None)
-            }
-            Some(Err(error)) => {
-                let mut writer = Writer::new(&mut self.io, &mut self.strings, binary::STATUS_ERROR);
-                writer.str(&to_text(&error.to_json()));
-                writer.finish(0, None);
             }
             Some(Ok(())) => {
                 let mut writer =
