@@ -123,9 +123,11 @@ impl LeaseTable {
         }
     }
 
-    pub(super) fn remove(&mut self, id: u64) -> Option<Lease> {
+    /// Closes lease `id`: the lease, still boxed (its fields are read and dropped,
+    /// not moved again).
+    pub(super) fn remove(&mut self, id: u64) -> Option<Box<Lease>> {
         let i = self.find(id).ok()?;
-        let lease = *self.slots[i].1.take()?;
+        let lease = self.slots[i].1.take()?;
         self.live -= 1;
         if self.live == 0 {
             // Drained: give back what a burst grew, but keep a small table (a steady
@@ -192,7 +194,7 @@ impl Leases {
     }
 
     /// Closes lease `id`; `None` if it is not open (released before).
-    pub(super) fn close(&mut self, id: u64, requests: &mut Requests) -> Option<Lease> {
+    pub(super) fn close(&mut self, id: u64, requests: &mut Requests) -> Option<Box<Lease>> {
         let lease = self.open.remove(id)?;
         if !lease.deleting {
             requests.unname_lease(&lease.request, id);
