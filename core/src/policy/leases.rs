@@ -69,7 +69,7 @@ impl PartialEq for Place {
 pub(super) struct LeaseTable {
     /// Sorted by id, ids unique; `None` is a released lease's hole. Boxed: a search
     /// steps over 16-byte places, not over the leases themselves (issue 15: with
-    /// 10,000 leases open, a few hundred bytes apart, nearly every step missed the
+    /// 10,000 leases open, each over a hundred bytes, nearly every step missed the
     /// cache).
     pub(super) slots: Vec<(u64, Option<Box<Lease>>)>,
     /// The `Some` entries.
