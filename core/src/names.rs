@@ -1,8 +1,25 @@
-//! Names as ordered map keys: the one name-to-number map of the crate (`ByName`).
+//! Names as ordered map keys: the one name-to-number map of the crate (`ByName`);
+//! and names shared by the roster and its leases (`SharedName`).
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
+
+/// An executor's or a role's name as a lease holds it. With the feature
+/// `shared-names` (the Node and the wasmtime builds), one allocation shared by the
+/// roster and every lease that names it: a grant clones a pointer, a release drops
+/// one. Without it (the web build, whose code size is budgeted), each lease owns a
+/// copy, as before the feature (the same code). Either way it reads as a `str`.
+#[cfg(feature = "shared-names")]
+pub(crate) type SharedName = std::sync::Arc<str>;
+#[cfg(not(feature = "shared-names"))]
+pub(crate) type SharedName = String;
+
+/// An owned name as a `SharedName` (a move when names are not shared).
+#[allow(clippy::useless_conversion)] // the identity without `shared-names`
+pub(crate) fn shared(name: String) -> SharedName {
+    name.into()
+}
 
 /// A name as a map key: its first eight bytes as a big-endian `u64` (zero-padded),
 /// then its whole text. Two names compare as their texts do (where the padded heads

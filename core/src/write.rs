@@ -223,6 +223,13 @@ impl WriteJson for str {
     }
 }
 
+#[cfg(feature = "shared-names")]
+impl WriteJson for crate::names::SharedName {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_str(out, self);
+    }
+}
+
 impl WriteJson for String {
     fn write_json(&self, out: &mut Vec<u8>) {
         write_str(out, self);

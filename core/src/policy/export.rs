@@ -11,7 +11,7 @@ use crate::status::PreflightRecord;
 use crate::write::{Obj, WriteJson};
 
 use super::exclusions::ActiveExclusion;
-use super::keys::{key_parts, KeyParts};
+use super::keys::{key_parts, shared, KeyParts};
 use super::leases::{Lease, Place};
 use super::provisioning::Pause;
 use super::reload::Startup;
@@ -487,8 +487,8 @@ impl Lease {
         let o = object(value, "struct Lease")?;
         Ok(Lease {
             request: o.req("request", read::string)?,
-            executor: o.req("executor", read::string)?,
-            role: o.opt("role", read::string)?,
+            executor: shared(o.req("executor", read::string)?),
+            role: o.opt("role", read::string)?.map(shared),
             label: o.opt("label", read::string)?,
             hold: o.opt("hold", read::value)?,
             since: o.req("since", read::u64)?,

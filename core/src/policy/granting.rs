@@ -228,11 +228,11 @@ impl Policy {
             x.spec.id
         );
         let provision = x.spec.provision;
-        let executor_id = x.spec.id.clone();
+        let executor_id = x.shared_name();
         self.roster.ready_up(e);
         if provision && req.pin().is_none() {
             req.creating = Some(Box::new(Creating {
-                executor: executor_id.clone(),
+                executor: executor_id.to_string(),
                 passed,
             }));
             let label = req.label.clone();
@@ -246,7 +246,7 @@ impl Policy {
             }
             self.push_output(Output::CreateMachine {
                 request: id.to_string(),
-                executor: executor_id.clone(),
+                executor: executor_id.to_string(),
                 owner,
             });
             let role = self.role_name(r).to_string();

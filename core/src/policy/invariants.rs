@@ -188,7 +188,7 @@ impl Policy {
             if let Some(r) = lease
                 .role
                 .as_ref()
-                .and_then(|x| roles.iter().position(|y| y == x))
+                .and_then(|x| roles.iter().position(|y| **y == **x))
             {
                 if executors[e].has_role(r) {
                     by_role[e][r] += 1;

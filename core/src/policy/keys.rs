@@ -75,7 +75,7 @@ impl Priority {
 }
 
 /// Names to numbers (request ids to slots and to leases, executor ids to indexes).
-pub(super) use crate::names::ByName;
+pub(super) use crate::names::{shared, ByName, SharedName};
 
 #[cfg(test)]
 mod key_tests {

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 use crate::protocol::{Level, Output};
 
 use super::events::EventName;
+use super::keys::{shared, SharedName};
 use super::outputs::Queued;
 use super::requests::{Request, Requests};
 use super::Policy;
@@ -14,8 +15,9 @@ use super::Policy;
 #[serde(rename_all = "camelCase")]
 pub(super) struct Lease {
     pub(super) request: String,
-    pub(super) executor: String,
-    pub(super) role: Option<String>,
+    /// Shared with the executor and the role table (see `SharedName`).
+    pub(super) executor: SharedName,
+    pub(super) role: Option<SharedName>,
     pub(super) label: Option<String>,
     pub(super) hold: Option<Value>,
     pub(super) since: u64,
@@ -228,13 +230,13 @@ impl Policy {
     pub(super) fn open_lease(
         &mut self,
         req: Request,
-        executor_id: String,
+        executor_id: SharedName,
         at: Option<usize>,
         hold: Option<Value>,
         passed: u32,
     ) {
         let lease = self.leases.allocate();
-        let role = self.roster.request_role_name(&req).to_string();
+        let role = self.roster.roles.shared_name(req.role);
         let label = req.label.map(String::from);
         let owner = req.owner.map(String::from);
         let id = String::from(req.id);
@@ -318,7 +320,7 @@ impl Policy {
                 self.leases
                     .start_deletion(lease_id, &mut self.queue.requests);
                 self.push_output(Output::DeleteMachine {
-                    executor: executor.clone(),
+                    executor: executor.to_string(),
                     hold: hold.clone(),
                     lease: Some(lease_id),
                     owner,
@@ -391,7 +393,7 @@ impl Policy {
         let r = lease
             .role
             .as_ref()
-            .and_then(|role| self.document.roles.iter().position(|x| x == role));
+            .and_then(|role| self.document.roles.iter().position(|x| **x == **role));
         let x = &self.roster.executors[e];
         let over = x.busy > x.spec.slots && !x.draining;
         self.free_slot(e, r);
@@ -507,8 +509,8 @@ impl Policy {
             lease,
             Lease {
                 request: id,
-                executor,
-                role,
+                executor: shared(executor),
+                role: role.map(shared),
                 label: None,
                 hold,
                 since: self.now,

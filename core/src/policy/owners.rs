@@ -79,7 +79,7 @@ impl Policy {
             if let Some(lease) = self.leases.open.get(id) {
                 if let Some(hold) = lease.hold.clone() {
                     self.push_output(Output::DeleteMachine {
-                        executor: lease.executor.clone(),
+                        executor: lease.executor.to_string(),
                         hold,
                         lease: Some(id),
                         owner: lease.owner.clone(),

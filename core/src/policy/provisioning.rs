@@ -10,7 +10,7 @@ use crate::sorted::{self, StrMap};
 use crate::time::iso;
 
 use super::events::EventName;
-use super::keys::{timer_key, Index};
+use super::keys::{shared, timer_key, Index};
 use super::requests::Creating;
 use super::Policy;
 
@@ -131,7 +131,7 @@ impl Policy {
             // The creation checked the executor: the seed records a passed preflight.
             self.record_preflight(&executor, true, None);
         }
-        self.open_lease(req, executor, place, Some(hold), passed);
+        self.open_lease(req, shared(executor), place, Some(hold), passed);
     }
 
     pub(super) fn machine_failed(&mut self, id: &str, message: &str, reason: Option<String>) {

@@ -71,7 +71,7 @@ impl Policy {
             list.push(LeaseStatus {
                 lease: id,
                 request: lease.request.clone(),
-                role: lease.role.clone(),
+                role: lease.role.as_deref().map(str::to_string),
                 label: lease.label.clone(),
                 hold: lease.hold.clone(),
                 since: lease.since,

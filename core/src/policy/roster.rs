@@ -9,7 +9,7 @@ use crate::document::ExecutorSpec;
 use crate::protocol::{Choice, ExclusionKind, Unservable};
 
 use super::exclusions::ActiveExclusion;
-use super::keys::{ready_key, ByName, Index, Priority};
+use super::keys::{ready_key, ByName, Index, Priority, SharedName};
 use super::provisioning::Pause;
 use super::requests::Request;
 use super::Policy;
@@ -29,6 +29,9 @@ pub(super) struct Runtime {
 #[derive(Debug, Clone)]
 pub(super) struct Executor {
     pub(super) spec: ExecutorSpec,
+    /// `spec.id`, shared with the executor's leases (see `SharedName`).
+    #[cfg(feature = "shared-names")]
+    pub(super) name: SharedName,
     /// Removed by a reload; leaves when its last lease ends.
     pub(super) draining: bool,
     pub(super) runtime: Runtime,
@@ -47,6 +50,8 @@ pub(super) struct Executor {
 impl Executor {
     pub(super) fn new(spec: ExecutorSpec, runtime: Runtime, roles: &[String]) -> Executor {
         let mut exec = Executor {
+            #[cfg(feature = "shared-names")]
+            name: spec.id.as_str().into(),
             spec,
             draining: false,
             runtime,
@@ -60,6 +65,15 @@ impl Executor {
         };
         exec.derive(roles);
         exec
+    }
+
+    /// Its id as a lease holds it: shared with the executor, or a copy.
+    pub(super) fn shared_name(&self) -> SharedName {
+        #[cfg(feature = "shared-names")]
+        let name = self.name.clone();
+        #[cfg(not(feature = "shared-names"))]
+        let name = self.spec.id.as_str().into();
+        name
     }
 
     pub(super) fn derive(&mut self, roles: &[String]) {
@@ -147,8 +161,9 @@ impl ExecutorIndex {
 /// takes it.
 #[derive(Debug, Clone, Default)]
 pub(super) struct RoleTable {
-    /// Every role name a document of this run declared (append-only).
-    pub(super) names: Vec<String>,
+    /// Every role name a document of this run declared (append-only); shared with
+    /// the leases of each role (a grant copies no text).
+    pub(super) names: Vec<SharedName>,
     /// Per interned role: its index among the document's roles, if it is there.
     pub(super) at: Vec<Option<usize>>,
     /// Per document role: its index in `names`.
@@ -168,10 +183,10 @@ pub(super) struct RoleTable {
 impl RoleTable {
     /// The interned index of a role name, added if new.
     pub(super) fn intern(&mut self, name: &str) -> u32 {
-        match self.names.iter().position(|n| n == name) {
+        match self.names.iter().position(|n| **n == *name) {
             Some(i) => i as u32,
             None => {
-                self.names.push(name.to_string());
+                self.names.push(name.into());
                 (self.names.len() - 1) as u32
             }
         }
@@ -184,9 +199,14 @@ impl RoleTable {
 
     /// An interned role's name.
     pub(super) fn name(&self, interned: u32) -> &str {
+        self.names.get(interned as usize).map_or("?", |n| n)
+    }
+
+    /// The same, shared.
+    pub(super) fn shared_name(&self, interned: u32) -> SharedName {
         self.names
             .get(interned as usize)
-            .map_or("?", String::as_str)
+            .map_or_else(|| "?".into(), Clone::clone)
     }
 
     /// Re-interns the document's roles (after creation, a reload, an import).
@@ -391,7 +411,7 @@ impl Policy {
             let r = lease
                 .role
                 .as_ref()
-                .and_then(|role| roles.iter().position(|x| x == role));
+                .and_then(|role| roles.iter().position(|x| **x == **role));
             self.roster.count_busy(&lease.executor, r);
         }
         for request in self.queue.requests.values() {
