@@ -6,17 +6,17 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 /// An executor's or a role's name as a lease holds it. With the feature
-/// `shared-names` (the Node and the wasmtime builds), one allocation shared by the
+/// `speed` (the Node and the wasmtime builds), one allocation shared by the
 /// roster and every lease that names it: a grant clones a pointer, a release drops
 /// one. Without it (the web build, whose code size is budgeted), each lease owns a
 /// copy, as before the feature (the same code). Either way it reads as a `str`.
-#[cfg(feature = "shared-names")]
+#[cfg(feature = "speed")]
 pub(crate) type SharedName = std::sync::Arc<str>;
-#[cfg(not(feature = "shared-names"))]
+#[cfg(not(feature = "speed"))]
 pub(crate) type SharedName = String;
 
 /// An owned name as a `SharedName` (a move when names are not shared).
-#[allow(clippy::useless_conversion)] // the identity without `shared-names`
+#[allow(clippy::useless_conversion)] // the identity without `speed`
 pub(crate) fn shared(name: String) -> SharedName {
     name.into()
 }

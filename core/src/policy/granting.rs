@@ -11,6 +11,7 @@ use super::events::EventName;
 use super::events::{for_label, with_label};
 use super::keys::{order_key, OrderKey};
 use super::queue::Ending;
+use super::ready::Ready;
 use super::requests::{request_extra, Creating, Request};
 use super::Policy;
 
@@ -195,9 +196,8 @@ impl Policy {
             }
         }
         self.roster.ready[r]
-            .keys()
+            .first_where(|k| !req.avoids(&self.roster.executors[k[2] as usize].spec.id))
             .map(|k| k[2] as usize)
-            .find(|&e| !req.avoids(&self.roster.executors[e].spec.id))
     }
 
     /// Takes a slot on `e` for the request in slot `s`: a lease, or a machine creation first.

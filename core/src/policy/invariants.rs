@@ -10,6 +10,7 @@ use std::fmt;
 #[cfg(debug_assertions)]
 use super::avoid::NO_AVOID;
 use super::keys::{ready_key, Index};
+use super::ready::Ready;
 use super::requests::{LEASED, TAKEN};
 use super::Policy;
 
@@ -237,7 +238,7 @@ impl Policy {
                 })?;
                 let want = x.ready_for(r);
                 let key = ready_key(x.priorities[r], x.ready_stamp, e);
-                let has = self.roster.ready[r].contains_key(&key);
+                let has = self.roster.ready[r].has(&key);
                 ensure(want == has, "ready", || {
                     format!(
                         "executor {id} is {} the ready set of {} and should {}be",

@@ -30,6 +30,7 @@ mod probes;
 mod provisioning;
 mod queries;
 mod queue;
+mod ready;
 mod reload;
 mod requests;
 mod roster;

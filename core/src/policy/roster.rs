@@ -9,8 +9,9 @@ use crate::document::ExecutorSpec;
 use crate::protocol::{Choice, ExclusionKind, Unservable};
 
 use super::exclusions::ActiveExclusion;
-use super::keys::{ready_key, ByName, Index, Priority, SharedName};
+use super::keys::{ready_key, ByName, Priority, SharedName};
 use super::provisioning::Pause;
+use super::ready::{Ready, ReadySet};
 use super::requests::Request;
 use super::Policy;
 
@@ -30,7 +31,7 @@ pub(super) struct Runtime {
 pub(super) struct Executor {
     pub(super) spec: ExecutorSpec,
     /// `spec.id`, shared with the executor's leases (see `SharedName`).
-    #[cfg(feature = "shared-names")]
+    #[cfg(feature = "speed")]
     pub(super) name: SharedName,
     /// Removed by a reload; leaves when its last lease ends.
     pub(super) draining: bool,
@@ -50,7 +51,7 @@ pub(super) struct Executor {
 impl Executor {
     pub(super) fn new(spec: ExecutorSpec, runtime: Runtime, roles: &[String]) -> Executor {
         let mut exec = Executor {
-            #[cfg(feature = "shared-names")]
+            #[cfg(feature = "speed")]
             name: spec.id.as_str().into(),
             spec,
             draining: false,
@@ -69,9 +70,9 @@ impl Executor {
 
     /// Its id as a lease holds it: shared with the executor, or a copy.
     pub(super) fn shared_name(&self) -> SharedName {
-        #[cfg(feature = "shared-names")]
+        #[cfg(feature = "speed")]
         let name = self.name.clone();
-        #[cfg(not(feature = "shared-names"))]
+        #[cfg(not(feature = "speed"))]
         let name = self.spec.id.as_str().into();
         name
     }
@@ -279,7 +280,7 @@ pub(super) struct Roster {
     pub(super) roles: RoleTable,
     /// Per document role: the executors that can take an unpinned request of it
     /// now, keyed (priority, stamp, executor): the first is the pick.
-    pub(super) ready: Vec<Index>,
+    pub(super) ready: Vec<ReadySet>,
     /// Counts grants; an executor's `last_leased` stamp is its value at its last.
     pub(super) lease_clock: u64,
     /// Executors that may have gained a usable slot during this input.
@@ -328,12 +329,8 @@ impl Roster {
         let x = &mut self.executors[e];
         for &r in &x.role_indexes {
             if x.in_ready[r] {
-                let removed = self.ready[r].remove(&ready_key(x.priorities[r], x.ready_stamp, e));
-                debug_assert!(
-                    removed.is_some(),
-                    "ready entry of {} for role {r}",
-                    x.spec.id
-                );
+                let removed = self.ready[r].take(&ready_key(x.priorities[r], x.ready_stamp, e));
+                debug_assert!(removed, "ready entry of {} for role {r}", x.spec.id);
                 x.in_ready[r] = false;
             }
         }
@@ -352,10 +349,10 @@ impl Roster {
             let r = x.role_indexes[i];
             let (want, has, priority) = (x.ready_for(r), x.in_ready[r], x.priorities[r]);
             if has && (!want || old != stamp) {
-                self.ready[r].remove(&ready_key(priority, old, e));
+                self.ready[r].take(&ready_key(priority, old, e));
             }
             if want && (!has || old != stamp) {
-                self.ready[r].insert(ready_key(priority, stamp, e), 0);
+                self.ready[r].add(ready_key(priority, stamp, e));
             }
             x.in_ready[r] = want;
         }
@@ -420,7 +417,7 @@ impl Policy {
                 self.roster.count_busy(&creating.executor, r);
             }
         }
-        self.roster.ready = vec![Index::new(); roles.len()];
+        self.roster.ready = vec![ReadySet::default(); roles.len()];
         self.roster.forget_reports();
         self.exclusions.ends.clear();
         self.provisioning.pause_ends.clear();
