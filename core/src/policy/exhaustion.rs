@@ -9,6 +9,7 @@ use crate::write::push_u64;
 
 use super::avoid::Avoid;
 use super::exclusions::Described;
+use super::keys::ByName;
 use super::queue::Ending;
 use super::reload::Startup;
 use super::requests::Request;
@@ -58,7 +59,8 @@ impl Policy {
         if count == 0 {
             return;
         }
-        if count.saturating_mul(8) >= index.len() {
+        // A long list against an ordered index: one merged walk, not a search per id.
+        if ByName::WALKS_IN_ORDER && count.saturating_mul(8) >= index.len() {
             let mut ids = avoid.distinct().peekable();
             for (key, &e) in index.iter() {
                 while ids.next_if(|id| *id < key).is_some() {}
