@@ -20,6 +20,16 @@ pub(crate) use hashed::ByName;
 #[cfg(not(feature = "speed"))]
 pub(crate) use ordered::ByName;
 
+impl FromIterator<(Box<str>, u64)> for ByName {
+    fn from_iter<I: IntoIterator<Item = (Box<str>, u64)>>(pairs: I) -> ByName {
+        let mut map = ByName::new();
+        for (name, value) in pairs {
+            map.insert(name, value);
+        }
+        map
+    }
+}
+
 /// An executor's or a role's name as a lease holds it. With the feature
 /// `speed` (the Node and the wasmtime builds), one allocation shared by the
 /// roster and every lease that names it: a grant clones a pointer, a release drops

@@ -105,16 +105,6 @@ impl ByName {
     }
 }
 
-impl FromIterator<(Box<str>, u64)> for ByName {
-    fn from_iter<I: IntoIterator<Item = (Box<str>, u64)>>(pairs: I) -> ByName {
-        let mut map = ByName::new();
-        for (name, value) in pairs {
-            map.insert(name, value);
-        }
-        map
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
