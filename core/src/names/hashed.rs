@@ -17,7 +17,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// bits on wasm32. A few instructions for a short id; not keyed against chosen
 /// collisions, which cost time only (the table compares the texts).
 #[derive(Default)]
-pub(crate) struct NameHash(u64);
+struct NameHash(u64);
 
 const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
 
@@ -30,17 +30,11 @@ impl NameHash {
 impl Hasher for NameHash {
     fn write(&mut self, bytes: &[u8]) {
         self.add(bytes.len() as u64);
-        let mut words = bytes.chunks_exact(8);
-        for word in &mut words {
-            let mut w = [0; 8];
-            w.copy_from_slice(word);
-            self.add(u64::from_le_bytes(w));
-        }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut w = [0; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(w));
+        // Eight bytes a word, the last one zero-padded.
+        for chunk in bytes.chunks(8) {
+            let mut word = [0; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
         }
     }
 
