@@ -23,8 +23,9 @@ pub(super) enum Admission {
 }
 
 impl Policy {
-    pub(super) fn admit(&mut self, request: LeaseRequest, try_only: bool) {
-        let Ok(r) = self.role_index(&request.role) else {
+    /// A lease or tryLease, its role `r` as `check` found it.
+    pub(super) fn admit(&mut self, request: LeaseRequest, r: Option<usize>, try_only: bool) {
+        let Some(r) = r else {
             debug_assert!(false, "admit: the role was checked");
             return;
         };
@@ -324,7 +325,8 @@ impl Policy {
     /// The earliest waiting request, in lease order, that one of the dirty
     /// executors can serve now.
     pub(super) fn next_candidate(&self) -> Option<(u32, Option<usize>)> {
-        if !self.serving() {
+        // Nothing stored, nothing waits (most inputs of a roster that keeps up).
+        if self.queue.requests.len() == 0 || !self.serving() {
             return None;
         }
         let mut best: Option<(OrderKey, u32, Option<usize>)> = None;

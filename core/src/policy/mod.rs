@@ -96,6 +96,17 @@ enum Checked {
     Marker,
     /// The index of the executor the input names, as `check` found it.
     Executor(usize),
+    /// The index of the role a lease or tryLease asks for, as `check` found it.
+    Role(usize),
+}
+
+impl Checked {
+    fn role(&self) -> Option<usize> {
+        match *self {
+            Checked::Role(r) => Some(r),
+            _ => None,
+        }
+    }
 }
 
 impl Policy {
@@ -238,10 +249,11 @@ impl Policy {
                 self.check_new_id(&request.id)?;
                 let r = self.role_index(&request.role)?;
                 self.check_room_to_wait(request, r)?;
+                return Ok(Checked::Role(r));
             }
             Input::TryLease(request) => {
                 self.check_new_id(&request.id)?;
-                self.role_index(&request.role)?;
+                let r = self.role_index(&request.role)?;
                 if self.queue.requests.len() >= crate::limits::MAX_WAITING_REQUESTS {
                     return Err(Error::input(format!(
                         "{} requests are open, the most the queue holds (limits::MAX_WAITING_REQUESTS); \
@@ -250,6 +262,7 @@ impl Policy {
                         request.id
                     )));
                 }
+                return Ok(Checked::Role(r));
             }
             Input::Cancel { id, .. } => {
                 if !self.queue.requests.contains_key(id) {
@@ -368,8 +381,8 @@ impl Policy {
 
     fn apply(&mut self, input: Input, checked: Checked) {
         match input {
-            Input::Lease(request) => self.admit(request, false),
-            Input::TryLease(request) => self.admit(request, true),
+            Input::Lease(request) => self.admit(request, checked.role(), false),
+            Input::TryLease(request) => self.admit(request, checked.role(), true),
             Input::Cancel { id, .. } => {
                 if self.queue.requests.contains_key(&id) {
                     self.end_request(&id, Ending::Cancelled);

@@ -208,6 +208,10 @@ impl Policy {
     /// Builds every queued reference in place: before a lease closes or the executors
     /// move (an undrained queue's references would dangle).
     pub(super) fn settle_outputs(&mut self) {
+        // Most inputs find the queue drained (every host drains after each input).
+        if self.outputs.is_empty() {
+            return;
+        }
         for queued in self.outputs.iter_mut() {
             if let Some(output) = resolve(queued, &self.leases.open, &self.roster.executors) {
                 *queued = Queued::Built(output.into_output());
