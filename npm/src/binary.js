@@ -150,6 +150,11 @@ export function binaryStep(wasm) {
 
   // ---- the parts of `encode` that `encodeTrusted` shares ----------------------------
 
+  /**
+   * The id of the lease or tryLease being encoded (else undefined): the answer names
+   * it as `0x83` (binary.rs), this string, rather than sending it back.
+   */
+  let inputId
   /** The flags of the last `requestBytes` (which fields a request carries). */
   let requestFlags = 0
   /**
@@ -185,6 +190,7 @@ export function binaryStep(wasm) {
   /** Writes a request's fields after its header (`at` is past it); false when a string is not well-formed. */
   function writeRequest(base, flags, id, role, avoid, prefer, pin, rank, eventTime, label, deadline) {
     if (!putString(id) || !putString(role)) return false
+    inputId = id
     if (flags & 1) view.setFloat64(base + 16, rank, true)
     if (flags & 2) view.setFloat64(base + 24, eventTime, true)
     if (flags & 4) view.setFloat64(base + 32, deadline, true)
@@ -208,6 +214,7 @@ export function binaryStep(wasm) {
       policy[IO] = io
     }
     views()
+    inputId = undefined
     const base = io.ptr
     u8[base] = kind
     u8[base + 1] = flags
@@ -407,6 +414,10 @@ export function binaryStep(wasm) {
       const s = slots[u8[p + 1]]
       p += 2
       return s
+    }
+    if (t === 0x83) {
+      p += 1
+      return inputId
     }
     if (t === 0x82) {
       const slot = u8[p + 1]

@@ -47,7 +47,8 @@
 //! A string is a byte `t`: below 0x80, an ASCII string of `t` bytes follows; 0x80, a
 //! u32 byte length and UTF-8 bytes follow; 0x81, a slot byte: the string in that
 //! slot ([`Strings`]); 0x82, a slot byte and a string (of the first two forms), which
-//! takes that slot. A number the core holds as u64 or i64 is
+//! takes that slot; 0x83, the input's own `id` (a lease's or a tryLease's: the id JS
+//! just sent, which it keeps rather than reads back). A number the core holds as u64 or i64 is
 //! written as the nearest f64 (what `JSON.parse` gives for its decimal text).
 //!
 //! Outputs, each a kind byte and its fields in the JSON's order:
@@ -279,6 +280,10 @@ impl Reader<'_> {
 #[derive(Default)]
 pub(crate) struct Strings {
     slots: Vec<String>,
+    /// The id of the lease or tryLease being answered (else empty): its grant or its
+    /// wait names it as `0x83`, the string JS sent (issue 15: a request id is new on
+    /// every lease, so neither a slot nor a decode on the JS side pays).
+    input_id: String,
 }
 
 /// The places with a slot. A grant's request, executor and role share theirs with
@@ -324,6 +329,14 @@ fn same_text(a: &str, b: &str) -> bool {
 impl Strings {
     pub(crate) fn clear(&mut self) {
         self.slots.iter_mut().for_each(String::clear);
+    }
+
+    /// The input about to be answered: a lease's or tryLease's id is echoed (`0x83`).
+    pub(crate) fn answering(&mut self, input: Option<&Input>) {
+        self.input_id.clear();
+        if let Some(Input::Lease(request) | Input::TryLease(request)) = input {
+            self.input_id.push_str(&request.id);
+        }
     }
 }
 
@@ -461,6 +474,28 @@ impl<'a> Writer<'a> {
         self.put(s.as_bytes());
     }
 
+    /// A request id: `0x83` when it is the input's own, else at its slot.
+    fn request(&mut self, id: &str) {
+        if self.is_input_id(id) {
+            self.byte(0x83);
+        } else {
+            self.shared(SLOT_REQUEST, id);
+        }
+    }
+
+    /// A request id with no slot (a wait's: each is another request's).
+    fn request_unshared(&mut self, id: &str) {
+        if self.is_input_id(id) {
+            self.byte(0x83);
+        } else {
+            self.str(id);
+        }
+    }
+
+    fn is_input_id(&self, id: &str) -> bool {
+        !id.is_empty() && same_text(&self.strings.input_id, id)
+    }
+
     /// A string at a place with a slot: by reference when it is the slot's.
     fn shared(&mut self, slot: usize, s: &str) {
         self.shared_up_to(slot, s, SLOT_LONGEST);
@@ -535,7 +570,7 @@ impl<'a> Writer<'a> {
             OutputRef::Output(output) => self.output(output),
             OutputRef::Granted(grant) if grant.owner.is_none() => {
                 self.byte(1);
-                self.shared(SLOT_REQUEST, grant.request);
+                self.request(grant.request);
                 self.f64(grant.lease as f64);
                 self.shared(SLOT_EXECUTOR, grant.executor);
                 self.shared(SLOT_ROLE, grant.role);
@@ -598,7 +633,7 @@ impl<'a> Writer<'a> {
                 ..
             } => {
                 self.byte(1);
-                self.shared(SLOT_REQUEST, request);
+                self.request(request);
                 self.f64(*lease as f64);
                 self.shared(SLOT_EXECUTOR, executor);
                 self.shared(SLOT_ROLE, role);
@@ -616,7 +651,7 @@ impl<'a> Writer<'a> {
                 ..
             } => {
                 self.byte(2);
-                self.str(request);
+                self.request_unshared(request);
                 self.shared(SLOT_ROLE, role);
                 self.shared_up_to(SLOT_REPORT, report, REPORT_LONGEST);
                 self.u32(*ahead);

@@ -477,6 +477,7 @@ impl JsPolicy {
             _ => Level::Warn,
         };
         let input = self.io.get(..len as usize).and_then(binary::read_input);
+        self.strings.answering(input.as_ref());
         // Not built at all in the core (for this input only: `handleJson` answers whole).
         self.inner.set_event_floor(min_level);
         let result = input.map(|input| self.inner.handle(input));
