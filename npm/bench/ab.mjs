@@ -2,7 +2,7 @@
 // machine whose load moves, a change is judged by the ratio of medians, not by two
 // runs minutes apart. Not a test.
 //
-//   node bench/ab.mjs <variant> <variant> ... [--n 4,10000] [--rounds 21]
+//   node bench/ab.mjs <variant> <variant> ... [--n 4,10000] [--rounds 21] [--only raw,b]
 //
 // A variant is `<pkg dir>` (wasm-bindgen's glue and its rota_wasm_bg.wasm, as
 // npm/pkg/node) or `<pkg dir>,<src dir>` (a copy of npm/src, for a driver change).
@@ -23,9 +23,11 @@ const option = (name, fallback) => {
 }
 const sizes = option('--n', '4,10000').split(',').map(Number)
 const rounds = Number(option('--rounds', '21'))
+// Cases whose name contains one of these words (all of them when absent).
+const only = option('--only', '').split(',').filter(Boolean)
 const variants = args
 if (variants.length < 2) {
-  console.error('usage: node bench/ab.mjs <pkg dir>[,<src dir>] <pkg dir>[,<src dir>] ... [--n 4,10000] [--rounds 21]')
+  console.error('usage: node bench/ab.mjs <pkg dir>[,<src dir>] <pkg dir>[,<src dir>] ... [--n 4,10000] [--rounds 21] [--only raw,b]')
   process.exit(2)
 }
 const here = new URL('..', import.meta.url).pathname
@@ -110,6 +112,7 @@ const cases = {
 
 console.log(`ab: ${rounds} interleaved rounds of ${BATCH}; CPU µs per cycle, median (× the first variant)`)
 for (const [name, make] of Object.entries(cases)) {
+  if (only.length > 0 && !only.some((word) => name.includes(word))) continue
   for (const n of sizes) {
     const runs = []
     for (const api of apis) {

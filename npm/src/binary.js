@@ -70,6 +70,8 @@ const ALLOWED = [0, LEASE_KEYS, LEASE_KEYS, BASE | K_LEASE, BASE, BASE | K_ID, B
 const LEVELS = ['debug', 'info', 'warn']
 /** As many as binary.rs's `SLOTS`, all empty (as there; an empty string is never sent by reference). */
 const newSlots = () => new Array(40).fill('')
+/** binary.rs's executor table (`Strings::executors`): names by their place in the roster, empty at first. */
+const newExecutors = () => []
 const OBJECT_PROTO = Object.prototype
 const wellFormed = typeof String.prototype.isWellFormed === 'function' ? (s) => s.isWellFormed() : () => false
 
@@ -210,7 +212,7 @@ export function binaryStep(wasm) {
     let io = policy[IO]
     if (io === undefined || io.size < bytes) {
       const ptr = policy.__ioBuffer(Math.max(bytes, 256))
-      io = { ptr, size: Math.max(bytes, 256), slots: io === undefined ? newSlots() : io.slots }
+      io = { ptr, size: Math.max(bytes, 256), slots: io === undefined ? newSlots() : io.slots, executors: io === undefined ? newExecutors() : io.executors }
       policy[IO] = io
     }
     views()
@@ -381,8 +383,9 @@ export function binaryStep(wasm) {
   // ---- answer ---------------------------------------------------------------------
 
   let p = 0
-  /** The policy's string slots (`Strings` in binary.rs). */
+  /** The policy's string slots and executor table (`Strings` in binary.rs). */
   let slots = null
+  let executors = null
   /** An ASCII string of `n` bytes at `at`: short ones in one call, long ones decoded. */
   const ascii = (at, n) => {
     switch (n) {
@@ -419,11 +422,23 @@ export function binaryStep(wasm) {
       p += 1
       return inputId
     }
+    if (t === 0x84) {
+      const s = executors[view.getUint32(p + 1, true)]
+      p += 5
+      return s
+    }
     if (t === 0x82) {
       const slot = u8[p + 1]
       p += 2
       const s = str()
       slots[slot] = s
+      return s
+    }
+    if (t === 0x85) {
+      const place = view.getUint32(p + 1, true)
+      p += 5
+      const s = str()
+      executors[place] = s
       return s
     }
     const length = view.getUint32(p + 1, true)
@@ -609,6 +624,7 @@ export function binaryStep(wasm) {
       const wakeAt = u8[ptr + 9] === 1 ? view.getFloat64(ptr + 16, true) : null
       p = ptr + HEADER
       slots = io.slots
+      executors = io.executors
       // Sized for its outputs (an empty array grows a backing store on its first push,
       // most of which a one- or two-output answer never fills).
       const outputs = new Array(count)
@@ -620,6 +636,7 @@ export function binaryStep(wasm) {
         // slots may differ from the module's; both start again empty.
         if (read !== count) {
           io.slots = newSlots()
+          io.executors = newExecutors()
           policy.__ioReset()
         }
       }

@@ -331,6 +331,31 @@ test(`handle answers as the JSON step on random sequences (seed ${seed}; ROTA_FU
   assert.ok(steps > runs * 50)
 })
 
+test('the executor table (names by place) follows a reload that renames, reorders and drops executors', () => {
+  const executors = (ids) => ids.map((id) => ({ id, harness: 'pi', roles: ['coder'], slots: 1 }))
+  const p = pair({ executors: executors(['e0', 'e1', 'e2']) }, { canProbe: false })
+  let now = START
+  const cycle = (where, slots) => {
+    // Lease every slot (each grant names its executor by place), then release them.
+    const leases = []
+    for (let i = 0; i < slots; i += 1) {
+      const answer = p.step({ type: 'lease', now: (now += 1), id: `${where}-${i}`, role: 'coder' }, where)
+      for (const o of answer.outputs) if (o.type === 'granted') leases.push(o.lease)
+    }
+    for (const lease of leases) p.step({ type: 'release', now: (now += 1), lease }, where)
+    return leases.length
+  }
+  assert.equal(cycle('first', 3), 3)
+  // Other names at the same places, one place fewer, then one more: every grant and
+  // release must name the executor the JSON step names, not the table's old entry.
+  for (const ids of [['e2', 'x', 'e0'], ['y', 'e2'], ['e2', 'y', 'z', 'e0']]) {
+    p.step({ type: 'reload', now: (now += 1), document: { executors: executors(ids) } }, `reload to ${ids}`)
+    assert.equal(cycle(`after ${ids}`, ids.length), ids.length)
+    p.check(`after ${ids}`)
+  }
+  p.free()
+})
+
 test('handle grows its buffer for long inputs and many outputs, and after the memory grows', () => {
   const executors = Array.from({ length: 300 }, (_, i) => ({ id: `x${i}-${'w'.repeat(i % 50)}`, harness: 'pi', roles: ['coder'], slots: 1 }))
   const p = pair({ executors }, { minEventLevel: 'debug' })

@@ -48,7 +48,9 @@
 //! u32 byte length and UTF-8 bytes follow; 0x81, a slot byte: the string in that
 //! slot ([`Strings`]); 0x82, a slot byte and a string (of the first two forms), which
 //! takes that slot; 0x83, the input's own `id` (a lease's or a tryLease's: the id JS
-//! just sent, which it keeps rather than reads back). A number the core holds as u64 or i64 is
+//! just sent, which it keeps rather than reads back); 0x84, a u32 index: the executor
+//! name at that place of the executor table ([`Strings`]); 0x85, a u32 index and a
+//! string (of the first two forms), which takes that place. A number the core holds as u64 or i64 is
 //! written as the nearest f64 (what `JSON.parse` gives for its decimal text).
 //!
 //! Outputs, each a kind byte and its fields in the JSON's order:
@@ -284,6 +286,12 @@ pub(crate) struct Strings {
     /// wait names it as `0x83`, the string JS sent (issue 15: a request id is new on
     /// every lease, so neither a slot nor a decode on the JS side pays).
     input_id: String,
+    /// The executor table: by an executor's place in the roster, the name last sent
+    /// for it (a grant's or a release's executor). The roster hands out its executors
+    /// in turn, so one slot for them all would miss on every grant (issue 15: a JS
+    /// string decoded per grant). A place is a key, never trusted: its name is
+    /// compared, and another name there replaces it.
+    executors: Vec<String>,
 }
 
 /// The places with a slot. A grant's request, executor and role share theirs with
@@ -308,6 +316,8 @@ const FIELD_SLOTS: usize = 16;
 const SLOTS: usize = SLOT_FIELD_VALUE + FIELD_SLOTS;
 /// Longer strings are always sent whole.
 const SLOT_LONGEST: usize = 160;
+/// The executor table's places: the roster's most executors.
+const EXECUTOR_TABLE: usize = rota_core::limits::MAX_EXECUTORS;
 /// A report names at most ten executors and a count: longer than other slots' strings.
 const REPORT_LONGEST: usize = 1024;
 
@@ -329,6 +339,7 @@ fn same_text(a: &str, b: &str) -> bool {
 impl Strings {
     pub(crate) fn clear(&mut self) {
         self.slots.iter_mut().for_each(String::clear);
+        self.executors.clear();
     }
 
     /// The input about to be answered: a lease's or tryLease's id is echoed (`0x83`).
@@ -501,6 +512,32 @@ impl<'a> Writer<'a> {
         self.shared_up_to(slot, s, SLOT_LONGEST);
     }
 
+    /// An executor's name, by its place in the roster (`at`) when it has one: a
+    /// reference when the executor table holds that name there.
+    fn executor(&mut self, at: Option<usize>, name: &str) {
+        let Some(i) =
+            at.filter(|&i| i < EXECUTOR_TABLE && !name.is_empty() && name.len() <= SLOT_LONGEST)
+        else {
+            return self.shared(SLOT_EXECUTOR, name);
+        };
+        let table = &mut self.strings.executors;
+        if table.len() <= i {
+            table.resize(i + 1, String::new());
+        }
+        let Some(held) = table.get_mut(i) else {
+            return self.shared(SLOT_EXECUTOR, name);
+        };
+        let [b0, b1, b2, b3] = (i as u32).to_le_bytes();
+        if same_text(held, name) {
+            self.fixed([0x84, b0, b1, b2, b3]);
+        } else {
+            held.clear();
+            held.push_str(name);
+            self.fixed([0x85, b0, b1, b2, b3]);
+            self.str(name);
+        }
+    }
+
     /// As `shared`, for strings up to `longest` bytes.
     fn shared_up_to(&mut self, slot: usize, s: &str, longest: usize) {
         if s.is_empty() || s.len() > longest {
@@ -572,7 +609,7 @@ impl<'a> Writer<'a> {
                 self.byte(1);
                 self.request(grant.request);
                 self.f64(grant.lease as f64);
-                self.shared(SLOT_EXECUTOR, grant.executor);
+                self.executor(grant.executor_at, grant.executor);
                 self.shared(SLOT_ROLE, grant.role);
                 self.u32(grant.passed);
                 self.byte(u8::from(grant.occupied) | (u8::from(grant.hold.is_some()) << 1));
@@ -598,11 +635,12 @@ impl<'a> Writer<'a> {
             OutputRef::Released {
                 level,
                 executor,
+                at,
                 lease,
             } => {
                 // A plain release's event: JS writes its message from the executor.
                 self.fixed([13, level_byte(*level)]);
-                self.shared(SLOT_EXECUTOR, executor);
+                self.executor(Some(*at), executor);
                 self.f64(*lease as f64);
             }
             // A shared roster's grant (it names its owner), or an event JS cannot

@@ -386,7 +386,7 @@ impl Policy {
     /// released, retired (over capacity, or on a removed executor), or the last on a
     /// removed executor, which leaves.
     fn free_lease_slot(&mut self, lease_id: u64, lease: &Lease) {
-        let Some(e) = self.roster.find(&lease.executor, lease.at.get()) else {
+        let Some(e) = self.roster.find_named(&lease.executor, lease.at.get()) else {
             debug_assert!(false, "a counted lease is on an executor of the roster");
             return;
         };

@@ -54,6 +54,8 @@ pub enum OutputRef<'a> {
     Released {
         level: Level,
         executor: &'a str,
+        /// The executor's place in the roster (a host may key a table of names by it).
+        at: usize,
         lease: u64,
     },
 }
@@ -64,6 +66,9 @@ pub struct Grant<'a> {
     pub request: &'a str,
     pub lease: u64,
     pub executor: &'a str,
+    /// Where the executor stood in the roster when the lease opened, if known (a host
+    /// may key a table of names by it; the name is what counts).
+    pub executor_at: Option<usize>,
     pub role: &'a str,
     pub hold: Option<&'a Value>,
     pub passed: u32,
@@ -80,6 +85,7 @@ impl Grant<'_> {
             request: &lease.request,
             lease: lease_id,
             executor: &lease.executor,
+            executor_at: lease.at.get(),
             role: lease.role.as_deref().unwrap_or_default(),
             hold: lease.hold.as_ref(),
             passed,
@@ -151,6 +157,7 @@ impl OutputRef<'_> {
                 level,
                 executor,
                 lease,
+                ..
             } => released_event(level, executor, lease),
         }
     }
@@ -177,6 +184,7 @@ fn resolve<'a>(
         Queued::Released { executor, lease } => OutputRef::Released {
             level: Level::Debug,
             executor: &executors.get(executor)?.spec.id,
+            at: executor,
             lease,
         },
     })

@@ -100,6 +100,17 @@ impl Executor {
             .collect();
     }
 
+    /// Whether a lease's executor name is this executor's: the shared pointer first
+    /// (with `speed`: a release then does not read the id's text, a cache miss per
+    /// release on a large roster), the text otherwise.
+    pub(super) fn is_named(&self, name: &SharedName) -> bool {
+        #[cfg(feature = "speed")]
+        if std::sync::Arc::ptr_eq(&self.name, name) {
+            return true;
+        }
+        self.spec.id.as_str() == &**name
+    }
+
     pub(super) fn has_role(&self, r: usize) -> bool {
         self.role_indexes.contains(&r)
     }
@@ -302,6 +313,12 @@ pub(super) struct Roster {
 impl Roster {
     /// Executor `id`'s index: `hint` (a place found earlier) while that place still
     /// holds `id` (a reload or a drained executor moves them), else by the id index.
+    /// A lease's executor: at `hint` when it is still there, else by its id.
+    pub(super) fn find_named(&self, name: &SharedName, hint: Option<usize>) -> Option<usize> {
+        hint.filter(|&e| self.executors.get(e).is_some_and(|x| x.is_named(name)))
+            .or_else(|| self.index.get(name))
+    }
+
     pub(super) fn find(&self, id: &str, hint: Option<usize>) -> Option<usize> {
         hint.filter(|&e| self.executors.get(e).is_some_and(|x| x.spec.id == id))
             .or_else(|| self.index.get(id))
