@@ -311,14 +311,14 @@ pub(super) struct Roster {
 }
 
 impl Roster {
-    /// Executor `id`'s index: `hint` (a place found earlier) while that place still
-    /// holds `id` (a reload or a drained executor moves them), else by the id index.
-    /// A lease's executor: at `hint` when it is still there, else by its id.
+    /// A lease's executor: as `find`, the place compared by the shared name.
     pub(super) fn find_named(&self, name: &SharedName, hint: Option<usize>) -> Option<usize> {
         hint.filter(|&e| self.executors.get(e).is_some_and(|x| x.is_named(name)))
             .or_else(|| self.index.get(name))
     }
 
+    /// Executor `id`'s index: `hint` (a place found earlier) while that place still
+    /// holds `id` (a reload or a drained executor moves them), else by the id index.
     pub(super) fn find(&self, id: &str, hint: Option<usize>) -> Option<usize> {
         hint.filter(|&e| self.executors.get(e).is_some_and(|x| x.spec.id == id))
             .or_else(|| self.index.get(id))
