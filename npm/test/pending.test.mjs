@@ -45,6 +45,71 @@ test('PendingRequests answers as a Map does, in insertion order', () => {
   }
 })
 
+test('PendingRequests answers as a Map does with the driver\'s own rising ids, waiting long and leaving out of order', () => {
+  // The shape of a busy roster (issue 15, b): ids r1, r2 ... set in rising order and
+  // mostly deleted oldest first, some left waiting long, some deleted out of order,
+  // with callers' own ids among them (some that look like the driver's, some not).
+  const seed = Number(process.env.ROTA_PENDING_SEED ?? Date.now() % 1_000_000)
+  console.log(`# pending queue: seed ${seed} (ROTA_PENDING_SEED=${seed} replays)`)
+  let state = seed
+  const random = (n) => {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31
+    return Math.floor((state / 2 ** 31) * n)
+  }
+  const table = new PendingRequests()
+  const model = new Map()
+  const odd = ['r05', 'r', 'x7', 'r1e3', 'R9', 'r-1', 'r99999999999999999', '', '12', 'r00']
+  let seq = 0
+  for (let step = 0; step < 40_000; step += 1) {
+    const where = `step ${step}, seed ${seed}`
+    const live = [...model.keys()]
+    // A copy of a held id, as the core's answers name a request with a string of their own.
+    const held = () => (live.length === 0 ? `r${seq}` : `${live[random(live.length)]}`.slice(0))
+    switch (random(10)) {
+      case 0:
+      case 1:
+      case 2: {
+        const id = random(8) === 0 ? (random(2) === 0 ? odd[random(odd.length)] : `r${seq + 1 + random(5)}`) : `r${++seq}`
+        const value = { step }
+        assert.equal(table.set(id, value), table, where)
+        model.set(id, value)
+        break
+      }
+      case 3:
+      case 4: {
+        // The oldest, as a FIFO grant takes it (most of the time).
+        const id = live.length > 0 && random(4) > 0 ? live[0] : held()
+        assert.equal(table.delete(id), model.delete(id), where)
+        break
+      }
+      case 5: {
+        const id = held()
+        assert.equal(table.delete(id), model.delete(id), where)
+        break
+      }
+      case 6:
+      case 7: {
+        const id = random(3) === 0 ? `r${random(seq + 2)}` : held()
+        assert.equal(table.get(id), model.get(id), where)
+        assert.equal(table.has(id), model.has(id), where)
+        break
+      }
+      case 8: {
+        const id = held()
+        const value = { again: step }
+        table.set(id, value)
+        model.set(id, value)
+        break
+      }
+      case 9:
+        if (random(20) === 0) assert.deepEqual([...table], [...model], where)
+        break
+    }
+    assert.equal(table.size, model.size, where)
+  }
+  assert.deepEqual([...table], [...model], `the end, seed ${seed}`)
+})
+
 test("PendingRequest's promise settles as a promise whose resolvers got the same calls", async () => {
   const seed = Number(process.env.ROTA_PENDING_SEED ?? Date.now() % 1_000_000)
   console.log(`# pending request: seed ${seed} (ROTA_PENDING_SEED=${seed} replays)`)
