@@ -13,14 +13,10 @@
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { takeOption } from './options.mjs'
 
 const args = process.argv.slice(2)
-const option = (name, fallback) => {
-  const i = args.indexOf(name)
-  if (i < 0) return fallback
-  const [value] = args.splice(i, 2).slice(1)
-  return value
-}
+const option = (name, fallback) => takeOption(args, name, fallback)
 const sizes = option('--n', '4,10000').split(',').map(Number)
 const rounds = Number(option('--rounds', '21'))
 // Cases whose name contains one of these words (all of them when absent).

@@ -4,15 +4,16 @@
 //   node bench/steady.mjs [<src dir>] [--n 4,64,1024,10000] [--cycles 200000]
 //                         [--system Roster|generic-pool|p-limit|p-queue]
 //
-// `ab.mjs` and `bench.mjs` run short rounds with a full collection between them, which
-// hides garbage that outlives scavenges until the next full collection (issue 15,
-// session 22: the waiting requests a churning Map kept alive). Here one roster runs
-// `--cycles` cycles after a warm-up, and the figures are CPU µs per cycle and the
-// scavenges' part of it (PerformanceObserver 'gc' entries, minor; wall µs per cycle). Compare
-// a change in separate processes, alternating which goes first:
+// Garbage that outlives scavenges (issue 15, session 22: the waiting requests a
+// churning Map kept alive) showed in a fresh process's first roster, and less or not at
+// all in one that had run other rosters or systems first (ab.mjs, bench.mjs, this
+// script's later sizes), so a change is judged here, one N a process. One roster runs
+// `--cycles` cycles after a warm-up; the figures are CPU µs per cycle and the
+// scavenges' part of it (PerformanceObserver 'gc' entries, minor; wall µs per cycle).
+// Compare a change in separate processes, alternating which goes first:
 //
 //   cp -r src /tmp/before-src && <change> && for i in 1 2 3; do
-//     node bench/steady.mjs /tmp/before-src; node bench/steady.mjs; done
+//     node bench/steady.mjs /tmp/before-src --n 64; node bench/steady.mjs --n 64; done
 //
 // `<src dir>` is a copy of npm/src next to a `pkg/node` (its `../pkg/node`), as npm/src.
 // `--system` runs one of bench.mjs's peers instead, with the same callers and hold.
@@ -22,14 +23,10 @@ import { pathToFileURL } from 'node:url'
 import genericPool from 'generic-pool'
 import pLimit from 'p-limit'
 import PQueue from 'p-queue'
+import { takeOption } from './options.mjs'
 
 const args = process.argv.slice(2)
-const option = (name, fallback) => {
-  const i = args.indexOf(name)
-  if (i < 0) return fallback
-  const [value] = args.splice(i, 2).slice(1)
-  return value
-}
+const option = (name, fallback) => takeOption(args, name, fallback)
 const sizes = option('--n', '4,64,1024,10000').split(',').map(Number)
 const cycles = Number(option('--cycles', '200000'))
 const system = option('--system', 'Roster')

@@ -6,15 +6,21 @@ import { test } from 'node:test'
 
 const { PendingRequest, PendingRequests } = await import(new URL('./pending.js', import.meta.resolve('rota')).href)
 
-test('PendingRequests answers as a Map does, in insertion order', () => {
+/** A seeded source of whole numbers below n, its seed printed (ROTA_PENDING_SEED replays). */
+function seeded(label) {
   const seed = Number(process.env.ROTA_PENDING_SEED ?? Date.now() % 1_000_000)
-  console.log(`# pending: seed ${seed} (ROTA_PENDING_SEED=${seed} replays)`)
+  console.log(`# ${label}: seed ${seed} (ROTA_PENDING_SEED=${seed} replays)`)
   let state = seed
   // An LCG's high bits (its low bits repeat with a short period).
   const random = (n) => {
     state = (state * 1_103_515_245 + 12_345) % 2 ** 31
     return Math.floor((state / 2 ** 31) * n)
   }
+  return { seed, random }
+}
+
+test('PendingRequests answers as a Map does, in insertion order', () => {
+  const { seed, random } = seeded('pending')
   const table = new PendingRequests()
   const model = new Map()
   for (let step = 0; step < 20_000; step += 1) {
@@ -49,13 +55,7 @@ test('PendingRequests answers as a Map does with the driver\'s own rising ids, w
   // The shape of a busy roster (issue 15, b): ids r1, r2 ... set in rising order and
   // mostly deleted oldest first, some left waiting long, some deleted out of order,
   // with callers' own ids among them (some that look like the driver's, some not).
-  const seed = Number(process.env.ROTA_PENDING_SEED ?? Date.now() % 1_000_000)
-  console.log(`# pending queue: seed ${seed} (ROTA_PENDING_SEED=${seed} replays)`)
-  let state = seed
-  const random = (n) => {
-    state = (state * 1_103_515_245 + 12_345) % 2 ** 31
-    return Math.floor((state / 2 ** 31) * n)
-  }
+  const { seed, random } = seeded('pending queue')
   const table = new PendingRequests()
   const model = new Map()
   const odd = ['r05', 'r', 'x7', 'r1e3', 'R9', 'r-1', 'r99999999999999999', '', '12', 'r00']
@@ -111,13 +111,7 @@ test('PendingRequests answers as a Map does with the driver\'s own rising ids, w
 })
 
 test("PendingRequest's promise settles as a promise whose resolvers got the same calls", async () => {
-  const seed = Number(process.env.ROTA_PENDING_SEED ?? Date.now() % 1_000_000)
-  console.log(`# pending request: seed ${seed} (ROTA_PENDING_SEED=${seed} replays)`)
-  let state = seed
-  const random = (n) => {
-    state = (state * 1_103_515_245 + 12_345) % 2 ** 31
-    return Math.floor((state / 2 ** 31) * n)
-  }
+  const { seed, random } = seeded('pending request')
   const outcome = (promise) => promise.then((value) => ({ resolved: value }), (error) => ({ rejected: error }))
   const unsettled = Symbol('unsettled')
   // Whether a promise is settled, and how, after the microtasks queued so far.
