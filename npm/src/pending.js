@@ -15,14 +15,16 @@
 // every entry it had until the next full collection. Each request waiting in that
 // churn then outlived two scavenges with everything it referenced (its input, its
 // promise, its lease): 1.4 MB copied per scavenge in b at 64 executors, 265 KB with
-// the values boxed, and the scavenges a sixth of the cycle. The queue's arrays stay
+// the values boxed, and the scavenges 0.4–0.6 µs of a 3.8–4.3 µs cycle. The queue's arrays stay
 // the same arrays (compacted in place), so an empty place holds nothing.
 
 /**
- * The number in `r<digits>`, or -1. (`r05` and `r5` give one number: a queue place is
- * matched by the whole id, and holds one entry a number, so they cannot be mistaken.)
+ * The number in `r<digits>`, or -1; -1 for an id that is no string (a caller's, which
+ * the core then refuses). (`r05` and `r5` give one number: a queue place is matched
+ * by the whole id, and holds one entry a number, so they cannot be mistaken.)
  */
 function ownNumber(id) {
+  if (typeof id !== 'string') return -1
   const length = id.length
   if (length < 2 || length > 16 || id.charCodeAt(0) !== 114 /* r */) return -1
   let n = 0

@@ -58,7 +58,7 @@ test('PendingRequests answers as a Map does with the driver\'s own rising ids, w
   const { seed, random } = seeded('pending queue')
   const table = new PendingRequests()
   const model = new Map()
-  const odd = ['r05', 'r', 'x7', 'r1e3', 'R9', 'r-1', 'r99999999999999999', '', '12', 'r00']
+  const odd = ['r05', 'r', 'x7', 'r1e3', 'R9', 'r-1', 'r99999999999999999', '', '12', 'r00', 12, null]
   let seq = 0
   for (let step = 0; step < 40_000; step += 1) {
     const where = `step ${step}, seed ${seed}`
