@@ -20,14 +20,21 @@
 
 import genericPool from 'generic-pool'
 import { Policy } from '../src/node.js'
+import { takeOption } from './options.mjs'
 
 const args = process.argv.slice(2)
-const option = (name, fallback) => {
-  const i = args.indexOf(name)
-  return i < 0 ? fallback : Number(args[i + 1])
+/** A whole number option ≥ 1, or a clear exit (a list such as `4,64` is one N too many). */
+const count = (name, fallback) => {
+  const text = takeOption(args, name, String(fallback))
+  const value = Number(text)
+  if (!Number.isInteger(value) || value < 1) {
+    console.error(`${name} takes one whole number ≥ 1, not ${JSON.stringify(text)}`)
+    process.exit(2)
+  }
+  return value
 }
-const rounds = option('--rounds', 21)
-const n = option('--n', 64)
+const rounds = count('--rounds', 21)
+const n = count('--n', 64)
 const BATCH = 20_000
 const NOW = Date.UTC(2026, 0, 1)
 const HANDLE_AT_LEVEL = Symbol.for('rota.handleAtLevel')

@@ -195,7 +195,7 @@ impl Policy {
             format!("{id} does not take {}", self.role_name(r))
         } else if let Some(exclusion) = &x.runtime.exclusion {
             format!("{id} {}", Described(exclusion))
-        } else if x.caps[r] == 0 {
+        } else if x.cap(r) == 0 {
             format!("{id} takes no {} slot (its cap is 0)", self.role_name(r))
         } else if x.draining {
             format!("{id} was removed by a reload")
@@ -276,7 +276,7 @@ impl Policy {
             let _ = write!(out, "{id} removed by a reload (draining)");
             return;
         }
-        if x.caps.get(r) == Some(&0) {
+        if x.per_role.get(r).is_some_and(|role| role.cap == 0) {
             let role = self.role_name(r);
             let _ = write!(out, "{id} takes no {role} slot (its cap is 0)");
             return;

@@ -221,10 +221,10 @@ impl Policy {
         self.roster.lease_clock += 1;
         let x = &mut self.roster.executors[e];
         x.busy += 1;
-        x.busy_by_role[r] += 1;
+        x.per_role[r].busy += 1;
         x.runtime.last_leased = self.roster.lease_clock;
         debug_assert!(
-            x.busy <= x.spec.slots && x.busy_by_role[r] <= x.caps[r],
+            x.busy <= x.spec.slots && x.busy_in(r) <= x.cap(r),
             "a grant stays within {}'s slots and its cap",
             x.spec.id
         );

@@ -230,15 +230,25 @@ impl Policy {
                 )
             })?;
             for &r in &x.role_indexes {
-                ensure(x.busy_by_role[r] == by_role[e][r], "role busy", || {
+                ensure(x.busy_in(r) == by_role[e][r], "role busy", || {
                     format!(
                         "executor {id} counts {} busy {} slots where {} are held",
-                        x.busy_by_role[r], roles[r], by_role[e][r]
+                        x.busy_in(r),
+                        roles[r],
+                        by_role[e][r]
                     )
                 })?;
                 let want = x.ready_for(r);
-                let key = ready_key(x.priorities[r], x.ready_stamp, e);
+                let key = ready_key(x.priority(r), x.ready_stamp, e);
                 let has = self.roster.ready[r].has(&key);
+                ensure(x.per_role[r].ready == has, "ready mark", || {
+                    format!(
+                        "executor {id} is marked {} the ready set of {} and is {}",
+                        if x.per_role[r].ready { "in" } else { "out of" },
+                        roles[r],
+                        if has { "in" } else { "not" }
+                    )
+                })?;
                 ensure(want == has, "ready", || {
                     format!(
                         "executor {id} is {} the ready set of {} and should {}be",

@@ -275,8 +275,8 @@ impl Policy {
         );
         x.busy = x.busy.saturating_sub(1);
         if let Some(r) = r {
-            if let Some(count) = x.busy_by_role.get_mut(r) {
-                *count = count.saturating_sub(1);
+            if let Some(role) = x.per_role.get_mut(r) {
+                role.busy = role.busy.saturating_sub(1);
             }
         }
         self.roster.ready_up(e);
@@ -463,7 +463,7 @@ impl Policy {
                 let x = &mut self.roster.executors[e];
                 x.busy += 1;
                 if let Some(r) = r.filter(|&r| x.has_role(r)) {
-                    x.busy_by_role[r] += 1;
+                    x.per_role[r].busy += 1;
                 }
                 // A removed executor has no slots left (its snapshot says 0).
                 let (busy, slots) = (x.busy, if x.draining { 0 } else { x.spec.slots });

@@ -32,7 +32,7 @@ impl Policy {
                     return 0;
                 }
                 let total = x.spec.slots.saturating_sub(x.busy);
-                let for_role = x.caps[r].saturating_sub(x.busy_by_role[r]);
+                let for_role = x.cap(r).saturating_sub(x.busy_in(r));
                 total.min(for_role)
             })
             .sum())
@@ -44,7 +44,7 @@ impl Policy {
         Ok(self.roster.roles.members[r]
             .iter()
             .filter(|&&e| !self.roster.executors[e].draining)
-            .map(|&e| self.roster.executors[e].caps[r])
+            .map(|&e| self.roster.executors[e].cap(r))
             .sum())
     }
 
@@ -94,18 +94,18 @@ impl Policy {
                 role_caps: x
                     .role_indexes
                     .iter()
-                    .map(|&r| (roles[r].clone(), x.caps[r]))
+                    .map(|&r| (roles[r].clone(), x.cap(r)))
                     .collect(),
                 priority: x
                     .role_indexes
                     .iter()
-                    .map(|&r| (roles[r].clone(), x.priorities[r].0))
+                    .map(|&r| (roles[r].clone(), x.priority(r).0))
                     .collect(),
                 busy: x.busy,
                 busy_by_role: x
                     .role_indexes
                     .iter()
-                    .map(|&r| (roles[r].clone(), x.busy_by_role[r]))
+                    .map(|&r| (roles[r].clone(), x.busy_in(r)))
                     .collect(),
                 exclusion: x
                     .runtime
@@ -307,10 +307,11 @@ impl Policy {
                 if x.has_role(r) && !x.draining {
                     if x.busy >= x.spec.slots {
                         reasons.push(format!("busy ({} of {} slots)", x.busy, x.spec.slots));
-                    } else if x.busy_by_role[r] >= x.caps[r] {
+                    } else if x.busy_in(r) >= x.cap(r) {
                         reasons.push(format!(
                             "role cap reached ({role} {} of {})",
-                            x.busy_by_role[r], x.caps[r]
+                            x.busy_in(r),
+                            x.cap(r)
                         ));
                     }
                 }
@@ -318,7 +319,7 @@ impl Policy {
                     id: id.clone(),
                     ok: reasons.is_empty(),
                     reasons,
-                    priority: x.has_role(r).then_some(x.priorities[r].0),
+                    priority: x.has_role(r).then_some(x.priority(r).0),
                 }
             })
             .collect::<Vec<_>>();

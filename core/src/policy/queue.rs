@@ -386,7 +386,7 @@ impl Policy {
     /// compete for it).
     pub(super) fn takes(&self, e: usize, r: usize) -> bool {
         let x = &self.roster.executors[e];
-        !x.draining && x.caps.get(r).copied().unwrap_or(0) > 0
+        !x.draining && x.cap(r) > 0
     }
 
     /// The earlier waiting pinned requests than `key`: each one's pin and role.
@@ -463,7 +463,7 @@ impl Policy {
         }
         let x = &self.roster.executors[e];
         // The roles `e` takes, without collecting them (a grant's hot path: no allocation).
-        let takes = |r: usize| x.caps.get(r).is_some_and(|&cap| cap > 0) && x.has_role(r);
+        let takes = |r: usize| x.cap(r) > 0 && x.has_role(r);
         let all: u32 = x
             .role_indexes
             .iter()

@@ -38,14 +38,26 @@ pub(super) struct Executor {
     pub(super) runtime: Runtime,
     // Derived (rebuilt on reload and import):
     pub(super) busy: u32,
-    pub(super) busy_by_role: Vec<u32>,
-    /// Per role index: cap (0 when it lacks the role) and priority.
-    pub(super) caps: Vec<u32>,
-    pub(super) priorities: Vec<Priority>,
+    /// Per role index of the document: what it is in that role.
+    pub(super) per_role: Vec<InRole>,
+    /// The role indexes it declares, in order.
     pub(super) role_indexes: Vec<usize>,
-    /// The ready-set entries it has now: per role, and the stamp they were keyed by.
-    pub(super) in_ready: Vec<bool>,
+    /// The stamp its ready-set entries were keyed by.
     pub(super) ready_stamp: u64,
+}
+
+/// An executor in one role of the document: what a grant or a release of the role
+/// reads and writes, kept in one place (four vectors of one field each were four
+/// cache misses a cycle on a large roster, where each cycle meets another executor).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct InRole {
+    /// Its slots held for the role.
+    pub(super) busy: u32,
+    /// Its cap for the role: 0 when it lacks the role.
+    pub(super) cap: u32,
+    pub(super) priority: Priority,
+    /// It has an entry in the role's ready set now (keyed by `ready_stamp`).
+    pub(super) ready: bool,
 }
 
 impl Executor {
@@ -57,11 +69,8 @@ impl Executor {
             draining: false,
             runtime,
             busy: 0,
-            busy_by_role: Vec::new(),
-            caps: Vec::new(),
-            priorities: Vec::new(),
+            per_role: Vec::new(),
             role_indexes: Vec::new(),
-            in_ready: Vec::new(),
             ready_stamp: 0,
         };
         exec.derive(roles);
@@ -79,21 +88,18 @@ impl Executor {
 
     pub(super) fn derive(&mut self, roles: &[String]) {
         self.busy = 0;
-        self.busy_by_role = vec![0; roles.len()];
-        self.in_ready = vec![false; roles.len()];
-        self.caps = roles
+        self.per_role = roles
             .iter()
-            .map(|r| {
-                if self.spec.has_role(r) {
+            .map(|r| InRole {
+                busy: 0,
+                cap: if self.spec.has_role(r) {
                     self.spec.cap_for(r)
                 } else {
                     0
-                }
+                },
+                priority: Priority(self.spec.priority_for(r)),
+                ready: false,
             })
-            .collect();
-        self.priorities = roles
-            .iter()
-            .map(|r| Priority(self.spec.priority_for(r)))
             .collect();
         self.role_indexes = (0..roles.len())
             .filter(|&i| self.spec.has_role(&roles[i]))
@@ -115,11 +121,26 @@ impl Executor {
         self.role_indexes.contains(&r)
     }
 
+    /// Its cap for role `r`: 0 when it lacks the role (or `r` is no role).
+    pub(super) fn cap(&self, r: usize) -> u32 {
+        self.per_role.get(r).map_or(0, |x| x.cap)
+    }
+
+    /// Its slots held for role `r`.
+    pub(super) fn busy_in(&self, r: usize) -> u32 {
+        self.per_role.get(r).map_or(0, |x| x.busy)
+    }
+
+    /// Its priority for role `r`, a role of the document (its default priority when
+    /// it lacks the role).
+    pub(super) fn priority(&self, r: usize) -> Priority {
+        self.per_role[r].priority
+    }
+
     pub(super) fn free_for(&self, r: usize) -> bool {
         !self.draining
             && self.busy < self.spec.slots
-            && self.busy_by_role.get(r).copied().unwrap_or(0)
-                < self.caps.get(r).copied().unwrap_or(0)
+            && self.per_role.get(r).is_some_and(|x| x.busy < x.cap)
     }
 
     pub(super) fn blocked(&self) -> bool {
@@ -134,7 +155,7 @@ impl Executor {
     /// It can ever serve role `r` (in this run, as declared now).
     pub(super) fn servable(&self, r: usize) -> bool {
         !self.draining
-            && self.caps.get(r).copied().unwrap_or(0) > 0
+            && self.cap(r) > 0
             && self
                 .runtime
                 .exclusion
@@ -150,7 +171,7 @@ impl Executor {
     /// It counts among the executors of role `r` at all: declared (not draining)
     /// and with a slot for it.
     pub(super) fn counts_for(&self, r: usize) -> bool {
-        !self.draining && self.caps.get(r).copied().unwrap_or(0) > 0
+        !self.draining && self.cap(r) > 0
     }
 }
 
@@ -252,7 +273,7 @@ impl RoleTable {
                 .role_indexes
                 .iter()
                 .copied()
-                .filter(|&r| x.caps[r] > 0)
+                .filter(|&r| x.cap(r) > 0)
                 .collect();
             for &a in &takes {
                 for &b in &takes {
@@ -270,7 +291,7 @@ impl RoleTable {
     /// An executor left or joined the ones that can ever serve its roles.
     pub(super) fn count_servable(&mut self, x: &Executor, joined: bool) {
         for &r in &x.role_indexes {
-            if x.caps[r] > 0 && !x.draining {
+            if x.cap(r) > 0 && !x.draining {
                 if joined {
                     self.servable[r] += 1;
                 } else {
@@ -345,10 +366,11 @@ impl Roster {
     pub(super) fn unready(&mut self, e: usize) {
         let x = &mut self.executors[e];
         for &r in &x.role_indexes {
-            if x.in_ready[r] {
-                let removed = self.ready[r].take(&ready_key(x.priorities[r], x.ready_stamp, e));
+            let role = &mut x.per_role[r];
+            if role.ready {
+                let removed = self.ready[r].take(&ready_key(role.priority, x.ready_stamp, e));
                 debug_assert!(removed, "ready entry of {} for role {r}", x.spec.id);
-                x.in_ready[r] = false;
+                role.ready = false;
             }
         }
     }
@@ -364,14 +386,16 @@ impl Roster {
         x.ready_stamp = stamp;
         for i in 0..x.role_indexes.len() {
             let r = x.role_indexes[i];
-            let (want, has, priority) = (x.ready_for(r), x.in_ready[r], x.priorities[r]);
+            let want = x.ready_for(r);
+            let role = &mut x.per_role[r];
+            let (has, priority) = (role.ready, role.priority);
             if has && (!want || old != stamp) {
                 self.ready[r].take(&ready_key(priority, old, e));
             }
             if want && (!has || old != stamp) {
                 self.ready[r].add(ready_key(priority, stamp, e));
             }
-            x.in_ready[r] = want;
+            role.ready = want;
         }
     }
 
@@ -407,7 +431,7 @@ impl Roster {
             let x = &mut self.executors[e];
             x.busy += 1;
             if let Some(r) = role.filter(|&r| x.has_role(r)) {
-                x.busy_by_role[r] += 1;
+                x.per_role[r].busy += 1;
             }
         }
     }
