@@ -13,6 +13,7 @@ use super::keys::ByName;
 use super::queue::Ending;
 use super::reload::Startup;
 use super::requests::Request;
+use super::role_queue::Waiters;
 use super::Policy;
 
 impl Policy {
@@ -101,7 +102,7 @@ impl Policy {
         }
         let mut ended = Vec::new();
         for &r in roles {
-            for &s in self.queue.by_role[r].values() {
+            for (_, s) in self.queue.by_role[r].entries() {
                 let Some(req) = self.queue.requests.at(s) else {
                     debug_assert!(false, "a queued slot holds a request");
                     continue;

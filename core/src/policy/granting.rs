@@ -13,6 +13,7 @@ use super::keys::{order_key, OrderKey};
 use super::queue::Ending;
 use super::ready::Ready;
 use super::requests::{request_extra, Creating, Request};
+use super::role_queue::Waiters;
 use super::Policy;
 
 /// What one pass through an input decided to do with a lease request.
@@ -340,7 +341,7 @@ impl Policy {
                     if !x.free_for(r) {
                         continue;
                     }
-                    for (key, &s) in &self.queue.by_role[r] {
+                    for (key, s) in self.queue.by_role[r].entries() {
                         if best.as_ref().is_some_and(|(b, _, _)| b <= key) {
                             break;
                         }

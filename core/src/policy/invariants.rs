@@ -12,6 +12,7 @@ use super::avoid::NO_AVOID;
 use super::keys::{ready_key, Index};
 use super::ready::Ready;
 use super::requests::{LEASED, TAKEN};
+use super::role_queue::Waiters;
 use super::Policy;
 
 /// A broken invariant: which one, and what breaks it (the executor, lease or
@@ -376,13 +377,13 @@ impl Policy {
     fn verify_queues(&self) -> Result<(), InvariantViolation> {
         let roles = &self.document.roles;
         let requests = &self.queue.requests;
-        let queued: usize = self.queue.by_role.iter().map(Index::len).sum();
+        let queued: usize = self.queue.by_role.iter().map(Waiters::count).sum();
         let waiting = requests.values().filter(|q| q.waiting()).count();
         ensure(queued == waiting, "queue", || {
             format!("{queued} requests are queued where {waiting} wait")
         })?;
         for (r, queue) in self.queue.by_role.iter().enumerate() {
-            for (key, &s) in queue {
+            for (key, s) in queue.entries() {
                 let Some(q) = requests.at(s) else {
                     return Err(InvariantViolation {
                         invariant: "queue",

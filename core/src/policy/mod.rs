@@ -14,6 +14,8 @@
 //! and deadlines.
 
 mod avoid;
+#[cfg(feature = "speed")]
+mod blocks;
 mod events;
 mod exclusions;
 mod exhaustion;
@@ -33,6 +35,7 @@ mod queue;
 mod ready;
 mod reload;
 mod requests;
+mod role_queue;
 mod roster;
 mod timers;
 

@@ -7,6 +7,7 @@ use crate::sorted;
 
 use super::events::EventName;
 use super::keys::{timer_key, Index, Key};
+use super::role_queue::Waiters;
 use super::Policy;
 
 /// The probe schedule: which executors are out with a health exclusion, and
@@ -96,7 +97,7 @@ impl Policy {
     pub(super) fn demand(&self, e: usize) -> bool {
         let x = &self.roster.executors[e];
         x.role_indexes.iter().any(|&r| {
-            self.queue.by_role[r].values().take(16).any(|&s| {
+            self.queue.by_role[r].entries().take(16).any(|(_, s)| {
                 self.queue
                     .requests
                     .at(s)

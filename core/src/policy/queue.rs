@@ -1,8 +1,6 @@
 //! The queue: the per-role and pinned queues in lease order over the request store
 //! (`requests.rs`), deadlines, and how a request without a lease ends.
 
-use std::cmp::Ordering;
-
 use serde_json::{json, Value};
 
 use crate::limits;
@@ -14,6 +12,7 @@ use super::events::EventName;
 use super::events::{for_label, with_label};
 use super::keys::{key_parts, Index, Key, OrderKey};
 use super::requests::{Request, Requests};
+use super::role_queue::{self, RoleQueue, Waiters};
 use super::roster::RoleTable;
 use super::Policy;
 
@@ -115,7 +114,7 @@ pub(super) struct Queue {
     /// `limits::MAX_WAITING_REQUESTS` (a field so that tests can reach it cheaply).
     pub(super) capacity: usize,
     /// Per document role: its waiting unpinned and pinned requests, by order key.
-    pub(super) by_role: Vec<Index>,
+    pub(super) by_role: Vec<RoleQueue>,
     /// Per pinned executor id: its waiting requests, by order key.
     pub(super) pinned: StrMap<Index>,
     pub(super) deadlines: Deadlines,
@@ -173,8 +172,8 @@ impl Queue {
             request.id
         );
         let key = request.key;
-        let previous = self.by_role[r].insert(key, s);
-        debug_assert!(previous.is_none(), "{} queued twice", request.id);
+        let fresh = self.by_role[r].put(key, s);
+        debug_assert!(fresh, "{} queued twice", request.id);
         if let Some(pin) = request.pin() {
             sorted::entry(&mut self.pinned, pin).insert(key, s);
         }
@@ -191,7 +190,7 @@ impl Queue {
         };
         let key = request.key;
         if let Some(r) = roles.of(request.role) {
-            self.by_role[r].remove(&key);
+            self.by_role[r].cut(&key);
         }
         if let Some(pin) = request.pin() {
             if let Some(queue) = sorted::get_mut(&mut self.pinned, pin) {
@@ -209,7 +208,7 @@ impl Queue {
     /// Rebuilds the queues and timers from the stored requests (after a reload or
     /// an import; `roles` as aligned with the document of `role_count` roles).
     pub(super) fn reindex(&mut self, roles: &RoleTable, role_count: usize) {
-        self.by_role = vec![Index::new(); role_count];
+        self.by_role = vec![RoleQueue::default(); role_count];
         self.pinned.clear();
         self.deadlines.clear();
         for s in self.requests.slots() {
@@ -224,7 +223,7 @@ impl Queue {
                 continue;
             }
             if let Some(r) = roles.of(request.role) {
-                self.by_role[r].insert(request.key, s);
+                self.by_role[r].put(request.key, s);
             }
             if let Some(pin) = request.pin() {
                 sorted::entry(&mut self.pinned, pin).insert(request.key, s);
@@ -233,41 +232,8 @@ impl Queue {
     }
 
     /// Waiting requests for role `r` earlier in lease order than `key`.
-    ///
-    /// Walks both sides of `key` in step and stops at the shorter one, so the head
-    /// of the queue (a grant) and its tail (a new waiter) cost O(1), not O(waiters).
     pub(super) fn count_before(&self, r: usize, key: &OrderKey) -> u32 {
-        use std::ops::Bound::{Excluded, Unbounded};
-        let queue = &self.by_role[r];
-        if queue.is_empty() {
-            return 0; // nobody waits for this role: the common case of a grant
-        }
-        // The head (a grant) and the tail (a new waiter) without a walk or a range.
-        if queue
-            .first_key_value()
-            .is_some_and(|(first, _)| key <= first)
-        {
-            return 0;
-        }
-        // A new waiter is queued before its place is counted: it is the last.
-        match queue.last_key_value().map(|(last, _)| key.cmp(last)) {
-            Some(Ordering::Greater) => return queue.len() as u32,
-            Some(Ordering::Equal) => return queue.len() as u32 - 1,
-            _ => {}
-        }
-        let at = usize::from(queue.contains_key(key));
-        let mut before = queue.range(..*key);
-        let mut after = queue.range((Excluded(*key), Unbounded));
-        let mut i = 0;
-        loop {
-            if before.next().is_none() {
-                return i as u32;
-            }
-            if after.next().is_none() {
-                return (queue.len() - at - i) as u32;
-            }
-            i += 1;
-        }
+        role_queue::count_before(&self.by_role[r], key)
     }
 }
 

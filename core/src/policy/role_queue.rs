@@ -1,0 +1,133 @@
+//! A role's queue: its waiting requests' slots by order key (`keys::OrderKey`).
+//!
+//! Its traffic is at the ends, as a ready set's is: a new waiter's key is the
+//! highest (arrival rises), and a grant takes the first. With the feature `speed`
+//! (the Node and wasmtime builds) it is a sorted list of blocks (`blocks.rs`), whose
+//! ends cost no search and no rebalancing; without it (the web build, whose code
+//! size is budgeted) the crate's one ordered index (`keys::Index`). Both iterate in
+//! key order.
+
+use std::cmp::Ordering;
+#[cfg(not(feature = "speed"))]
+use std::ops::Bound::{Excluded, Unbounded};
+
+#[cfg(feature = "speed")]
+use super::blocks::Blocks;
+#[cfg(not(feature = "speed"))]
+use super::keys::Index;
+use super::keys::OrderKey;
+
+/// A role's queue (see the module).
+#[cfg(feature = "speed")]
+pub(super) type RoleQueue = Blocks<(OrderKey, u32)>;
+/// A role's queue (see the module): the index type itself, so that the web build
+/// gains no other copy of the vector code its tables use.
+#[cfg(not(feature = "speed"))]
+pub(super) type RoleQueue = Index;
+
+/// What the queue asks of a role's queue.
+pub(super) trait Waiters {
+    /// Queues slot `s` under `key`; false if `key` was queued (its slot replaced: a
+    /// bug, which the callers assert).
+    fn put(&mut self, key: OrderKey, s: u32) -> bool;
+    /// Takes `key` out; false if it was not queued.
+    fn cut(&mut self, key: &OrderKey) -> bool;
+    fn count(&self) -> usize;
+    fn first_key(&self) -> Option<&OrderKey>;
+    fn last_key(&self) -> Option<&OrderKey>;
+    /// Every (key, slot), in key order.
+    fn entries(&self) -> impl Iterator<Item = (&OrderKey, u32)> + '_;
+    /// The waiting requests earlier in lease order than `key`.
+    fn below(&self, key: &OrderKey) -> usize;
+}
+
+#[cfg(feature = "speed")]
+impl Waiters for Blocks<(OrderKey, u32)> {
+    fn put(&mut self, key: OrderKey, s: u32) -> bool {
+        self.insert((key, s))
+    }
+
+    fn cut(&mut self, key: &OrderKey) -> bool {
+        self.remove(key).is_some()
+    }
+
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn first_key(&self) -> Option<&OrderKey> {
+        self.first().map(|(key, _)| key)
+    }
+
+    fn last_key(&self) -> Option<&OrderKey> {
+        self.last().map(|(key, _)| key)
+    }
+
+    fn entries(&self) -> impl Iterator<Item = (&OrderKey, u32)> + '_ {
+        self.iter().map(|(key, s)| (key, *s))
+    }
+
+    fn below(&self, key: &OrderKey) -> usize {
+        self.count_below(key)
+    }
+}
+
+#[cfg(not(feature = "speed"))]
+impl Waiters for Index {
+    fn put(&mut self, key: OrderKey, s: u32) -> bool {
+        self.insert(key, s).is_none()
+    }
+
+    fn cut(&mut self, key: &OrderKey) -> bool {
+        self.remove(key).is_some()
+    }
+
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn first_key(&self) -> Option<&OrderKey> {
+        self.first_key_value().map(|(key, _)| key)
+    }
+
+    fn last_key(&self) -> Option<&OrderKey> {
+        self.last_key_value().map(|(key, _)| key)
+    }
+
+    fn entries(&self) -> impl Iterator<Item = (&OrderKey, u32)> + '_ {
+        self.iter().map(|(key, s)| (key, *s))
+    }
+
+    /// Walks both sides of `key` in step and stops at the shorter one, so a key near
+    /// either end costs O(1), not O(waiters).
+    fn below(&self, key: &OrderKey) -> usize {
+        let at = usize::from(self.contains_key(key));
+        let mut before = self.range(..*key);
+        let mut after = self.range((Excluded(*key), Unbounded));
+        let mut i = 0;
+        loop {
+            if before.next().is_none() {
+                return i;
+            }
+            if after.next().is_none() {
+                return self.len() - at - i;
+            }
+            i += 1;
+        }
+    }
+}
+
+/// The waiting requests of `queue` earlier in lease order than `key`: the head (a
+/// grant) and the tail (a new waiter, queued before its place is counted) without a
+/// walk or a search, else `Waiters::below`.
+pub(super) fn count_before(queue: &RoleQueue, key: &OrderKey) -> u32 {
+    if queue.first_key().is_none_or(|first| key <= first) {
+        return 0; // nobody waits for this role (the common case of a grant), or the head
+    }
+    let len = queue.count() as u32;
+    match queue.last_key().map(|last| key.cmp(last)) {
+        Some(Ordering::Greater) => len,
+        Some(Ordering::Equal) => len - 1,
+        _ => queue.below(key) as u32,
+    }
+}
