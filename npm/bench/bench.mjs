@@ -12,7 +12,10 @@
 //           p-limit / p-queue running an empty task
 //   b       64 callers, 12 free slots, each caller: lease, hold for one setImmediate,
 //           release, again; the same hold for every system (the roster's other slots
-//           are held, as generic-pool's other resources are; p-limit / p-queue at 12)
+//           are held, as generic-pool's other resources are; p-limit / p-queue at 12).
+//           Beside them, not a contender, the core's own part of that cycle: the raw
+//           class at `warn`, a release that grants a waiter and a lease that waits,
+//           with no driver, promise or hold
 //   c       a rate-limit report (Roster.report, and raw Policy.handle's `report`),
 //           rotating over four executors at every roster size, the sizes interleaved
 //           in one run (the flat-in-N target compares them)
@@ -47,6 +50,8 @@ const SIZES = option('--n')?.split(',').map(Number) ?? [4, 64, 1_024, 10_000]
 const ROUNDS = quick ? 5 : 15
 const NOW = Date.UTC(2026, 0, 1)
 const ROLE = 'coder'
+/** `Policy#[HANDLE_AT_LEVEL](input, level)`: the answer without the events below `level`. */
+const HANDLE_AT_LEVEL = Symbol.for('rota.handleAtLevel')
 
 /** A roster of `executors` executors of one role, `slots` each. */
 const roster = (executors, slots = 1) => ({
@@ -262,6 +267,38 @@ if (wants('b')) {
           for (const resource of held) await pool.release(resource)
           await pool.drain()
           await pool.clear()
+        },
+      },
+      // Not a contender: the core's own part of a b cycle, a release that grants the
+      // longest waiting request and a lease that waits, through the raw class at `warn`
+      // (what a roster nobody listens to asks), with no driver, no promise and no hold.
+      // Read beside the others: a Roster's cycle costs at least this plus a caller's
+      // promise and hold (about p-limit's whole cycle).
+      'raw waiting cycle, no hold': {
+        setup: () => {
+          const s = { policy: new Policy(roster(n, slots), { canProbe: false }), i: 0, held: [] }
+          const take = ({ outputs }) => {
+            for (const output of outputs) if (output.type === 'granted') s.held.push(output.lease)
+          }
+          const lease = () => take(s.policy[HANDLE_AT_LEVEL]({ type: 'lease', now: NOW, id: `r${s.i++}`, role: ROLE }, 2))
+          s.cycle = () => {
+            take(s.policy[HANDLE_AT_LEVEL]({ type: 'release', now: NOW, lease: s.held.shift() }, 2))
+            lease()
+          }
+          // Every slot leased, then the callers' other 52 requests waiting; the 12
+          // leases the callers hold go round (the others' stay held).
+          for (let i = 0; i < busy + CALLERS; i += 1) lease()
+          s.held.splice(0, busy)
+          return s
+        },
+        round: (s) => {
+          for (let k = 0; k < CYCLES_B; k += 1) s.cycle()
+          return CYCLES_B
+        },
+        teardown: (s) => {
+          s.policy.free()
+          // Each release granted a waiter: the callers' 12 leases are still 12.
+          if (s.held.length !== FREE) throw new Error(`raw waiting cycle: ${s.held.length} leases held, not ${FREE}`)
         },
       },
       'p-limit(12)': {
