@@ -455,6 +455,12 @@ if (figures['b: Roster'] !== undefined) {
   target('b: Roster ≥ 300,000 cycles/s of CPU', every('b: Roster', (us) => 1e6 / us >= 300_000))
   target('b: Roster faster than p-queue(12)', every('b: Roster', (us, n) => us < figures['b: p-queue(12)'][n].cpu))
   target('b: Roster within 2× of generic-pool', every('b: Roster', (us, n) => us <= 2 * figures['b: generic-pool'][n].cpu))
+  // Not a target: how much of p-queue's whole cycle the core's own part already takes
+  // (a Roster's cycle is that part plus a caller's promise and hold, and the driver).
+  const raw = figures['b: raw waiting cycle, no hold']
+  const pQueue = figures['b: p-queue(12)']
+  const shares = SIZES.filter((n) => raw?.[n] && pQueue?.[n]).map((n) => `${n}: ×${(raw[n].cpu / pQueue[n].cpu).toFixed(2)}`)
+  if (shares.length > 0) console.log(`  (info)  b: the core's waiting cycle alone, × p-queue(12)'s whole cycle (${shares.join(', ')})`)
 }
 for (const name of ['c: Roster.report', 'c: raw Policy.handle report']) {
   const row = figures[name]
