@@ -1,7 +1,7 @@
 //! A sorted list of sorted blocks: an ordered set of entries, each with a `Key`,
 //! made for traffic at the ends (the feature `speed`: the Node and wasmtime builds).
 //!
-//! The ready sets (`ready.rs`, bare keys) and the role queues (`queue.rs`, a key and
+//! The ready sets (`ready.rs`, bare keys) and the role queues (`role_queue.rs`, a key and
 //! a request slot) use it: a grant takes the first entry, a release or a new waiter
 //! puts one after the last. Both ends cost no search, no rebalancing and, once the
 //! set has held an entry, no allocation; an entry elsewhere costs a search of the

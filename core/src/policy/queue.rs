@@ -12,7 +12,7 @@ use super::events::EventName;
 use super::events::{for_label, with_label};
 use super::keys::{key_parts, Index, Key, OrderKey};
 use super::requests::{Request, Requests};
-use super::role_queue::{self, RoleQueue, Waiters};
+use super::role_queue::{RoleQueue, Waiters};
 use super::roster::RoleTable;
 use super::Policy;
 
@@ -233,7 +233,7 @@ impl Queue {
 
     /// Waiting requests for role `r` earlier in lease order than `key`.
     pub(super) fn count_before(&self, r: usize, key: &OrderKey) -> u32 {
-        role_queue::count_before(&self.by_role[r], key)
+        self.by_role[r].count_before(key)
     }
 }
 

@@ -37,8 +37,22 @@ pub(super) trait Waiters {
     fn last_key(&self) -> Option<&OrderKey>;
     /// Every (key, slot), in key order.
     fn entries(&self) -> impl Iterator<Item = (&OrderKey, u32)> + '_;
-    /// The waiting requests earlier in lease order than `key`.
+    /// The waiting requests earlier in lease order than `key` (any key: a search).
     fn below(&self, key: &OrderKey) -> usize;
+
+    /// As `below`, with the head (a grant) and the tail (a new waiter, queued before
+    /// its place is counted) answered without a walk or a search.
+    fn count_before(&self, key: &OrderKey) -> u32 {
+        if self.first_key().is_none_or(|first| key <= first) {
+            return 0; // nobody waits for this role (the common case of a grant), or the head
+        }
+        let len = self.count() as u32;
+        match self.last_key().map(|last| key.cmp(last)) {
+            Some(Ordering::Greater) => len,
+            Some(Ordering::Equal) => len - 1,
+            _ => self.below(key) as u32,
+        }
+    }
 }
 
 #[cfg(feature = "speed")]
@@ -114,20 +128,5 @@ impl Waiters for Index {
             }
             i += 1;
         }
-    }
-}
-
-/// The waiting requests of `queue` earlier in lease order than `key`: the head (a
-/// grant) and the tail (a new waiter, queued before its place is counted) without a
-/// walk or a search, else `Waiters::below`.
-pub(super) fn count_before(queue: &RoleQueue, key: &OrderKey) -> u32 {
-    if queue.first_key().is_none_or(|first| key <= first) {
-        return 0; // nobody waits for this role (the common case of a grant), or the head
-    }
-    let len = queue.count() as u32;
-    match queue.last_key().map(|last| key.cmp(last)) {
-        Some(Ordering::Greater) => len,
-        Some(Ordering::Equal) => len - 1,
-        _ => queue.below(key) as u32,
     }
 }
