@@ -15,7 +15,8 @@
 //           are held, as generic-pool's other resources are; p-limit / p-queue at 12).
 //           Beside them, not a contender, the core's own part of that cycle: the raw
 //           class at `warn`, a release that grants a waiter and a lease that waits,
-//           with no driver, promise or hold
+//           with no driver, promise or hold; and the floor of any cycle the core
+//           decides: p-limit(12)'s whole cycle plus two empty core steps
 //   c       a rate-limit report (Roster.report, and raw Policy.handle's `report`),
 //           rotating over four executors at every roster size, the sizes interleaved
 //           in one run (the flat-in-N target compares them)
@@ -36,6 +37,7 @@ import { gzipSync } from 'node:zlib'
 import genericPool from 'generic-pool'
 import pLimit from 'p-limit'
 import PQueue from 'p-queue'
+import { DRIVER_STEP, HANDLE_AT_LEVEL, NO_PERSIST } from '../src/driver.js'
 import { Policy, Roster } from '../src/node.js'
 
 const args = process.argv.slice(2)
@@ -50,8 +52,8 @@ const SIZES = option('--n')?.split(',').map(Number) ?? [4, 64, 1_024, 10_000]
 const ROUNDS = quick ? 5 : 15
 const NOW = Date.UTC(2026, 0, 1)
 const ROLE = 'coder'
-/** `Policy#[HANDLE_AT_LEVEL](input, level)`: the answer without the events below `level`. */
-const HANDLE_AT_LEVEL = Symbol.for('rota.handleAtLevel')
+/** `HANDLE_AT_LEVEL` and `DRIVER_STEP`'s level: events below `warn` left out (a roster nobody listens to). */
+const WARN = 2
 
 /** A roster of `executors` executors of one role, `slots` each. */
 const roster = (executors, slots = 1) => ({
@@ -280,9 +282,9 @@ if (wants('b')) {
           const take = ({ outputs }) => {
             for (const output of outputs) if (output.type === 'granted') s.held.push(output.lease)
           }
-          const lease = () => take(s.policy[HANDLE_AT_LEVEL]({ type: 'lease', now: NOW, id: `r${s.i++}`, role: ROLE }, 2))
+          const lease = () => take(s.policy[HANDLE_AT_LEVEL]({ type: 'lease', now: NOW, id: `r${s.i++}`, role: ROLE }, WARN))
           s.cycle = () => {
-            take(s.policy[HANDLE_AT_LEVEL]({ type: 'release', now: NOW, lease: s.held.shift() }, 2))
+            take(s.policy[HANDLE_AT_LEVEL]({ type: 'release', now: NOW, lease: s.held.shift() }, WARN))
             lease()
           }
           // Every slot leased, then the callers' other 52 requests waiting; the 12
@@ -299,6 +301,38 @@ if (wants('b')) {
           s.policy.free()
           // Each release granted a waiter: the callers' 12 leases are still 12.
           if (s.held.length !== FREE) throw new Error(`raw waiting cycle: ${s.held.length} leases held, not ${FREE}`)
+        },
+      },
+      // Not a contender: the floor of any cycle the core decides. p-limit(12)'s whole
+      // cycle (the leanest promise, queue and hold there is) plus two core steps that
+      // decide nothing (a tick through the roster's own step, `DRIVER_STEP` at `warn`
+      // without persist outputs), one where the caller asks and one where it releases,
+      // on a roster in b's state. A Roster whose lease logic cost nothing and whose
+      // driver cost what p-limit's does would cost this; b's p-queue target needs less.
+      'floor: p-limit(12) + 2 empty steps': {
+        setup: () => {
+          const s = { limit: pLimit(FREE), policy: new Policy(roster(n, slots), { canProbe: false }), answers: 0 }
+          // b's state: every slot leased, and the callers' other 52 requests waiting.
+          for (let i = 0; i < busy + CALLERS; i += 1) {
+            s.policy[HANDLE_AT_LEVEL]({ type: 'lease', now: NOW, id: `r${i}`, role: ROLE }, WARN)
+          }
+          const step = () => {
+            // An empty step answers nothing: the floor holds no decision.
+            s.answers += s.policy[DRIVER_STEP]({ type: 'tick', now: NOW }, WARN | NO_PERSIST).outputs.length
+          }
+          s.cycle = () => {
+            step()
+            return s.limit(async () => {
+              await hold()
+              step()
+            })
+          }
+          return s
+        },
+        round: (s) => callers(s.cycle, CYCLES_B),
+        teardown: (s) => {
+          s.policy.free()
+          if (s.answers !== 0) throw new Error(`floor: the empty steps answered ${s.answers} outputs`)
         },
       },
       'p-limit(12)': {
@@ -461,6 +495,11 @@ if (figures['b: Roster'] !== undefined) {
   const pQueue = figures['b: p-queue(12)']
   const shares = SIZES.filter((n) => raw?.[n] && pQueue?.[n]).map((n) => `${n}: ×${(raw[n].cpu / pQueue[n].cpu).toFixed(2)}`)
   if (shares.length > 0) console.log(`  (info)  b: the core's waiting cycle alone, × p-queue(12)'s whole cycle (${shares.join(', ')})`)
+  // Not a target either: the floor above, against p-queue's whole cycle. At ×1.00 or
+  // more no Roster can be faster than p-queue while the core decides every lease.
+  const floor = figures['b: floor: p-limit(12) + 2 empty steps']
+  const floors = SIZES.filter((n) => floor?.[n] && pQueue?.[n]).map((n) => `${n}: ×${(floor[n].cpu / pQueue[n].cpu).toFixed(2)}`)
+  if (floors.length > 0) console.log(`  (info)  b: the floor of a core-decided cycle (p-limit(12) + two empty core steps), × p-queue(12)'s whole cycle (${floors.join(', ')})`)
 }
 for (const name of ['c: Roster.report', 'c: raw Policy.handle report']) {
   const row = figures[name]

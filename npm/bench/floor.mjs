@@ -19,6 +19,7 @@
 // over (generic-pool's 1.2 µs became 4.9), as bench.mjs notes.
 
 import genericPool from 'generic-pool'
+import { HANDLE_AT_LEVEL } from '../src/driver.js'
 import { Policy } from '../src/node.js'
 import { takeOption } from './options.mjs'
 
@@ -37,7 +38,6 @@ const rounds = count('--rounds', 21)
 const n = count('--n', 64)
 const BATCH = 20_000
 const NOW = Date.UTC(2026, 0, 1)
-const HANDLE_AT_LEVEL = Symbol.for('rota.handleAtLevel')
 const document = { executors: Array.from({ length: n }, (_, i) => ({ id: `e${i}`, harness: 'pi', roles: ['coder'], slots: 1 })) }
 
 const cpu = () => {
