@@ -277,7 +277,19 @@ impl Policy {
     /// serve. Only executors that gained a slot this input (`dirty`) are looked at,
     /// and only the heads of their roles' queues, so the cost does not grow with the
     /// number of waiters.
+    #[inline]
     pub(super) fn grant_pass(&mut self) {
+        // No retried request and no slot that came back: nothing to offer (most
+        // inputs). Checked here, inlined, so that they pay no call either.
+        if self.queue.retry.is_empty() && self.roster.dirty.is_empty() {
+            return;
+        }
+        self.offer_slots();
+    }
+
+    /// `grant_pass` with something to offer.
+    #[inline(never)]
+    fn offer_slots(&mut self) {
         for id in std::mem::take(&mut self.queue.retry) {
             let Some(req) = self.queue.requests.get(&id) else {
                 debug_assert!(false, "a retried request is stored");
