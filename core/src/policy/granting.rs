@@ -80,10 +80,18 @@ impl Policy {
     /// A lease that would wait while the queue is full is refused (the queue's
     /// bound, `limits::MAX_WAITING_REQUESTS`, keeps its memory bounded); one a free
     /// slot serves now is not. A `tryLease` never waits, so it is never refused.
+    #[inline]
     pub(super) fn check_room_to_wait(&self, request: &LeaseRequest, r: usize) -> Result<(), Error> {
+        // Inlined: a queue with room (most inputs) costs one comparison.
         if self.queue.has_room() {
             return Ok(());
         }
+        self.check_full_queue(request, r)
+    }
+
+    /// `check_room_to_wait` when the queue is full.
+    #[inline(never)]
+    fn check_full_queue(&self, request: &LeaseRequest, r: usize) -> Result<(), Error> {
         let hypothetical = Request {
             id: Box::from(request.id.as_str()),
             key: order_key((1, 0, self.now, self.queue.next_arrival)),
