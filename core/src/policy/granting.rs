@@ -64,9 +64,10 @@ impl Policy {
             self.take_slot_with(req, e, r, passed);
             return;
         }
-        // By slot from here: a lease that waits looks its id up no more.
+        // By slot from here: a lease that waits looks its id up no more. No slot
+        // serves it now (`choose` just said so, and storing it changed nothing it reads).
         let s = self.queue.requests.insert(req);
-        match self.try_place_at(s, r, !try_only) {
+        match self.place_unserved(s, r, !try_only) {
             Admission::Granted | Admission::Ended => {}
             Admission::Queued if try_only => {
                 if let Some(id) = self.queue.requests.at(s).map(|q| String::from(&*q.id)) {
@@ -157,9 +158,19 @@ impl Policy {
             self.take_slot_at(s, e, r, passed);
             return Admission::Granted;
         }
+        self.place_unserved(s, r, may_wait)
+    }
+
+    /// `try_place_at` of a request no free slot serves now: it ends if nothing ever
+    /// can or its deadline has passed, else it must wait.
+    fn place_unserved(&mut self, s: u32, r: usize, may_wait: bool) -> Admission {
         if !may_wait {
             return Admission::Queued;
         }
+        let Some(req) = self.queue.requests.at(s) else {
+            debug_assert!(false, "try_place: the slot holds a request");
+            return Admission::Ended;
+        };
         let ending = if self.ends_unservable() && !self.can_serve_request(req, r) {
             Ending::Exhausted
         } else if req.deadline().is_some_and(|d| d <= self.now) {
