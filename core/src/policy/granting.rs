@@ -298,9 +298,13 @@ impl Policy {
     /// number of waiters.
     #[inline]
     pub(super) fn grant_pass(&mut self) {
-        // No retried request and no slot that came back: nothing to offer (most
-        // inputs). Checked here, inlined, so that they pay no call either.
-        if self.queue.retry.is_empty() && self.roster.dirty.is_empty() {
+        // No retried request, and no slot that came back or no request to offer it
+        // to: nothing to offer (most inputs). Checked here, inlined, so that they pay
+        // no call either.
+        if self.queue.retry.is_empty()
+            && (self.roster.dirty.is_empty() || self.queue.requests.len() == 0)
+        {
+            self.roster.dirty.clear();
             return;
         }
         self.offer_slots();
