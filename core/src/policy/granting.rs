@@ -64,9 +64,10 @@ impl Policy {
             self.take_slot_with(req, e, r, passed);
             return;
         }
-        // By slot from here: a lease that waits looks its id up no more.
+        // By slot from here: a lease that waits looks its id up no more. No slot
+        // serves it now (`choose` just said so, and storing it changed nothing it reads).
         let s = self.queue.requests.insert(req);
-        match self.try_place_at(s, r, !try_only) {
+        match self.place_unserved(s, r, !try_only) {
             Admission::Granted | Admission::Ended => {}
             Admission::Queued if try_only => {
                 if let Some(id) = self.queue.requests.at(s).map(|q| String::from(&*q.id)) {
@@ -80,10 +81,18 @@ impl Policy {
     /// A lease that would wait while the queue is full is refused (the queue's
     /// bound, `limits::MAX_WAITING_REQUESTS`, keeps its memory bounded); one a free
     /// slot serves now is not. A `tryLease` never waits, so it is never refused.
+    #[inline]
     pub(super) fn check_room_to_wait(&self, request: &LeaseRequest, r: usize) -> Result<(), Error> {
+        // Inlined: a queue with room (most inputs) costs one comparison.
         if self.queue.has_room() {
             return Ok(());
         }
+        self.check_full_queue(request, r)
+    }
+
+    /// `check_room_to_wait` when the queue is full.
+    #[inline(never)]
+    fn check_full_queue(&self, request: &LeaseRequest, r: usize) -> Result<(), Error> {
         let hypothetical = Request {
             id: Box::from(request.id.as_str()),
             key: order_key((1, 0, self.now, self.queue.next_arrival)),
@@ -149,9 +158,19 @@ impl Policy {
             self.take_slot_at(s, e, r, passed);
             return Admission::Granted;
         }
+        self.place_unserved(s, r, may_wait)
+    }
+
+    /// `try_place_at` of a request no free slot serves now: it ends if nothing ever
+    /// can or its deadline has passed, else it must wait.
+    fn place_unserved(&mut self, s: u32, r: usize, may_wait: bool) -> Admission {
         if !may_wait {
             return Admission::Queued;
         }
+        let Some(req) = self.queue.requests.at(s) else {
+            debug_assert!(false, "try_place: the slot holds a request");
+            return Admission::Ended;
+        };
         let ending = if self.ends_unservable() && !self.can_serve_request(req, r) {
             Ending::Exhausted
         } else if req.deadline().is_some_and(|d| d <= self.now) {
@@ -277,7 +296,23 @@ impl Policy {
     /// serve. Only executors that gained a slot this input (`dirty`) are looked at,
     /// and only the heads of their roles' queues, so the cost does not grow with the
     /// number of waiters.
+    #[inline]
     pub(super) fn grant_pass(&mut self) {
+        // No retried request, and no slot that came back or no request to offer it
+        // to: nothing to offer (most inputs). Checked here, inlined, so that they pay
+        // no call either.
+        if self.queue.retry.is_empty()
+            && (self.roster.dirty.is_empty() || self.queue.requests.len() == 0)
+        {
+            self.roster.dirty.clear();
+            return;
+        }
+        self.offer_slots();
+    }
+
+    /// `grant_pass` with something to offer.
+    #[inline(never)]
+    fn offer_slots(&mut self) {
         for id in std::mem::take(&mut self.queue.retry) {
             let Some(req) = self.queue.requests.get(&id) else {
                 debug_assert!(false, "a retried request is stored");

@@ -86,7 +86,7 @@ impl LeaseTable {
         pairs.sort_by_key(|&(id, _)| id);
         let mut leases = LeaseTable::default();
         for (id, lease) in pairs {
-            leases.insert(id, lease);
+            leases.insert(id, Box::new(lease));
         }
         leases
     }
@@ -105,8 +105,7 @@ impl LeaseTable {
         self.slots.binary_search_by_key(&id, |&(k, _)| k)
     }
 
-    pub(super) fn insert(&mut self, id: u64, lease: Lease) {
-        let lease = Box::new(lease);
+    pub(super) fn insert(&mut self, id: u64, lease: Box<Lease>) {
         if self.slots.last().is_none_or(|&(last, _)| last < id) {
             self.slots.push((id, Some(lease)));
             self.live += 1;
@@ -189,7 +188,8 @@ impl Leases {
     }
 
     /// Opens lease `id` (from `allocate`), named by its request in `requests`.
-    pub(super) fn open(&mut self, id: u64, lease: Lease, requests: &mut Requests) {
+    /// Boxed by the caller: a lease is built in its box, not moved into it.
+    pub(super) fn open(&mut self, id: u64, lease: Box<Lease>, requests: &mut Requests) {
         debug_assert!(id < self.next_id, "lease {id} was not allocated");
         requests.name_lease(&lease.request, id);
         self.open.insert(id, lease);
@@ -248,7 +248,7 @@ impl Policy {
         }
         self.leases.open(
             lease,
-            Lease {
+            Box::new(Lease {
                 request: id,
                 executor: executor_id,
                 role: Some(role),
@@ -260,7 +260,7 @@ impl Policy {
                 deleting: false,
                 owner,
                 at: at.map_or_else(Place::default, Place::of),
-            },
+            }),
             &mut self.queue.requests,
         );
     }
@@ -507,7 +507,7 @@ impl Policy {
         };
         self.leases.open(
             lease,
-            Lease {
+            Box::new(Lease {
                 request: id,
                 executor: shared(executor),
                 role: role.map(shared),
@@ -519,7 +519,7 @@ impl Policy {
                 deleting: false,
                 owner,
                 at: place.map_or_else(Place::default, Place::of),
-            },
+            }),
             &mut self.queue.requests,
         );
         // Its grant: a reference to the lease (`outputs.rs`), `occupied` from it.

@@ -174,7 +174,12 @@ impl Policy {
         self.settle_outputs();
         self.now = self.now.max(input.now());
         self.advance_time();
-        self.apply(input, checked);
+        match input {
+            // Time alone changes nothing more: a tick is not moved into `apply` (a
+            // copy of the whole input).
+            Input::Tick { .. } => {}
+            input => self.apply(input, checked),
+        }
         self.grant_pass();
         self.schedule_probes();
         self.flush_persist();
@@ -210,32 +215,41 @@ impl Policy {
         &self.options
     }
 
+    // The checks below are inlined into `check`, their errors built out of line
+    // (cold): an input that passes pays its comparisons only.
+
+    #[inline]
     fn role_index(&self, role: &str) -> Result<usize, Error> {
-        self.document
-            .roles
-            .iter()
-            .position(|r| r == role)
-            .ok_or_else(|| Error::UnknownRole {
-                role: role.to_string(),
-                known: self.document.roles.join(", "),
-            })
-    }
-
-    fn known_exec(&self, id: &str) -> Result<usize, Error> {
-        self.roster
-            .index
-            .get(id)
-            .ok_or_else(|| Error::UnknownExecutor { id: id.to_string() })
-    }
-
-    fn check_new_id(&self, id: &str) -> Result<(), Error> {
-        if id.is_empty() {
-            return Err(Error::input("a request id is a non-empty string"));
+        match self.document.roles.iter().position(|r| r == role) {
+            Some(r) => Ok(r),
+            None => Err(self.unknown_role(role)),
         }
-        if self.queue.requests.id_in_use(id)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unknown_role(&self, role: &str) -> Error {
+        Error::UnknownRole {
+            role: role.to_string(),
+            known: self.document.roles.join(", "),
+        }
+    }
+
+    #[inline]
+    fn known_exec(&self, id: &str) -> Result<usize, Error> {
+        match self.roster.index.get(id) {
+            Some(e) => Ok(e),
+            None => Err(unknown_executor(id)),
+        }
+    }
+
+    #[inline]
+    fn check_new_id(&self, id: &str) -> Result<(), Error> {
+        if id.is_empty()
+            || self.queue.requests.id_in_use(id)
             || sorted::contains_key(&self.provisioning.abandoned, id)
         {
-            return Err(Error::DuplicateRequest { id: id.to_string() });
+            return Err(bad_new_id(id));
         }
         Ok(())
     }
@@ -459,6 +473,22 @@ impl Policy {
             Input::Version { .. } | Input::Tick { .. } => {}
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn unknown_executor(id: &str) -> Error {
+    Error::UnknownExecutor { id: id.to_string() }
+}
+
+/// Why `check_new_id` refused `id`.
+#[cold]
+#[inline(never)]
+fn bad_new_id(id: &str) -> Error {
+    if id.is_empty() {
+        return Error::input("a request id is a non-empty string");
+    }
+    Error::DuplicateRequest { id: id.to_string() }
 }
 
 #[cfg(test)]

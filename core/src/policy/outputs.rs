@@ -215,11 +215,17 @@ impl Policy {
 
     /// Builds every queued reference in place: before a lease closes or the executors
     /// move (an undrained queue's references would dangle).
+    #[inline]
     pub(super) fn settle_outputs(&mut self) {
-        // Most inputs find the queue drained (every host drains after each input).
-        if self.outputs.is_empty() {
-            return;
+        // Most inputs find the queue drained (every host drains after each input):
+        // inlined, they pay one comparison.
+        if !self.outputs.is_empty() {
+            self.build_queued();
         }
+    }
+
+    #[inline(never)]
+    fn build_queued(&mut self) {
         for queued in self.outputs.iter_mut() {
             if let Some(output) = resolve(queued, &self.leases.open, &self.roster.executors) {
                 *queued = Queued::Built(output.into_output());

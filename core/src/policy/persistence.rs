@@ -102,10 +102,16 @@ impl Policy {
     /// exclusions their new entries (an id without one is cleared). In a failure
     /// storm on a large roster this costs what the touched executors cost, not the
     /// whole roster.
+    #[inline]
     pub(super) fn flush_persist(&mut self) {
-        if self.persistence.touched.is_empty() && !self.persistence.all {
-            return;
+        // Most inputs touch no lasting exclusion: inlined, they pay one comparison.
+        if !self.persistence.settled() {
+            self.write_persist();
         }
+    }
+
+    #[inline(never)]
+    fn write_persist(&mut self) {
         let mut ids = Vec::new();
         let mut exclusions = Vec::new();
         if std::mem::take(&mut self.persistence.all) {

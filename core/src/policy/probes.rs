@@ -106,7 +106,22 @@ impl Policy {
         }) || sorted::contains_key(&self.queue.pinned, &x.spec.id)
     }
 
+    #[inline]
     pub(super) fn schedule_probes(&mut self) {
+        // The waits are in floor order: when the first floor is to come, no probe is
+        // due (most inputs), and the scan below is not built.
+        if self
+            .probes
+            .waits
+            .first_key_value()
+            .is_some_and(|(k, _)| k[0] <= self.now)
+        {
+            self.start_due_probes();
+        }
+    }
+
+    #[inline(never)]
+    fn start_due_probes(&mut self) {
         let due: Vec<usize> = self
             .probes
             .waits
