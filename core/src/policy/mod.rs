@@ -174,12 +174,7 @@ impl Policy {
         self.settle_outputs();
         self.now = self.now.max(input.now());
         self.advance_time();
-        match input {
-            // Time alone changes nothing more: a tick is not moved into `apply` (a
-            // copy of the whole input).
-            Input::Tick { .. } => {}
-            input => self.apply(input, checked),
-        }
+        self.apply(input, checked);
         self.grant_pass();
         self.schedule_probes();
         self.flush_persist();
@@ -218,7 +213,7 @@ impl Policy {
     // The checks below are inlined into `check`, their errors built out of line
     // (cold): an input that passes pays its comparisons only.
 
-    #[inline]
+    #[cfg_attr(feature = "speed", inline)]
     fn role_index(&self, role: &str) -> Result<usize, Error> {
         match self.document.roles.iter().position(|r| r == role) {
             Some(r) => Ok(r),
@@ -226,8 +221,7 @@ impl Policy {
         }
     }
 
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(feature = "speed", cold, inline(never))]
     fn unknown_role(&self, role: &str) -> Error {
         Error::UnknownRole {
             role: role.to_string(),
@@ -235,7 +229,7 @@ impl Policy {
         }
     }
 
-    #[inline]
+    #[cfg_attr(feature = "speed", inline)]
     fn known_exec(&self, id: &str) -> Result<usize, Error> {
         match self.roster.index.get(id) {
             Some(e) => Ok(e),
@@ -243,13 +237,15 @@ impl Policy {
         }
     }
 
-    #[inline]
+    #[cfg_attr(feature = "speed", inline)]
     fn check_new_id(&self, id: &str) -> Result<(), Error> {
-        if id.is_empty()
-            || self.queue.requests.id_in_use(id)
+        if id.is_empty() {
+            return Err(Error::input("a request id is a non-empty string"));
+        }
+        if self.queue.requests.id_in_use(id)
             || sorted::contains_key(&self.provisioning.abandoned, id)
         {
-            return Err(bad_new_id(id));
+            return Err(Error::DuplicateRequest { id: id.to_string() });
         }
         Ok(())
     }
@@ -475,20 +471,9 @@ impl Policy {
     }
 }
 
-#[cold]
-#[inline(never)]
+#[cfg_attr(feature = "speed", cold, inline(never))]
 fn unknown_executor(id: &str) -> Error {
     Error::UnknownExecutor { id: id.to_string() }
-}
-
-/// Why `check_new_id` refused `id`.
-#[cold]
-#[inline(never)]
-fn bad_new_id(id: &str) -> Error {
-    if id.is_empty() {
-        return Error::input("a request id is a non-empty string");
-    }
-    Error::DuplicateRequest { id: id.to_string() }
 }
 
 #[cfg(test)]

@@ -102,7 +102,7 @@ impl Policy {
     /// exclusions their new entries (an id without one is cleared). In a failure
     /// storm on a large roster this costs what the touched executors cost, not the
     /// whole roster.
-    #[inline]
+    #[cfg_attr(feature = "speed", inline)]
     pub(super) fn flush_persist(&mut self) {
         // Most inputs touch no lasting exclusion: inlined, they pay one comparison.
         if !self.persistence.settled() {
@@ -110,7 +110,7 @@ impl Policy {
         }
     }
 
-    #[inline(never)]
+    #[cfg_attr(feature = "speed", inline(never))]
     fn write_persist(&mut self) {
         let mut ids = Vec::new();
         let mut exclusions = Vec::new();
