@@ -1,6 +1,6 @@
 //! The wasm-bindgen exports for JS (Node and browsers): the policy class and the
 //! document utilities, over `rota_core::json` so every host reads and writes the same
-//! JSON.
+//! JSON. JS built-ins come from `js-sys`.
 //!
 //! Values go in as JSON text: a JS value is read exactly as `JSON.stringify` writes it
 //! (fields holding `undefined` are absent, a `Date` is its ISO string) and parsed by
@@ -12,21 +12,28 @@
 //! memory, `binary.rs`) and falls back to `handleJson` wrapped in `JSON.stringify` and
 //! `JSON.parse` for every other input (`npm/src/api.js`, `npm/src/binary.js`): the
 //! same answers and errors either way, and no call back into JS from here.
-//! Every other result comes back as JSON: serde_json's text, parsed by
-//! `JSON.parse` into plain JS values. One reader (serde_json from text) and one writer
-//! (serde_json to text) serve every type, which keeps the module small.
+//!
+//! Answers come back as plain JS values, each call the faster way as measured
+//! (`npm/bench/crossing.mjs`): built by serde-wasm-bindgen (`json_compatible`) for
+//! the small and mid-sized ones (explain, plan, classify, validate, check, default
+//! options), or as the core's JSON text parsed by the engine's `JSON.parse` for the
+//! large ones (a snapshot, an exported state, a document), where that is 1.1–1.4×
+//! faster at 1,000 and 10,000 executors.
 //!
 //! Errors are thrown as JS `Error`s (name `RotaError`) with the core's stable `code`,
 //! a message saying what and where, and `violations` for `INVALID_DOCUMENT`. A
 //! rejected call leaves the policy exactly as it was (the core guarantees it; this
 //! layer converts before it calls).
 
+use js_sys::{Array, Error as JsError, Reflect, JSON};
 use rota_core::json::{from_value, parse_options, step_str, to_text};
 use rota_core::write::{to_json_text, WriteJson};
 use rota_core::{Error, ExplainRequest, Policy as CorePolicy};
 #[cfg(feature = "fast-step")]
 use rota_core::{Level, Output, OutputRef};
+use serde::Serialize;
 use serde_json::Value;
+use serde_wasm_bindgen::Serializer;
 use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "fast-step")]
@@ -34,45 +41,14 @@ use crate::binary::{self, Writer};
 
 type JsResult<T> = Result<T, JsValue>;
 
-// The few JS built-ins this layer calls, declared here rather than taken from js-sys:
-// linking js-sys keeps a call shim per closure type it declares (typed arrays,
-// promises, ...) in the module, about 2 KB gzipped of code nothing here calls.
-#[wasm_bindgen]
-extern "C" {
-    /// A JS `Error`.
-    #[wasm_bindgen(js_name = Error)]
-    type JsErrorObject;
-    #[wasm_bindgen(constructor, js_class = Error)]
-    fn new(message: &str) -> JsErrorObject;
-    #[wasm_bindgen(method, setter, js_class = Error)]
-    fn set_name(this: &JsErrorObject, name: &str);
-    #[wasm_bindgen(method, getter, js_class = Error)]
-    fn message(this: &JsErrorObject) -> String;
-
-    /// A JS array (`defaultRoles`'s result).
-    #[wasm_bindgen(typescript_type = "Array<any>")]
-    pub type Array;
-    #[wasm_bindgen(constructor)]
-    fn new() -> Array;
-    #[wasm_bindgen(method)]
-    fn push(this: &Array, value: &JsValue) -> u32;
-
-    #[wasm_bindgen(js_namespace = Reflect, js_name = set, catch)]
-    fn reflect_set(target: &JsValue, key: &JsValue, value: &JsValue) -> Result<bool, JsValue>;
-    #[wasm_bindgen(js_namespace = JSON, js_name = stringify, catch)]
-    fn json_stringify(value: &JsValue) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(js_namespace = JSON, js_name = parse, catch)]
-    fn json_parse(text: &str) -> Result<JsValue, JsValue>;
-}
-
 /// A core error as a JS `Error` with `code` (and `violations`).
 fn to_js_error(error: &Error) -> JsValue {
-    let js = JsErrorObject::new(&error.to_string());
+    let js = JsError::new(&error.to_string());
     js.set_name("RotaError");
     let shape = error.to_json();
     for field in ["code", "violations"] {
         if let Some(value) = shape.get(field) {
-            let _ = reflect_set(&js, &JsValue::from_str(field), &to_js_value(value));
+            let _ = Reflect::set(&js, &JsValue::from_str(field), &to_js_value(value));
         }
     }
     js.into()
@@ -87,10 +63,10 @@ fn stringify(value: &JsValue, what: &str) -> Result<String, Error> {
     if value.is_undefined() {
         return Ok("null".to_string());
     }
-    let text = json_stringify(value).map_err(|e| {
+    let text = JSON::stringify(value).map_err(|e| {
         let why = e
-            .dyn_ref::<JsErrorObject>()
-            .map(JsErrorObject::message)
+            .dyn_ref::<JsError>()
+            .map(|e| String::from(e.message()))
             .unwrap_or_default();
         invalid_input(format!("{what} cannot be written as JSON ({why})"))
     })?;
@@ -100,6 +76,11 @@ fn stringify(value: &JsValue, what: &str) -> Result<String, Error> {
 }
 
 /// A JS value as serde_json reads its `JSON.stringify` text; `undefined` is `null`.
+///
+/// Values come in through `JSON.stringify`, not serde-wasm-bindgen's deserializer:
+/// the package reads a value exactly as `JSON.stringify` writes it (a `Date` is its
+/// ISO string, `toJSON` is honoured, a field holding `undefined` is absent, NaN is
+/// refused by name), which a field-by-field walk of the JS object would not give.
 fn read(value: &JsValue, what: &str) -> Result<Value, Error> {
     let text = stringify(value, what)?;
     serde_json::from_str(&text).map_err(|e| invalid_input(format!("{what}: {e}")))
@@ -120,19 +101,34 @@ fn read_strings(value: &JsValue, what: &str) -> Result<Vec<String>, Error> {
         .map_err(|_| invalid_input(format!("{what} must be a list of strings")))
 }
 
-/// JSON text as a plain JS value (objects, arrays, numbers, strings, null).
+/// JSON text as a plain JS value, by the engine's `JSON.parse`: for the large values
+/// (a snapshot, an exported state, a document), where it measures faster than
+/// building the value property by property (`npm/bench/README.md`, "crossing").
 fn parse_text(text: &str) -> JsValue {
     // The text is serde_json's own: JSON.parse cannot refuse it.
-    json_parse(text).unwrap_or(JsValue::NULL)
+    JSON::parse(text).unwrap_or(JsValue::NULL)
 }
 
-/// A JSON value as a plain JS value.
-fn to_js_value(value: &Value) -> JsValue {
+/// A value as a plain JS value (objects, arrays, numbers, strings, null), built by
+/// serde-wasm-bindgen: for the small and mid-sized answers (classify, explain, plan,
+/// validate ...), where it measures faster than writing and parsing JSON text.
+fn to_js_value<T: Serialize + ?Sized>(value: &T) -> JsValue {
+    value
+        .serialize(&Serializer::json_compatible())
+        // Only a number beyond what a JS number holds exactly fails here; the core's
+        // numbers are bounded below it (`rota_core::limits`), so this is a fallback.
+        .unwrap_or(JsValue::NULL)
+}
+
+/// A large value as a plain JS value, through its canonical JSON text (see `parse_text`).
+fn to_js_text<T: WriteJson>(value: &T) -> JsValue {
+    parse_text(&to_json_text(value))
+}
+
+/// A large JSON value (a document, an exported state) as a plain JS value, through
+/// its text (see `parse_text`).
+fn value_as_text(value: &Value) -> JsValue {
     parse_text(&to_text(value))
-}
-
-fn to_js<T: WriteJson>(value: &T) -> JsResult<JsValue> {
-    Ok(parse_text(&to_json_text(value)))
 }
 
 /// The rota policy: a deterministic, sans-IO state machine. Feed one input with
@@ -197,7 +193,7 @@ impl JsPolicy {
 
     /// Every executor, the queue, machines being created, a pending reload.
     pub fn snapshot(&self) -> JsResult<JsValue> {
-        to_js(&self.inner.snapshot())
+        Ok(to_js_text(&self.inner.snapshot()))
     }
 
     /// Free slots for `role` now. Throws `UNKNOWN_ROLE`.
@@ -233,7 +229,7 @@ impl JsPolicy {
                 .map_err(|e| invalid_input(format!("explain: {e}")))?;
             self.inner.explain(&request)
         };
-        to_js(&run().map_err(|e| to_js_error(&e))?)
+        Ok(to_js_value(&run().map_err(|e| to_js_error(&e))?))
     }
 
     /// A dry run of a reload to `document`; changes nothing.
@@ -242,13 +238,13 @@ impl JsPolicy {
             let document = read(&document, "the document")?;
             self.inner.plan(&document)
         };
-        to_js(&run().map_err(|e| to_js_error(&e))?)
+        Ok(to_js_value(&run().map_err(|e| to_js_error(&e))?))
     }
 
     /// Everything, for `Policy.importState` (a live swap, or a checkpoint).
     #[wasm_bindgen(js_name = exportState)]
     pub fn export_state(&self) -> JsValue {
-        to_js_value(&self.inner.export_state())
+        value_as_text(&self.inner.export_state())
     }
 
     /// A policy from `exportState`'s value. Throws `INVALID_STATE`.
@@ -302,7 +298,7 @@ pub fn validate(document: JsValue, kinds: JsValue) -> JsResult<JsValue> {
         let kinds = read_kinds(&kinds)?;
         Ok(rota_core::validate(&document, kinds.as_deref()))
     };
-    to_js(&run().map_err(|e| to_js_error(&e))?)
+    Ok(to_js_value(&run().map_err(|e| to_js_error(&e))?))
 }
 
 /// `{ violations, warnings }`: `validate`'s violations, and beside them the warnings
@@ -323,7 +319,7 @@ pub fn check(document: JsValue, kinds: JsValue) -> JsResult<JsValue> {
 #[wasm_bindgen]
 pub fn redact(document: JsValue) -> JsResult<JsValue> {
     let document = read(&document, "the document").map_err(|e| to_js_error(&e))?;
-    Ok(to_js_value(&rota_core::secrets::redact(&document)))
+    Ok(value_as_text(&rota_core::secrets::redact(&document)))
 }
 
 fn read_kinds(kinds: &JsValue) -> Result<Option<Vec<String>>, Error> {
@@ -345,7 +341,7 @@ pub fn merge(user: JsValue, repo: JsValue) -> JsResult<JsValue> {
         rota_core::merge_owned(user, repo)
             .map_err(|violations| Error::InvalidDocument { violations })
     };
-    Ok(to_js_value(&run().map_err(|e| to_js_error(&e))?))
+    Ok(value_as_text(&run().map_err(|e| to_js_error(&e))?))
 }
 
 /// Only the named executors; an empty list keeps all: `{ document, unknown, warnings }`, a
@@ -365,7 +361,7 @@ pub fn narrow(document: JsValue, ids: JsValue) -> JsResult<JsValue> {
             "warnings": warnings,
         }))
     };
-    Ok(to_js_value(&run().map_err(|e| to_js_error(&e))?))
+    Ok(value_as_text(&run().map_err(|e| to_js_error(&e))?))
 }
 
 /// "30 minutes", "90s", "2h" in milliseconds, or `undefined` when unreadable.
