@@ -23,7 +23,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 TARGET=wasm32-unknown-unknown
-PROFILE=wasm
+PROFILE=wasm-speed
 POLICY="$ROOT/host-wasmtime/policy/rota_policy.wasm"
 PKG="$ROOT/npm/pkg"
 
@@ -78,7 +78,7 @@ build_bindgen() {
   local name="$1" PROFILE="$2"; shift 2
   # Not stripped here: wasm-bindgen reads the `target_features` custom section (and
   # strips what it does not need itself).
-  (export CARGO_PROFILE_WASM_STRIP=false CARGO_PROFILE_WASM_SMALL_STRIP=false CARGO_PROFILE_WASM_NODE_STRIP=false
+  (export CARGO_PROFILE_WASM_SPEED_STRIP=false CARGO_PROFILE_WASM_SMALL_STRIP=false
    cargo_wasm "$name" "$@")
   local in="$ROOT/target/wasm-$name/$TARGET/$PROFILE/rota_wasm.wasm"
   [ -f "$in" ] || die "cargo produced no $in"
@@ -129,7 +129,7 @@ build_node() {
   local SPEED_FLAGS
   speed_flags
   local -a WASM_CARGO_FLAGS=("${SPEED_FLAGS[@]}")
-  build_bindgen node wasm-node --features js,fast-step
+  build_bindgen node wasm-speed --features js,fast-step
 }
 build_web() { build_bindgen web wasm-small --features js; }
 

@@ -53,7 +53,7 @@
 //!
 //! # Safety
 //!
-//! The module imports nothing. A panic aborts (the `wasm` and `wasm-speed` profiles), which a host sees
+//! The module imports nothing. A panic aborts (the `wasm-speed` profile), which a host sees
 //! as a trap; the core never panics on input, so that is a bug, not a code path.
 
 use std::cell::RefCell;
