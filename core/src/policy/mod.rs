@@ -14,7 +14,6 @@
 //! and deadlines.
 
 mod avoid;
-#[cfg(feature = "speed")]
 mod blocks;
 mod events;
 mod exclusions;
@@ -213,7 +212,7 @@ impl Policy {
     // The checks below are inlined into `check`, their errors built out of line
     // (cold): an input that passes pays its comparisons only.
 
-    #[cfg_attr(feature = "speed", inline)]
+    #[inline]
     fn role_index(&self, role: &str) -> Result<usize, Error> {
         match self.document.roles.iter().position(|r| r == role) {
             Some(r) => Ok(r),
@@ -221,7 +220,8 @@ impl Policy {
         }
     }
 
-    #[cfg_attr(feature = "speed", cold, inline(never))]
+    #[cold]
+    #[inline(never)]
     fn unknown_role(&self, role: &str) -> Error {
         Error::UnknownRole {
             role: role.to_string(),
@@ -229,7 +229,7 @@ impl Policy {
         }
     }
 
-    #[cfg_attr(feature = "speed", inline)]
+    #[inline]
     fn known_exec(&self, id: &str) -> Result<usize, Error> {
         match self.roster.index.get(id) {
             Some(e) => Ok(e),
@@ -237,7 +237,7 @@ impl Policy {
         }
     }
 
-    #[cfg_attr(feature = "speed", inline)]
+    #[inline]
     fn check_new_id(&self, id: &str) -> Result<(), Error> {
         if id.is_empty() {
             return Err(Error::input("a request id is a non-empty string"));
@@ -471,7 +471,8 @@ impl Policy {
     }
 }
 
-#[cfg_attr(feature = "speed", cold, inline(never))]
+#[cold]
+#[inline(never)]
 fn unknown_executor(id: &str) -> Error {
     Error::UnknownExecutor { id: id.to_string() }
 }

@@ -215,7 +215,7 @@ impl Policy {
 
     /// Builds every queued reference in place: before a lease closes or the executors
     /// move (an undrained queue's references would dangle).
-    #[cfg_attr(feature = "speed", inline)]
+    #[inline]
     pub(super) fn settle_outputs(&mut self) {
         // Most inputs find the queue drained (every host drains after each input):
         // inlined, they pay one comparison.
@@ -224,7 +224,7 @@ impl Policy {
         }
     }
 
-    #[cfg_attr(feature = "speed", inline(never))]
+    #[inline(never)]
     fn build_queued(&mut self) {
         for queued in self.outputs.iter_mut() {
             if let Some(output) = resolve(queued, &self.leases.open, &self.roster.executors) {

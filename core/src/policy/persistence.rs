@@ -102,7 +102,7 @@ impl Policy {
     /// exclusions their new entries (an id without one is cleared). In a failure
     /// storm on a large roster this costs what the touched executors cost, not the
     /// whole roster.
-    #[cfg_attr(feature = "speed", inline)]
+    #[inline]
     pub(super) fn flush_persist(&mut self) {
         // Most inputs touch no lasting exclusion: inlined, they pay one comparison.
         if !self.persistence.settled() {
@@ -110,7 +110,7 @@ impl Policy {
         }
     }
 
-    #[cfg_attr(feature = "speed", inline(never))]
+    #[inline(never)]
     fn write_persist(&mut self) {
         let mut ids = Vec::new();
         let mut exclusions = Vec::new();

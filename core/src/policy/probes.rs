@@ -106,12 +106,10 @@ impl Policy {
         }) || sorted::contains_key(&self.queue.pinned, &x.spec.id)
     }
 
-    #[cfg_attr(feature = "speed", inline)]
+    #[inline]
     pub(super) fn schedule_probes(&mut self) {
         // The waits are in floor order: when the first floor is to come, no probe is
-        // due (most inputs), and the scan below is not built. (Not in the web build,
-        // sized for download: its scan finds none.)
-        #[cfg(feature = "speed")]
+        // due (most inputs), and the scan below is not built.
         if self
             .probes
             .waits
@@ -123,7 +121,7 @@ impl Policy {
         self.start_due_probes();
     }
 
-    #[cfg_attr(feature = "speed", inline(never))]
+    #[inline(never)]
     fn start_due_probes(&mut self) {
         let due: Vec<usize> = self
             .probes

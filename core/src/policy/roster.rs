@@ -31,7 +31,6 @@ pub(super) struct Runtime {
 pub(super) struct Executor {
     pub(super) spec: ExecutorSpec,
     /// `spec.id`, shared with the executor's leases (see `SharedName`).
-    #[cfg(feature = "speed")]
     pub(super) name: SharedName,
     /// Removed by a reload; leaves when its last lease ends.
     pub(super) draining: bool,
@@ -63,7 +62,6 @@ pub(super) struct InRole {
 impl Executor {
     pub(super) fn new(spec: ExecutorSpec, runtime: Runtime, roles: &[String]) -> Executor {
         let mut exec = Executor {
-            #[cfg(feature = "speed")]
             name: spec.id.as_str().into(),
             spec,
             draining: false,
@@ -77,13 +75,9 @@ impl Executor {
         exec
     }
 
-    /// Its id as a lease holds it: shared with the executor, or a copy.
+    /// Its id as a lease holds it: shared with the executor.
     pub(super) fn shared_name(&self) -> SharedName {
-        #[cfg(feature = "speed")]
-        let name = self.name.clone();
-        #[cfg(not(feature = "speed"))]
-        let name = self.spec.id.as_str().into();
-        name
+        self.name.clone()
     }
 
     pub(super) fn derive(&mut self, roles: &[String]) {
@@ -107,10 +101,9 @@ impl Executor {
     }
 
     /// Whether a lease's executor name is this executor's: the shared pointer first
-    /// (with `speed`: a release then does not read the id's text, a cache miss per
-    /// release on a large roster), the text otherwise.
+    /// (a release then does not read the id's text, a cache miss per release on a
+    /// large roster), the text otherwise.
     pub(super) fn is_named(&self, name: &SharedName) -> bool {
-        #[cfg(feature = "speed")]
         if std::sync::Arc::ptr_eq(&self.name, name) {
             return true;
         }
