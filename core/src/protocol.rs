@@ -688,17 +688,13 @@ impl WriteJson for PersistedState {
     }
 }
 
-#[path = "failure.rs"]
 mod failure;
 pub use failure::{Failure, FailureKind};
 
-#[path = "fields.rs"]
 mod fields;
 pub use fields::Fields;
 
-#[path = "options.rs"]
 mod options;
 pub use options::{Choice, ExpiredOwnerLeases, Options, Unservable};
 
-#[path = "wire.rs"]
 pub(crate) mod wire;

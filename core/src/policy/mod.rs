@@ -15,7 +15,9 @@
 
 mod avoid;
 mod blocks;
+mod emitting;
 mod events;
+mod excluding;
 mod exclusions;
 mod exhaustion;
 mod export;
@@ -24,21 +26,27 @@ mod import;
 mod invariants;
 mod keys;
 mod leases;
+mod leasing;
+mod machines;
 mod outputs;
 mod owners;
 mod persistence;
+mod persisting;
 mod probes;
+mod probing;
 mod provisioning;
 mod queries;
 mod queue;
+mod queueing;
 mod ready;
 mod reload;
+mod reloading;
 mod requests;
 mod role_queue;
 mod roster;
 mod timers;
 
-pub use invariants::InvariantViolation;
+pub use crate::error::InvariantViolation;
 pub use outputs::{Grant, OutputRef};
 
 use std::collections::VecDeque;
@@ -68,7 +76,9 @@ use roster::Roster;
 /// tables, ready sets), the queue (requests, per-role and pinned queues,
 /// deadlines), the open leases, the exclusion timers, the probe schedule,
 /// provisioning (pause timers, abandoned creations), reloads and persistence.
-/// What needs several of them is a method of `Policy`, in the concept's module.
+/// What needs several of them is a method of `Policy` in a flow file (`granting.rs`,
+/// `excluding.rs`, `leasing.rs`, ...), which imports the sub-states' files; those
+/// never import `Policy` (`tests/layering.rs` checks it).
 #[derive(Debug, Clone)]
 pub struct Policy {
     options: Options,
