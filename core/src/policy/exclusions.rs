@@ -1,5 +1,5 @@
-//! Exclusions: the failure rules that earn one, the strength rules between two,
-//! and how one ends.
+//! Exclusions: the active exclusions and their end timers, the strength rules
+//! between two, and how one is described (the flows are `excluding.rs`'s).
 
 use serde::Serialize;
 

@@ -1,4 +1,5 @@
-//! Leases: the open leases, granting, releasing and occupying slots.
+//! Leases: the open leases, their table by id, and the places of the requests they
+//! served (the flows are `leasing.rs`'s).
 
 use serde::Serialize;
 use serde_json::Value;

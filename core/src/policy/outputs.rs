@@ -2,8 +2,9 @@
 //! lease and release (the grant, its `granted` event, a release's `released` event,
 //! and an occupy's grant) are queued as references into the state, and built only when they are
 //! read (`Policy::poll_output`), or read in place by a host that writes them out
-//! itself (`Policy::poll_output_ref`, the npm package's binary step). Issue 15:
-//! building their strings and dropping them again was a third of a cycle.
+//! itself (`Policy::poll_output_ref`, the npm package's binary step): building their
+//! strings and dropping them again was a third of a cycle. The queue's flows are
+//! `emitting.rs`'s.
 //!
 //! A reference names a lease (open until it is released) or an executor by index
 //! (valid until the executors move: a removal, a reload). `Policy::settle_outputs`

@@ -1,4 +1,5 @@
-//! Persistence: the lasting exclusions, one persist per input at most, restore.
+//! Persistence: what the next persist must carry, one per input at most (the flows
+//! are `persisting.rs`'s).
 
 use crate::protocol::Exclusion;
 

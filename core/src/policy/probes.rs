@@ -1,4 +1,5 @@
-//! Health probes: which health-excluded executors are due a probe, and results.
+//! Health probes: the schedule of health-excluded executors due a probe (the flows
+//! are `probing.rs`'s).
 
 use super::keys::Index;
 

@@ -1,4 +1,5 @@
-//! Provisioning: machine creation, its pauses after failures, abandoned creations.
+//! Provisioning: creation pauses after failures and abandoned creations (the flows
+//! are `machines.rs`'s).
 
 use serde::Serialize;
 

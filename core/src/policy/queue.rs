@@ -1,5 +1,6 @@
 //! The queue: the per-role and pinned queues in lease order over the request store
-//! (`requests.rs`), deadlines, and how a request without a lease ends.
+//! (`requests.rs`), deadlines, and how a request without a lease ends (the flows are
+//! `queueing.rs`'s).
 
 use crate::limits;
 use crate::sorted::{self, StrMap};

@@ -1,4 +1,5 @@
-//! Reload: a new document live, with preflights first where the host asks for them.
+//! Reload: the pending reload while its preflights run, and the startup preflight's
+//! state (the flows are `reloading.rs`'s).
 
 use crate::document::Document;
 use crate::sorted::{self, StrMap, StrSet};
