@@ -3,8 +3,7 @@
 #
 #   scripts/test.sh [rust|node|browser|shared]...   (default: rust node browser)
 #
-#   rust     cargo fmt --check, clippy -D warnings, cargo test (whole workspace; the
-#            core again with its feature speed, as the Node and abi builds use it)
+#   rust     cargo fmt --check, clippy -D warnings, cargo test (whole workspace)
 #   node     `npm test` in npm/            (when npm/package.json has a "test" script)
 #   browser  `npm run test:browser` in npm/ (when npm/package.json has that script)
 #   shared   the shared roster's log contract on a scratch PostgreSQL
@@ -44,10 +43,7 @@ test_rust() {
   run cargo clippy -p rota-wasm --all-targets --features js -- -D warnings
   run cargo clippy -p rota-wasm --all-targets --features js,fast-step -- -D warnings
   run cargo clippy -p rota-host --all-targets --features shared -- -D warnings
-  # The core as the Node and wasmtime builds compile it (feature `speed`).
-  run cargo clippy -p rota-core --all-targets --features speed -- -D warnings
   run cargo test --workspace --no-fail-fast
-  run cargo test -p rota-core --features speed --no-fail-fast
   # The Node build's binary step (its feature is off in the workspace build).
   run cargo test -p rota-wasm --features js,fast-step --lib
 }

@@ -102,3 +102,20 @@ impl Error {
         }
     }
 }
+
+/// A broken invariant: which one, and what breaks it (the executor, lease or
+/// request involved).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvariantViolation {
+    /// The invariant's short name, e.g. `busy` or `grant pass`.
+    pub invariant: &'static str,
+    pub detail: String,
+}
+
+impl std::fmt::Display for InvariantViolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invariant `{}` broken: {}", self.invariant, self.detail)
+    }
+}
+
+impl std::error::Error for InvariantViolation {}

@@ -129,59 +129,78 @@
 //! One way, checked by `tests/layering.rs`: [`json`] (the step every host calls) uses
 //! the [`policy`], which uses [`document`], [`status`], [`protocol`], [`classify`] and
 //! [`error`], which use the leaves (`read`, [`write`], `sorted`, `names`, `time`,
-//! [`duration`], `decimal`, [`limits`]). Each wire type's JSON writer sits beside its type and reader.
+//! [`duration`], `decimal`, [`limits`]). Each wire type's JSON writer sits beside its
+//! type and reader. Inside [`policy`], `mod.rs` holds [`Policy`] and the run loop, flow
+//! files add the methods that touch several sub-states, and the sub-states' own files
+//! import neither.
 //!
 //! ## Cost
 //!
-//! Per-role ordered sets of the executors that can take a role now, per-role queues in
-//! lease order and timer sets keep a decision's cost independent of the number of
-//! waiters and logarithmic in the number of executors. See `benches/`.
+//! Per-role sets of the executors that can take a role now, per-role queues in lease
+//! order (both sorted blocks, cheap at the ends where their traffic is) and timer sets
+//! keep a decision's cost independent of the number of waiters and logarithmic in the
+//! number of executors; ids are found by a fixed-hash map. See `benches/`.
 //!
 //! ## Module map
 //!
 //! * [`json`]: the JSON step every host calls (`step_str`), queries and answers.
-//! * [`protocol`]: inputs, outputs and options, the shapes every host speaks, with
-//!   their readers and writers (`protocol::wire`: one table per input, the output's
-//!   reader and writer; `protocol::options`: the options and their values;
-//!   `protocol::fields`: an event's fields; `protocol::failure`: a report's failure and
-//!   its kind).
-//! * [`document`]: the roster document and its validation (`document::parse`: the
-//!   one-pass parser; `document::merge`: `merge` and `narrow`).
+//! * [`protocol`]: inputs, outputs and options, the shapes every host speaks.
+//!   * `protocol::wire`: one table per input; the output's reader and writer.
+//!   * `protocol::options`: the options and their values.
+//!   * `protocol::fields`: an event's structured fields.
+//!   * `protocol::failure`: a report's failure and its kind.
+//! * [`document`]: the roster document and its validation.
+//!   * `document::parse`: the one-pass parser.
+//!   * `document::merge`: `merge` and `narrow`.
 //! * [`secrets`]: literal secrets in `env`: warnings, redaction.
-//! * [`state_file`]: the seed's state file: both envelopes parsed, merged, the seed's
-//!   bytes rendered.
+//! * [`state_file`]: the seed's state file: both envelopes parsed, merged, rendered.
 //! * [`classify`]: a failure report's kind, as the roster seed classifies it.
-//! * [`duration`], `time`: duration strings; instants as ISO 8601 in messages.
-//!   `decimal`: a duration's number as the nearest `f64`, without core's float parser.
 //! * [`status`]: what queries return (snapshot, explanation, plan).
-//! * [`error`]: errors with stable codes. `read`, [`write`], `sorted`: JSON
-//!   readers and writer primitives, sorted-vector maps. `names`: the name-to-number
-//!   map of request and executor ids (keys compared a word at a time).
+//! * [`error`]: errors with stable codes, and a broken invariant.
+//! * [`duration`]: duration strings, parsed and written.
+//! * `time`: instants as ISO 8601 in messages.
+//! * `decimal`: a duration's number as the nearest `f64`, without core's float parser.
+//! * `read`: JSON readers.
+//! * [`write`]: the JSON writer's primitives.
+//! * `sorted`: sorted-vector maps.
+//! * `names`: the fixed-hash map of request and executor ids; names shared as `Arc<str>`.
 //! * [`limits`]: every bound, with its reason.
-//! * [`policy`]: the state machine, one module per concept:
-//!   * `policy` (`mod.rs`): [`Policy`], its sub-states, `new`, `handle`, `check`, `apply`.
-//!   * `policy::roster`: executors, their caps and priorities per role, the role
-//!     tables and the ready sets.
+//! * [`policy`]: the state machine (`mod.rs`: [`Policy`], its sub-states, `new`,
+//!   `handle`, `check`, `apply`). Its sub-states and their own methods:
+//!   * `policy::roster`: executors, their caps and priorities per role, role tables.
+//!   * `policy::ready`: a role's ready set.
 //!   * `policy::requests`: the request store and the one map of live request ids.
-//!   * `policy::queue`: the per-role and pinned queues, deadlines, endings, the
-//!     queue's bound.
+//!   * `policy::queue`: the per-role and pinned queues, deadlines, endings.
+//!   * `policy::role_queue`: a role's queue.
+//!   * `policy::blocks`: the sorted blocks under the ready sets and role queues.
+//!   * `policy::keys`: the one key encoding of every ordered index.
 //!   * `policy::avoid`: a request's avoid list, indexed for membership.
-//!   * `policy::granting`: admission, the choice of executor, the grant pass.
-//!   * `policy::exhaustion`: whether anything can ever serve a request, and why not.
-//!   * `policy::leases`: open leases, release, `occupy`.
-//!   * `policy::owners`: a shared roster's owners, `expireOwner`.
-//!   * `policy::exclusions`: the failure rules, the strength rules, exclusion ends.
-//!   * `policy::probes`: the health-probe schedule and results.
-//!   * `policy::provisioning`: machine creation, pauses, abandoned creations.
-//!   * `policy::reload`: reload, preflights, the pending reload.
-//!   * `policy::persistence`: one persist per input at most, restore.
-//!   * `policy::timers`: the next timer and why it fires; the time advance.
+//!   * `policy::leases`: the open leases.
+//!   * `policy::exclusions`: active exclusions, their timers and strength rules.
+//!   * `policy::probes`: the health-probe schedule.
+//!   * `policy::provisioning`: creation pauses, abandoned creations.
+//!   * `policy::reload`: the pending reload, the startup preflight.
+//!   * `policy::persistence`: what the next persist carries.
 //!   * `policy::events`: the event names and the event output.
+//!   * `policy::outputs`: the output queue, and outputs as references into the state.
+//!
+//!   Its flows (methods of [`Policy`]):
+//!   * `policy::granting`: admission, the choice of executor, the grant pass.
+//!   * `policy::queueing`: requests enqueued, counted ahead, dequeued and ended.
+//!   * `policy::exhaustion`: whether anything can ever serve a request, and why not.
+//!   * `policy::leasing`: a lease opened, released, freed; `occupy`; drained executors.
+//!   * `policy::owners`: a shared roster's owners, `expireOwner`.
+//!   * `policy::excluding`: failure reports, exclusions set, ended, resumed.
+//!   * `policy::probing`: probes due, started, answered.
+//!   * `policy::machines`: machines created or failed, pauses that end.
+//!   * `policy::reloading`: preflights, a reload applied, the roster rebuilt.
+//!   * `policy::persisting`: one persist per input at most, restore.
+//!   * `policy::timers`: the next timer and why it fires; the time advance.
+//!   * `policy::emitting`: events and outputs pushed, settled and drained.
 //!   * `policy::queries`: snapshot, explain, plan, available, slots, can_ever_serve.
-//!   * `policy::export`: the export of the whole state, and its JSON (written and read).
+//!   * `policy::export`: the export of the whole state, and its JSON.
 //!   * `policy::import`: an export checked as a whole and rebuilt into a policy.
 //!   * `policy::invariants`: `verify` and `check_invariants`.
-//!   * `policy::keys`: the one key encoding of every ordered index.
 
 #![forbid(unsafe_code)]
 

@@ -3,22 +3,105 @@
 //!
 //! `ByName` maps request ids to slots or leases (`Requests::by_id`), executor ids to
 //! indexes, a merge's entry positions: one map type for all (each distinct map type is
-//! another copy of its code in the WebAssembly module). It iterates in name order
-//! either way. With the feature `speed` (the Node and wasmtime builds) it is a hash
-//! table (`hashed.rs`): a lookup hashes the name once and compares one text, where the
-//! B-tree compares a name at each step down (issue 15: with 64 requests waiting, a
-//! quarter of a wait-and-grant cycle), and its rare ordered walks sort. Without it (the
-//! web build) it is the B-tree (`ordered.rs`).
+//! another copy of its code in the WebAssembly module). It is a hash table: a lookup
+//! hashes the name once and compares one text, where a B-tree compares a name at each
+//! step down (with 64 requests waiting, a quarter of a wait-and-grant cycle).
+//!
+//! Deterministic as the core must be: the hash has a fixed key (no seed, no
+//! randomness), and nothing reads the table in its own order; the walks that callers
+//! see (`iter`, `values`) sort by name first (they are rare: a reload, an import, the
+//! invariants).
 
-#[cfg(feature = "speed")]
-mod hashed;
-#[cfg(not(feature = "speed"))]
-mod ordered;
+// The one hash table of the core (clippy.toml bars `HashMap` for its order): its
+// hash is fixed and no walk reads its order (see the module).
+#[allow(clippy::disallowed_types)]
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
-#[cfg(feature = "speed")]
-pub(crate) use hashed::ByName;
-#[cfg(not(feature = "speed"))]
-pub(crate) use ordered::ByName;
+/// A name's hash: a multiply over its eight-byte words (its length first, so that
+/// names equal up to zero padding differ), then a mix that brings the product's
+/// high bits down, since the table takes both the bucket and the tag from the low 32
+/// bits on wasm32. A few instructions for a short id; not keyed against chosen
+/// collisions, which cost time only (the table compares the texts).
+#[derive(Default)]
+struct NameHash(u64);
+
+const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl NameHash {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0 ^ word).wrapping_mul(MULTIPLIER);
+    }
+}
+
+impl Hasher for NameHash {
+    fn write(&mut self, bytes: &[u8]) {
+        self.add(bytes.len() as u64);
+        // Eight bytes a word, the last one zero-padded.
+        for chunk in bytes.chunks(8) {
+            let mut word = [0; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    /// `str`'s end marker (the length is in already).
+    fn write_u8(&mut self, _: u8) {}
+
+    fn finish(&self) -> u64 {
+        let h = self.0 ^ (self.0 >> 29);
+        let h = h.wrapping_mul(MULTIPLIER);
+        h ^ (h >> 32)
+    }
+}
+
+/// Names to numbers (see the module).
+#[allow(clippy::disallowed_types)]
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ByName(HashMap<Box<str>, u64, BuildHasherDefault<NameHash>>);
+
+impl ByName {
+    pub(crate) fn new() -> ByName {
+        ByName::default()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&u64> {
+        self.0.get(name)
+    }
+
+    pub(crate) fn get_mut(&mut self, name: &str) -> Option<&mut u64> {
+        self.0.get_mut(name)
+    }
+
+    pub(crate) fn contains_key(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+
+    /// The number `name` had before, if any.
+    pub(crate) fn insert(&mut self, name: Box<str>, value: u64) -> Option<u64> {
+        self.0.insert(name, value)
+    }
+
+    pub(crate) fn remove(&mut self, name: &str) -> Option<u64> {
+        self.0.remove(name)
+    }
+
+    /// In name order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &u64)> {
+        let mut pairs: Vec<(&str, &u64)> = self.0.iter().map(|(k, v)| (&**k, v)).collect();
+        pairs.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        pairs.into_iter()
+    }
+
+    /// In name order.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &u64> {
+        self.iter().map(|(_, value)| value)
+    }
+}
 
 impl FromIterator<(Box<str>, u64)> for ByName {
     fn from_iter<I: IntoIterator<Item = (Box<str>, u64)>>(pairs: I) -> ByName {
@@ -30,18 +113,12 @@ impl FromIterator<(Box<str>, u64)> for ByName {
     }
 }
 
-/// An executor's or a role's name as a lease holds it. With the feature
-/// `speed` (the Node and the wasmtime builds), one allocation shared by the
-/// roster and every lease that names it: a grant clones a pointer, a release drops
-/// one. Without it (the web build, whose code size is budgeted), each lease owns a
-/// copy, as before the feature (the same code). Either way it reads as a `str`.
-#[cfg(feature = "speed")]
+/// An executor's or a role's name as a lease holds it: one allocation shared by the
+/// roster and every lease that names it, so a grant clones a pointer and a release
+/// drops one. It reads as a `str`.
 pub(crate) type SharedName = std::sync::Arc<str>;
-#[cfg(not(feature = "speed"))]
-pub(crate) type SharedName = String;
 
-/// An owned name as a `SharedName` (a move when names are not shared).
-#[allow(clippy::useless_conversion)] // the identity without `speed`
+/// An owned name as a `SharedName`.
 pub(crate) fn shared(name: String) -> SharedName {
     name.into()
 }
@@ -52,7 +129,8 @@ pub(crate) mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
-    /// Names whose order is easy to get wrong (see `ordered::Name`).
+    /// Names whose order is easy to get wrong: zero padding, shared eight-byte heads,
+    /// digits, non-ASCII.
     pub(crate) const TEXTS: [&str; 22] = [
         "",
         "\0",
@@ -78,7 +156,7 @@ pub(crate) mod tests {
         "zzzzzzzz",
     ];
 
-    /// The map iterates in text order and finds every name, whichever it is.
+    /// The map iterates in text order and finds every name.
     #[test]
     fn the_map_iterates_in_name_order() {
         let map: ByName = TEXTS
@@ -122,7 +200,7 @@ pub(crate) mod tests {
         // `proptest-regressions/` (it reproduces from there).
         #![proptest_config(ProptestConfig::with_cases(256))]
 
-        /// Either build's map answers as `BTreeMap<String, u64>` does, walks included.
+        /// The map answers as `BTreeMap<String, u64>` does, walks included.
         #[test]
         fn the_map_answers_as_a_btree_map(ops in proptest::collection::vec(op(), 0..200)) {
             let mut map = ByName::new();
@@ -152,5 +230,31 @@ pub(crate) mod tests {
             let values: Vec<u64> = map.values().copied().collect();
             prop_assert_eq!(values, model.values().copied().collect::<Vec<_>>());
         }
+    }
+}
+
+#[cfg(test)]
+mod hash_tests {
+    use super::*;
+    use std::hash::BuildHasher;
+
+    fn hash(text: &str) -> u64 {
+        BuildHasherDefault::<NameHash>::default().hash_one(text)
+    }
+
+    /// Names equal up to zero padding hash apart (the length goes in first), and ids
+    /// that differ in one digit spread over the low bits that pick a bucket and a tag.
+    #[test]
+    fn the_hash_tells_close_names_apart() {
+        assert_ne!(hash("a"), hash("a\0"));
+        assert_ne!(hash("abcdefgh"), hash("abcdefgh\0"));
+        let buckets: std::collections::BTreeSet<u64> =
+            (0..256).map(|i| hash(&format!("r{i}")) & 0xff).collect();
+        // 256 ids into 256 buckets: a uniform hash fills about 162 (1 - 1/e).
+        assert!(buckets.len() > 140, "{} buckets of 256", buckets.len());
+        let tags: std::collections::BTreeSet<u64> = (0..256)
+            .map(|i| (hash(&format!("r{i}")) >> 25) & 0x7f)
+            .collect();
+        assert!(tags.len() > 100, "{} tags of 128", tags.len());
     }
 }

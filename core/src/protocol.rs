@@ -266,7 +266,7 @@ impl Input {
     /// The input checked against the bounds of [`crate::limits`]: `INVALID_INPUT`
     /// naming the field and its bound. Every JSON reader and the binary step check it;
     /// an input built in Rust is checked here.
-    #[cfg_attr(feature = "speed", inline)]
+    #[inline]
     pub fn check_limits(&self) -> Result<(), Error> {
         match self.limit_violation() {
             Some(message) => Err(self.limit_error(message)),
@@ -274,7 +274,8 @@ impl Input {
         }
     }
 
-    #[cfg_attr(feature = "speed", cold, inline(never))]
+    #[cold]
+    #[inline(never)]
     fn limit_error(&self, message: String) -> Error {
         Error::input(format!("{}: {message}", self.kind()))
     }
@@ -282,7 +283,7 @@ impl Input {
     /// What [`Input::check_limits`] refuses, without the input's tag. Inlined: an
     /// input with nothing to bound (a tick) pays a branch, and every message is built
     /// out of line, only for an input out of bounds.
-    #[cfg_attr(feature = "speed", inline)]
+    #[inline]
     pub(crate) fn limit_violation(&self) -> Option<String> {
         match self {
             Input::Lease(request) | Input::TryLease(request) => request.limit_violation(),
@@ -361,12 +362,13 @@ pub(crate) fn owner_violation(owner: &str) -> Option<String> {
 }
 
 /// "`id` is 1025 bytes long; the most is 1024", when it is.
-#[cfg_attr(feature = "speed", inline)]
+#[inline]
 pub(super) fn id_too_long(field: &str, id: &str) -> Option<String> {
     (id.len() > limits::MAX_ID_BYTES).then(|| too_long_message(field, id.len()))
 }
 
-#[cfg_attr(feature = "speed", cold, inline(never))]
+#[cold]
+#[inline(never)]
 fn too_long_message(field: &str, len: usize) -> String {
     format!(
         "`{field}` is {len} bytes long; the most is {}",
@@ -381,7 +383,8 @@ fn beyond_json(field: &str, value: Option<u64>) -> Option<String> {
         .map(|_| beyond_json_message(field))
 }
 
-#[cfg_attr(feature = "speed", cold, inline(never))]
+#[cold]
+#[inline(never)]
 fn beyond_json_message(field: &str) -> String {
     format!("`{field}` is beyond what a JSON number holds exactly")
 }
@@ -685,17 +688,13 @@ impl WriteJson for PersistedState {
     }
 }
 
-#[path = "failure.rs"]
 mod failure;
 pub use failure::{Failure, FailureKind};
 
-#[path = "fields.rs"]
 mod fields;
 pub use fields::Fields;
 
-#[path = "options.rs"]
 mod options;
 pub use options::{Choice, ExpiredOwnerLeases, Options, Unservable};
 
-#[path = "wire.rs"]
 pub(crate) mod wire;

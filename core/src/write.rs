@@ -223,7 +223,6 @@ impl WriteJson for str {
     }
 }
 
-#[cfg(feature = "speed")]
 impl WriteJson for crate::names::SharedName {
     fn write_json(&self, out: &mut Vec<u8>) {
         write_str(out, self);

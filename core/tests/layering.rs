@@ -1,9 +1,16 @@
-//! Imports in `core/src` run one way (issue 12): the JSON step at the top, then the
-//! policy, then the wire types and the document, then the leaves. This test reads every
-//! source file, collects the crate modules it names (`use crate::x`, `crate::x::y` in
-//! code), and fails on an import against the declared order or on any cycle.
+//! Imports in `core/src` run one way: the JSON step at the top, then the policy, then
+//! the wire types and the document, then the leaves. This test reads every source
+//! file, collects the crate modules it names (`use crate::x`, `crate::x::y` in code),
+//! and fails on an import against the declared order or on any cycle.
 //!
 //! A new module must be given a layer here: an unplaced module fails the test.
+//!
+//! Inside `policy/` the files run one way too: `mod.rs` (the `Policy` struct, `handle`
+//! and the run loop), the flow files (those with an `impl Policy`: flows that touch
+//! several sub-states), and the leaves (a sub-state's type and its own methods, the
+//! keys and indexes). A leaf names neither `Policy` (nor anything else of `mod.rs`)
+//! nor a flow file, and the files' imports form no cycle. In-file test modules
+//! (`#[cfg(test)] mod tests`, at a file's end) are not read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -38,15 +45,13 @@ fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))
 }
 
-/// The crate module a source file belongs to: `src/x.rs` and `src/x/**` are `x`;
-/// `wire.rs`, `options.rs`, `fields.rs` and `failure.rs` are `protocol`'s (`#[path = "wire.rs"] mod wire`).
+/// The crate module a source file belongs to: `src/x.rs` and `src/x/**` are `x`.
 fn module_of(src: &Path, file: &Path) -> Option<String> {
     let relative = file.strip_prefix(src).ok()?;
     let first = relative.components().next()?.as_os_str().to_str()?;
     let name = first.strip_suffix(".rs").unwrap_or(first);
     match name {
         "lib" => None,
-        "wire" | "options" | "fields" | "failure" => Some("protocol".into()),
         other => Some(other.to_string()),
     }
 }
@@ -231,4 +236,185 @@ fn references_reads_paths_groups_and_skips_comments() {
                 let y = crate::Policy::new();\n";
     let found: Vec<String> = references(text).into_iter().collect();
     assert_eq!(found, ["document", "read", "sorted", "time"]);
+}
+
+// ---- inside `policy/` ------------------------------------------------------------------
+
+/// `policy/mod.rs` as a node of the policy's graph.
+const POLICY_ROOT: &str = "mod";
+
+/// A policy file's text without its comments and without its in-file test module.
+fn policy_code(text: &str) -> String {
+    let end = text
+        .match_indices("#[cfg(test)]\n")
+        .map(|(at, marker)| (at, text[at + marker.len()..].lines().next().unwrap_or("")))
+        .find(|(_, next)| next.contains("mod ") && next.ends_with('{'))
+        .map_or(text.len(), |(at, _)| at);
+    text[..end].lines().map(code).collect::<Vec<_>>().join("\n")
+}
+
+/// Whether `text` has an identifier `name` followed by `::` (a path through it).
+fn names_path(text: &str, name: &str) -> bool {
+    let pattern = format!("{name}::");
+    text.match_indices(&pattern).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+    })
+}
+
+/// The policy files a policy file names: in `mod.rs`, `x::` for a sibling `x`; in a
+/// child, `super::x` and `super::{x, ..}`, and `super::Name` (an item of `mod.rs`).
+fn policy_references(file: &str, text: &str, files: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    if file == POLICY_ROOT {
+        found.extend(files.iter().filter(|f| names_path(text, f)).cloned());
+        return found;
+    }
+    let mut rest = text;
+    while let Some(at) = rest.find("super::") {
+        rest = &rest[at + "super::".len()..];
+        let items: Vec<&str> = match rest.strip_prefix('{') {
+            Some(group) => group[..group.find('}').unwrap_or(group.len())]
+                .split(',')
+                .collect(),
+            None => vec![rest],
+        };
+        for item in items {
+            let name: String = item
+                .trim()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if name.chars().next().is_some_and(|c| c.is_ascii_uppercase()) {
+                found.insert(POLICY_ROOT.to_string());
+            } else if files.contains(&name) {
+                found.insert(name);
+            }
+        }
+    }
+    found
+}
+
+/// The graph of `policy/`'s files (file stem -> the files it names) and the flow
+/// files among them (those with an `impl Policy`).
+fn policy_graph() -> (BTreeMap<String, BTreeSet<String>>, BTreeSet<String>) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/policy");
+    let mut texts = BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).expect("core/src/policy is readable") {
+        let path = entry.expect("a directory entry").path();
+        let Some(stem) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".rs"))
+        else {
+            continue;
+        };
+        if stem == "tests" {
+            continue; // the policy's test module
+        }
+        let text = std::fs::read_to_string(&path).expect("a readable source file");
+        texts.insert(stem.to_string(), policy_code(&text));
+    }
+    let files: BTreeSet<String> = texts
+        .keys()
+        .filter(|f| *f != POLICY_ROOT)
+        .cloned()
+        .collect();
+    let flows = texts
+        .iter()
+        .filter(|(f, text)| *f != POLICY_ROOT && text.contains("impl Policy "))
+        .map(|(f, _)| f.clone())
+        .collect();
+    let graph = texts
+        .iter()
+        .map(|(f, text)| {
+            let mut uses = policy_references(f, text, &files);
+            uses.remove(f);
+            (f.clone(), uses)
+        })
+        .collect();
+    (graph, flows)
+}
+
+/// What is wrong with the policy's graph: a leaf naming `mod.rs` or a flow, a cycle.
+fn policy_problems(
+    graph: &BTreeMap<String, BTreeSet<String>>,
+    flows: &BTreeSet<String>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (file, uses) in graph {
+        if file == POLICY_ROOT || flows.contains(file) {
+            continue;
+        }
+        for used in uses {
+            if used == POLICY_ROOT {
+                problems.push(format!(
+                    "leaf `policy/{file}.rs` names an item of `policy/mod.rs`"
+                ));
+            } else if flows.contains(used) {
+                problems.push(format!(
+                    "leaf `policy/{file}.rs` uses flow file `{used}.rs`"
+                ));
+            }
+        }
+    }
+    if let Some(around) = cycle(graph) {
+        problems.push(format!("import cycle in policy/: {}", around.join(" -> ")));
+    }
+    problems
+}
+
+#[test]
+fn policy_files_run_one_way_without_a_cycle() {
+    let (graph, flows) = policy_graph();
+    assert!(graph.contains_key(POLICY_ROOT) && graph.contains_key("roster"));
+    assert!(flows.contains("granting") && !flows.contains("roster"));
+    let problems = policy_problems(&graph, &flows);
+    assert!(
+        problems.is_empty(),
+        "core/src/policy imports: {problems:#?}\nflows: {flows:?}\ngraph: {graph:#?}"
+    );
+}
+
+#[test]
+fn the_policy_check_finds_a_leaf_above_itself_and_a_cycle() {
+    let files: BTreeSet<String> = ["queue", "roster", "granting"].map(String::from).into();
+    let text = "use super::queue::Ending;\nuse super::{roster::Roster, Policy};\n";
+    let found: Vec<String> = policy_references("granting", text, &files)
+        .into_iter()
+        .collect();
+    assert_eq!(found, ["mod", "queue", "roster"]);
+    let root = "use queue::Queue;\npub use crate::error::E;\nlet x = roster::f();\n";
+    let found: Vec<String> = policy_references(POLICY_ROOT, root, &files)
+        .into_iter()
+        .collect();
+    assert_eq!(found, ["queue", "roster"]);
+
+    let set = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<BTreeSet<_>>();
+    let flows = set(&["granting"]);
+    let mut graph = BTreeMap::new();
+    graph.insert("mod".to_string(), set(&["queue"]));
+    graph.insert("granting".to_string(), set(&["mod", "queue"]));
+    graph.insert("queue".to_string(), set(&["roster"]));
+    graph.insert("roster".to_string(), set(&[]));
+    assert_eq!(policy_problems(&graph, &flows), Vec::<String>::new());
+    // A leaf naming `Policy`: both rules see it (mod -> queue -> mod).
+    graph.insert("queue".to_string(), set(&["roster", "mod"]));
+    let found = policy_problems(&graph, &flows);
+    assert!(
+        found
+            .iter()
+            .any(|p| p.contains("leaf `policy/queue.rs` names")),
+        "{found:?}"
+    );
+    assert!(
+        found.iter().any(|p| p.starts_with("import cycle")),
+        "{found:?}"
+    );
+    // A cycle among leaves alone.
+    graph.insert("queue".to_string(), set(&["roster"]));
+    graph.insert("roster".to_string(), set(&["queue"]));
+    let found = policy_problems(&graph, &flows);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("import cycle"));
 }

@@ -72,9 +72,8 @@ pub fn merge_owned(user: Value, repo: Value) -> Result<Value, Vec<Violation>> {
         return Err(violations);
     }
     // In first-seen order; a later entry with a seen id replaces it in place. The
-    // position of each id by a sorted index (a scan per entry was O(n²) at 10,000).
-    // (The policy's name map, whose code the module has already: the web build's
-    // size budget.)
+    // position of each id by the policy's name map (a scan per entry is O(n²) at
+    // 10,000), whose code the module has already.
     let mut merged: Vec<Value> = Vec::new();
     let mut position = crate::names::ByName::new();
     let entries =

@@ -1,5 +1,5 @@
 //! A sorted list of sorted blocks: an ordered set of entries, each with a `Key`,
-//! made for traffic at the ends (the feature `speed`: the Node and wasmtime builds).
+//! made for traffic at the ends.
 //!
 //! The ready sets (`ready.rs`, bare keys) and the role queues (`role_queue.rs`, a key and
 //! a request slot) use it: a grant takes the first entry, a release or a new waiter
@@ -7,9 +7,9 @@
 //! set has held an entry, no allocation; an entry elsewhere costs a search of the
 //! blocks' first keys, then of one block, and a shift of at most `BLOCK` entries (and
 //! of the block list, at most len / 8 + 1, when a block splits or goes). A B-tree
-//! (`keys::Index`) paid a node search, a shift and a rebalance at either end, and
-//! compared the four-word keys along the way (issue 15: a quarter of the core's
-//! instructions in a lease that waits and the release that grants it).
+//! pays a node search, a shift and a rebalance at either end, and compares the
+//! four-word keys along the way (a quarter of the core's instructions in a lease that
+//! waits and the release that grants it).
 
 use std::collections::VecDeque;
 

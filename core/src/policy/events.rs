@@ -5,8 +5,6 @@ use serde_json::Value;
 use crate::protocol::{Fields, Level, Output};
 use crate::write::push_u64;
 
-use super::Policy;
-
 /// The stable name of every event the policy emits (`Output::Event::name`): hosts
 /// and logs key on these strings, so a name never changes once released.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,42 +147,6 @@ impl EventName {
             EventName::CreationDropped => "creationDropped",
             EventName::OwnerExpired => "ownerExpired",
         }
-    }
-}
-
-impl Policy {
-    /// Whether an event at `level` is emitted: at or above the options'
-    /// `minEventLevel` and the host's floor. A hot path asks before it builds one.
-    pub(super) fn wants_event(&self, level: Level) -> bool {
-        level >= self.options.min_event_level && level >= self.event_floor
-    }
-
-    /// Events below `level` are neither built nor emitted until the floor is set again
-    /// (`Level::Debug`, the default, leaves only `minEventLevel`). For a host that
-    /// reads none of them for a while (the npm Roster while nobody listens): every
-    /// decision, the state, exports and snapshots are the same; only those events are
-    /// missing from the outputs. Not part of the state (an export does not carry it).
-    pub fn set_event_floor(&mut self, level: Level) {
-        self.event_floor = level;
-    }
-
-    pub(super) fn event(
-        &mut self,
-        level: Level,
-        name: EventName,
-        message: String,
-        fields: Vec<(&'static str, Value)>,
-    ) {
-        if !self.wants_event(level) {
-            return;
-        }
-        self.emit(level, name, message, Fields::from_static(fields));
-    }
-
-    /// As `event`, with the fields already built in key order (a hot path's event:
-    /// the caller asked `wants_event` before building anything).
-    pub(super) fn emit(&mut self, level: Level, name: EventName, message: String, fields: Fields) {
-        self.push_output(event_output(level, name, message, fields));
     }
 }
 

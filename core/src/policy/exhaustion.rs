@@ -9,7 +9,6 @@ use crate::write::push_u64;
 
 use super::avoid::Avoid;
 use super::exclusions::Described;
-use super::keys::ByName;
 use super::queue::Ending;
 use super::reload::Startup;
 use super::requests::Request;
@@ -42,9 +41,7 @@ impl Policy {
     }
 
     /// The executors of the roster an avoid list names, each once, by index in
-    /// ascending order. A lookup per id, or, for a list about as long as the
-    /// roster, one walk of the id index beside the sorted list (fewer string
-    /// comparisons): O(avoid · log executors) either way.
+    /// ascending order. A lookup per id: O(avoid) with the hashed id index.
     pub(super) fn avoided_executors(&self, avoid: &Avoid) -> Vec<usize> {
         let mut found = Vec::with_capacity(avoid.distinct_len().min(self.roster.index.0.len()));
         self.each_avoided(avoid, |e| found.push(e));
@@ -55,29 +52,8 @@ impl Policy {
     /// Calls `f` with each executor an avoid list names, once each, in id order
     /// (`avoided_executors` without the list, for a question that only counts).
     fn each_avoided(&self, avoid: &Avoid, mut f: impl FnMut(usize)) {
-        let index = &self.roster.index.0;
-        let count = avoid.distinct_len();
-        if count == 0 {
-            return;
-        }
-        // A long list against an ordered index: one merged walk, not a search per id.
-        if ByName::WALKS_IN_ORDER && count.saturating_mul(8) >= index.len() {
-            let mut ids = avoid.distinct().peekable();
-            for (key, &e) in index.iter() {
-                while ids.next_if(|id| *id < key).is_some() {}
-                match ids.peek() {
-                    None => break,
-                    Some(id) if *id == key => {
-                        f(e as usize);
-                        ids.next();
-                    }
-                    Some(_) => {}
-                }
-            }
-        } else {
-            for e in avoid.distinct().filter_map(|id| self.roster.index.get(id)) {
-                f(e);
-            }
+        for e in avoid.distinct().filter_map(|id| self.roster.index.get(id)) {
+            f(e);
         }
     }
 

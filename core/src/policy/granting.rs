@@ -81,7 +81,7 @@ impl Policy {
     /// A lease that would wait while the queue is full is refused (the queue's
     /// bound, `limits::MAX_WAITING_REQUESTS`, keeps its memory bounded); one a free
     /// slot serves now is not. A `tryLease` never waits, so it is never refused.
-    #[cfg_attr(feature = "speed", inline)]
+    #[inline]
     pub(super) fn check_room_to_wait(&self, request: &LeaseRequest, r: usize) -> Result<(), Error> {
         // Inlined: a queue with room (most inputs) costs one comparison.
         if self.queue.has_room() {
@@ -91,7 +91,7 @@ impl Policy {
     }
 
     /// `check_room_to_wait` when the queue is full.
-    #[cfg_attr(feature = "speed", inline(never))]
+    #[inline(never)]
     fn check_full_queue(&self, request: &LeaseRequest, r: usize) -> Result<(), Error> {
         let hypothetical = Request {
             id: Box::from(request.id.as_str()),
@@ -296,13 +296,11 @@ impl Policy {
     /// serve. Only executors that gained a slot this input (`dirty`) are looked at,
     /// and only the heads of their roles' queues, so the cost does not grow with the
     /// number of waiters.
-    #[cfg_attr(feature = "speed", inline)]
+    #[inline]
     pub(super) fn grant_pass(&mut self) {
         // No retried request, and no slot that came back or no request to offer it
         // to: nothing to offer (most inputs). Checked here, inlined, so that they pay
-        // no call either. (Not in the web build, sized for download: the pass finds
-        // the same.)
-        #[cfg(feature = "speed")]
+        // no call either.
         if self.queue.retry.is_empty()
             && (self.roster.dirty.is_empty() || self.queue.requests.len() == 0)
         {
@@ -313,7 +311,7 @@ impl Policy {
     }
 
     /// `grant_pass` with something to offer.
-    #[cfg_attr(feature = "speed", inline(never))]
+    #[inline(never)]
     fn offer_slots(&mut self) {
         for id in std::mem::take(&mut self.queue.retry) {
             let Some(req) = self.queue.requests.get(&id) else {

@@ -5,8 +5,6 @@
 //! invariant after an input is a bug: it runs after every input in debug builds
 //! and in every test), and `import_state` refuses a state that breaks one.
 
-use std::fmt;
-
 #[cfg(debug_assertions)]
 use super::avoid::NO_AVOID;
 use super::keys::{ready_key, Index};
@@ -14,23 +12,7 @@ use super::ready::Ready;
 use super::requests::{LEASED, TAKEN};
 use super::role_queue::Waiters;
 use super::Policy;
-
-/// A broken invariant: which one, and what breaks it (the executor, lease or
-/// request involved).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InvariantViolation {
-    /// The invariant's short name, e.g. `busy` or `grant pass`.
-    pub invariant: &'static str,
-    pub detail: String,
-}
-
-impl fmt::Display for InvariantViolation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invariant `{}` broken: {}", self.invariant, self.detail)
-    }
-}
-
-impl std::error::Error for InvariantViolation {}
+use crate::error::InvariantViolation;
 
 /// `Err` naming `invariant` unless `holds`.
 fn ensure(

@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 /// The parts as requests are exported and imported; kept encoded as a `Key`.
 pub(super) type KeyParts = (u8, i64, u64, u64);
 
-/// The one key shape of every ordered index (issue 4: each distinct `BTreeMap`/
-/// `BTreeSet` type is another copy of the B-tree code in the WebAssembly module, so
-/// the queues, the ready sets and the timers all use `Index`).
+/// The one key shape of every ordered index (each distinct `BTreeMap`/`BTreeSet`
+/// type is another copy of the B-tree code in the WebAssembly module, so the pinned
+/// queues and the timers use `Index`, and the blocks of the ready sets and role
+/// queues hold the same keys).
 ///
 /// Every key is a tuple of at most four parts encoded word by word, each part by a
 /// map that is strictly increasing (and so one-to-one) from the part's own order

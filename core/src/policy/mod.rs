@@ -14,9 +14,10 @@
 //! and deadlines.
 
 mod avoid;
-#[cfg(feature = "speed")]
 mod blocks;
+mod emitting;
 mod events;
+mod excluding;
 mod exclusions;
 mod exhaustion;
 mod export;
@@ -25,21 +26,27 @@ mod import;
 mod invariants;
 mod keys;
 mod leases;
+mod leasing;
+mod machines;
 mod outputs;
 mod owners;
 mod persistence;
+mod persisting;
 mod probes;
+mod probing;
 mod provisioning;
 mod queries;
 mod queue;
+mod queueing;
 mod ready;
 mod reload;
+mod reloading;
 mod requests;
 mod role_queue;
 mod roster;
 mod timers;
 
-pub use invariants::InvariantViolation;
+pub use crate::error::InvariantViolation;
 pub use outputs::{Grant, OutputRef};
 
 use std::collections::VecDeque;
@@ -69,7 +76,9 @@ use roster::Roster;
 /// tables, ready sets), the queue (requests, per-role and pinned queues,
 /// deadlines), the open leases, the exclusion timers, the probe schedule,
 /// provisioning (pause timers, abandoned creations), reloads and persistence.
-/// What needs several of them is a method of `Policy`, in the concept's module.
+/// What needs several of them is a method of `Policy` in a flow file (`granting.rs`,
+/// `excluding.rs`, `leasing.rs`, ...), which imports the sub-states' files; those
+/// never import `Policy` (`tests/layering.rs` checks it).
 #[derive(Debug, Clone)]
 pub struct Policy {
     options: Options,
@@ -213,7 +222,7 @@ impl Policy {
     // The checks below are inlined into `check`, their errors built out of line
     // (cold): an input that passes pays its comparisons only.
 
-    #[cfg_attr(feature = "speed", inline)]
+    #[inline]
     fn role_index(&self, role: &str) -> Result<usize, Error> {
         match self.document.roles.iter().position(|r| r == role) {
             Some(r) => Ok(r),
@@ -221,7 +230,8 @@ impl Policy {
         }
     }
 
-    #[cfg_attr(feature = "speed", cold, inline(never))]
+    #[cold]
+    #[inline(never)]
     fn unknown_role(&self, role: &str) -> Error {
         Error::UnknownRole {
             role: role.to_string(),
@@ -229,7 +239,7 @@ impl Policy {
         }
     }
 
-    #[cfg_attr(feature = "speed", inline)]
+    #[inline]
     fn known_exec(&self, id: &str) -> Result<usize, Error> {
         match self.roster.index.get(id) {
             Some(e) => Ok(e),
@@ -237,7 +247,7 @@ impl Policy {
         }
     }
 
-    #[cfg_attr(feature = "speed", inline)]
+    #[inline]
     fn check_new_id(&self, id: &str) -> Result<(), Error> {
         if id.is_empty() {
             return Err(Error::input("a request id is a non-empty string"));
@@ -471,7 +481,8 @@ impl Policy {
     }
 }
 
-#[cfg_attr(feature = "speed", cold, inline(never))]
+#[cold]
+#[inline(never)]
 fn unknown_executor(id: &str) -> Error {
     Error::UnknownExecutor { id: id.to_string() }
 }

@@ -2,8 +2,9 @@
 //! lease and release (the grant, its `granted` event, a release's `released` event,
 //! and an occupy's grant) are queued as references into the state, and built only when they are
 //! read (`Policy::poll_output`), or read in place by a host that writes them out
-//! itself (`Policy::poll_output_ref`, the npm package's binary step). Issue 15:
-//! building their strings and dropping them again was a third of a cycle.
+//! itself (`Policy::poll_output_ref`, the npm package's binary step): building their
+//! strings and dropping them again was a third of a cycle. The queue's flows are
+//! `emitting.rs`'s.
 //!
 //! A reference names a lease (open until it is released) or an executor by index
 //! (valid until the executors move: a removal, a reload). `Policy::settle_outputs`
@@ -17,7 +18,6 @@ use crate::protocol::{Fields, Level, Output};
 use super::events::{event_output, EventName};
 use super::leases::{Lease, LeaseTable};
 use super::roster::Executor;
-use super::Policy;
 
 /// An output in the queue.
 #[derive(Debug, Clone)]
@@ -166,7 +166,7 @@ impl OutputRef<'_> {
 /// A queued reference read against the state: `None` for a built output, and for a
 /// reference that no longer resolves (which `settle_outputs` prevents: the invariants
 /// check it).
-fn resolve<'a>(
+pub(super) fn resolve<'a>(
     queued: &Queued,
     leases: &'a LeaseTable,
     executors: &'a [Executor],
@@ -188,73 +188,4 @@ fn resolve<'a>(
             lease,
         },
     })
-}
-
-impl Policy {
-    /// Queues a built output.
-    pub(super) fn push_output(&mut self, output: Output) {
-        self.outputs.push_back(Queued::Built(output));
-    }
-
-    /// The next output, until `None`, read in place: a host that writes outputs out
-    /// itself borrows the hot ones from the state instead of taking built copies.
-    pub fn poll_output_ref(&mut self) -> Option<OutputRef<'_>> {
-        loop {
-            let reference = match self.outputs.pop_front()? {
-                Queued::Built(output) => return Some(OutputRef::Output(output)),
-                reference => reference,
-            };
-            let output = resolve(&reference, &self.leases.open, &self.roster.executors);
-            debug_assert!(output.is_some(), "a queued reference resolves");
-            // (One that does not, which cannot be, is passed over.)
-            if output.is_some() {
-                return output;
-            }
-        }
-    }
-
-    /// Builds every queued reference in place: before a lease closes or the executors
-    /// move (an undrained queue's references would dangle).
-    #[cfg_attr(feature = "speed", inline)]
-    pub(super) fn settle_outputs(&mut self) {
-        // Most inputs find the queue drained (every host drains after each input):
-        // inlined, they pay one comparison.
-        if !self.outputs.is_empty() {
-            self.build_queued();
-        }
-    }
-
-    #[cfg_attr(feature = "speed", inline(never))]
-    fn build_queued(&mut self) {
-        for queued in self.outputs.iter_mut() {
-            if let Some(output) = resolve(queued, &self.leases.open, &self.roster.executors) {
-                *queued = Queued::Built(output.into_output());
-            }
-        }
-    }
-
-    /// The queued outputs, built (for an export; the queue keeps its references).
-    pub(super) fn built_outputs(&self) -> Vec<Output> {
-        let mut built = Vec::with_capacity(self.outputs.len());
-        for queued in &self.outputs {
-            match (
-                queued,
-                resolve(queued, &self.leases.open, &self.roster.executors),
-            ) {
-                (Queued::Built(output), _) => built.push(output.clone()),
-                (_, Some(output)) => built.push(output.into_output()),
-                (_, None) => {}
-            }
-        }
-        built
-    }
-
-    /// Whether every queued reference resolves (the invariants, `invariants.rs`).
-    #[cfg(debug_assertions)]
-    pub(super) fn queued_references_resolve(&self) -> bool {
-        let (leases, executors) = (&self.leases.open, &self.roster.executors);
-        self.outputs
-            .iter()
-            .all(|q| matches!(q, Queued::Built(_)) || resolve(q, leases, executors).is_some())
-    }
 }

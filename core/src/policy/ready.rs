@@ -3,27 +3,16 @@
 //!
 //! Its traffic is at the ends: a grant takes the first key (or re-keys it with the
 //! newest stamp, the last of its priority), a release puts the newest stamp back.
-//! With the feature `speed` (the Node and wasmtime builds) it is a sorted list of
-//! blocks (`blocks.rs`), whose ends cost no search and no rebalancing; a key elsewhere
-//! (another priority, an old stamp coming back) costs a search of the blocks' first
-//! keys and a shift within one block (and of the list of blocks, at most len / 8 + 1,
-//! when a block splits or goes). Without it (the web build, whose code size
-//! is budgeted) it is the crate's one ordered index (`keys::Index`), whose B-tree code
-//! the queues and the timers already bring. Both iterate in key order.
+//! So it is a sorted list of blocks (`blocks.rs`), whose ends cost no search and no
+//! rebalancing; a key elsewhere (another priority, an old stamp coming back) costs a
+//! search of the blocks' first keys and a shift within one block (and of the list of
+//! blocks, at most len / 8 + 1, when a block splits or goes). It iterates in key order.
 
-#[cfg(feature = "speed")]
 use super::blocks::Blocks;
-#[cfg(not(feature = "speed"))]
-use super::keys::Index;
 use super::keys::Key;
 
 /// A ready set (see the module).
-#[cfg(feature = "speed")]
 pub(super) type ReadySet = Blocks<Key>;
-/// A ready set (see the module): the index type itself, so that the web build gains no
-/// other copy of the vector code its tables use.
-#[cfg(not(feature = "speed"))]
-pub(super) type ReadySet = Index;
 
 /// What the roster asks of a ready set.
 pub(super) trait Ready {
@@ -36,26 +25,6 @@ pub(super) trait Ready {
     fn first_where(&self, wanted: impl FnMut(&&Key) -> bool) -> Option<&Key>;
 }
 
-#[cfg(not(feature = "speed"))]
-impl Ready for Index {
-    fn add(&mut self, key: Key) -> bool {
-        self.insert(key, 0).is_none()
-    }
-
-    fn take(&mut self, key: &Key) -> bool {
-        self.remove(key).is_some()
-    }
-
-    fn has(&self, key: &Key) -> bool {
-        self.contains_key(key)
-    }
-
-    fn first_where(&self, wanted: impl FnMut(&&Key) -> bool) -> Option<&Key> {
-        self.keys().find(wanted)
-    }
-}
-
-#[cfg(feature = "speed")]
 impl Ready for Blocks<Key> {
     fn add(&mut self, key: Key) -> bool {
         self.insert(key)

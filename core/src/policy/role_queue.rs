@@ -1,29 +1,17 @@
 //! A role's queue: its waiting requests' slots by order key (`keys::OrderKey`).
 //!
 //! Its traffic is at the ends, as a ready set's is: a new waiter's key is the
-//! highest (arrival rises), and a grant takes the first. With the feature `speed`
-//! (the Node and wasmtime builds) it is a sorted list of blocks (`blocks.rs`), whose
-//! ends cost no search and no rebalancing; without it (the web build, whose code
-//! size is budgeted) the crate's one ordered index (`keys::Index`). Both iterate in
+//! highest (arrival rises), and a grant takes the first. So it is a sorted list of
+//! blocks (`blocks.rs`), whose ends cost no search and no rebalancing. It iterates in
 //! key order.
 
 use std::cmp::Ordering;
-#[cfg(not(feature = "speed"))]
-use std::ops::Bound::{Excluded, Unbounded};
 
-#[cfg(feature = "speed")]
 use super::blocks::Blocks;
-#[cfg(not(feature = "speed"))]
-use super::keys::Index;
 use super::keys::OrderKey;
 
 /// A role's queue (see the module).
-#[cfg(feature = "speed")]
 pub(super) type RoleQueue = Blocks<(OrderKey, u32)>;
-/// A role's queue (see the module): the index type itself, so that the web build
-/// gains no other copy of the vector code its tables use.
-#[cfg(not(feature = "speed"))]
-pub(super) type RoleQueue = Index;
 
 /// What the queue asks of a role's queue.
 pub(super) trait Waiters {
@@ -55,7 +43,6 @@ pub(super) trait Waiters {
     }
 }
 
-#[cfg(feature = "speed")]
 impl Waiters for Blocks<(OrderKey, u32)> {
     fn put(&mut self, key: OrderKey, s: u32) -> bool {
         self.insert((key, s))
@@ -83,50 +70,5 @@ impl Waiters for Blocks<(OrderKey, u32)> {
 
     fn below(&self, key: &OrderKey) -> usize {
         self.count_below(key)
-    }
-}
-
-#[cfg(not(feature = "speed"))]
-impl Waiters for Index {
-    fn put(&mut self, key: OrderKey, s: u32) -> bool {
-        self.insert(key, s).is_none()
-    }
-
-    fn cut(&mut self, key: &OrderKey) -> bool {
-        self.remove(key).is_some()
-    }
-
-    fn count(&self) -> usize {
-        self.len()
-    }
-
-    fn first_key(&self) -> Option<&OrderKey> {
-        self.first_key_value().map(|(key, _)| key)
-    }
-
-    fn last_key(&self) -> Option<&OrderKey> {
-        self.last_key_value().map(|(key, _)| key)
-    }
-
-    fn entries(&self) -> impl Iterator<Item = (&OrderKey, u32)> + '_ {
-        self.iter().map(|(key, s)| (key, *s))
-    }
-
-    /// Walks both sides of `key` in step and stops at the shorter one, so a key near
-    /// either end costs O(1), not O(waiters).
-    fn below(&self, key: &OrderKey) -> usize {
-        let at = usize::from(self.contains_key(key));
-        let mut before = self.range(..*key);
-        let mut after = self.range((Excluded(*key), Unbounded));
-        let mut i = 0;
-        loop {
-            if before.next().is_none() {
-                return i;
-            }
-            if after.next().is_none() {
-                return self.len() - at - i;
-            }
-            i += 1;
-        }
     }
 }

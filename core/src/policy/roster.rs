@@ -13,7 +13,6 @@ use super::keys::{ready_key, ByName, Priority, SharedName};
 use super::provisioning::Pause;
 use super::ready::{Ready, ReadySet};
 use super::requests::Request;
-use super::Policy;
 
 /// What an executor carries from input to input (and across a live swap).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -31,7 +30,6 @@ pub(super) struct Runtime {
 pub(super) struct Executor {
     pub(super) spec: ExecutorSpec,
     /// `spec.id`, shared with the executor's leases (see `SharedName`).
-    #[cfg(feature = "speed")]
     pub(super) name: SharedName,
     /// Removed by a reload; leaves when its last lease ends.
     pub(super) draining: bool,
@@ -63,7 +61,6 @@ pub(super) struct InRole {
 impl Executor {
     pub(super) fn new(spec: ExecutorSpec, runtime: Runtime, roles: &[String]) -> Executor {
         let mut exec = Executor {
-            #[cfg(feature = "speed")]
             name: spec.id.as_str().into(),
             spec,
             draining: false,
@@ -77,13 +74,9 @@ impl Executor {
         exec
     }
 
-    /// Its id as a lease holds it: shared with the executor, or a copy.
+    /// Its id as a lease holds it: shared with the executor.
     pub(super) fn shared_name(&self) -> SharedName {
-        #[cfg(feature = "speed")]
-        let name = self.name.clone();
-        #[cfg(not(feature = "speed"))]
-        let name = self.spec.id.as_str().into();
-        name
+        self.name.clone()
     }
 
     pub(super) fn derive(&mut self, roles: &[String]) {
@@ -107,10 +100,9 @@ impl Executor {
     }
 
     /// Whether a lease's executor name is this executor's: the shared pointer first
-    /// (with `speed`: a release then does not read the id's text, a cache miss per
-    /// release on a large roster), the text otherwise.
+    /// (a release then does not read the id's text, a cache miss per release on a
+    /// large roster), the text otherwise.
     pub(super) fn is_named(&self, name: &SharedName) -> bool {
-        #[cfg(feature = "speed")]
         if std::sync::Arc::ptr_eq(&self.name, name) {
             return true;
         }
@@ -252,7 +244,7 @@ impl RoleTable {
     }
 
     /// The members, servable counts and overlaps of the roles, from the executors.
-    fn derive(&mut self, executors: &[Executor], roles: usize) {
+    pub(super) fn derive(&mut self, executors: &[Executor], roles: usize) {
         self.members = vec![Vec::new(); roles];
         self.servable = vec![0; roles];
         self.in_round = vec![0; roles];
@@ -410,7 +402,7 @@ impl Roster {
 
     /// Re-derives the executors' tables and counts, the id index and the role
     /// tables; every executor's busy count is 0 after it (the caller counts).
-    fn derive(&mut self, roles: &[String]) {
+    pub(super) fn derive(&mut self, roles: &[String]) {
         self.roles.align(roles);
         self.index = ExecutorIndex(
             self.executors
@@ -426,7 +418,7 @@ impl Roster {
 
     /// One slot held on executor `id` for `role` (a lease or a machine creation),
     /// counted when the roster is rebuilt.
-    fn count_busy(&mut self, id: &str, role: Option<usize>) {
+    pub(super) fn count_busy(&mut self, id: &str, role: Option<usize>) {
         if let Some(e) = self.index.get(id) {
             let x = &mut self.executors[e];
             x.busy += 1;
@@ -434,70 +426,5 @@ impl Roster {
                 x.per_role[r].busy += 1;
             }
         }
-    }
-}
-
-impl Policy {
-    /// Recomputes every derived index from the executors, leases and requests
-    /// (after creation, a reload, a drained executor leaving, an import).
-    pub(super) fn rebuild(&mut self) {
-        let roles = self.document.roles.clone();
-        self.roster.choice = self.document.choice(&self.options);
-        self.roster.unservable = self.document.unservable(&self.options);
-        self.roster.derive(&roles);
-        for lease in self.leases.open.values().filter(|lease| lease.counted) {
-            let r = lease
-                .role
-                .as_ref()
-                .and_then(|role| roles.iter().position(|x| **x == **role));
-            self.roster.count_busy(&lease.executor, r);
-        }
-        for request in self.queue.requests.values() {
-            if let Some(creating) = &request.creating {
-                let r = self.roster.request_role(request);
-                self.roster.count_busy(&creating.executor, r);
-            }
-        }
-        self.roster.ready = vec![ReadySet::default(); roles.len()];
-        self.roster.forget_reports();
-        self.exclusions.ends.clear();
-        self.provisioning.pause_ends.clear();
-        self.probes.health = vec![false; self.roster.executors.len()];
-        self.probes.waits.clear();
-        for e in 0..self.roster.executors.len() {
-            self.roster.ready_up(e);
-            let x = &self.roster.executors[e];
-            if let Some(end) = x.runtime.exclusion.as_ref().and_then(ActiveExclusion::end) {
-                self.exclusions.retime(e, None, Some(end));
-            }
-            if x.runtime.exclusion.as_ref().map(|x| x.kind) == Some(ExclusionKind::Health) {
-                self.probes.health[e] = true;
-            }
-            self.probe_wait(e);
-            let x = &self.roster.executors[e];
-            if let Some(p) = x.runtime.pause.as_ref().filter(|p| p.blocked) {
-                self.provisioning.time_pause(e, p.until);
-            }
-        }
-        self.roster
-            .roles
-            .derive(&self.roster.executors, roles.len());
-        self.queue.reindex(&self.roster.roles, roles.len());
-    }
-
-    pub(super) fn remove_drained(&mut self, e: usize) {
-        // Queued outputs name executors by index: built before the indexes move (a
-        // removed executor sits after the declared ones, but the queue need not know).
-        self.settle_outputs();
-        self.roster.executors.remove(e);
-        self.rebuild();
-        // Indexes moved: every executor may be offered again, and the next persist
-        // compares every entry (cheap: rare).
-        self.roster.dirty = (0..self.roster.executors.len()).collect();
-        self.persistence.all = true;
-    }
-
-    pub(super) fn role_name(&self, r: usize) -> &str {
-        self.document.roles.get(r).map_or("?", String::as_str)
     }
 }

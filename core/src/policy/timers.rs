@@ -72,11 +72,10 @@ impl Policy {
     /// that a slot that came back before a deadline is offered before it passes.
     /// At each instant: exclusion ends, then pause ends, then a grant pass, then
     /// the deadlines.
-    #[cfg_attr(feature = "speed", inline)]
+    #[inline]
     pub(super) fn advance_time(&mut self) {
         // Inlined, an input that ends nothing (most) pays three comparisons and no
-        // call. (Not in the web build, sized for download: its loop finds the same.)
-        #[cfg(feature = "speed")]
+        // call.
         if !self
             .expiries()
             .iter()
@@ -88,7 +87,7 @@ impl Policy {
     }
 
     /// `advance_time` with a timer due.
-    #[cfg_attr(feature = "speed", inline(never))]
+    #[inline(never)]
     fn end_due(&mut self) {
         while let Some((at, _)) = self
             .next_timer(Timers::Expiries)
