@@ -19,7 +19,10 @@
 //           decides: p-limit(12)'s whole cycle plus two empty core steps
 //   c       a rate-limit report (Roster.report, and raw Policy.handle's `report`),
 //           rotating over four executors at every roster size, the sizes interleaved
-//           in one run (the flat-in-N target compares them)
+//           in one run (the flat-in-N target compares them): a pre-classified
+//           `{ kind: 'rateLimit', ... }`, and, as the README tells users to report,
+//           what the call threw (an Error with `status: 429` and a `retry-after`
+//           header, made beforehand) with a listener on the roster's events
 //   create  Roster.create against new Policy, the same document
 //   memory  (a child process) RSS over the import of a Roster with 10,000 executors,
 //           every slot leased, and 10,000 requests waiting
@@ -37,7 +40,7 @@ import { gzipSync } from 'node:zlib'
 import genericPool from 'generic-pool'
 import pLimit from 'p-limit'
 import PQueue from 'p-queue'
-import { DRIVER_STEP, HANDLE_AT_LEVEL, NO_PERSIST } from '../src/driver.js'
+import { HANDLE_AT_LEVEL, NO_PERSIST } from '../src/driver.js'
 import { Policy, Roster } from '../src/node.js'
 
 const args = process.argv.slice(2)
@@ -52,7 +55,7 @@ const SIZES = option('--n')?.split(',').map(Number) ?? [4, 64, 1_024, 10_000]
 const ROUNDS = quick ? 5 : 15
 const NOW = Date.UTC(2026, 0, 1)
 const ROLE = 'coder'
-/** `HANDLE_AT_LEVEL` and `DRIVER_STEP`'s level: events below `warn` left out (a roster nobody listens to). */
+/** `HANDLE_AT_LEVEL`'s level: events below `warn` left out (a roster nobody listens to). */
 const WARN = 2
 
 /** A roster of `executors` executors of one role, `slots` each. */
@@ -305,7 +308,7 @@ if (wants('b')) {
       },
       // Not a contender: the floor of any cycle the core decides. p-limit(12)'s whole
       // cycle (the leanest promise, queue and hold there is) plus two core steps that
-      // decide nothing (a tick through the roster's own step, `DRIVER_STEP` at `warn`
+      // decide nothing (a tick through the roster's own step, `HANDLE_AT_LEVEL` at `warn`
       // without persist outputs), one where the caller asks and one where it releases,
       // on a roster in b's state. A Roster whose lease logic cost nothing and whose
       // driver cost what p-limit's does would cost this; b's p-queue target needs less.
@@ -318,7 +321,7 @@ if (wants('b')) {
           }
           const step = () => {
             // An empty step answers nothing: the floor holds no decision.
-            s.answers += s.policy[DRIVER_STEP]({ type: 'tick', now: NOW }, WARN | NO_PERSIST).outputs.length
+            s.answers += s.policy[HANDLE_AT_LEVEL]({ type: 'tick', now: NOW }, WARN | NO_PERSIST).outputs.length
           }
           s.cycle = () => {
             step()
@@ -353,6 +356,8 @@ if (wants('b')) {
 
 const BATCH_C = quick ? 2_000 : 5_000
 const rateLimit = { kind: 'rateLimit', message: '429 Too Many Requests', retryAfterMs: 60_000 }
+// (Made beforehand: an Error's stack trace is the caller's cost, not the report's.)
+const thrown = Array.from({ length: 4 }, () => Object.assign(new Error('429 Too Many Requests'), { status: 429, headers: { 'retry-after': '60' } }))
 if (wants('c')) {
   // Every size in one interleaved run (the target compares N=10,000 with N=4: a busy
   // moment of the machine falls on both alike, not on one size's block alone).
@@ -371,6 +376,22 @@ if (wants('c')) {
           for (let i = 0; i < BATCH_C; i += 1) {
             s.now += 1
             s.roster.report(`e${i & 3}`, rateLimit)
+          }
+          return BATCH_C
+        },
+        teardown: (s) => s.roster.close(),
+      },
+      'Roster.report thrown Error, listener': {
+        setup: async () => {
+          const s = { now: NOW, heard: 0 }
+          s.roster = await Roster.create({ document: roster(n), probe: false, now: () => s.now })
+          s.roster.on('event', () => (s.heard += 1))
+          return s
+        },
+        round: (s) => {
+          for (let i = 0; i < BATCH_C; i += 1) {
+            s.now += 1
+            s.roster.report(`e${i & 3}`, thrown[i & 3])
           }
           return BATCH_C
         },
@@ -501,7 +522,7 @@ if (figures['b: Roster'] !== undefined) {
   const floors = SIZES.filter((n) => floor?.[n] && pQueue?.[n]).map((n) => `${n}: ×${(floor[n].cpu / pQueue[n].cpu).toFixed(2)}`)
   if (floors.length > 0) console.log(`  (info)  b: the floor of a core-decided cycle (p-limit(12) + two empty core steps), × p-queue(12)'s whole cycle (${floors.join(', ')})`)
 }
-for (const name of ['c: Roster.report', 'c: raw Policy.handle report']) {
+for (const name of ['c: Roster.report', 'c: Roster.report thrown Error, listener', 'c: raw Policy.handle report']) {
   const row = figures[name]
   if (row === undefined) continue
   target(`${name.slice(3)} ≤ 3 µs`, every(name, (us) => us <= 3))

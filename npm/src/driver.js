@@ -34,12 +34,6 @@ export const asyncDisposeSymbol = Symbol.asyncDispose ?? Symbol.for('Symbol.asyn
  * `persist` outputs too: a roster with no state file has nothing to do with them.
  */
 export const HANDLE_AT_LEVEL = Symbol.for('rota.handleAtLevel')
-/**
- * `policy[DRIVER_STEP](input, minLevel)`: `HANDLE_AT_LEVEL` (0: `handle`) of an input
- * the roster built itself, whose shape it knows (binary.js `encodeTrusted`). The same
- * answers and errors.
- */
-export const DRIVER_STEP = Symbol.for('rota.driverStep')
 export const NO_PERSIST = 4
 const LEVEL_WARN = 2
 
@@ -445,8 +439,8 @@ export function defineRoster(api, platform) {
     }
 
     #policy
-    /** `policy[DRIVER_STEP]` */
-    #driverStep
+    /** `policy[HANDLE_AT_LEVEL]` */
+    #handleAtLevel
     #options
     #clock
     #emitter = platform.emitter?.() ?? emitterOverTarget()
@@ -494,8 +488,7 @@ export function defineRoster(api, platform) {
     constructor(token, policy, options, store) {
       if (token !== constructing) throw new TypeError('use Roster.create(options)')
       this.#policy = policy
-      // (A module another buildApi wrapped first has only HANDLE_AT_LEVEL: the same answers.)
-      this.#driverStep = policy[DRIVER_STEP] ?? policy[HANDLE_AT_LEVEL]
+      this.#handleAtLevel = policy[HANDLE_AT_LEVEL]
       this.#options = options
       this.#clock = options.now ?? Date.now
       this.#store = store
@@ -605,13 +598,11 @@ export function defineRoster(api, platform) {
     /** Feeds one input, handles every output, re-arms the timer. Throws a rejected input. */
     #step(input) {
       const emitter = this.#emitter
-      const { outputs, wakeAt } = this.#driverStep.call(
-        this.#policy,
-        input,
-        !this.#listened || (emitter.listenerCount('event') === 0 && emitter.listenerCount('output') === 0)
-          ? this.#store === undefined ? LEVEL_WARN | NO_PERSIST : LEVEL_WARN
-          : 0,
-      )
+      const outputsHeard = this.#listened && emitter.listenerCount('output') > 0
+      const eventsHeard = outputsHeard || (this.#listened && emitter.listenerCount('event') > 0)
+      // Without a state file, the persist outputs concern only a listener of raw outputs.
+      const minLevel = (eventsHeard ? 0 : LEVEL_WARN) | (this.#store === undefined && !outputsHeard ? NO_PERSIST : 0)
+      const { outputs, wakeAt } = this.#handleAtLevel.call(this.#policy, input, minLevel)
       // Kept before dispatching: a listener may feed another input, whose answer is later.
       this.#wakeAt = wakeAt
       this.#lastNow = input.now
