@@ -84,7 +84,7 @@
 //! else (its JSON text, a string).
 
 use rota_core::json::to_text;
-use rota_core::{Failure, FailureKind, Input, LeaseRequest, Level, Output, OutputRef};
+use rota_core::{Failure, FailureKind, Grant, Input, LeaseRequest, Level, Output, OutputRef};
 use serde_json::{Map, Value};
 
 /// Declares the format's numbers, each once: a module of constants per group, and
@@ -796,28 +796,30 @@ impl<'a> Writer<'a> {
     }
 
     /// A grant's record (without its owner: a shared roster's grant is `json`).
-    #[allow(clippy::too_many_arguments)]
-    fn granted(
-        &mut self,
-        request: &str,
-        lease: u64,
-        executor: &str,
-        executor_at: Option<usize>,
-        role: &str,
-        passed: u32,
-        occupied: bool,
-        hold: Option<&Value>,
-    ) {
+    fn granted(&mut self, grant: &Grant<'_>) {
         self.byte(output_kind::GRANTED);
-        self.request(request);
-        self.f64(lease as f64);
-        self.placed(table::EXECUTOR, executor_at, executor, slot::EXECUTOR);
-        self.shared(slot::ROLE, role);
-        self.u32(passed);
-        let occupied = if occupied { grant_extra::OCCUPIED } else { 0 };
-        let held = if hold.is_some() { grant_extra::HOLD } else { 0 };
+        self.request(grant.request);
+        self.f64(grant.lease as f64);
+        self.placed(
+            table::EXECUTOR,
+            grant.executor_at,
+            grant.executor,
+            slot::EXECUTOR,
+        );
+        self.shared(slot::ROLE, grant.role);
+        self.u32(grant.passed);
+        let occupied = if grant.occupied {
+            grant_extra::OCCUPIED
+        } else {
+            0
+        };
+        let held = if grant.hold.is_some() {
+            grant_extra::HOLD
+        } else {
+            0
+        };
         self.byte(occupied | held);
-        if let Some(hold) = hold {
+        if let Some(hold) = grant.hold {
             self.json(hold);
         }
     }
@@ -830,16 +832,7 @@ impl<'a> Writer<'a> {
         match output {
             OutputRef::Output(output) => self.output(output),
             OutputRef::Granted(grant) if grant.owner.is_none() => {
-                self.granted(
-                    grant.request,
-                    grant.lease,
-                    grant.executor,
-                    grant.executor_at,
-                    grant.role,
-                    grant.passed,
-                    grant.occupied,
-                    grant.hold,
-                );
+                self.granted(grant);
                 *last_grant = Some(grant.lease);
             }
             OutputRef::GrantedEvent(level, grant)
@@ -885,16 +878,18 @@ impl<'a> Writer<'a> {
                 passed,
                 occupied,
                 ..
-            } => self.granted(
+            } => self.granted(&Grant {
                 request,
-                *lease,
+                lease: *lease,
                 executor,
-                None,
+                executor_at: None,
                 role,
-                *passed,
-                *occupied,
-                hold.as_ref(),
-            ),
+                hold: hold.as_ref(),
+                passed: *passed,
+                occupied: *occupied,
+                label: None,
+                owner: None,
+            }),
             Output::Waiting {
                 request,
                 role,
