@@ -12,8 +12,8 @@
 //
 //   cp -r pkg/node /tmp/before && make -C .. wasm && node bench/ab.mjs /tmp/before pkg/node
 
-import { readFileSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { takeOption } from './options.mjs'
 
@@ -31,6 +31,8 @@ if (variants.length < 2) {
 const here = new URL('..', import.meta.url).pathname
 
 const apis = []
+const copies = []
+process.on('exit', () => copies.forEach((copy) => rmSync(copy, { recursive: true, force: true })))
 for (const variant of variants) {
   const json = variant.startsWith('json:')
   const [pkg, src = `${here}src`] = variant.slice(json ? 5 : 0).split(',').map((p) => resolve(p))
@@ -39,7 +41,13 @@ for (const variant of variants) {
   let wasm = await import(pathToFileURL(`${pkg}/rota_wasm.js`).href + query)
   wasm.initSync({ module: readFileSync(`${pkg}/rota_wasm_bg.wasm`) })
   if (json) wasm = { ...wasm, __memory: undefined }
-  const { buildApi } = await import(pathToFileURL(`${src}/api.js`).href + query)
+  // The sources copied per variant: two variants never share a module (and the JIT's
+  // feedback on its functions), as the JSON step's objects would make the binary
+  // step's call sites polymorphic.
+  const copy = mkdtempSync(join(here, 'bench', '.ab-'))
+  copies.push(copy)
+  cpSync(src, copy, { recursive: true })
+  const { buildApi } = await import(pathToFileURL(`${copy}/api.js`).href)
   apis.push({ name: variant, ...buildApi(wasm, { name: 'ab' }) })
 }
 
