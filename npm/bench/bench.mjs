@@ -40,7 +40,7 @@ import { gzipSync } from 'node:zlib'
 import genericPool from 'generic-pool'
 import pLimit from 'p-limit'
 import PQueue from 'p-queue'
-import { HANDLE_AT_LEVEL, NO_PERSIST } from '../src/driver.js'
+import { DRIVER_STEP, HANDLE_AT_LEVEL, NO_PERSIST } from '../src/driver.js'
 import { Policy, Roster } from '../src/node.js'
 
 const args = process.argv.slice(2)
@@ -55,7 +55,7 @@ const SIZES = option('--n')?.split(',').map(Number) ?? [4, 64, 1_024, 10_000]
 const ROUNDS = quick ? 5 : 15
 const NOW = Date.UTC(2026, 0, 1)
 const ROLE = 'coder'
-/** `HANDLE_AT_LEVEL`'s level: events below `warn` left out (a roster nobody listens to). */
+/** `HANDLE_AT_LEVEL` and `DRIVER_STEP`'s level: events below `warn` left out (a roster nobody listens to). */
 const WARN = 2
 
 /** A roster of `executors` executors of one role, `slots` each. */
@@ -308,7 +308,7 @@ if (wants('b')) {
       },
       // Not a contender: the floor of any cycle the core decides. p-limit(12)'s whole
       // cycle (the leanest promise, queue and hold there is) plus two core steps that
-      // decide nothing (a tick through the roster's own step, `HANDLE_AT_LEVEL` at `warn`
+      // decide nothing (a tick through the roster's own step, `DRIVER_STEP` at `warn`
       // without persist outputs), one where the caller asks and one where it releases,
       // on a roster in b's state. A Roster whose lease logic cost nothing and whose
       // driver cost what p-limit's does would cost this; b's p-queue target needs less.
@@ -321,7 +321,7 @@ if (wants('b')) {
           }
           const step = () => {
             // An empty step answers nothing: the floor holds no decision.
-            s.answers += s.policy[HANDLE_AT_LEVEL]({ type: 'tick', now: NOW }, WARN | NO_PERSIST).outputs.length
+            s.answers += s.policy[DRIVER_STEP]({ type: 'tick', now: NOW }, WARN | NO_PERSIST).outputs.length
           }
           s.cycle = () => {
             step()

@@ -2,7 +2,7 @@
 // (Node and browser) re-export this with their platform.
 
 import { failureFacts, parseRetryAfter, FAILURE_KINDS } from './classify.js'
-import { HANDLE_AT_LEVEL, Lease, NO_PERSIST, combineUpdates, defineRoster } from './driver.js'
+import { DRIVER_STEP, HANDLE_AT_LEVEL, Lease, NO_PERSIST, combineUpdates, defineRoster } from './driver.js'
 import { ERROR_CODES, RotaError } from './errors.js'
 import { binaryStep } from './binary.js'
 import { stateRule } from './state-rule.js'
@@ -86,8 +86,10 @@ export function buildApi(wasm, platform) {
     let handleAtLevel = function handleAtLevel(input, minLevel) {
       return atLevel(handleJson.call(this, input), minLevel)
     }
+    // The roster's own inputs (`DRIVER_STEP`): `handleAtLevel`, through `stepTrusted`.
+    let driverStep = handleAtLevel
     if (typeof wasm.__memory === 'function') {
-      const { step } = binaryStep(wasm)
+      const { step, stepTrusted } = binaryStep(wasm)
       handle = function handle(input) {
         const answer = step(this, input, 0)
         return answer === undefined ? handleJson.call(this, input) : answer
@@ -96,9 +98,14 @@ export function buildApi(wasm, platform) {
         const answer = step(this, input, minLevel)
         return answer === undefined ? atLevel(handleJson.call(this, input), minLevel) : answer
       }
+      driverStep = function driverStep(input, minLevel) {
+        const answer = stepTrusted(this, input, minLevel)
+        return answer === undefined ? atLevel(handleJson.call(this, input), minLevel) : answer
+      }
     }
     Object.defineProperty(wasm.Policy.prototype, 'handle', { value: handle, writable: true, configurable: true })
     Object.defineProperty(wasm.Policy.prototype, HANDLE_AT_LEVEL, { value: handleAtLevel, writable: true, configurable: true })
+    Object.defineProperty(wasm.Policy.prototype, DRIVER_STEP, { value: driverStep, writable: true, configurable: true })
   }
   const Roster = defineRoster(wasm, platform)
   let seedClassifier

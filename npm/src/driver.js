@@ -34,6 +34,12 @@ export const asyncDisposeSymbol = Symbol.asyncDispose ?? Symbol.for('Symbol.asyn
  * `persist` outputs too: a roster with no state file has nothing to do with them.
  */
 export const HANDLE_AT_LEVEL = Symbol.for('rota.handleAtLevel')
+/**
+ * `policy[DRIVER_STEP](input, minLevel)`: `HANDLE_AT_LEVEL` (0: `handle`) of an input
+ * the roster built itself, whose shape it knows (binary.js `encodeTrusted`). The same
+ * answers and errors.
+ */
+export const DRIVER_STEP = Symbol.for('rota.driverStep')
 export const NO_PERSIST = 4
 const LEVEL_WARN = 2
 
@@ -439,8 +445,8 @@ export function defineRoster(api, platform) {
     }
 
     #policy
-    /** `policy[HANDLE_AT_LEVEL]` */
-    #handleAtLevel
+    /** `policy[DRIVER_STEP]` */
+    #driverStep
     #options
     #clock
     #emitter = platform.emitter?.() ?? emitterOverTarget()
@@ -488,7 +494,8 @@ export function defineRoster(api, platform) {
     constructor(token, policy, options, store) {
       if (token !== constructing) throw new TypeError('use Roster.create(options)')
       this.#policy = policy
-      this.#handleAtLevel = policy[HANDLE_AT_LEVEL]
+      // (A module another buildApi wrapped first has only HANDLE_AT_LEVEL: the same answers.)
+      this.#driverStep = policy[DRIVER_STEP] ?? policy[HANDLE_AT_LEVEL]
       this.#options = options
       this.#clock = options.now ?? Date.now
       this.#store = store
@@ -602,7 +609,7 @@ export function defineRoster(api, platform) {
       const eventsHeard = outputsHeard || (this.#listened && emitter.listenerCount('event') > 0)
       // Without a state file, the persist outputs concern only a listener of raw outputs.
       const minLevel = (eventsHeard ? 0 : LEVEL_WARN) | (this.#store === undefined && !outputsHeard ? NO_PERSIST : 0)
-      const { outputs, wakeAt } = this.#handleAtLevel.call(this.#policy, input, minLevel)
+      const { outputs, wakeAt } = this.#driverStep.call(this.#policy, input, minLevel)
       // Kept before dispatching: a listener may feed another input, whose answer is later.
       this.#wakeAt = wakeAt
       this.#lastNow = input.now
