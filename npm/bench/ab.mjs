@@ -5,13 +5,15 @@
 //   node bench/ab.mjs <variant> <variant> ... [--n 4,10000] [--rounds 21] [--only raw,b]
 //
 // A variant is `<pkg dir>` (wasm-bindgen's glue and its rota_wasm_bg.wasm, as
-// npm/pkg/node) or `<pkg dir>,<src dir>` (a copy of npm/src, for a driver change).
+// npm/pkg/node) or `<pkg dir>,<src dir>` (a copy of npm/src, for a driver change);
+// `json:` before it runs that build with the JSON step only (its own instance of the
+// module, without the binary step's exports), to weigh the binary step.
 // Copy npm/pkg/node (and npm/src) aside before a change, rebuild, and compare:
 //
 //   cp -r pkg/node /tmp/before && make -C .. wasm && node bench/ab.mjs /tmp/before pkg/node
 
-import { readFileSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { takeOption } from './options.mjs'
 
@@ -29,11 +31,23 @@ if (variants.length < 2) {
 const here = new URL('..', import.meta.url).pathname
 
 const apis = []
+const copies = []
+process.on('exit', () => copies.forEach((copy) => rmSync(copy, { recursive: true, force: true })))
 for (const variant of variants) {
-  const [pkg, src = `${here}src`] = variant.split(',').map((p) => resolve(p))
-  const wasm = await import(pathToFileURL(`${pkg}/rota_wasm.js`).href)
+  const json = variant.startsWith('json:')
+  const [pkg, src = `${here}src`] = variant.slice(json ? 5 : 0).split(',').map((p) => resolve(p))
+  // A fresh instance per variant (the query): each buildApi wraps its own Policy class.
+  const query = `?v=${apis.length}`
+  let wasm = await import(pathToFileURL(`${pkg}/rota_wasm.js`).href + query)
   wasm.initSync({ module: readFileSync(`${pkg}/rota_wasm_bg.wasm`) })
-  const { buildApi } = await import(pathToFileURL(`${src}/api.js`).href)
+  if (json) wasm = { ...wasm, __memory: undefined }
+  // The sources copied per variant: two variants never share a module (and the JIT's
+  // feedback on its functions), as the JSON step's objects would make the binary
+  // step's call sites polymorphic.
+  const copy = mkdtempSync(join(here, 'bench', '.ab-'))
+  copies.push(copy)
+  cpSync(src, copy, { recursive: true })
+  const { buildApi } = await import(pathToFileURL(`${copy}/api.js`).href)
   apis.push({ name: variant, ...buildApi(wasm, { name: 'ab' }) })
 }
 
@@ -46,6 +60,11 @@ const cpuNow = () => {
 }
 const median = (v) => [...v].sort((x, y) => x - y)[v.length >> 1]
 const rateLimit = { kind: 'rateLimit', message: '429 Too Many Requests', retryAfterMs: 60_000 }
+/**
+ * What a caller's HTTP client throws on a 429, as the README tells users to report it
+ * (made beforehand: an Error's stack trace is the caller's cost, not the report's).
+ */
+const thrown = Array.from({ length: 4 }, () => Object.assign(new Error('429 Too Many Requests'), { status: 429, headers: { 'retry-after': '60' } }))
 
 const cases = {
   'raw lease+release': async (api, n) => {
@@ -101,6 +120,19 @@ const cases = {
       for (let k = 0; k < BATCH; k += 1) {
         clock.now += 1
         r.report(`e${k & 3}`, rateLimit)
+      }
+    }
+  },
+  // The report the README shows: what the call threw, with a listener on the events.
+  'Roster.report thrown Error, listener': async (api, n) => {
+    const clock = { now: NOW }
+    const r = await api.Roster.create({ document: roster(n), probe: false, now: () => clock.now })
+    let heard = 0
+    r.on('event', () => (heard += 1))
+    return () => {
+      for (let k = 0; k < BATCH; k += 1) {
+        clock.now += 1
+        r.report(`e${k & 3}`, thrown[k & 3])
       }
     }
   },

@@ -108,6 +108,7 @@ export function buildApi(wasm, platform) {
     Object.defineProperty(wasm.Policy.prototype, DRIVER_STEP, { value: driverStep, writable: true, configurable: true })
   }
   const Roster = defineRoster(wasm, platform)
+  let seedClassifier
   return {
     Roster,
     Lease,
@@ -127,6 +128,12 @@ export function buildApi(wasm, platform) {
     // The core's classifier over the facts `failureFacts` extracts: `{ kind, rule }`,
     // with the seed's signals and `signals` (as a document's top-level `signals`).
     classifyFailure: (error, { now, signals } = {}) => {
+      if (signals === undefined) {
+        // The seed's signals alone: one empty policy serves every call (classifying
+        // changes nothing in it).
+        seedClassifier ??= new wasm.Policy({ executors: [] }, undefined)
+        return seedClassifier.classify(failureFacts(error, { now }))
+      }
       const policy = new wasm.Policy({ executors: [], signals }, undefined)
       try {
         return policy.classify(failureFacts(error, { now }))

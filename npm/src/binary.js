@@ -1,5 +1,6 @@
-// The binary step behind `Policy#handle`: the JS half of `wasm/src/binary.rs` (the
-// format is documented there; change the two files together).
+// The binary step behind `Policy#handle`: the JS half of `wasm/src/binary.rs`, which
+// documents the format; every number of it (tags, flags, offsets, string codes, slots)
+// is read from the module at load (`__wireFormat`), never written here.
 //
 // The common inputs (lease, tryLease, release, tick, cancel, report, resume,
 // probeResult) are written straight into a buffer the policy owns in the module's
@@ -14,40 +15,13 @@
 // step's. The answer is deep-equal to `JSON.parse(handleJson(...))`: the same
 // keys in the same order, the same values.
 
-const MAX_SAFE = Number.MAX_SAFE_INTEGER
-const HEADER = 24
-const STRINGS = 40
+import { NO_PERSIST } from './driver.js'
 
-/** An input kind's number, or 0 for the JSON step. */
-const kindOf = (type) => {
-  switch (type) {
-    case 'lease': return 1
-    case 'tryLease': return 2
-    case 'release': return 3
-    case 'tick': return 4
-    case 'cancel': return 5
-    case 'report': return 6
-    case 'resume': return 7
-    case 'probeResult': return 8
-    default: return 0
-  }
-}
-/** A failure kind's number, or -1. */
-const failureKindOf = (kind) => {
-  switch (kind) {
-    case 'usageLimit': return 0
-    case 'rateLimit': return 1
-    case 'authentication': return 2
-    case 'outage': return 3
-    case 'modelUnavailable': return 4
-    case 'other': return 5
-    default: return -1
-  }
-}
 /** Where a policy keeps its buffer's address and size and its string slots. */
 const IO = Symbol('rota.io')
 
-// The keys of the inputs, one bit each; what each kind may carry (`type` and `now` always).
+// The JSON keys of the inputs, one bit each, for the check that an input carries only
+// its type's fields (`type` and `now` always).
 const K_TYPE = 1
 const K_NOW = 2
 const K_ID = 4
@@ -65,13 +39,18 @@ const K_FAILURE = 8192
 const K_UP = 16384
 const BASE = K_TYPE | K_NOW
 const LEASE_KEYS = BASE | K_ID | K_ROLE | K_AVOID | K_PREFER | K_PIN | K_RANK | K_EVENT_TIME | K_LABEL | K_DEADLINE
-const ALLOWED = [0, LEASE_KEYS, LEASE_KEYS, BASE | K_LEASE, BASE, BASE | K_ID, BASE | K_EXECUTOR | K_FAILURE, BASE | K_EXECUTOR, BASE | K_EXECUTOR | K_UP]
+/** The keys each input type may carry. */
+const KEYS_OF = {
+  lease: LEASE_KEYS,
+  tryLease: LEASE_KEYS,
+  release: BASE | K_LEASE,
+  tick: BASE,
+  cancel: BASE | K_ID,
+  report: BASE | K_EXECUTOR | K_FAILURE,
+  resume: BASE | K_EXECUTOR,
+  probeResult: BASE | K_EXECUTOR | K_UP,
+}
 
-const LEVELS = ['debug', 'info', 'warn']
-/** As many as binary.rs's `SLOTS`, all empty (as there; an empty string is never sent by reference). */
-const newSlots = () => new Array(40).fill('')
-/** binary.rs's executor table (`Strings::executors`): names by their place in the roster, empty at first. */
-const newExecutors = () => []
 const OBJECT_PROTO = Object.prototype
 const wellFormed = typeof String.prototype.isWellFormed === 'function' ? (s) => s.isWellFormed() : () => false
 
@@ -102,6 +81,57 @@ const isString = (value) => typeof value === 'string'
  * encode, or one the policy refused); `stepTrusted` the same for an input the driver built.
  */
 export function binaryStep(wasm) {
+  // The format, once per module, into local constants (the hot path reads no table).
+  const format = JSON.parse(wasm.__wireFormat())
+  const { header, input: inputAt, status, inputKind, requestFlag, requestAt, releaseAt, reportFlag, reportAt, failureKind, level, outputKind: O, grantExtra, string: S, slot, table, value: V } = format
+  const OUTPUTS_AT = header.outputs
+  const [SIZE_AT, STATUS_AT, HAS_WAKE_AT, COUNT_AT, WAKE_AT] = [header.size, header.status, header.hasWake, header.count, header.wakeAt]
+  const [KIND_AT, FLAGS_AT, SMALL_AT, NOW_AT, STRINGS] = [inputAt.kind, inputAt.flags, inputAt.small, inputAt.now, inputAt.strings]
+  const STATUS_OUTPUTS = status.outputs
+  const KINDS = new Map(Object.entries(inputKind))
+  /** An input type's keys, by its kind. */
+  const ALLOWED = []
+  for (const [type, kind] of KINDS) ALLOWED[kind] = KEYS_OF[type]
+  const [LEASE, TRY_LEASE, RELEASE, TICK, CANCEL, REPORT, RESUME, PROBE_RESULT] = ['lease', 'tryLease', 'release', 'tick', 'cancel', 'report', 'resume', 'probeResult'].map((type) => inputKind[type])
+  const [F_RANK, F_EVENT_TIME, F_DEADLINE, F_PREFER, F_PIN, F_LABEL, F_AVOID] = [requestFlag.rank, requestFlag.eventTime, requestFlag.deadline, requestFlag.prefer, requestFlag.pin, requestFlag.label, requestFlag.avoid]
+  const [RANK_AT, EVENT_TIME_AT, DEADLINE_AT, LEASE_AT] = [requestAt.rank, requestAt.eventTime, requestAt.deadline, releaseAt.lease]
+  const [R_KIND, R_RESET_AT, R_RETRY_AFTER_MS, R_STATUS, R_TAG, R_CODE] = [reportFlag.kind, reportFlag.resetAt, reportFlag.retryAfterMs, reportFlag.status, reportFlag.tag, reportFlag.code]
+  const [RESET_AT_AT, RETRY_AFTER_MS_AT, STATUS_AT_REPORT] = [reportAt.resetAt, reportAt.retryAfterMs, reportAt.status]
+  /** An input's kind by its JSON `type` (a switch on the literals: cheaper than a lookup). */
+  const kindOf = (type) => {
+    switch (type) {
+      case 'lease': return LEASE
+      case 'tryLease': return TRY_LEASE
+      case 'release': return RELEASE
+      case 'tick': return TICK
+      case 'cancel': return CANCEL
+      case 'report': return REPORT
+      case 'resume': return RESUME
+      case 'probeResult': return PROBE_RESULT
+      default: return undefined
+    }
+  }
+  const FAILURE_KINDS = new Map(Object.entries(failureKind))
+  const LEVELS = []
+  for (const [name, byte] of Object.entries(level)) LEVELS[byte] = name
+  const [O_JSON, O_GRANTED, O_WAITING, O_EVENT, O_CANCELLED, O_TIMED_OUT, O_UNAVAILABLE, O_EXHAUSTED, O_PROBE, O_CREATE_MACHINE, O_PREFLIGHT, O_GRANTED_EVENT, O_RELEASED_EVENT, O_PERSIST] = [O.json, O.granted, O.waiting, O.event, O.cancelled, O.timedOut, O.unavailable, O.exhausted, O.probe, O.createMachine, O.preflight, O.grantedEvent, O.releasedEvent, O.persist]
+  const [X_OCCUPIED, X_HOLD] = [grantExtra.occupied, grantExtra.hold]
+  const [S_LONG, S_SLOT, S_SET_SLOT, S_INPUT_ID, S_PLACE, S_SET_PLACE] = [S.long, S.slot, S.setSlot, S.inputId, S.place, S.setPlace]
+  const [V_NULL, V_FALSE, V_TRUE, V_NUMBER, V_STRING] = [V.null, V.false, V.true, V.number, V.string]
+  /**
+   * `__step`'s level byte for the driver's `minLevel` (driver.js: 0 debug, 1 info,
+   * 2 warn, and its bit `NO_PERSIST`), by `minLevel`.
+   */
+  const STEP_LEVEL = []
+  for (const [i, name] of ['debug', 'info', 'warn'].entries()) {
+    STEP_LEVEL[i] = level[name]
+    STEP_LEVEL[i | NO_PERSIST] = level[name] | format.step.noPersist
+  }
+  /** binary.rs's slots, all empty (as there; an empty string is never sent by reference). */
+  const newSlots = () => new Array(slot.count).fill('')
+  /** binary.rs's tables (`Strings::tables`): strings by an executor's place, empty at first. */
+  const newTables = () => Array.from({ length: table.count }, () => [])
+
   const memory = wasm.__memory()
   let u8 = new Uint8Array(memory.buffer)
   let view = new DataView(memory.buffer)
@@ -149,19 +179,20 @@ export function binaryStep(wasm) {
   }
   /** The most bytes a string takes. */
   const size = (s) => 4 + 3 * s.length
+  const present = (value) => value !== undefined && value !== null
 
   // ---- the parts of `encode` that `encodeTrusted` shares ----------------------------
 
   /**
    * The id of the lease or tryLease being encoded (else undefined): the answer names
-   * it as `0x83` (binary.rs), this string, rather than sending it back.
+   * it as `S_INPUT_ID`, this string, rather than sending it back.
    */
   let inputId
   /** The flags of the last `requestBytes` (which fields a request carries). */
   let requestFlags = 0
   /**
-   * A lease or tryLease input's checks (kinds 1 and 2): the most bytes it takes, its
-   * flags in `requestFlags`; -1 for the JSON path. `undefined` is an absent field.
+   * A lease or tryLease input's checks: the most bytes it takes, its flags in
+   * `requestFlags`; -1 for the JSON path. `undefined` is an absent field.
    */
   function requestBytes(id, role, avoid, prefer, pin, rank, eventTime, label, deadline) {
     if (!isString(id) || !isString(role)) return -1
@@ -169,15 +200,15 @@ export function binaryStep(wasm) {
     if (!optional(prefer, isString) || !optional(pin, isString) || !optional(label, isString)) return -1
     let flags = 0
     let bytes = STRINGS + size(id) + size(role)
-    if (rank !== undefined && rank !== null) flags |= 1
-    if (eventTime !== undefined && eventTime !== null) flags |= 2
-    if (deadline !== undefined && deadline !== null) flags |= 4
-    if (prefer !== undefined && prefer !== null) (flags |= 8), (bytes += size(prefer))
-    if (pin !== undefined && pin !== null) (flags |= 16), (bytes += size(pin))
-    if (label !== undefined && label !== null) (flags |= 32), (bytes += size(label))
+    if (present(rank)) flags |= F_RANK
+    if (present(eventTime)) flags |= F_EVENT_TIME
+    if (present(deadline)) flags |= F_DEADLINE
+    if (present(prefer)) (flags |= F_PREFER), (bytes += size(prefer))
+    if (present(pin)) (flags |= F_PIN), (bytes += size(pin))
+    if (present(label)) (flags |= F_LABEL), (bytes += size(label))
     if (avoid !== undefined) {
       if (!Array.isArray(avoid) || Object.getPrototypeOf(avoid) !== Array.prototype || avoid.toJSON !== undefined) return -1
-      flags |= 64
+      flags |= F_AVOID
       bytes += 4
       for (let i = 0; i < avoid.length; i += 1) {
         const s = avoid[i]
@@ -193,13 +224,13 @@ export function binaryStep(wasm) {
   function writeRequest(base, flags, id, role, avoid, prefer, pin, rank, eventTime, label, deadline) {
     if (!putString(id) || !putString(role)) return false
     inputId = id
-    if (flags & 1) view.setFloat64(base + 16, rank, true)
-    if (flags & 2) view.setFloat64(base + 24, eventTime, true)
-    if (flags & 4) view.setFloat64(base + 32, deadline, true)
-    if (flags & 8 && !putString(prefer)) return false
-    if (flags & 16 && !putString(pin)) return false
-    if (flags & 32 && !putString(label)) return false
-    if (flags & 64) {
+    if (flags & F_RANK) view.setFloat64(base + RANK_AT, rank, true)
+    if (flags & F_EVENT_TIME) view.setFloat64(base + EVENT_TIME_AT, eventTime, true)
+    if (flags & F_DEADLINE) view.setFloat64(base + DEADLINE_AT, deadline, true)
+    if (flags & F_PREFER && !putString(prefer)) return false
+    if (flags & F_PIN && !putString(pin)) return false
+    if (flags & F_LABEL && !putString(label)) return false
+    if (flags & F_AVOID) {
       view.setUint32(at, avoid.length, true)
       at += 4
       for (let i = 0; i < avoid.length; i += 1) if (!putString(avoid[i])) return false
@@ -212,37 +243,70 @@ export function binaryStep(wasm) {
     let io = policy[IO]
     if (io === undefined || io.size < bytes) {
       const ptr = policy.__ioBuffer(Math.max(bytes, 256))
-      io = { ptr, size: Math.max(bytes, 256), slots: io === undefined ? newSlots() : io.slots, executors: io === undefined ? newExecutors() : io.executors }
+      io = { ptr, size: Math.max(bytes, 256), slots: io === undefined ? newSlots() : io.slots, tables: io === undefined ? newTables() : io.tables }
       policy[IO] = io
     }
     views()
     inputId = undefined
     const base = io.ptr
-    u8[base] = kind
-    u8[base + 1] = flags
-    u8[base + 2] = small
-    view.setFloat64(base + 8, now, true)
+    u8[base + KIND_AT] = kind
+    u8[base + FLAGS_AT] = flags
+    u8[base + SMALL_AT] = small
+    view.setFloat64(base + NOW_AT, now, true)
     at = base + STRINGS
     return base
   }
 
   /**
-   * A report input (kind 6) from its failure's fields (`undefined` or `null` for an
-   * absent one): its length, or -1 for the JSON path.
+   * A report input from its failure's fields (`undefined` or `null` for an absent
+   * one): its length, or -1 for the JSON path.
    */
-  function writeReport(policy, now, executor, kind, message, resetAt, retryAfterMs) {
-    const small = failureKindOf(kind)
-    if (small < 0) return -1
+  function writeReport(policy, now, executor, kind, tag, status, code, message, resetAt, retryAfterMs) {
+    let flags = 0
+    let small = 0
+    if (present(kind)) {
+      small = FAILURE_KINDS.get(kind)
+      if (small === undefined) return -1
+      flags |= R_KIND
+    }
     if (message !== undefined && !isString(message)) return -1
-    if (!optional(resetAt, isWhole) || !optional(retryAfterMs, isWhole)) return -1
+    if (!optional(tag, isString) || !optional(code, isString)) return -1
+    if (!optional(status, isWhole) || !optional(resetAt, isWhole) || !optional(retryAfterMs, isWhole)) return -1
     message ??= ''
-    const hasReset = resetAt !== undefined && resetAt !== null
-    const hasRetry = retryAfterMs !== undefined && retryAfterMs !== null
-    const base = begin(policy, STRINGS + size(executor) + size(message), 6, (hasReset ? 1 : 0) | (hasRetry ? 2 : 0), small, now)
+    let bytes = STRINGS + size(executor) + size(message)
+    if (present(tag)) (flags |= R_TAG), (bytes += size(tag))
+    if (present(code)) (flags |= R_CODE), (bytes += size(code))
+    if (present(status)) flags |= R_STATUS
+    if (present(resetAt)) flags |= R_RESET_AT
+    if (present(retryAfterMs)) flags |= R_RETRY_AFTER_MS
+    const base = begin(policy, bytes, REPORT, flags, small, now)
     if (!putString(executor) || !putString(message)) return -1
-    if (hasReset) view.setFloat64(base + 16, resetAt, true)
-    if (hasRetry) view.setFloat64(base + 24, retryAfterMs, true)
+    if (flags & R_TAG && !putString(tag)) return -1
+    if (flags & R_CODE && !putString(code)) return -1
+    if (flags & R_STATUS) view.setFloat64(base + STATUS_AT_REPORT, status, true)
+    if (flags & R_RESET_AT) view.setFloat64(base + RESET_AT_AT, resetAt, true)
+    if (flags & R_RETRY_AFTER_MS) view.setFloat64(base + RETRY_AFTER_MS_AT, retryAfterMs, true)
     return at - base
+  }
+
+  /** A report's failure (a plain object): its length, or -1 for the JSON path. */
+  function writeFailure(policy, now, executor, failure) {
+    let kind, tag, status, code, message, resetAt, retryAfterMs
+    for (const key in failure) {
+      const value = failure[key]
+      if (value === undefined) continue
+      switch (key) {
+        case 'kind': kind = value; break
+        case 'tag': tag = value; break
+        case 'status': status = value; break
+        case 'code': code = value; break
+        case 'message': message = value; break
+        case 'resetAt': resetAt = value; break
+        case 'retryAfterMs': retryAfterMs = value; break
+        default: return -1
+      }
+    }
+    return writeReport(policy, now, executor, kind, tag, status, code, message, resetAt, retryAfterMs)
   }
 
   /** Encodes `input` into the policy's buffer: its length, or -1 for the JSON path. */
@@ -273,47 +337,34 @@ export function binaryStep(wasm) {
       }
     }
     const kind = kindOf(type)
-    if (kind === 0 || (seen & ~ALLOWED[kind]) !== 0 || !isWhole(now)) return -1
+    if (kind === undefined || (seen & ~ALLOWED[kind]) !== 0 || !isWhole(now)) return -1
     let flags = 0
     let small = 0
     let bytes = STRINGS
     switch (kind) {
-      case 1:
-      case 2:
+      case LEASE:
+      case TRY_LEASE:
         bytes = requestBytes(id, role, avoid, prefer, pin, rank, eventTime, label, deadline)
         if (bytes < 0) return -1
         flags = requestFlags
         break
-      case 3:
+      case RELEASE:
         if (!isWhole(lease)) return -1
         break
-      case 4:
+      case TICK:
         break
-      case 5:
+      case CANCEL:
         if (!isString(id)) return -1
         bytes += size(id)
         break
-      case 6: {
+      case REPORT:
         if (!isString(executor) || !isPlain(failure)) return -1
-        let fkind, message, resetAt, retryAfterMs
-        for (const key in failure) {
-          const value = failure[key]
-          if (value === undefined) continue
-          switch (key) {
-            case 'kind': fkind = value; break
-            case 'message': message = value; break
-            case 'resetAt': resetAt = value; break
-            case 'retryAfterMs': retryAfterMs = value; break
-            default: return -1
-          }
-        }
-        return writeReport(policy, now, executor, fkind, message, resetAt, retryAfterMs)
-      }
-      case 7:
+        return writeFailure(policy, now, executor, failure)
+      case RESUME:
         if (!isString(executor)) return -1
         bytes += size(executor)
         break
-      case 8:
+      case PROBE_RESULT:
         if (!isString(executor) || typeof up !== 'boolean') return -1
         bytes += size(executor)
         small = up ? 1 : 0
@@ -322,18 +373,18 @@ export function binaryStep(wasm) {
 
     const base = begin(policy, bytes, kind, flags, small, now)
     switch (kind) {
-      case 1:
-      case 2:
+      case LEASE:
+      case TRY_LEASE:
         if (!writeRequest(base, flags, id, role, avoid, prefer, pin, rank, eventTime, label, deadline)) return -1
         break
-      case 3:
-        view.setFloat64(base + 16, lease, true)
+      case RELEASE:
+        view.setFloat64(base + LEASE_AT, lease, true)
         break
-      case 5:
+      case CANCEL:
         if (!putString(id)) return -1
         break
-      case 7:
-      case 8:
+      case RESUME:
+      case PROBE_RESULT:
         if (!putString(executor)) return -1
         break
     }
@@ -347,28 +398,25 @@ export function binaryStep(wasm) {
    * properties, `undefined` for an absent field), whatever values it carries. Such an
    * object passes `encode`'s walk of its keys, so this skips the walk
    * and checks the values, the same checks in the same order: the same bytes, the same
-   * -1 (test/encode-trusted.test.mjs holds them equal). Any other input: `encode`.
+   * -1 (test/encode-trusted.test.mjs holds them equal). It saves the walk's cost on
+   * every lease and release of a Roster. Any other input: `encode`.
    */
   function encodeTrusted(policy, input) {
     const type = input.type
-    const request = type === 'lease' ? 1 : type === 'tryLease' ? 2 : 0
+    const request = type === 'lease' ? LEASE : type === 'tryLease' ? TRY_LEASE : 0
     if ((request === 0 && type !== 'release' && type !== 'report') || input.toJSON !== undefined || polluted()) return encode(policy, input)
     const now = input.now
     if (!isWhole(now)) return -1
     if (type === 'report') {
-      // `report()`'s input: its failure is `failureFacts`' object literal, whose other
-      // keys (`tag`, `status`, `code`) take the JSON step.
       const { executor, failure } = input
       if (!isString(executor) || !isPlain(failure)) return -1
-      const { kind, tag, status, code, message, resetAt, retryAfterMs } = failure
-      if (tag !== undefined || status !== undefined || code !== undefined) return -1
-      return writeReport(policy, now, executor, kind, message, resetAt, retryAfterMs)
+      return writeFailure(policy, now, executor, failure)
     }
     if (request === 0) {
       const lease = input.lease
       if (!isWhole(lease)) return -1
-      const base = begin(policy, STRINGS, 3, 0, 0, now)
-      view.setFloat64(base + 16, lease, true)
+      const base = begin(policy, STRINGS, RELEASE, 0, 0, now)
+      view.setFloat64(base + LEASE_AT, lease, true)
       return at - base
     }
     const { id, role, avoid, prefer, pin, rank, eventTime, label, deadline } = input
@@ -383,9 +431,9 @@ export function binaryStep(wasm) {
   // ---- answer ---------------------------------------------------------------------
 
   let p = 0
-  /** The policy's string slots and executor table (`Strings` in binary.rs). */
+  /** The policy's string slots and tables (`Strings` in binary.rs). */
   let slots = null
-  let executors = null
+  let tables = null
   /** An ASCII string of `n` bytes at `at`: short ones in one call, long ones decoded. */
   const ascii = (at, n) => {
     switch (n) {
@@ -408,37 +456,38 @@ export function binaryStep(wasm) {
   }
   const str = () => {
     const t = u8[p]
-    if (t < 0x80) {
+    if (t < S_LONG) {
       const s = ascii(p + 1, t)
       p += 1 + t
       return s
     }
-    if (t === 0x81) {
+    if (t === S_SLOT) {
       const s = slots[u8[p + 1]]
       p += 2
       return s
     }
-    if (t === 0x83) {
+    if (t === S_INPUT_ID) {
       p += 1
       return inputId
     }
-    if (t === 0x84) {
-      const s = executors[view.getUint32(p + 1, true)]
-      p += 5
+    if (t === S_PLACE) {
+      const s = tables[u8[p + 1]][view.getUint32(p + 2, true)]
+      p += 6
       return s
     }
-    if (t === 0x82) {
+    if (t === S_SET_SLOT) {
       const slot = u8[p + 1]
       p += 2
       const s = str()
       slots[slot] = s
       return s
     }
-    if (t === 0x85) {
-      const place = view.getUint32(p + 1, true)
-      p += 5
+    if (t === S_SET_PLACE) {
+      const place = tables[u8[p + 1]]
+      const i = view.getUint32(p + 2, true)
+      p += 6
       const s = str()
-      executors[place] = s
+      place[i] = s
       return s
     }
     const length = view.getUint32(p + 1, true)
@@ -456,10 +505,14 @@ export function binaryStep(wasm) {
     p += 8
     return n
   }
-  // Kind 14: a persist output as a record (its ids, then each exclusion).
+  const strs = () => {
+    const list = []
+    for (let n = u32(); n > 0; n -= 1) list.push(str())
+    return list
+  }
+  // A persist output (its ids, then each exclusion).
   const persist = () => {
-    const ids = []
-    for (let n = u32(); n > 0; n -= 1) ids.push(str())
+    const ids = strs()
     const version = u32()
     const exclusions = []
     for (let n = u32(); n > 0; n -= 1) {
@@ -472,13 +525,11 @@ export function binaryStep(wasm) {
   }
   const value = () => {
     switch (u8[p++]) {
-      case 0: return null
-      case 1: return false
-      case 2: return true
-      case 3: return f64()
-      case 4: return str()
-      case 14:
-        return persist()
+      case V_NULL: return null
+      case V_FALSE: return false
+      case V_TRUE: return true
+      case V_NUMBER: return f64()
+      case V_STRING: return str()
       default: return JSON.parse(str())
     }
   }
@@ -504,12 +555,12 @@ export function binaryStep(wasm) {
     }
   }
 
-  /** The last `granted` output read (kind 11 takes its fields). */
+  /** The last `granted` output read (a granted event takes its fields). */
   let granted = null
 
   function output() {
     switch (u8[p++]) {
-      case 1: {
+      case O_GRANTED: {
         const request = str()
         const lease = f64()
         const executor = str()
@@ -518,18 +569,31 @@ export function binaryStep(wasm) {
         const extras = u8[p++]
         if (extras === 0) return (granted = { type: 'granted', request, lease, executor, role, passed })
         const g = { type: 'granted', request, lease, executor, role }
-        if (extras & 2) g.hold = JSON.parse(str())
+        if (extras & X_HOLD) g.hold = JSON.parse(str())
         g.passed = passed
-        if (extras & 1) g.occupied = true
+        if (extras & X_OCCUPIED) g.occupied = true
         return (granted = g)
       }
-      case 2: {
+      case O_GRANTED_EVENT: {
+        // The grant's event: its fields are those of the grant just read.
+        const level = LEVELS[u8[p++]]
+        const message = str()
+        const { executor, lease, passed, request, role } = granted
+        return { type: 'event', level, name: 'granted', message, fields: { executor, lease, passed, request, role } }
+      }
+      case O_RELEASED_EVENT: {
+        const level = LEVELS[u8[p++]]
+        const executor = str()
+        const lease = f64()
+        return { type: 'event', level, name: 'released', message: str(), fields: { executor, lease } }
+      }
+      case O_WAITING: {
         const request = str()
         const role = str()
         const report = str()
         return { type: 'waiting', request, role, report, ahead: u32() }
       }
-      case 3: {
+      case O_EVENT: {
         const level = LEVELS[u8[p++]]
         const name = str()
         const message = str()
@@ -537,61 +601,39 @@ export function binaryStep(wasm) {
         for (let n = u32(); n > 0; n -= 1) setField(fields, str(), value())
         return { type: 'event', level, name, message, fields }
       }
-      case 4: return { type: 'cancelled', request: str() }
-      case 5: {
+      case O_PERSIST:
+        return persist()
+      case O_CANCELLED: return { type: 'cancelled', request: str() }
+      case O_TIMED_OUT: {
         const request = str()
-        const reasons = []
-        for (let n = u32(); n > 0; n -= 1) reasons.push(str())
-        return { type: 'timedOut', request, reasons }
+        return { type: 'timedOut', request, reasons: strs() }
       }
-      case 6: return { type: 'unavailable', request: str() }
-      case 7: {
+      case O_UNAVAILABLE: return { type: 'unavailable', request: str() }
+      case O_EXHAUSTED: {
         const request = str()
         const role = str()
-        const reasons = []
-        for (let n = u32(); n > 0; n -= 1) reasons.push(str())
-        return { type: 'exhausted', request, role, reasons }
+        return { type: 'exhausted', request, role, reasons: strs() }
       }
-      case 8: {
+      case O_PROBE: {
         const executor = str()
         return { type: 'probe', executor, url: str() }
       }
-      case 9: {
+      case O_CREATE_MACHINE: {
         const request = str()
         return { type: 'createMachine', request, executor: str() }
       }
-      case 10: return { type: 'preflight', executor: str() }
-      case 11: {
-        // The grant's event: its fields are those of the grant just read.
-        const level = LEVELS[u8[p++]]
-        const message = str()
-        const { executor, lease, passed, request, role } = granted
-        return { type: 'event', level, name: 'granted', message, fields: { executor, lease, passed, request, role } }
-      }
-      case 12: {
-        // The same with the plain message, written here.
-        const level = LEVELS[u8[p++]]
-        const { executor, lease, passed, request, role } = granted
-        return { type: 'event', level, name: 'granted', message: `${executor} takes ${role}`, fields: { executor, lease, passed, request, role } }
-      }
-      case 13: {
-        // A plain release's event: the message is written here from the executor.
-        const level = LEVELS[u8[p++]]
-        const executor = str()
-        const lease = f64()
-        return { type: 'event', level, name: 'released', message: `${executor}'s slot is released`, fields: { executor, lease } }
-      }
-      case 14:
-        return persist()
-      default: return JSON.parse(str())
+      case O_PREFLIGHT: return { type: 'preflight', executor: str() }
+      case O_JSON: return JSON.parse(str())
+      default: throw new Error(`rota: an output of kind ${u8[p - 1]} this package cannot read`)
     }
   }
 
   /**
    * One input through the binary step: the answer, or `undefined` for the JSON path.
-   * `minLevel` (0 debug, 1 info, 2 warn) leaves the events below it out of the answer
-   * (for a driver nobody listens to; `Policy#handle` takes every output); with the bit
-   * 4 (`NO_PERSIST`) set, the `persist` outputs too (a driver with no state file).
+   * `minLevel` (driver.js: 0 debug, 1 info, 2 warn) leaves the events below it out of
+   * the answer (for a driver nobody listens to; `Policy#handle` takes every output);
+   * with the bit `NO_PERSIST` set, the `persist` outputs too (a driver with no state
+   * file).
    */
   function step(policy, input, minLevel = 0) {
     return run(policy, input, minLevel, encode)
@@ -614,17 +656,16 @@ export function binaryStep(wasm) {
     }
     if (length < 0) return undefined
     const io = policy[IO]
-    const ptr = policy.__step(length, minLevel)
+    const ptr = policy.__step(length, STEP_LEVEL[minLevel])
     views()
     io.ptr = ptr
-    io.size = view.getUint32(ptr + 4, true)
-    const status = u8[ptr + 8]
-    if (status === 0) {
-      const count = view.getUint32(ptr + 12, true)
-      const wakeAt = u8[ptr + 9] === 1 ? view.getFloat64(ptr + 16, true) : null
-      p = ptr + HEADER
+    io.size = view.getUint32(ptr + SIZE_AT, true)
+    if (u8[ptr + STATUS_AT] === STATUS_OUTPUTS) {
+      const count = view.getUint32(ptr + COUNT_AT, true)
+      const wakeAt = u8[ptr + HAS_WAKE_AT] === 1 ? view.getFloat64(ptr + WAKE_AT, true) : null
+      p = ptr + OUTPUTS_AT
       slots = io.slots
-      executors = io.executors
+      tables = io.tables
       // Sized for its outputs (an empty array grows a backing store on its first push,
       // most of which a one- or two-output answer never fills).
       const outputs = new Array(count)
@@ -636,17 +677,18 @@ export function binaryStep(wasm) {
         // slots may differ from the module's; both start again empty.
         if (read !== count) {
           io.slots = newSlots()
-          io.executors = newExecutors()
+          io.tables = newTables()
           policy.__ioReset()
         }
       }
       return { outputs, wakeAt }
     }
-    // Refused (status 2): an input this reader does not take, or one the policy
-    // refused, changing nothing; the JSON step feeds it again and throws its error.
+    // Refused: an input this reader does not take, or one the policy refused,
+    // changing nothing; the JSON step feeds it again and throws its error.
     return undefined
   }
 
-  // `encode` and `encodeTrusted` for the tests that hold them equal.
-  return { step, stepTrusted, encode, encodeTrusted }
+  // `encode` and `encodeTrusted` for the tests that hold them equal; the format for
+  // the tests that check it.
+  return { step, stepTrusted, encode, encodeTrusted, format }
 }

@@ -64,14 +64,22 @@ function header(headers, name) {
     const value = headers.get(name)
     if (value !== undefined && value !== null) return value
   }
-  for (const [key, value] of Object.entries(headers)) {
-    if (key.toLowerCase() === name) return Array.isArray(value) ? value[0] : value
+  for (const key of Object.keys(headers)) {
+    if (key.toLowerCase() === name) {
+      const value = headers[key]
+      return Array.isArray(value) ? value[0] : value
+    }
   }
   return undefined
 }
 
+/** Whether `value` may be a link of a chain (an object). */
+const isLink = (value) => value !== null && typeof value === 'object'
+
 /** The error and its causes (`cause`, AggregateError's `errors`), breadth-first, bounded. */
 function chain(error) {
+  // Most errors have no cause: no queue to walk.
+  if (!isLink(error.cause) && !Array.isArray(error.errors)) return [error]
   const seen = []
   const queue = [error]
   while (queue.length > 0 && seen.length < CHAIN_LIMIT) {
@@ -86,12 +94,21 @@ function chain(error) {
 
 const tagOf = (link) => (typeof link._tag === 'string' ? link._tag : typeof link.tag === 'string' ? link.tag : undefined)
 
+/** An HTTP status in `value` (a number, or a string of three digits), else undefined. */
+function httpStatus(value) {
+  const status = typeof value === 'string' && /^\d{3}$/.test(value) ? Number(value) : value
+  return Number.isInteger(status) && status >= 100 && status <= 599 ? status : undefined
+}
+
 function statusOf(link) {
-  for (const value of [link.status, link.statusCode, link.response?.status, link.response?.statusCode, link.$metadata?.httpStatusCode]) {
-    const status = typeof value === 'string' && /^\d{3}$/.test(value) ? Number(value) : value
-    if (Number.isInteger(status) && status >= 100 && status <= 599) return status
-  }
-  return undefined
+  const response = link.response
+  return (
+    httpStatus(link.status) ??
+    httpStatus(link.statusCode) ??
+    httpStatus(response?.status) ??
+    httpStatus(response?.statusCode) ??
+    httpStatus(link.$metadata?.httpStatusCode)
+  )
 }
 
 function retryAfterOf(link, now) {
@@ -156,14 +173,19 @@ export function failureFacts(error, { now = Date.now() } = {}) {
   const plain = classifiedFacts(error)
   if (plain !== undefined) return plain
   const links = chain(error)
-  const tagged = links.find((link) => tagOf(link) !== undefined)
+  let tagged, tag, status, code
+  for (const link of links) {
+    if (tag === undefined) {
+      tag = tagOf(link)
+      if (tag !== undefined) tagged = link
+    }
+    status ??= statusOf(link)
+    if (code === undefined && typeof link.code === 'string' && link.code !== '') code = link.code
+  }
   const facts = {}
   if (typeof error.kind === 'string' && kinds.has(error.kind)) facts.kind = error.kind
-  const tag = tagged === undefined ? undefined : tagOf(tagged)
   if (tag !== undefined) facts.tag = tag
-  const status = links.map(statusOf).find((s) => s !== undefined)
   if (status !== undefined) facts.status = status
-  const code = links.map((link) => link.code).find((c) => typeof c === 'string' && c !== '')
   if (code !== undefined) facts.code = code
 
   let message
@@ -184,7 +206,9 @@ export function failureFacts(error, { now = Date.now() } = {}) {
   const source = tagged ?? error
   const resetAt = toEpochMs(source.resetAt)
   if (resetAt !== undefined) facts.resetAt = resetAt
-  const retryAfterMs = tagged !== undefined ? retryAfterOf(tagged, now) : links.map((l) => retryAfterOf(l, now)).find((ms) => ms !== undefined)
+  let retryAfterMs
+  if (tagged !== undefined) retryAfterMs = retryAfterOf(tagged, now)
+  else for (let i = 0; i < links.length && retryAfterMs === undefined; i += 1) retryAfterMs = retryAfterOf(links[i], now)
   if (retryAfterMs !== undefined) facts.retryAfterMs = retryAfterMs
   return facts
 }

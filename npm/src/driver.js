@@ -605,13 +605,11 @@ export function defineRoster(api, platform) {
     /** Feeds one input, handles every output, re-arms the timer. Throws a rejected input. */
     #step(input) {
       const emitter = this.#emitter
-      const { outputs, wakeAt } = this.#driverStep.call(
-        this.#policy,
-        input,
-        !this.#listened || (emitter.listenerCount('event') === 0 && emitter.listenerCount('output') === 0)
-          ? this.#store === undefined ? LEVEL_WARN | NO_PERSIST : LEVEL_WARN
-          : 0,
-      )
+      const outputsHeard = this.#listened && emitter.listenerCount('output') > 0
+      const eventsHeard = outputsHeard || (this.#listened && emitter.listenerCount('event') > 0)
+      // Without a state file, the persist outputs concern only a listener of raw outputs.
+      const minLevel = (eventsHeard ? 0 : LEVEL_WARN) | (this.#store === undefined && !outputsHeard ? NO_PERSIST : 0)
+      const { outputs, wakeAt } = this.#driverStep.call(this.#policy, input, minLevel)
       // Kept before dispatching: a listener may feed another input, whose answer is later.
       this.#wakeAt = wakeAt
       this.#lastNow = input.now
@@ -694,63 +692,88 @@ export function defineRoster(api, platform) {
       this.#stepQuietly({ type: 'tick', now })
     }
 
+    /**
+     * What the roster does with each of the core's outputs, by its `type`: one entry
+     * per output type of the protocol. An output of a type not here is said as a
+     * warn `unknownOutput` event, never dropped without a word.
+     */
+    static #handlers = new Map([
+      ['granted', (r, output) => r.#granted(output)],
+      [
+        'exhausted',
+        (r, output) => {
+          const pending = r.#settle(output.request)
+          return pending?.reject(exhausted(output, pending.label, pending.input && r.#explainQuietly(pending.input)))
+        },
+      ],
+      [
+        'timedOut',
+        (r, output) => {
+          const pending = r.#settle(output.request)
+          return pending?.reject(r.#timeoutError(output.request, pending, undefined, output.reasons))
+        },
+      ],
+      ['unavailable', (r, output) => r.#settle(output.request)?.resolve(undefined)],
+      [
+        'cancelled',
+        (r, output) => {
+          const pending = r.#settle(output.request)
+          return pending?.reject(pending.abortReason ?? closed('the roster closed before a lease was granted'))
+        },
+      ],
+      ['waiting', (r, output) => r.#waiting(output)],
+      [
+        'probe',
+        (r, output) => {
+          r.#metrics.probed()
+          return r.#startProbe(output)
+        },
+      ],
+      ['createMachine', (r, output) => r.#createMachine(output)],
+      ['deleteMachine', (r, output) => r.#deleteMachine(output)],
+      [
+        'preflight',
+        (r, output) => {
+          r.#starting?.awaiting.add(output.executor)
+          return r.#runPreflight(output)
+        },
+      ],
+      ['startFailed', (r, output) => r.#startFailed(output)],
+      ['persist', (r, output) => r.#persist(output)],
+      ['event', (r, output) => r.#coreEvent(output)],
+    ])
+
     #dispatch(output) {
       if (this.#listened && this.#emitter.listenerCount('output') > 0) this.#emitter.emit('output', output)
-      switch (output.type) {
-        case 'granted':
-          return this.#granted(output)
-        case 'exhausted': {
-          const pending = this.#settle(output.request)
-          return pending?.reject(exhausted(output, pending.label, pending.input && this.#explainQuietly(pending.input)))
-        }
-        case 'timedOut': {
-          const pending = this.#settle(output.request)
-          return pending?.reject(this.#timeoutError(output.request, pending, undefined, output.reasons))
-        }
-        case 'unavailable':
-          return this.#settle(output.request)?.resolve(undefined)
-        case 'cancelled': {
-          const pending = this.#settle(output.request)
-          return pending?.reject(pending.abortReason ?? closed('the roster closed before a lease was granted'))
-        }
-        case 'waiting': {
-          const pending = this.#pending.get(output.request)
-          if (pending === undefined) return undefined
-          pending.report = output.report
-          if (!pending.queued) {
-            pending.queued = true
-            this.#count(this.#queued, pending.role, 1)
-            this.#queuedTotal += 1
-          }
-          return undefined
-        }
-        case 'probe':
-          this.#metrics.probed()
-          return this.#startProbe(output)
-        case 'createMachine':
-          return this.#createMachine(output)
-        case 'deleteMachine':
-          return this.#deleteMachine(output)
-        case 'preflight':
-          this.#starting?.awaiting.add(output.executor)
-          return this.#runPreflight(output)
-        case 'startFailed':
-          return this.#startFailed(output)
-        case 'persist':
-          return this.#persist(output)
-        case 'event':
-          if (output.name === 'excluded') this.#metrics.excluded(output.fields?.kind)
-          if (!this.#listened || this.#emitter.listenerCount('event') === 0) return undefined
-          return this.#emitter.emit('event', {
-            level: output.level,
-            name: output.name,
-            message: output.message,
-            fields: output.fields,
-            time: this.#lastNow,
-          })
-        default:
-          return undefined
+      const handle = Roster.#handlers.get(output.type)
+      if (handle !== undefined) return handle(this, output)
+      return this.#event('warn', 'unknownOutput', `roster: the core gave an output of type ${JSON.stringify(output.type)}, which this driver does not know`, {
+        type: output.type,
+      })
+    }
+
+    #waiting(output) {
+      const pending = this.#pending.get(output.request)
+      if (pending === undefined) return undefined
+      pending.report = output.report
+      if (!pending.queued) {
+        pending.queued = true
+        this.#count(this.#queued, pending.role, 1)
+        this.#queuedTotal += 1
       }
+      return undefined
+    }
+
+    #coreEvent(output) {
+      if (output.name === 'excluded') this.#metrics.excluded(output.fields?.kind)
+      if (!this.#listened || this.#emitter.listenerCount('event') === 0) return undefined
+      return this.#emitter.emit('event', {
+        level: output.level,
+        name: output.name,
+        message: output.message,
+        fields: output.fields,
+        time: this.#lastNow,
+      })
     }
 
     /** `executors` named ids the roster does not have: ignored (as the seed does), and said. */

@@ -199,8 +199,12 @@ function generator(random) {
   const leaseIds = []
   const requestIds = []
   const failure = () => {
-    const f = { kind: pick(['usageLimit', 'rateLimit', 'authentication', 'outage', 'modelUnavailable', 'other']) }
-    if (chance(0.7)) f.message = pick(['429 too many', 'model not found', 'usage limit reached', text()])
+    // Either a kind the host decided or only the facts it found (as `failureFacts` gives them).
+    const f = chance(0.5) ? { kind: pick(['usageLimit', 'rateLimit', 'authentication', 'outage', 'modelUnavailable', 'other']) } : {}
+    if (chance(0.3)) f.tag = pick(['RateLimitError', 'UsageLimitError', 'AuthenticationError', 'ProviderError', 'OtherError', text()])
+    if (chance(0.4)) f.status = pick([429, 401, 403, 500, 503, 100, 599])
+    if (chance(0.2)) f.code = pick(['ECONNREFUSED', 'engine_recovering', text()])
+    if (chance(0.7)) f.message = pick(['429 too many', 'model not found', 'usage limit reached', 'engine is recovering', 'quota per minute', text()])
     if (chance(0.2)) f.resetAt = now + int(3_600_000)
     if (chance(0.2)) f.retryAfterMs = int(600_000)
     if (chance(0.05)) f.resetAt = null
@@ -290,7 +294,7 @@ function generator(random) {
       case 13: return pick([null, undefined, 42, 'lease', [], [base], true])
       case 14: return { ...base, now: 10n }
       case 15: return { ...base, label: () => 1 }
-      case 16: return { ...base, failure: pick([null, 'x', { kind: 'nope' }, { kind: 'other', extra: 1 }, { kind: 'other', message: 5 }, { kind: 'other', resetAt: -1 }, { kind: 'outage', message: null }]) }
+      case 16: return { ...base, failure: pick([null, 'x', { kind: 'nope' }, { kind: 'other', extra: 1 }, { kind: 'other', message: 5 }, { kind: 'other', resetAt: -1 }, { kind: 'outage', message: null }, { status: 600 }, { status: 99 }, { status: 429.5 }, { status: '429' }, { tag: 5 }, { code: false }, { tag: null, code: null, status: null, kind: null }, { message: 'x', headers: {} }]) }
       case 17: {
         const { type, ...rest } = base
         return chance(0.5) ? rest : { ...rest, type }
@@ -460,4 +464,42 @@ test('the native random traces: handle answers as handleJson', (t) => {
     p.check(`trace seed ${trace.seed}`)
     p.free()
   }
+})
+
+test("a report of facts takes the binary step, and events carry the core's messages", async () => {
+  const here = import.meta.resolve('rota')
+  const wasm = await import(new URL('../pkg/node/rota_wasm.js', here).href)
+  const { binaryStep } = await import(new URL('./binary.js', here).href)
+  const { step, format } = binaryStep(wasm)
+  // The table binary.js took its numbers from is the module's own.
+  assert.deepStrictEqual(format, JSON.parse(wasm.__wireFormat()))
+  const document = { executors: [{ id: 'e0', harness: 'pi', roles: ['coder'] }, { id: 'e1', harness: 'pi', roles: ['coder'], health: 'http://127.0.0.1:9/up' }] }
+  const p = pair(document, { canProbe: false })
+  const reports = [
+    { status: 429, message: '429 Too Many Requests', retryAfterMs: 60_000 },
+    { tag: 'UsageLimitError', message: 'usage limit reached', resetAt: START + 3_600_000 },
+    { code: 'engine_recovering', message: 'engine is recovering' },
+    { status: 503, message: 'unavailable' },
+    { kind: 'rateLimit', tag: 'RateLimitError', status: 429, code: 'E429', message: 'slow down' },
+  ]
+  let now = START
+  for (const [i, failure] of reports.entries()) {
+    const input = { type: 'report', now: (now += 1), executor: `e${i & 1}`, failure }
+    // Through `step` on a third policy: an answer, not `undefined` (the JSON step).
+    const probe = new Policy(document, { canProbe: false })
+    assert.notEqual(step(probe, input), undefined, `${JSON.stringify(failure)} takes the binary step`)
+    probe.free()
+    p.step(input, `report ${i}`)
+  }
+  // Grants and releases: their events' messages come from the module, by place.
+  const fresh = new Policy({ executors: [{ id: 'e0', harness: 'pi', roles: ['coder', 'judge'], slots: 2 }] }, { canProbe: false })
+  const messages = []
+  for (let i = 0; i < 6; i += 1) {
+    const role = i % 3 === 2 ? 'judge' : 'coder'
+    const { outputs } = step(fresh, { type: 'lease', now: START, id: `r${i}`, role })
+    step(fresh, { type: 'release', now: START, lease: outputs[0].lease }).outputs.forEach((o) => messages.push(o.message))
+    messages.push(outputs[1].message)
+  }
+  assert.deepStrictEqual(messages, ['e0\'s slot is released', 'e0 takes coder', 'e0\'s slot is released', 'e0 takes coder', 'e0\'s slot is released', 'e0 takes judge', 'e0\'s slot is released', 'e0 takes coder', 'e0\'s slot is released', 'e0 takes coder', 'e0\'s slot is released', 'e0 takes judge'])
+  fresh.free()
 })

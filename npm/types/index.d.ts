@@ -658,6 +658,8 @@ export interface DriverEventFields {
   machineDeleteFailed: { executor: string; hold: unknown }
   machineNotDeleted: { executor: string; hold: unknown }
   inputRejected: { input: InputType; code?: ErrorCode }
+  /** An output of a type this driver does not know (a core newer than the driver): not acted on. */
+  unknownOutput: { type: unknown }
   reloadFailed: { paths: string[]; error: string; violations?: Violation[] }
   watchFailed: { paths: string[]; error: string }
   // a shared roster's (see SharedRoster)

@@ -8,92 +8,293 @@
 //! (`npm/src/binary.js`) encodes only inputs it has fully checked against what the
 //! JSON reader accepts (every other input, and every input it does not recognise,
 //! goes through `handleJson`, so errors keep their exact text), and it builds from
-//! the records plain objects deep-equal to `JSON.parse` of `handleJson`'s answer.
-//! The two files are one format; change them together. An input the policy refuses
-//! (past a bound of `rota_core::limits`, or any other error) is answered with status
-//! 2, and JS feeds it again through the JSON step, which refuses it in its own words:
-//! the policy changes nothing on an error, and the bounds are checked once (in
-//! `Policy::handle`), not here as well.
+//! the records plain objects deep-equal to `JSON.parse` of `handleJson`'s answer
+//! (`npm/test/handle-binary.test.mjs` holds the two equal over every vector). An
+//! input the policy refuses (past a bound of `rota_core::limits`, or any other error)
+//! is answered with status `REFUSED`, and JS feeds it again through the JSON step,
+//! which refuses it in its own words: the policy changes nothing on an error, and the
+//! bounds are checked once (in `Policy::handle`), not here as well.
+//!
+//! Every number of the format (tags, flags, offsets, string codes, slots) is in the
+//! table below, [`wire_format!`]'s, and nowhere else: the JS side reads it from the
+//! module at load (`__wireFormat`, [`format_json`]) into its local constants. Field
+//! orders are this file's code and `binary.js`'s; the deep-equality test fails when
+//! they disagree.
 //!
 //! # The buffer
 //!
 //! `__ioBuffer(n)` grows the buffer to at least `n` bytes and returns its address. JS
 //! writes an input at offset 0 and calls `__step(len, level)`, which reads the input,
 //! steps the policy, writes the answer over the buffer from offset 0 and returns the
-//! buffer's (possibly new) address. `level` (0 debug, 1 info, 2 warn) leaves the events
-//! below it out of the answer, and its bit [`NO_PERSIST`] the `persist` outputs. All
-//! numbers are little-endian.
+//! buffer's (possibly new) address. `level` (a [`level`] value) leaves the events
+//! below it out of the answer, and its bit [`step::NO_PERSIST`] the `persist`
+//! outputs. All numbers are little-endian.
 //!
-//! Input: `[0]` kind (1 lease, 2 tryLease, 3 release, 4 tick, 5 cancel, 6 report,
-//! 7 resume, 8 probeResult), `[1]` flags (which optional fields are present), `[2]` a
-//! small value (report: the failure kind; probeResult: up), `[8..16)` `now` as f64,
-//! `[16..40)` up to three more f64 numbers, then strings from 40, each a u32 byte
-//! length and its UTF-8 bytes.
+//! Input ([`input`]): a kind byte ([`input_kind`]), a flags byte (which optional
+//! fields are present), a small value (report: the failure kind, [`failure_kind`];
+//! probeResult: 1 up, 0 down), `now` as f64, up to three more f64 numbers at fixed
+//! places, then the strings, each a u32 byte length and its UTF-8 bytes.
 //!
-//! | kind | flags | numbers | strings |
+//! | kind | flags | numbers | strings, in order |
 //! |---|---|---|---|
-//! | lease, tryLease | 1 rank, 2 eventTime, 4 deadline, 8 prefer, 16 pin, 32 label, 64 avoid | rank, eventTime, deadline | id, role, prefer?, pin?, label?, avoid? (u32 count + strings) |
-//! | release | | lease | |
+//! | lease, tryLease | [`request_flag`] | [`request_at`]: rank, eventTime, deadline | id, role, prefer?, pin?, label?, avoid? (u32 count + strings) |
+//! | release | | [`release_at`]: lease | |
 //! | cancel | | | id |
-//! | report (with a `kind`; a failure of facts takes the JSON step) | 1 resetAt, 2 retryAfterMs | resetAt, retryAfterMs | executor, message |
+//! | report | [`report_flag`] (kind: the small value) | [`report_at`]: resetAt, retryAfterMs, status | executor, message, tag?, code? |
 //! | resume | | | executor |
 //! | probeResult | | | executor |
 //!
-//! Answer: `[0..4)` its length, `[4..8)` the buffer's size (the most the next input
-//! may use), `[8]` status (0 outputs, 2 an input this reader or the policy refused:
-//! use the JSON step), `[9]` 1 when there is a wake-up time, `[12..16)` the number of
-//! outputs, `[16..24)` the wake-up time as f64, then from 24: the outputs (status 0).
+//! Answer ([`header`]): its length, the buffer's size (the most the next input may
+//! use), a status ([`status`]: `REFUSED` is an input this reader or the policy
+//! refused: use the JSON step), 1 when there is a wake-up time, the number of outputs,
+//! the wake-up time as f64, then the outputs (status `OUTPUTS`).
 //!
-//! A string is a byte `t`: below 0x80, an ASCII string of `t` bytes follows; 0x80, a
-//! u32 byte length and UTF-8 bytes follow; 0x81, a slot byte: the string in that
-//! slot ([`Strings`]); 0x82, a slot byte and a string (of the first two forms), which
-//! takes that slot; 0x83, the input's own `id` (a lease's or a tryLease's: the id JS
-//! just sent, which it keeps rather than reads back); 0x84, a u32 index: the executor
-//! name at that place of the executor table ([`Strings`]); 0x85, a u32 index and a
-//! string (of the first two forms), which takes that place. A number the core holds as u64 or i64 is
+//! A string ([`string`]) is a byte `t`: below `LONG`, an ASCII string of `t` bytes
+//! follows; `LONG`, a u32 byte length and UTF-8 bytes follow; `SLOT`, a slot byte
+//! ([`slot`]): the string in that slot ([`Strings`]); `SET_SLOT`, a slot byte and a
+//! string (of the first two forms), which takes that slot; `INPUT_ID`, the input's own
+//! `id` (a lease's or a tryLease's: the id JS just sent, which it keeps rather than
+//! reads back); `PLACE`, a table byte ([`table`]) and a u32 index: the string at that
+//! place of that table ([`Strings`]); `SET_PLACE`, the same and a string (of the first
+//! two forms), which takes that place. A number the core holds as u64 or i64 is
 //! written as the nearest f64 (what `JSON.parse` gives for its decimal text).
 //!
-//! Outputs, each a kind byte and its fields in the JSON's order:
+//! Outputs ([`output_kind`]), each a kind byte and its fields in the JSON's order:
 //!
 //! | kind | fields |
 //! |---|---|
-//! | 0 any output | its JSON text (string) |
-//! | 1 granted | request, lease (f64), executor, role, passed (u32), extras (u8: 1 occupied, 2 hold), hold? (JSON text) |
-//! | 2 waiting | request, role, report, ahead (u32) |
-//! | 3 event | level (u8: 0 debug, 1 info, 2 warn), name, message, count (u32), (key, value)* |
-//! | 4 cancelled, 6 unavailable | request |
-//! | 5 timedOut | request, u32 count, reasons |
-//! | 7 exhausted | request, role, count (u32), reasons |
-//! | 8 probe | executor, url |
-//! | 9 createMachine | request, executor |
-//! | 10 preflight | executor |
-//! | 11 the `granted` event of the grant just before it | level (u8), message: its fields are that grant's `executor`, `lease`, `passed`, `request`, `role` |
-//! | 12 the same, with the plain message "`<executor> takes <role>`" | level (u8) |
-//! | 13 a plain release's `released` event: fields `{executor, lease}`, message "`<executor>'s slot is released`" | level (u8), executor, lease (f64) |
-//! | 14 persist | u32 count, ids, version (u32), u32 count, exclusions: id, reason, kind, has until (u8), until? (f64) |
+//! | json: any output | its JSON text (string) |
+//! | granted | request, lease (f64), executor, role, passed (u32), extras (u8, [`grant_extra`]), hold? (JSON text) |
+//! | waiting | request, role, report, ahead (u32) |
+//! | event | level (u8), name, message, count (u32), (key, value)* |
+//! | cancelled, unavailable | request |
+//! | timedOut | request, u32 count, reasons |
+//! | exhausted | request, role, count (u32), reasons |
+//! | probe | executor, url |
+//! | createMachine | request, executor |
+//! | preflight | executor |
+//! | grantedEvent: the `granted` event of the grant just before it | level (u8), message: its fields are that grant's `executor`, `lease`, `passed`, `request`, `role` |
+//! | releasedEvent: a plain release's `released` event | level (u8), executor, lease (f64), message: its fields are `{ executor, lease }` |
+//! | persist | u32 count, ids, version (u32), u32 count, exclusions: id, reason, kind, has until (u8), until? (f64) |
 //!
-//! An output that names an `owner` (a shared roster's) is always kind 0; so is the
+//! An output that names an `owner` (a shared roster's) is always `json`; so is the
 //! event after such a grant. Inputs with an `owner` or a `timeoutMs` take the JSON step.
 //!
-//! A field value: a byte 0 null, 1 false, 2 true, 3 a number (f64), 4 a string,
-//! 5 anything else (its JSON text, a string).
+//! A field value ([`value`]): null, false, true, a number (f64), a string, or anything
+//! else (its JSON text, a string).
 
 use rota_core::json::to_text;
-use rota_core::{Failure, FailureKind, Input, LeaseRequest, Level, Output, OutputRef};
-use serde_json::Value;
+use rota_core::{Failure, FailureKind, Grant, Input, LeaseRequest, Level, Output, OutputRef};
+use serde_json::{Map, Value};
 
-/// Where the answer's outputs start.
-pub(crate) const HEADER: usize = 24;
-/// Where an input's strings start.
-const STRINGS: usize = 40;
+/// Declares the format's numbers, each once: a module of constants per group, and
+/// [`format_json`], the same table as JSON text (`{ group: { name: value } }`) for
+/// the JS side, which takes every number it uses from there.
+macro_rules! wire_format {
+    ($(
+        $(#[$group_doc:meta])*
+        $group:ident $group_key:literal: $t:ty {
+            $($(#[$doc:meta])* $name:ident $key:literal = $value:expr,)*
+        }
+    )*) => {
+        $(
+            $(#[$group_doc])*
+            pub(crate) mod $group {
+                $($(#[$doc])* pub(crate) const $name: $t = $value;)*
+            }
+        )*
+
+        /// The table as JSON text: what `__wireFormat` gives the JS side.
+        pub(crate) fn format_json() -> String {
+            let mut table = Map::new();
+            $(
+                let mut group = Map::new();
+                $(group.insert($key.to_owned(), Value::from($group::$name as u64));)*
+                table.insert($group_key.to_owned(), Value::Object(group));
+            )*
+            to_text(&Value::Object(table))
+        }
+
+        /// Every group's name and its entries (for the tests).
+        #[cfg(test)]
+        fn format_groups() -> Vec<(&'static str, Vec<(&'static str, u64)>)> {
+            vec![$(($group_key, vec![$(($key, $group::$name as u64),)*]),)*]
+        }
+    };
+}
+
+wire_format! {
+    /// The answer's header: where each of its fields is.
+    header "header": usize {
+        LENGTH "length" = 0,
+        SIZE "size" = 4,
+        STATUS "status" = 8,
+        HAS_WAKE "hasWake" = 9,
+        COUNT "count" = 12,
+        WAKE_AT "wakeAt" = 16,
+        /// Where the outputs start (the header's size).
+        OUTPUTS "outputs" = 24,
+    }
+    /// An input's fixed places.
+    input "input": usize {
+        KIND "kind" = 0,
+        FLAGS "flags" = 1,
+        SMALL "small" = 2,
+        NOW "now" = 8,
+        /// Where the strings start.
+        STRINGS "strings" = 40,
+    }
+    /// The answer's status.
+    status "status": u8 {
+        OUTPUTS "outputs" = 0,
+        REFUSED "refused" = 2,
+    }
+    /// `__step`'s level byte, beyond the level.
+    step "step": u8 {
+        /// Leave the `persist` outputs out of the answer.
+        NO_PERSIST "noPersist" = 4,
+    }
+    /// An input's kind, by its JSON `type`.
+    input_kind "inputKind": u8 {
+        LEASE "lease" = 1,
+        TRY_LEASE "tryLease" = 2,
+        RELEASE "release" = 3,
+        TICK "tick" = 4,
+        CANCEL "cancel" = 5,
+        REPORT "report" = 6,
+        RESUME "resume" = 7,
+        PROBE_RESULT "probeResult" = 8,
+    }
+    /// A lease's or tryLease's optional fields in the flags byte.
+    request_flag "requestFlag": u8 {
+        RANK "rank" = 1,
+        EVENT_TIME "eventTime" = 2,
+        DEADLINE "deadline" = 4,
+        PREFER "prefer" = 8,
+        PIN "pin" = 16,
+        LABEL "label" = 32,
+        AVOID "avoid" = 64,
+    }
+    /// A lease's or tryLease's numbers.
+    request_at "requestAt": usize {
+        RANK "rank" = 16,
+        EVENT_TIME "eventTime" = 24,
+        DEADLINE "deadline" = 32,
+    }
+    /// A release's number.
+    release_at "releaseAt": usize {
+        LEASE "lease" = 16,
+    }
+    /// A report's optional facts in the flags byte (a `kind` is the small value).
+    report_flag "reportFlag": u8 {
+        KIND "kind" = 1,
+        RESET_AT "resetAt" = 2,
+        RETRY_AFTER_MS "retryAfterMs" = 4,
+        STATUS "status" = 8,
+        TAG "tag" = 16,
+        CODE "code" = 32,
+    }
+    /// A report's numbers.
+    report_at "reportAt": usize {
+        RESET_AT "resetAt" = 16,
+        RETRY_AFTER_MS "retryAfterMs" = 24,
+        STATUS "status" = 32,
+    }
+    /// A failure's kind, by its JSON name.
+    failure_kind "failureKind": u8 {
+        USAGE_LIMIT "usageLimit" = 0,
+        RATE_LIMIT "rateLimit" = 1,
+        AUTHENTICATION "authentication" = 2,
+        OUTAGE "outage" = 3,
+        MODEL_UNAVAILABLE "modelUnavailable" = 4,
+        OTHER "other" = 5,
+    }
+    /// An event's level (and `__step`'s lowest level), by its JSON name.
+    level "level": u8 {
+        DEBUG "debug" = 0,
+        INFO "info" = 1,
+        WARN "warn" = 2,
+    }
+    /// An output's kind (most by their JSON `type`).
+    output_kind "outputKind": u8 {
+        JSON "json" = 0,
+        GRANTED "granted" = 1,
+        WAITING "waiting" = 2,
+        EVENT "event" = 3,
+        CANCELLED "cancelled" = 4,
+        TIMED_OUT "timedOut" = 5,
+        UNAVAILABLE "unavailable" = 6,
+        EXHAUSTED "exhausted" = 7,
+        PROBE "probe" = 8,
+        CREATE_MACHINE "createMachine" = 9,
+        PREFLIGHT "preflight" = 10,
+        GRANTED_EVENT "grantedEvent" = 11,
+        RELEASED_EVENT "releasedEvent" = 12,
+        PERSIST "persist" = 13,
+    }
+    /// A grant's extras byte.
+    grant_extra "grantExtra": u8 {
+        OCCUPIED "occupied" = 1,
+        HOLD "hold" = 2,
+    }
+    /// A string's first byte.
+    string "string": u8 {
+        /// Below it, an ASCII string of that many bytes.
+        LONG "long" = 0x80,
+        SLOT "slot" = 0x81,
+        SET_SLOT "setSlot" = 0x82,
+        INPUT_ID "inputId" = 0x83,
+        PLACE "place" = 0x84,
+        SET_PLACE "setPlace" = 0x85,
+    }
+    /// The places with a slot ([`Strings`]). A grant's request, executor and role
+    /// share theirs with the same fields of the event that follows it (sent once,
+    /// referenced there).
+    slot "slot": usize {
+        EXECUTOR "executor" = 0,
+        ROLE "role" = 1,
+        REQUEST "request" = 2,
+        EVENT_NAME "eventName" = 3,
+        EVENT_MESSAGE "eventMessage" = 4,
+        /// A waiting request's report: the same text for every request that waits on
+        /// an unchanged roster (one JS string for them all).
+        REPORT "report" = 5,
+        /// A persisted exclusion's reason and kind: a persist lists every exclusion,
+        /// and most of them share these.
+        EXCLUSION_REASON "exclusionReason" = 6,
+        EXCLUSION_KIND "exclusionKind" = 7,
+        /// An event's field keys, by position (the first `FIELDS`).
+        FIELD_KEY "fieldKey" = 8,
+        /// An event's string field values, by position.
+        FIELD_VALUE "fieldValue" = FIELD_KEY + FIELDS,
+        FIELDS "fields" = 16,
+        /// How many slots there are.
+        COUNT "count" = FIELD_VALUE + FIELDS,
+    }
+    /// The tables of strings by an executor's place in the roster ([`Strings`]).
+    table "table": u8 {
+        /// Its name.
+        EXECUTOR "executor" = 0,
+        /// The message of the last `granted` event on it.
+        GRANTED "granted" = 1,
+        /// The message of the last `released` event on it.
+        RELEASED "released" = 2,
+        /// How many tables there are.
+        COUNT "count" = 3,
+    }
+    /// A field value's first byte.
+    value "value": u8 {
+        NULL "null" = 0,
+        FALSE "false" = 1,
+        TRUE "true" = 2,
+        NUMBER "number" = 3,
+        STRING "string" = 4,
+        JSON "json" = 5,
+    }
+}
+
 /// The largest integer every JS number holds exactly (`Number.MAX_SAFE_INTEGER`).
 const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
-
-/// In `__step`'s level byte: leave the `persist` outputs out of the answer.
-pub(crate) const NO_PERSIST: u8 = 4;
-
-pub(crate) const STATUS_OUTPUTS: u8 = 0;
-pub(crate) const STATUS_REFUSED: u8 = 2;
 
 /// The input in the buffer's first `len` bytes, or `None` when it is not one this
 /// reader knows (JS then sends it as JSON: the buffer is never trusted to be well
@@ -101,47 +302,25 @@ pub(crate) const STATUS_REFUSED: u8 = 2;
 pub(crate) fn read_input(buf: &[u8]) -> Option<Input> {
     let mut r = Reader {
         buf,
-        at: STRINGS.min(buf.len()),
+        at: input::STRINGS.min(buf.len()),
     };
-    let kind = *buf.first()?;
-    let flags = *buf.get(1)?;
-    let small = *buf.get(2)?;
-    let now = r.u64_at(8)?;
+    let kind = *buf.get(input::KIND)?;
+    let flags = *buf.get(input::FLAGS)?;
+    let small = *buf.get(input::SMALL)?;
+    let now = r.u64_at(input::NOW)?;
+    let has = |flag: u8| flags & flag != 0;
     Some(match kind {
-        1 | 2 => {
+        input_kind::LEASE | input_kind::TRY_LEASE => {
+            use request_flag as f;
             let id = r.string()?;
             let role = r.string()?;
-            let rank = if flags & 1 != 0 {
-                Some(r.i64_at(16)?)
-            } else {
-                None
-            };
-            let event_time = if flags & 2 != 0 {
-                Some(r.u64_at(24)?)
-            } else {
-                None
-            };
-            let deadline = if flags & 4 != 0 {
-                Some(r.u64_at(32)?)
-            } else {
-                None
-            };
-            let prefer = if flags & 8 != 0 {
-                Some(r.string()?)
-            } else {
-                None
-            };
-            let pin = if flags & 16 != 0 {
-                Some(r.string()?)
-            } else {
-                None
-            };
-            let label = if flags & 32 != 0 {
-                Some(r.string()?)
-            } else {
-                None
-            };
-            let avoid = if flags & 64 != 0 {
+            let rank = r.opt(has(f::RANK), |r| r.i64_at(request_at::RANK))?;
+            let event_time = r.opt(has(f::EVENT_TIME), |r| r.u64_at(request_at::EVENT_TIME))?;
+            let deadline = r.opt(has(f::DEADLINE), |r| r.u64_at(request_at::DEADLINE))?;
+            let prefer = r.opt(has(f::PREFER), Reader::string)?;
+            let pin = r.opt(has(f::PIN), Reader::string)?;
+            let label = r.opt(has(f::LABEL), Reader::string)?;
+            let avoid = if has(f::AVOID) {
                 let count = r.u32()? as usize;
                 // Each string takes at least its 4-byte length: a bound on a bogus count.
                 if count > buf.len() / 4 {
@@ -170,58 +349,54 @@ pub(crate) fn read_input(buf: &[u8]) -> Option<Input> {
                 timeout_ms: None,
                 owner: None,
             };
-            if kind == 1 {
+            if kind == input_kind::LEASE {
                 Input::Lease(request)
             } else {
                 Input::TryLease(request)
             }
         }
-        3 => Input::Release {
+        input_kind::RELEASE => Input::Release {
             now,
-            lease: r.u64_at(16)?,
+            lease: r.u64_at(release_at::LEASE)?,
         },
-        4 => Input::Tick { now },
-        5 => Input::Cancel {
+        input_kind::TICK => Input::Tick { now },
+        input_kind::CANCEL => Input::Cancel {
             now,
             id: r.string()?,
         },
-        6 => {
-            let kind = match small {
-                0 => FailureKind::UsageLimit,
-                1 => FailureKind::RateLimit,
-                2 => FailureKind::Authentication,
-                3 => FailureKind::Outage,
-                4 => FailureKind::ModelUnavailable,
-                5 => FailureKind::Other,
-                _ => return None,
-            };
+        input_kind::REPORT => {
+            use report_flag as f;
             let executor = r.string()?;
             let message = r.string()?;
-            let reset_at = if flags & 1 != 0 {
-                Some(r.u64_at(16)?)
-            } else {
-                None
-            };
-            let retry_after_ms = if flags & 2 != 0 {
-                Some(r.u64_at(24)?)
-            } else {
-                None
-            };
+            let tag = r.opt(has(f::TAG), Reader::string)?;
+            let code = r.opt(has(f::CODE), Reader::string)?;
+            let kind = r.opt(has(f::KIND), |_| failure_kind_of(small))?;
+            let status = r.opt(has(f::STATUS), |r| {
+                // An HTTP status, as the JSON reader takes it (else its error words it).
+                let status = r.u64_at(report_at::STATUS)?;
+                (100..=599).contains(&status).then_some(status as u16)
+            })?;
             Input::Report {
                 now,
                 executor,
                 failure: Failure {
-                    reset_at,
-                    retry_after_ms,
-                    ..Failure::of_kind(kind, message)
+                    kind,
+                    tag,
+                    status,
+                    code,
+                    message,
+                    reset_at: r.opt(has(f::RESET_AT), |r| r.u64_at(report_at::RESET_AT))?,
+                    retry_after_ms: r.opt(has(f::RETRY_AFTER_MS), |r| {
+                        r.u64_at(report_at::RETRY_AFTER_MS)
+                    })?,
                 },
             }
         }
-        7 => Input::Resume {
+        input_kind::RESUME => Input::Resume {
             now,
             executor: r.string()?,
         },
-        8 => Input::ProbeResult {
+        input_kind::PROBE_RESULT => Input::ProbeResult {
             now,
             executor: r.string()?,
             up: match small {
@@ -234,6 +409,39 @@ pub(crate) fn read_input(buf: &[u8]) -> Option<Input> {
     })
 }
 
+fn failure_kind_of(small: u8) -> Option<FailureKind> {
+    use failure_kind as k;
+    Some(match small {
+        k::USAGE_LIMIT => FailureKind::UsageLimit,
+        k::RATE_LIMIT => FailureKind::RateLimit,
+        k::AUTHENTICATION => FailureKind::Authentication,
+        k::OUTAGE => FailureKind::Outage,
+        k::MODEL_UNAVAILABLE => FailureKind::ModelUnavailable,
+        k::OTHER => FailureKind::Other,
+        _ => return None,
+    })
+}
+
+/// A level's byte, and `__step`'s level byte's level.
+pub(crate) fn level_byte(level: Level) -> u8 {
+    match level {
+        Level::Debug => level::DEBUG,
+        Level::Info => level::INFO,
+        Level::Warn => level::WARN,
+    }
+}
+
+/// `__step`'s level byte: the lowest level of the events to answer, and whether to
+/// answer the `persist` outputs.
+pub(crate) fn step_level(byte: u8) -> (Level, bool) {
+    let level = match byte & !step::NO_PERSIST {
+        level::DEBUG => Level::Debug,
+        level::INFO => Level::Info,
+        _ => Level::Warn,
+    };
+    (level, byte & step::NO_PERSIST != 0)
+}
+
 /// Reads an input: numbers at fixed places, strings in order from `at`.
 struct Reader<'a> {
     buf: &'a [u8],
@@ -241,6 +449,19 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
+    /// An optional field: `Some(None)` when absent, `None` when present and unreadable.
+    fn opt<T>(
+        &mut self,
+        present: bool,
+        read: impl FnOnce(&mut Self) -> Option<T>,
+    ) -> Option<Option<T>> {
+        if present {
+            read(self).map(Some)
+        } else {
+            Some(None)
+        }
+    }
+
     fn f64_at(&self, at: usize) -> Option<f64> {
         let bytes = self.buf.get(at..at + 8)?;
         Some(f64::from_le_bytes(bytes.try_into().ok()?))
@@ -275,49 +496,31 @@ impl Reader<'_> {
 /// The strings an answer sends by reference: those that tend to repeat from one
 /// answer to the next at the same place (an event's name, message and field keys, a
 /// grant's executor and role ...). Each such place has a slot holding the last string
-/// sent there; the JS side mirrors the slots (it fills one from every `0x82` record
-/// and reads it for every `0x81`). A slot is compared, never hashed: a miss costs a
-/// copy into the slot's own buffer. JS reads every answer whole, in order; when it
-/// could not, it calls `__ioReset`, which empties the slots on both sides.
+/// sent there; the JS side mirrors the slots (it fills one from every `SET_SLOT`
+/// record and reads it for every `SLOT`). A slot is compared, never hashed: a miss
+/// costs a copy into the slot's own buffer. JS reads every answer whole, in order;
+/// when it could not, it calls `__ioReset`, which empties the slots on both sides.
 #[derive(Default)]
 pub(crate) struct Strings {
     slots: Vec<String>,
     /// The id of the lease or tryLease being answered (else empty): its grant or its
-    /// wait names it as `0x83`, the string JS sent (issue 15: a request id is new on
-    /// every lease, so neither a slot nor a decode on the JS side pays).
+    /// wait names it as `INPUT_ID`, the string JS sent (a request id is new on every
+    /// lease, so neither a slot nor a decode on the JS side pays).
     input_id: String,
-    /// The executor table: by an executor's place in the roster, the name last sent
-    /// for it (a grant's or a release's executor). The roster hands out its executors
-    /// in turn, so one slot for them all would miss on every grant (issue 15: a JS
-    /// string decoded per grant). A place is a key, never trusted: its name is
-    /// compared, and another name there replaces it.
-    executors: Vec<String>,
+    /// The tables ([`table`]): by an executor's place in the roster, the last string
+    /// sent for it (its name, its last grant's and release's message). The roster
+    /// hands out its executors in turn, so one slot for them all would miss on every
+    /// grant. A place is a key, never trusted: its string is compared, and another
+    /// string there replaces it.
+    tables: [Vec<String>; table::COUNT as usize],
+    /// Where an event's message is written before it is compared with its table's.
+    message: String,
 }
 
-/// The places with a slot. A grant's request, executor and role share theirs with
-/// the same fields of the event that follows it (sent once, referenced there).
-const SLOT_EXECUTOR: usize = 0;
-const SLOT_ROLE: usize = 1;
-const SLOT_REQUEST: usize = 2;
-const SLOT_EVENT_NAME: usize = 3;
-const SLOT_EVENT_MESSAGE: usize = 4;
-/// A waiting request's report: the same text for every request that waits on an
-/// unchanged roster (issue 15: one JS string for them all, not one decoded for each).
-const SLOT_REPORT: usize = 5;
-/// A persisted exclusion's reason and kind: a persist lists every exclusion, and
-/// most of them share these (one JS string each, not one decoded per exclusion).
-const SLOT_EXCLUSION_REASON: usize = 6;
-const SLOT_EXCLUSION_KIND: usize = 7;
-/// An event's field keys, by position (the first [`FIELD_SLOTS`]).
-const SLOT_FIELD_KEY: usize = 8;
-/// An event's string field values, by position.
-const SLOT_FIELD_VALUE: usize = SLOT_FIELD_KEY + FIELD_SLOTS;
-const FIELD_SLOTS: usize = 16;
-const SLOTS: usize = SLOT_FIELD_VALUE + FIELD_SLOTS;
 /// Longer strings are always sent whole.
 const SLOT_LONGEST: usize = 160;
-/// The executor table's places: the roster's most executors.
-const EXECUTOR_TABLE: usize = rota_core::limits::MAX_EXECUTORS;
+/// A table's places: the roster's most executors.
+const TABLE_PLACES: usize = rota_core::limits::MAX_EXECUTORS;
 /// A report names at most ten executors and a count: longer than other slots' strings.
 const REPORT_LONGEST: usize = 1024;
 
@@ -339,23 +542,15 @@ fn same_text(a: &str, b: &str) -> bool {
 impl Strings {
     pub(crate) fn clear(&mut self) {
         self.slots.iter_mut().for_each(String::clear);
-        self.executors.clear();
+        self.tables.iter_mut().for_each(Vec::clear);
     }
 
-    /// The input about to be answered: a lease's or tryLease's id is echoed (`0x83`).
+    /// The input about to be answered: a lease's or tryLease's id is echoed (`INPUT_ID`).
     pub(crate) fn answering(&mut self, input: Option<&Input>) {
         self.input_id.clear();
         if let Some(Input::Lease(request) | Input::TryLease(request)) = input {
             self.input_id.push_str(&request.id);
         }
-    }
-}
-
-fn level_byte(level: Level) -> u8 {
-    match level {
-        Level::Debug => 0,
-        Level::Info => 1,
-        Level::Warn => 2,
     }
 }
 
@@ -390,56 +585,48 @@ impl<'a> Writer<'a> {
             at: 0,
             strings,
         };
-        writer.fixed([0; HEADER]);
-        if let Some(byte) = writer.out.get_mut(8) {
-            *byte = status;
-        }
-        if writer.strings.slots.len() < SLOTS {
-            writer.strings.slots.resize(SLOTS, String::new());
+        writer.fixed([0; header::OUTPUTS]);
+        writer.set(header::STATUS, [status]);
+        if writer.strings.slots.len() < slot::COUNT {
+            writer.strings.slots.resize(slot::COUNT, String::new());
         }
         writer
     }
 
     /// Fills in the header's length, size, output count and wake-up time.
-    pub(crate) fn finish(self, count: u32, wake_at: Option<u64>) {
+    pub(crate) fn finish(mut self, count: u32, wake_at: Option<u64>) {
         let len = self.at as u32;
         let size = self.out.len() as u32;
-        let (flag, time) = match wake_at {
-            Some(t) => (1, t as f64),
-            None => (0, 0.0),
-        };
-        if let Some(header) = self
+        self.set(header::LENGTH, len.to_le_bytes());
+        self.set(header::SIZE, size.to_le_bytes());
+        self.set(header::COUNT, count.to_le_bytes());
+        self.set(header::HAS_WAKE, [u8::from(wake_at.is_some())]);
+        self.set(
+            header::WAKE_AT,
+            wake_at.map_or(0.0, |t| t as f64).to_le_bytes(),
+        );
+    }
+
+    /// A few bytes at a place already written (the header's).
+    fn set<const N: usize>(&mut self, at: usize, bytes: [u8; N]) {
+        if let Some(to) = self
             .out
-            .get_mut(..HEADER)
-            .and_then(|header| <&mut [u8; HEADER]>::try_from(header).ok())
+            .get_mut(at..at + N)
+            .and_then(|to| <&mut [u8; N]>::try_from(to).ok())
         {
-            let [l0, l1, l2, l3] = len.to_le_bytes();
-            let [s0, s1, s2, s3] = size.to_le_bytes();
-            let [c0, c1, c2, c3] = count.to_le_bytes();
-            let [t0, t1, t2, t3, t4, t5, t6, t7] = time.to_le_bytes();
-            let status = header[8];
-            *header = [
-                l0, l1, l2, l3, s0, s1, s2, s3, status, flag, 0, 0, c0, c1, c2, c3, t0, t1, t2, t3,
-                t4, t5, t6, t7,
-            ];
+            *to = bytes;
         }
     }
 
     /// A few bytes: one store (an array assignment, where `copy_from_slice` would call
-    /// a generic copy in this size-optimized build).
+    /// a generic copy).
     #[inline]
     fn fixed<const N: usize>(&mut self, bytes: [u8; N]) {
         let end = self.at + N;
         if end > self.out.len() {
             self.grow(end);
         }
-        if let Some(to) = self
-            .out
-            .get_mut(self.at..end)
-            .and_then(|to| <&mut [u8; N]>::try_from(to).ok())
-        {
-            *to = bytes;
-        }
+        self.set(self.at, bytes);
         self.at = end;
     }
 
@@ -476,28 +663,28 @@ impl<'a> Writer<'a> {
     }
 
     pub(crate) fn str(&mut self, s: &str) {
-        if s.len() < 0x80 && s.is_ascii() {
+        if s.len() < usize::from(string::LONG) && s.is_ascii() {
             self.byte(s.len() as u8);
         } else {
-            self.byte(0x80);
+            self.byte(string::LONG);
             self.u32(s.len() as u32);
         }
         self.put(s.as_bytes());
     }
 
-    /// A request id: `0x83` when it is the input's own, else at its slot.
+    /// A request id: `INPUT_ID` when it is the input's own, else at its slot.
     fn request(&mut self, id: &str) {
         if self.is_input_id(id) {
-            self.byte(0x83);
+            self.byte(string::INPUT_ID);
         } else {
-            self.shared(SLOT_REQUEST, id);
+            self.shared(slot::REQUEST, id);
         }
     }
 
     /// A request id with no slot (a wait's: each is another request's).
     fn request_unshared(&mut self, id: &str) {
         if self.is_input_id(id) {
-            self.byte(0x83);
+            self.byte(string::INPUT_ID);
         } else {
             self.str(id);
         }
@@ -512,30 +699,40 @@ impl<'a> Writer<'a> {
         self.shared_up_to(slot, s, SLOT_LONGEST);
     }
 
-    /// An executor's name, by its place in the roster (`at`) when it has one: a
-    /// reference when the executor table holds that name there.
-    fn executor(&mut self, at: Option<usize>, name: &str) {
-        let Some(i) =
-            at.filter(|&i| i < EXECUTOR_TABLE && !name.is_empty() && name.len() <= SLOT_LONGEST)
+    /// A string kept in `table` at an executor's place in the roster (`at`), when it
+    /// has one: a reference when the table holds that string there; else at `slot`.
+    fn placed(&mut self, table: u8, at: Option<usize>, s: &str, slot: usize) {
+        let Some(i) = at.filter(|&i| i < TABLE_PLACES && !s.is_empty() && s.len() <= SLOT_LONGEST)
         else {
-            return self.shared(SLOT_EXECUTOR, name);
+            return self.shared(slot, s);
         };
-        let table = &mut self.strings.executors;
-        if table.len() <= i {
-            table.resize(i + 1, String::new());
+        let Some(places) = self.strings.tables.get_mut(usize::from(table)) else {
+            return self.shared(slot, s);
+        };
+        if places.len() <= i {
+            places.resize(i + 1, String::new());
         }
-        let Some(held) = table.get_mut(i) else {
-            return self.shared(SLOT_EXECUTOR, name);
+        let Some(held) = places.get_mut(i) else {
+            return self.shared(slot, s);
         };
         let [b0, b1, b2, b3] = (i as u32).to_le_bytes();
-        if same_text(held, name) {
-            self.fixed([0x84, b0, b1, b2, b3]);
+        if same_text(held, s) {
+            self.fixed([string::PLACE, table, b0, b1, b2, b3]);
         } else {
             held.clear();
-            held.push_str(name);
-            self.fixed([0x85, b0, b1, b2, b3]);
-            self.str(name);
+            held.push_str(s);
+            self.fixed([string::SET_PLACE, table, b0, b1, b2, b3]);
+            self.str(s);
         }
+    }
+
+    /// The message of an event read in place, kept in `table` at the executor's place.
+    fn message(&mut self, output: &OutputRef<'_>, table: u8, at: Option<usize>) {
+        let mut message = std::mem::take(&mut self.strings.message);
+        message.clear();
+        output.write_message(&mut message);
+        self.placed(table, at, &message, slot::EVENT_MESSAGE);
+        self.strings.message = message;
     }
 
     /// As `shared`, for strings up to `longest` bytes.
@@ -547,11 +744,11 @@ impl<'a> Writer<'a> {
             return self.str(s);
         };
         if same_text(last, s) {
-            self.fixed([0x81, slot as u8]);
+            self.fixed([string::SLOT, slot as u8]);
         } else {
             last.clear();
             last.push_str(s);
-            self.fixed([0x82, slot as u8]);
+            self.fixed([string::SET_SLOT, slot as u8]);
             self.str(s);
         }
     }
@@ -562,60 +759,80 @@ impl<'a> Writer<'a> {
 
     fn value(&mut self, slot: usize, value: &Value) {
         match value {
-            Value::Null => self.byte(0),
-            Value::Bool(false) => self.byte(1),
-            Value::Bool(true) => self.byte(2),
+            Value::Null => self.byte(value::NULL),
+            Value::Bool(false) => self.byte(value::FALSE),
+            Value::Bool(true) => self.byte(value::TRUE),
             Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
                 (Some(u), _, _) => {
-                    self.byte(3);
+                    self.byte(value::NUMBER);
                     self.f64(u as f64);
                 }
                 (None, Some(i), _) => {
-                    self.byte(3);
+                    self.byte(value::NUMBER);
                     self.f64(i as f64);
                 }
                 (None, None, Some(f)) => {
-                    self.byte(3);
+                    self.byte(value::NUMBER);
                     self.f64(f);
                 }
                 _ => {
-                    self.byte(5);
+                    self.byte(value::JSON);
                     self.json(value);
                 }
             },
             Value::String(s) => {
-                self.byte(4);
-                if slot < SLOT_FIELD_VALUE + FIELD_SLOTS {
+                self.byte(value::STRING);
+                if slot < slot::COUNT {
                     self.shared(slot, s);
                 } else {
                     self.str(s);
                 }
             }
             _ => {
-                self.byte(5);
+                self.byte(value::JSON);
                 self.json(value);
             }
         }
     }
 
+    /// A grant's record (without its owner: a shared roster's grant is `json`).
+    fn granted(&mut self, grant: &Grant<'_>) {
+        self.byte(output_kind::GRANTED);
+        self.request(grant.request);
+        self.f64(grant.lease as f64);
+        self.placed(
+            table::EXECUTOR,
+            grant.executor_at,
+            grant.executor,
+            slot::EXECUTOR,
+        );
+        self.shared(slot::ROLE, grant.role);
+        self.u32(grant.passed);
+        let occupied = if grant.occupied {
+            grant_extra::OCCUPIED
+        } else {
+            0
+        };
+        let held = if grant.hold.is_some() {
+            grant_extra::HOLD
+        } else {
+            0
+        };
+        self.byte(occupied | held);
+        if let Some(hold) = grant.hold {
+            self.json(hold);
+        }
+    }
+
     /// Writes an output read in place. `last_grant` is the lease of the `granted`
-    /// record written just before, if the record before was one (its event, kind 12,
-    /// takes that grant's fields on the JS side).
+    /// record written just before, if the record before was one (its event,
+    /// `GRANTED_EVENT`, takes that grant's fields on the JS side).
     pub(crate) fn output_ref(&mut self, output: &OutputRef<'_>, last_grant: &mut Option<u64>) {
         let previous = last_grant.take();
         match output {
             OutputRef::Output(output) => self.output(output),
             OutputRef::Granted(grant) if grant.owner.is_none() => {
-                self.byte(1);
-                self.request(grant.request);
-                self.f64(grant.lease as f64);
-                self.executor(grant.executor_at, grant.executor);
-                self.shared(SLOT_ROLE, grant.role);
-                self.u32(grant.passed);
-                self.byte(u8::from(grant.occupied) | (u8::from(grant.hold.is_some()) << 1));
-                if let Some(hold) = grant.hold {
-                    self.json(hold);
-                }
+                self.granted(grant);
                 *last_grant = Some(grant.lease);
             }
             OutputRef::GrantedEvent(level, grant)
@@ -623,14 +840,9 @@ impl<'a> Writer<'a> {
                     && previous == Some(grant.lease)
                     && grant.label.is_none() =>
             {
-                // The grant's event: its fields are the grant's (JS takes them from it),
-                // and so is its message when it is the plain one (JS writes it).
-                if grant.has_plain_message() {
-                    self.fixed([12, level_byte(*level)]);
-                } else if let Output::Event { message, .. } = grant.event(*level) {
-                    self.fixed([11, level_byte(*level)]);
-                    self.shared(SLOT_EVENT_MESSAGE, &message);
-                }
+                // The grant's event: its fields are the grant's (JS takes them from it).
+                self.fixed([output_kind::GRANTED_EVENT, level_byte(*level)]);
+                self.message(output, table::GRANTED, grant.executor_at);
             }
             OutputRef::Released {
                 level,
@@ -638,13 +850,13 @@ impl<'a> Writer<'a> {
                 at,
                 lease,
             } => {
-                // A plain release's event: JS writes its message from the executor.
-                self.fixed([13, level_byte(*level)]);
-                self.executor(Some(*at), executor);
+                self.fixed([output_kind::RELEASED_EVENT, level_byte(*level)]);
+                self.placed(table::EXECUTOR, Some(*at), executor, slot::EXECUTOR);
                 self.f64(*lease as f64);
+                self.message(output, table::RELEASED, Some(*at));
             }
-            // A shared roster's grant (it names its owner), or an event JS cannot
-            // rebuild from the grant before it: built, and written as any output.
+            // A shared roster's grant (it names its owner), or an event whose fields
+            // are not the grant's before it: built, and written as any output.
             OutputRef::Granted(grant) => self.output(&grant.output()),
             OutputRef::GrantedEvent(level, grant) => self.output(&grant.event(*level)),
         }
@@ -654,10 +866,7 @@ impl<'a> Writer<'a> {
     fn output(&mut self, output: &Output) {
         if owner_of(output).is_some() {
             // A shared roster's output (it names its owner): as its canonical text.
-            self.byte(0);
-            let text = rota_core::write::to_json_text(output);
-            self.str(&text);
-            return;
+            return self.as_json(output);
         }
         match output {
             Output::Granted {
@@ -669,18 +878,18 @@ impl<'a> Writer<'a> {
                 passed,
                 occupied,
                 ..
-            } => {
-                self.byte(1);
-                self.request(request);
-                self.f64(*lease as f64);
-                self.shared(SLOT_EXECUTOR, executor);
-                self.shared(SLOT_ROLE, role);
-                self.u32(*passed);
-                self.byte(u8::from(*occupied) | (u8::from(hold.is_some()) << 1));
-                if let Some(hold) = hold {
-                    self.json(hold);
-                }
-            }
+            } => self.granted(&Grant {
+                request,
+                lease: *lease,
+                executor,
+                executor_at: None,
+                role,
+                hold: hold.as_ref(),
+                passed: *passed,
+                occupied: *occupied,
+                label: None,
+                owner: None,
+            }),
             Output::Waiting {
                 request,
                 role,
@@ -688,10 +897,10 @@ impl<'a> Writer<'a> {
                 ahead,
                 ..
             } => {
-                self.byte(2);
+                self.byte(output_kind::WAITING);
                 self.request_unshared(request);
-                self.shared(SLOT_ROLE, role);
-                self.shared_up_to(SLOT_REPORT, report, REPORT_LONGEST);
+                self.shared(slot::ROLE, role);
+                self.shared_up_to(slot::REPORT, report, REPORT_LONGEST);
                 self.u32(*ahead);
             }
             Output::Event {
@@ -700,42 +909,39 @@ impl<'a> Writer<'a> {
                 message,
                 fields,
             } => {
-                self.byte(3);
+                self.byte(output_kind::EVENT);
                 self.byte(level_byte(*level));
-                self.shared(SLOT_EVENT_NAME, name);
-                self.shared(SLOT_EVENT_MESSAGE, message);
+                self.shared(slot::EVENT_NAME, name);
+                self.shared(slot::EVENT_MESSAGE, message);
                 self.u32(fields.len() as u32);
                 for (i, (key, value)) in fields.iter().enumerate() {
-                    if i < FIELD_SLOTS {
-                        self.shared(SLOT_FIELD_KEY + i, key);
+                    if i < slot::FIELDS {
+                        self.shared(slot::FIELD_KEY + i, key);
                     } else {
                         self.str(key);
                     }
                     let slot = match key {
-                        "request" => SLOT_REQUEST,
-                        "executor" => SLOT_EXECUTOR,
-                        "role" => SLOT_ROLE,
-                        _ => SLOT_FIELD_VALUE + i,
+                        "request" => slot::REQUEST,
+                        "executor" => slot::EXECUTOR,
+                        "role" => slot::ROLE,
+                        _ => slot::FIELD_VALUE + i,
                     };
                     self.value(slot, value);
                 }
             }
             Output::Cancelled { request, .. } => {
-                self.byte(4);
+                self.byte(output_kind::CANCELLED);
                 self.str(request);
             }
             Output::TimedOut {
                 request, reasons, ..
             } => {
-                self.byte(5);
+                self.byte(output_kind::TIMED_OUT);
                 self.str(request);
-                self.u32(reasons.len() as u32);
-                for reason in reasons {
-                    self.str(reason);
-                }
+                self.strs(reasons);
             }
             Output::Unavailable { request, .. } => {
-                self.byte(6);
+                self.byte(output_kind::UNAVAILABLE);
                 self.str(request);
             }
             Output::Exhausted {
@@ -744,42 +950,36 @@ impl<'a> Writer<'a> {
                 reasons,
                 ..
             } => {
-                self.byte(7);
+                self.byte(output_kind::EXHAUSTED);
                 self.str(request);
                 self.str(role);
-                self.u32(reasons.len() as u32);
-                for reason in reasons {
-                    self.str(reason);
-                }
+                self.strs(reasons);
             }
             Output::Probe { executor, url } => {
-                self.byte(8);
+                self.byte(output_kind::PROBE);
                 self.str(executor);
                 self.str(url);
             }
             Output::CreateMachine {
                 request, executor, ..
             } => {
-                self.byte(9);
+                self.byte(output_kind::CREATE_MACHINE);
                 self.str(request);
                 self.str(executor);
             }
             Output::Preflight { executor } => {
-                self.byte(10);
+                self.byte(output_kind::PREFLIGHT);
                 self.str(executor);
             }
             Output::Persist { ids, state } => {
-                self.byte(14);
-                self.u32(ids.len() as u32);
-                for id in ids {
-                    self.str(id);
-                }
+                self.byte(output_kind::PERSIST);
+                self.strs(ids);
                 self.u32(state.version);
                 self.u32(state.exclusions.len() as u32);
                 for x in &state.exclusions {
                     self.str(&x.id);
-                    self.shared(SLOT_EXCLUSION_REASON, &x.reason);
-                    self.shared(SLOT_EXCLUSION_KIND, x.kind.name());
+                    self.shared(slot::EXCLUSION_REASON, &x.reason);
+                    self.shared(slot::EXCLUSION_KIND, x.kind.name());
                     match x.until {
                         Some(until) => {
                             self.byte(1);
@@ -789,19 +989,192 @@ impl<'a> Writer<'a> {
                     }
                 }
             }
-            Output::DeleteMachine { .. } | Output::StartFailed { .. } => {
-                self.byte(0);
-                // As its canonical text.
-                let text = rota_core::write::to_json_text(output);
-                self.str(&text);
-            }
+            Output::DeleteMachine { .. } | Output::StartFailed { .. } => self.as_json(output),
         }
+    }
+
+    /// A count and the strings.
+    fn strs(&mut self, strings: &[String]) {
+        self.u32(strings.len() as u32);
+        for s in strings {
+            self.str(s);
+        }
+    }
+
+    /// An output as its canonical text.
+    fn as_json(&mut self, output: &Output) {
+        self.byte(output_kind::JSON);
+        let text = rota_core::write::to_json_text(output);
+        self.str(&text);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::same_text;
+    use super::*;
+
+    /// An input of `kind` with `flags` and `small`, `now` 1, and these strings.
+    fn input_of(kind: u8, flags: u8, small: u8, strings: &[&str]) -> Vec<u8> {
+        let mut buf = vec![0; input::STRINGS];
+        buf[input::KIND] = kind;
+        buf[input::FLAGS] = flags;
+        buf[input::SMALL] = small;
+        buf[input::NOW..input::NOW + 8].copy_from_slice(&1.0f64.to_le_bytes());
+        for s in strings {
+            buf.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            buf.extend_from_slice(s.as_bytes());
+        }
+        buf
+    }
+
+    fn group(name: &str) -> Vec<(&'static str, u64)> {
+        format_groups()
+            .into_iter()
+            .find(|(group, _)| *group == name)
+            .map(|(_, entries)| entries)
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_table_js_reads_is_the_table_rust_uses() {
+        let table: Value = serde_json::from_str(&format_json()).expect("JSON text");
+        let groups = format_groups();
+        assert_eq!(table.as_object().map(Map::len), Some(groups.len()));
+        for (name, entries) in &groups {
+            for (key, value) in entries {
+                assert_eq!(table[name][key].as_u64(), Some(*value), "{name}.{key}");
+            }
+        }
+        assert_eq!(table["slot"]["count"].as_u64(), Some(slot::COUNT as u64));
+        assert_eq!(table["outputKind"]["persist"].as_u64(), Some(13));
+    }
+
+    #[test]
+    fn tags_and_flags_are_distinct() {
+        for name in [
+            "inputKind",
+            "outputKind",
+            "failureKind",
+            "level",
+            "string",
+            "value",
+            "status",
+        ] {
+            let entries = group(name);
+            assert!(!entries.is_empty(), "{name}");
+            for (i, (a, x)) in entries.iter().enumerate() {
+                for (b, y) in &entries[i + 1..] {
+                    assert_ne!(x, y, "{name}: {a} and {b}");
+                }
+            }
+        }
+        for name in ["requestFlag", "reportFlag", "grantExtra"] {
+            let mut seen = 0u64;
+            for (key, bit) in group(name) {
+                assert!(bit.is_power_of_two() && bit < 0x100, "{name}.{key}");
+                assert_eq!(seen & bit, 0, "{name}.{key}");
+                seen |= bit;
+            }
+        }
+        // The level byte's bit is no level's.
+        for (key, level) in group("level") {
+            assert_eq!(level & u64::from(step::NO_PERSIST), 0, "level.{key}");
+        }
+        // An ASCII string's length byte is below every code.
+        for (key, code) in group("string") {
+            assert!(code >= u64::from(string::LONG), "string.{key}");
+        }
+        // The numbers of an input lie between `now` and the strings, 8 bytes each.
+        for name in ["requestAt", "reportAt", "releaseAt"] {
+            for (key, at) in group(name) {
+                assert!(
+                    at >= input::NOW as u64 + 8 && at + 8 <= input::STRINGS as u64,
+                    "{name}.{key}"
+                );
+            }
+        }
+        assert!(slot::COUNT <= 0x100 && table::COUNT as usize == group("table").len() - 1);
+    }
+
+    #[test]
+    fn input_kinds_are_the_core_s_input_types() {
+        for (name, kind) in group("inputKind") {
+            let strings: &[&str] = match name {
+                "lease" | "tryLease" => &["r1", "coder"],
+                "cancel" => &["r1"],
+                "report" => &["e1", "boom"],
+                "resume" | "probeResult" => &["e1"],
+                _ => &[],
+            };
+            let mut buf = input_of(kind as u8, 0, 0, strings);
+            if name == "report" {
+                buf[input::FLAGS] = report_flag::KIND;
+            }
+            let input = read_input(&buf).unwrap_or_else(|| panic!("{name} reads"));
+            assert_eq!(input.kind(), name);
+        }
+        assert!(read_input(&input_of(0, 0, 0, &[])).is_none());
+        assert!(read_input(&input_of(9, 0, 0, &[])).is_none());
+    }
+
+    #[test]
+    fn failure_kinds_and_levels_are_the_core_s_names() {
+        for (name, small) in group("failureKind") {
+            let buf = input_of(
+                input_kind::REPORT,
+                report_flag::KIND,
+                small as u8,
+                &["e1", ""],
+            );
+            let Some(Input::Report { failure, .. }) = read_input(&buf) else {
+                panic!("{name}: a report");
+            };
+            assert_eq!(failure.kind.map(FailureKind::name), Some(name));
+        }
+        for level in [Level::Debug, Level::Info, Level::Warn] {
+            let name = serde_json::to_value(level).expect("a name");
+            let byte = group("level")
+                .into_iter()
+                .find(|(key, _)| name == *key)
+                .map(|(_, byte)| byte as u8);
+            assert_eq!(byte, Some(level_byte(level)), "{name}");
+            assert_eq!(step_level(level_byte(level)).0, level);
+        }
+    }
+
+    #[test]
+    fn a_report_carries_its_facts() {
+        let mut buf = input_of(
+            input_kind::REPORT,
+            report_flag::TAG
+                | report_flag::CODE
+                | report_flag::STATUS
+                | report_flag::RETRY_AFTER_MS,
+            0,
+            &["e1", "429 Too Many Requests", "RateLimitError", "E_RATE"],
+        );
+        buf[report_at::STATUS..report_at::STATUS + 8].copy_from_slice(&429.0f64.to_le_bytes());
+        buf[report_at::RETRY_AFTER_MS..report_at::RETRY_AFTER_MS + 8]
+            .copy_from_slice(&60_000.0f64.to_le_bytes());
+        let Some(Input::Report {
+            executor, failure, ..
+        }) = read_input(&buf)
+        else {
+            panic!("a report");
+        };
+        assert_eq!(executor, "e1");
+        let want = Failure {
+            tag: Some("RateLimitError".into()),
+            status: Some(429),
+            code: Some("E_RATE".into()),
+            retry_after_ms: Some(60_000),
+            ..Failure::new("429 Too Many Requests")
+        };
+        assert_eq!(failure, want);
+        // A status the JSON reader refuses is refused here too (it words the error).
+        buf[report_at::STATUS..report_at::STATUS + 8].copy_from_slice(&600.0f64.to_le_bytes());
+        assert!(read_input(&buf).is_none());
+    }
 
     #[test]
     fn same_text_is_string_equality() {

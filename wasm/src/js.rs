@@ -447,7 +447,7 @@ impl JsPolicy {
     /// module's memory. Used by the package's `handle` (`npm/src/binary.js`).
     #[wasm_bindgen(js_name = __ioBuffer)]
     pub fn io_buffer(&mut self, size: u32) -> u32 {
-        let size = (size as usize).max(binary::HEADER);
+        let size = (size as usize).max(binary::header::OUTPUTS);
         if self.io.len() < size {
             self.io.resize(size, 0);
         }
@@ -458,20 +458,15 @@ impl JsPolicy {
     /// answer over it (the format: `binary.rs`); returns the buffer's address, which
     /// moves when the answer needs a larger buffer. Never throws.
     ///
-    /// `min_level` (0 debug, 1 info, 2 warn) leaves out of the answer the events below
-    /// it: the core does not build them (`set_event_floor`; every decision, the state
-    /// and exports are the same), for a driver with nobody listening for them (the
-    /// Roster). Its bit `NO_PERSIST` (4, binary.rs) leaves out the `persist` outputs too,
-    /// for a driver with no state file (it would drop them unread). The public
-    /// `Policy#handle` passes 0: every output.
+    /// `min_level` (a level of `binary::level`) leaves out of the answer the events
+    /// below it: the core does not build them (`set_event_floor`; every decision, the
+    /// state and exports are the same), for a driver with nobody listening for them
+    /// (the Roster). Its bit `binary::step::NO_PERSIST` leaves out the `persist`
+    /// outputs too, for a driver with no state file (it would drop them unread). The
+    /// public `Policy#handle` passes `debug`: every output.
     #[wasm_bindgen(js_name = __step)]
     pub fn step(&mut self, len: u32, min_level: u8) -> u32 {
-        let no_persist = min_level & binary::NO_PERSIST != 0;
-        let min_level = match min_level & !binary::NO_PERSIST {
-            0 => Level::Debug,
-            1 => Level::Info,
-            _ => Level::Warn,
-        };
+        let (min_level, no_persist) = binary::step_level(min_level);
         let input = self.io.get(..len as usize).and_then(binary::read_input);
         self.strings.answering(input.as_ref());
         // Not built at all in the core (for this input only: `handleJson` answers whole).
@@ -482,11 +477,12 @@ impl JsPolicy {
             // Not read, or refused (nothing changed): the JSON step feeds it again and
             // words the error, so every error has the JSON step's text.
             None | Some(Err(_)) => {
-                Writer::new(&mut self.io, &mut self.strings, binary::STATUS_REFUSED).finish(0, None)
+                Writer::new(&mut self.io, &mut self.strings, binary::status::REFUSED)
+                    .finish(0, None)
             }
             Some(Ok(())) => {
                 let mut writer =
-                    Writer::new(&mut self.io, &mut self.strings, binary::STATUS_OUTPUTS);
+                    Writer::new(&mut self.io, &mut self.strings, binary::status::OUTPUTS);
                 let mut count = 0;
                 // The grant just written (its event repeats the grant's fields).
                 let mut last_grant = None;
@@ -523,4 +519,12 @@ impl JsPolicy {
 #[wasm_bindgen(js_name = __memory)]
 pub fn wasm_memory() -> JsValue {
     wasm_bindgen::memory()
+}
+
+#[cfg(feature = "fast-step")]
+/// The binary step's format (`binary.rs`'s table) as JSON text, which
+/// `npm/src/binary.js` reads once at load: every tag, flag, offset and slot it uses.
+#[wasm_bindgen(js_name = __wireFormat)]
+pub fn wire_format() -> String {
+    binary::format_json()
 }

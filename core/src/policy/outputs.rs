@@ -95,11 +95,6 @@ impl Grant<'_> {
         }
     }
 
-    /// The event's message is "`<executor> takes <role>`" (no label, no new machine).
-    pub fn has_plain_message(&self) -> bool {
-        self.label.is_none() && self.hold.is_none()
-    }
-
     pub fn output(&self) -> Output {
         Output::Granted {
             request: self.request.to_string(),
@@ -113,17 +108,26 @@ impl Grant<'_> {
         }
     }
 
+    /// The `granted` event's message, appended to `out` (a host that writes events
+    /// out itself reuses one buffer for it).
+    pub fn write_message(&self, out: &mut String) {
+        out.push_str(self.executor);
+        out.push_str(" takes ");
+        out.push_str(self.role);
+        if let Some(label) = self.label {
+            out.push_str(" for ");
+            out.push_str(label);
+        }
+        if self.hold.is_some() {
+            out.push_str(" with a new machine");
+        }
+    }
+
     /// The `granted` event: the message without `format!`, the fields in key order.
     pub fn event(&self, level: Level) -> Output {
         let label = self.label;
-        let mut message = [self.executor, " takes ", self.role].concat();
-        if let Some(label) = label {
-            message.push_str(" for ");
-            message.push_str(label);
-        }
-        if self.hold.is_some() {
-            message.push_str(" with a new machine");
-        }
+        let mut message = String::new();
+        self.write_message(&mut message);
         let mut fields = Fields::with_capacity(5 + usize::from(label.is_some()));
         fields.push_sorted("executor", Value::String(self.executor.to_string()));
         if let Some(label) = label {
@@ -137,9 +141,16 @@ impl Grant<'_> {
     }
 }
 
+/// A plain release's `released` event's message, appended to `out`.
+fn write_released_message(executor: &str, out: &mut String) {
+    out.push_str(executor);
+    out.push_str("'s slot is released");
+}
+
 /// A plain release's `released` event.
 pub(super) fn released_event(level: Level, executor: &str, lease: u64) -> Output {
-    let message = [executor, "'s slot is released"].concat();
+    let mut message = String::new();
+    write_released_message(executor, &mut message);
     let mut fields = Fields::with_capacity(2);
     fields.push_sorted("executor", Value::String(executor.to_string()));
     fields.push_sorted("lease", Value::from(lease));
@@ -147,6 +158,17 @@ pub(super) fn released_event(level: Level, executor: &str, lease: u64) -> Output
 }
 
 impl OutputRef<'_> {
+    /// An event's message, appended to `out` (a host that writes events out itself
+    /// reuses one buffer for it); nothing for the other outputs.
+    pub fn write_message(&self, out: &mut String) {
+        match self {
+            OutputRef::GrantedEvent(_, grant) => grant.write_message(out),
+            OutputRef::Released { executor, .. } => write_released_message(executor, out),
+            OutputRef::Output(Output::Event { message, .. }) => out.push_str(message),
+            OutputRef::Output(_) | OutputRef::Granted(_) => {}
+        }
+    }
+
     /// The `Output` that `poll_output` gives for it.
     pub fn into_output(self) -> Output {
         match self {
