@@ -41,11 +41,10 @@ test_rust() {
   # rota-wasm's feature-gated code, checked natively too (the default build has neither).
   run cargo clippy -p rota-wasm --all-targets --no-default-features --features abi -- -D warnings
   run cargo clippy -p rota-wasm --all-targets --features js -- -D warnings
-  run cargo clippy -p rota-wasm --all-targets --features js,fast-step -- -D warnings
   run cargo clippy -p rota-host --all-targets --features shared -- -D warnings
   run cargo test --workspace --no-fail-fast
-  # The Node build's binary step (its feature is off in the workspace build).
-  run cargo test -p rota-wasm --features js,fast-step --lib
+  # The npm module's binary step (feature `js`, off in the workspace build).
+  run cargo test -p rota-wasm --features js --lib
 }
 
 test_node() {

@@ -69,12 +69,11 @@ function handleJson(input) {
  */
 export function buildApi(wasm, platform) {
   if (!Object.hasOwn(wasm.Policy.prototype, 'handle')) {
-    // In the Node build, the common inputs take the binary step (`binary.js`); every
-    // other input, and any it does not fully recognise, the JSON one: the same answers
-    // and errors. The web build, made for size, has no binary step: JSON for all.
-    let handle = handleJson
-    // The driver's step (`HANDLE_AT_LEVEL`): the answer without the events below
-    // `minLevel` (the binary step leaves them out; the JSON one's are filtered here).
+    // The common inputs take the binary step (`binary.js`); every other input, and any
+    // it does not fully recognise, the JSON one: the same answers and errors.
+    const { step, stepTrusted } = binaryStep(wasm)
+    // The JSON step's answer without the events below `minLevel` (and the `persist`
+    // outputs with `NO_PERSIST`), as the binary step leaves them out.
     const atLevel = (answer, minLevel) => {
       const level = minLevel & ~NO_PERSIST
       const persists = (minLevel & NO_PERSIST) === 0
@@ -83,25 +82,19 @@ export function buildApi(wasm, platform) {
       }
       return answer
     }
-    let handleAtLevel = function handleAtLevel(input, minLevel) {
-      return atLevel(handleJson.call(this, input), minLevel)
+    function handle(input) {
+      const answer = step(this, input, 0)
+      return answer === undefined ? handleJson.call(this, input) : answer
+    }
+    // The driver's step (`HANDLE_AT_LEVEL`): the answer without the events below `minLevel`.
+    function handleAtLevel(input, minLevel) {
+      const answer = step(this, input, minLevel)
+      return answer === undefined ? atLevel(handleJson.call(this, input), minLevel) : answer
     }
     // The roster's own inputs (`DRIVER_STEP`): `handleAtLevel`, through `stepTrusted`.
-    let driverStep = handleAtLevel
-    if (typeof wasm.__memory === 'function') {
-      const { step, stepTrusted } = binaryStep(wasm)
-      handle = function handle(input) {
-        const answer = step(this, input, 0)
-        return answer === undefined ? handleJson.call(this, input) : answer
-      }
-      handleAtLevel = function handleAtLevel(input, minLevel) {
-        const answer = step(this, input, minLevel)
-        return answer === undefined ? atLevel(handleJson.call(this, input), minLevel) : answer
-      }
-      driverStep = function driverStep(input, minLevel) {
-        const answer = stepTrusted(this, input, minLevel)
-        return answer === undefined ? atLevel(handleJson.call(this, input), minLevel) : answer
-      }
+    function driverStep(input, minLevel) {
+      const answer = stepTrusted(this, input, minLevel)
+      return answer === undefined ? atLevel(handleJson.call(this, input), minLevel) : answer
     }
     Object.defineProperty(wasm.Policy.prototype, 'handle', { value: handle, writable: true, configurable: true })
     Object.defineProperty(wasm.Policy.prototype, HANDLE_AT_LEVEL, { value: handleAtLevel, writable: true, configurable: true })

@@ -29,14 +29,12 @@ use js_sys::{Array, Error as JsError, Reflect, JSON};
 use rota_core::json::{from_value, parse_options, step_str, to_text};
 use rota_core::write::{to_json_text, WriteJson};
 use rota_core::{Error, ExplainRequest, Policy as CorePolicy};
-#[cfg(feature = "fast-step")]
 use rota_core::{Level, Output, OutputRef};
 use serde::Serialize;
 use serde_json::Value;
 use serde_wasm_bindgen::Serializer;
 use wasm_bindgen::prelude::*;
 
-#[cfg(feature = "fast-step")]
 use crate::binary::{self, Writer};
 
 type JsResult<T> = Result<T, JsValue>;
@@ -138,10 +136,8 @@ fn value_as_text(value: &Value) -> JsValue {
 pub struct JsPolicy {
     inner: CorePolicy,
     /// The buffer of the binary step (`binary.rs`): the input JS wrote, then the answer.
-    #[cfg(feature = "fast-step")]
     io: Vec<u8>,
     /// The strings the binary step's answers send by reference.
-    #[cfg(feature = "fast-step")]
     strings: binary::Strings,
 }
 
@@ -149,9 +145,7 @@ impl JsPolicy {
     fn wrap(inner: CorePolicy) -> JsPolicy {
         JsPolicy {
             inner,
-            #[cfg(feature = "fast-step")]
             io: Vec::new(),
-            #[cfg(feature = "fast-step")]
             strings: binary::Strings::default(),
         }
     }
@@ -419,10 +413,8 @@ pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
 }
 
-/// The binary step behind the package's `Policy#handle` (feature `fast-step`: the
-/// Node build; the web build, made for size, leaves it out and `handle` takes the JSON
-/// step there — the same answers either way).
-#[cfg(feature = "fast-step")]
+/// The package's own calls: one-call creation from two rosters, and the binary step
+/// behind its `Policy#handle` (`binary.rs`; the same answers as `handleJson`).
 #[wasm_bindgen(js_class = Policy)]
 impl JsPolicy {
     /// `merge(user, repo)` and `new Policy` of the result in one call (the package's
@@ -514,14 +506,12 @@ impl JsPolicy {
     }
 }
 
-#[cfg(feature = "fast-step")]
 /// The module's memory (the binary step's buffer lives in it).
 #[wasm_bindgen(js_name = __memory)]
 pub fn wasm_memory() -> JsValue {
     wasm_bindgen::memory()
 }
 
-#[cfg(feature = "fast-step")]
 /// The binary step's format (`binary.rs`'s table) as JSON text, which
 /// `npm/src/binary.js` reads once at load: every tag, flag, offset and slot it uses.
 #[wasm_bindgen(js_name = __wireFormat)]

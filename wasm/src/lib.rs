@@ -1,14 +1,13 @@
-//! rota-core's WebAssembly boundary. Built three times by the pipeline (`make wasm`):
-//! with feature `abi` it is the plain-ABI module for wasmtime hosts (zero imports);
-//! with feature `js` it is the wasm-bindgen module for browsers (the web build, made
-//! for size); with `js` and `fast-step` (the binary step behind `Policy#handle`) it is
-//! the module the package's Node entry loads (made for speed: a Node process reads it
-//! from disk, so its size matters less than its cost per input).
+//! rota-core's WebAssembly boundary. With feature `abi` it is the plain-ABI module for
+//! wasmtime hosts (zero imports); with feature `js` it is the wasm-bindgen module of
+//! the npm package (`js.rs`, with the binary step behind `Policy#handle` in
+//! `binary.rs`), which the pipeline (`make wasm`) builds twice from the same code:
+//! made for speed for Node, made for size for browsers.
 //! All speak the JSON of `rota_core::json`, so one set of vectors tests them all.
 
 #[cfg(feature = "abi")]
 pub mod abi;
-#[cfg(feature = "fast-step")]
+#[cfg(feature = "js")]
 mod binary;
 #[cfg(feature = "js")]
 pub mod js;
