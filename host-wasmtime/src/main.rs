@@ -447,7 +447,7 @@ fn load_roster_with_warnings(args: &RosterArgs) -> Result<(Value, Vec<Violation>
         .map_err(|error| Failure::roster(&args.label(), error))
 }
 
-/// "FILE: warning: executors[0].env.API_KEY: ..." lines.
+/// `FILE: warning: executors[0].env.API_KEY: ...` lines.
 fn print_warnings(label: &str, warnings: &[Violation]) -> String {
     let mut out = String::new();
     for w in warnings {

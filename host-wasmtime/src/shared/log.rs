@@ -205,7 +205,7 @@ impl Drop for Subscription {
 }
 
 /// The storage of a shared roster's log, for one roster. See the module docs for
-/// what every method guarantees; [`PgLogStore`] is the PostgreSQL implementation.
+/// what every method guarantees; [`PgLogStore`](super::PgLogStore) is the PostgreSQL implementation.
 pub trait LogStore: Send + Sync {
     /// The roster this store reads and writes.
     fn roster(&self) -> &str;
