@@ -11,6 +11,9 @@
 //! `ROTA_BENCH_MODULE=path.wasm` benchmarks another build of the module (every
 //! variant and the load).
 //!
+//! The roster group times a `try_lease` + `release` through [`Roster`]: the step plus
+//! reading its outputs into the core's `Output` and carrying them out.
+//!
 //! One quiet run on the 2-core development machine (the module built by
 //! `scripts/build-wasm.sh abi`, profile `wasm-speed`): native 1.53 µs per input;
 //! wasmtime with the epoch deadline, journal and checkpoints 4.00 µs (2.6×); without
@@ -24,7 +27,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use rota_host::engine::{CacheDir, EngineConfig, HostEngine};
 use rota_host::sim::{simulate, SimConfig};
 use rota_host::trace::{Trace, TraceWriter};
-use rota_host::PolicyRuntime;
+use rota_host::{LeaseOptions, PolicyRuntime, Roster};
 use serde_json::{json, Value};
 
 const STEPS: usize = 2_000;
@@ -207,6 +210,36 @@ fn per_input(c: &mut Criterion) {
         })
     });
     group.finish();
+
+    // The roster's cost per call, as a caller's lease takes it: the guest's step, then
+    // its outputs read into the core's `Output` and carried out.
+    let mut group = c.benchmark_group("roster");
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio");
+    let roster = tokio
+        .block_on(
+            Roster::builder()
+                .document(f.document.clone())
+                .module(f.module.clone())
+                .build(),
+        )
+        .expect("roster");
+    group.bench_function("try_lease + release", |b| {
+        b.iter(|| {
+            tokio.block_on(async {
+                let lease = roster
+                    .try_lease("coder", LeaseOptions::default())
+                    .await
+                    .expect("try_lease")
+                    .expect("a free slot");
+                lease.release().expect("release");
+            })
+        })
+    });
+    group.finish();
+    drop(roster);
 
     let mut group = c.benchmark_group("module");
     group.sample_size(20);

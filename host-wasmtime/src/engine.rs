@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::{Config, Engine, InstancePre, Linker, Module, Store, StoreLimits};
 
 use crate::error::{HostError, Result};
-use crate::guest::{Guest, GuestState};
+use crate::guest::{Budget, Guest, GuestState};
 
 /// The ABI this host speaks: major 1, minor 2 (`rota_check`) or later.
 pub const ABI_MAJOR: u32 = 1;
@@ -346,21 +346,17 @@ impl HostEngine {
             .build();
         let mut store = Store::new(&self.inner.engine, GuestState { limits });
         store.limiter(|state| &mut state.limits);
-        self.arm(&mut store)?;
+        self.budget().arm(&mut store)?;
         Ok(store)
     }
 
-    /// Sets the deadline (and fuel) for the next call.
-    pub(crate) fn arm(&self, store: &mut Store<GuestState>) -> Result<()> {
-        if !self.inner.config.deadline.is_zero() {
-            store.set_epoch_deadline(self.inner.deadline_ticks);
+    /// What each call into a guest of this engine may spend.
+    pub(crate) fn budget(&self) -> Budget {
+        Budget {
+            deadline_ticks: (!self.inner.config.deadline.is_zero())
+                .then_some(self.inner.deadline_ticks),
+            fuel: self.inner.config.fuel,
         }
-        if let Some(fuel) = self.inner.config.fuel {
-            store
-                .set_fuel(fuel)
-                .map_err(|e| HostError::Abi(format!("cannot set fuel: {e}")))?;
-        }
-        Ok(())
     }
 }
 
@@ -397,8 +393,8 @@ fn read_verified(entry: &Path) -> Result<Option<Vec<u8>>, String> {
 /// Writes a cache entry, then its digest (both atomically): a digest never vouches
 /// for an entry that is not all there.
 fn write_entry(entry: &Path, artefact: &[u8]) -> std::io::Result<()> {
-    crate::state_file::write_atomic(entry, artefact)?;
-    crate::state_file::write_atomic(
+    crate::atomic::write_atomic(entry, artefact)?;
+    crate::atomic::write_atomic(
         &digest_path(entry),
         hex(&Sha256::digest(artefact)).as_bytes(),
     )
@@ -617,7 +613,7 @@ impl PolicyModule {
                 origin: self.inner.source.clone(),
                 message: e.to_string(),
             })?;
-        Guest::new(self.clone(), store, instance)
+        Guest::new(self.inner.engine.budget(), store, instance)
     }
 }
 

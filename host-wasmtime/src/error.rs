@@ -158,7 +158,7 @@ pub enum HostError {
     /// A shared roster's log store failed (its code: `STALE_EPOCH`, `DATABASE` ...).
     #[cfg(feature = "shared")]
     #[error("{0}")]
-    Log(#[from] crate::shared::LogError),
+    Log(#[from] crate::shared::log::LogError),
 }
 
 /// The core's stable error codes (`rota_core::Error::code`), as the ABI sends them.

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use rota_core::Level;
+use rota_core::{Fields, Level};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -29,7 +29,8 @@ pub struct Event {
     pub level: Level,
     /// A stable name: the core's (`granted`, `excluded`, `back` ...) or the host's
     /// (`guestFailed`, `guestRestored`, `stateFileCorrupt`, `probeUnsupported`,
-    /// `stateFileWriteFailed`, `stateFileUnreadable`, `policySwapped`, `policySwapRefused` ...).
+    /// `stateFileWriteFailed`, `stateFileUnreadable`, `policySwapped`, `policySwapRefused`,
+    /// `outputUnreadable` ...).
     pub name: String,
     /// What happened, for people.
     pub message: String,
@@ -55,35 +56,18 @@ impl Event {
         self
     }
 
-    /// An `event` output of the core, if `output` is one.
-    pub fn from_output(output: &Value) -> Option<Event> {
-        if output.get("type").and_then(Value::as_str) != Some("event") {
-            return None;
-        }
-        let level = output
-            .get("level")
-            .cloned()
-            .and_then(|l| serde_json::from_value(l).ok())
-            .unwrap_or(Level::Info);
-        let text = |key: &str| {
-            output
-                .get(key)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        let fields = output
-            .get("fields")
-            .and_then(Value::as_object)
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-            .unwrap_or_default();
-        Some(Event {
+    /// The core's `event` output (`Output::Event`'s parts) as an event.
+    pub fn core(level: Level, name: &str, message: String, fields: &Fields) -> Event {
+        Event {
             source: Source::Core,
             level,
-            name: text("name"),
-            message: text("message"),
-            fields,
-        })
+            name: name.to_string(),
+            message,
+            fields: fields
+                .iter()
+                .map(|(key, value)| (key.to_string(), value.clone()))
+                .collect(),
+        }
     }
 
     /// A field as text, when it is one.

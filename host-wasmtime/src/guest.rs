@@ -8,12 +8,35 @@
 use serde_json::Value;
 use wasmtime::{Instance, Memory, Store, StoreLimits, Trap, TypedFunc, WasmParams, WasmResults};
 
-use crate::engine::PolicyModule;
 use crate::error::{GuestFailure, HostError, Result};
 
 /// What a guest's store holds.
 pub struct GuestState {
     pub(crate) limits: StoreLimits,
+}
+
+/// What each call into a guest may spend, set before the call: an epoch deadline (in
+/// ticks of the engine's epoch; `None`: no deadline) and fuel (`None`: unmetered). The
+/// engine's configuration gives it ([`crate::engine::HostEngine`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Budget {
+    pub(crate) deadline_ticks: Option<u64>,
+    pub(crate) fuel: Option<u64>,
+}
+
+impl Budget {
+    /// Sets the deadline (and fuel) for the next call.
+    pub(crate) fn arm(&self, store: &mut Store<GuestState>) -> Result<()> {
+        if let Some(ticks) = self.deadline_ticks {
+            store.set_epoch_deadline(ticks);
+        }
+        if let Some(fuel) = self.fuel {
+            store
+                .set_fuel(fuel)
+                .map_err(|e| HostError::Abi(format!("cannot set fuel: {e}")))?;
+        }
+        Ok(())
+    }
 }
 
 /// A call into the guest that did not give an ABI result.
@@ -63,7 +86,7 @@ struct ArgBuf {
 
 /// One live instance of a policy module.
 pub struct Guest {
-    module: PolicyModule,
+    budget: Budget,
     store: Store<GuestState>,
     memory: Memory,
     funcs: Funcs,
@@ -92,7 +115,7 @@ fn failure(error: &wasmtime::Error) -> CallError {
 
 impl Guest {
     pub(crate) fn new(
-        module: PolicyModule,
+        budget: Budget,
         mut store: Store<GuestState>,
         instance: Instance,
     ) -> Result<Guest> {
@@ -113,23 +136,18 @@ impl Guest {
             state_file: typed(&instance, &mut store, "rota_state_file").ok(),
             check: typed(&instance, &mut store, "rota_check").ok(),
         };
-        module.engine().arm(&mut store)?;
+        budget.arm(&mut store)?;
         let abi_version = version
             .call(&mut store, ())
             .map_err(|e| HostError::Abi(format!("rota_abi_version: {e}")))?;
         Ok(Guest {
-            module,
+            budget,
             store,
             memory,
             funcs,
             bufs: [ArgBuf::default(); 2],
             abi_version,
         })
-    }
-
-    /// The module it is an instance of.
-    pub fn module(&self) -> &PolicyModule {
-        &self.module
     }
 
     /// `major << 16 | minor`.
@@ -142,8 +160,7 @@ impl Guest {
         func: impl Fn(&Funcs) -> &TypedFunc<P, R>,
         params: P,
     ) -> Result<R, CallError> {
-        self.module
-            .engine()
+        self.budget
             .arm(&mut self.store)
             .map_err(|e| CallError::Abi(e.to_string()))?;
         func(&self.funcs)
@@ -259,8 +276,7 @@ impl Guest {
         };
         let (dp, dl) = self.write(0, document)?;
         let (op, ol) = self.write(1, options)?;
-        self.module
-            .engine()
+        self.budget
             .arm(&mut self.store)
             .map_err(|e| CallError::Abi(e.to_string()))?;
         let packed = func
@@ -276,8 +292,7 @@ impl Guest {
             return Err(CallError::Abi("the module has no `rota_state_file`".into()));
         };
         let (p, l) = self.write(0, request)?;
-        self.module
-            .engine()
+        self.budget
             .arm(&mut self.store)
             .map_err(|e| CallError::Abi(e.to_string()))?;
         let packed = func

@@ -16,6 +16,26 @@
 //! - `shared` (feature `shared`): a roster shared by several processes through a log
 //!   on PostgreSQL: `SharedRoster` (sql/PROTOCOL.md), over `LogStore` / `PgLogStore`.
 //!
+//! The guest answers JSON; the roster, the shared roster and the simulator read each
+//! output into the core's typed [`rota_core::Output`] ([`output::read`]) and match it
+//! without a wildcard arm. An output this host cannot read is an `outputUnreadable`
+//! warning event naming it; the step's other outputs are still carried out.
+//!
+//! The modules, top first; imports run downwards only (`tests/layering.rs` fails on an
+//! import upwards or a cycle):
+//! - [`sim`], [`trace`], `shared` (its modules: `builder` joins; `roster` the calls
+//!   and `leader` the leader's duties; `driver` appends and reads, `fold` folds the
+//!   log and acts on this instance's outputs; `replica` the fold's state and `pg` the
+//!   PostgreSQL backend; `log` the log's contract);
+//! - [`roster`]: the async API over one runtime, its timers, probes and state writes;
+//! - [`runtime`] (one policy in its sandbox, checkpoint and journal) and
+//!   [`state_file`] (the state file's lock, read, merge and atomic write);
+//! - [`engine`]: the wasmtime engine, the module cache, loading and instantiating;
+//! - [`guest`]: one instance, call by call through the plain ABI;
+//! - leaves: [`output`], [`probe`], [`classify`] (failure facts from HTTP and IO
+//!   errors), [`source`] (roster files), [`telemetry`] (metric names), `table`,
+//!   [`clock`]; then [`error`]; then [`event`], and `atomic` (atomic file writes).
+//!
 //! The README's example, which `examples/lease.rs` runs (CI builds it, and a crate
 //! outside the workspace runs it through a path dependency: `scripts/test-dependent.sh`):
 //!
@@ -29,12 +49,14 @@
 
 #![warn(missing_docs)]
 
+mod atomic;
 pub mod classify;
 pub mod clock;
 pub mod engine;
 pub mod error;
 pub mod event;
 pub mod guest;
+pub mod output;
 pub mod probe;
 pub mod roster;
 pub mod runtime;

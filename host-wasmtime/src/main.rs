@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use comfy_table::{presets, CellAlignment, Table};
-use rota_core::{Document, ExplainRequest, Violation};
+use rota_core::{Document, ExplainRequest, Level, Output, Violation};
 use rota_host::clock::system_now_ms;
 use rota_host::engine::{CacheDir, EngineConfig, HostEngine, PolicyModule};
 use rota_host::sim::{simulate, SimConfig};
@@ -447,7 +447,7 @@ fn load_roster_with_warnings(args: &RosterArgs) -> Result<(Value, Vec<Violation>
         .map_err(|error| Failure::roster(&args.label(), error))
 }
 
-/// "FILE: warning: executors[0].env.API_KEY: ..." lines.
+/// `FILE: warning: executors[0].env.API_KEY: ...` lines.
 fn print_warnings(label: &str, warnings: &[Violation]) -> String {
     let mut out = String::new();
     for w in warnings {
@@ -847,9 +847,29 @@ fn explain(
             .map_err(|e| Failure::check(format!("{}: not a state file: {e}", path.display())))?;
         let input = json!({ "type": "restore", "now": now, "state": state });
         let step = runtime.step(&input)?;
-        for output in &step.outputs {
-            if output["type"] == "event" && output["level"] != "debug" {
-                notes.push(output["message"].as_str().unwrap_or_default().to_string());
+        for raw in &step.outputs {
+            match rota_host::output::read(raw) {
+                Ok(Output::Event { level, message, .. }) => {
+                    if level != Level::Debug {
+                        notes.push(message);
+                    }
+                }
+                // A restore asks for nothing else that explain carries out.
+                Ok(
+                    Output::Granted { .. }
+                    | Output::Exhausted { .. }
+                    | Output::TimedOut { .. }
+                    | Output::Unavailable { .. }
+                    | Output::Cancelled { .. }
+                    | Output::Waiting { .. }
+                    | Output::Probe { .. }
+                    | Output::CreateMachine { .. }
+                    | Output::DeleteMachine { .. }
+                    | Output::Preflight { .. }
+                    | Output::StartFailed { .. }
+                    | Output::Persist { .. },
+                ) => {}
+                Err(unreadable) => unreadable.log(),
             }
         }
     } else {

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use rota_core::{
     Document, Exclusion, ExclusionKind, ExecutorSpec, ExplainRequest, Explanation, Failure, Input,
-    LeaseRequest, Level, Options, PersistedState, Plan, Snapshot,
+    LeaseRequest, Level, Options, Output, PersistedState, Plan, Snapshot,
 };
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, Notify};
@@ -30,6 +30,7 @@ use crate::clock::Clock;
 use crate::engine::{HostEngine, PolicyModule};
 use crate::error::{HostError, Result};
 use crate::event::Event;
+use crate::output;
 use crate::probe::{probe, probe_with, ProbeOutcome, ProbeTls};
 use crate::runtime::{PolicyRuntime, Step};
 use crate::source::RosterSource;
@@ -240,14 +241,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn text(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
-}
-
 impl Core {
     fn add_waiter(&mut self, request: String, waiter: Waiter) {
         let waiting = self.waiting.entry(waiter.role.clone()).or_default();
@@ -267,6 +260,14 @@ impl Core {
             }
         }
         Some(waiter)
+    }
+
+    /// Hands a request of this host's its outcome (nobody waits for it any more:
+    /// nothing to do).
+    fn settle(&mut self, request: &str, outcome: Outcome) {
+        if let Some(waiter) = self.take_waiter(request) {
+            let _ = waiter.tx.send(outcome);
+        }
     }
 
     /// The running document's entry for `executor` (asked of the policy again after
@@ -350,8 +351,11 @@ impl Inner {
             match &result {
                 Ok(step) => {
                     core.wake_at = step.wake_at;
-                    for output in &step.outputs {
-                        self.dispatch(core, output, &mut pending);
+                    for raw in &step.outputs {
+                        match output::read(raw) {
+                            Ok(output) => self.dispatch(core, output, raw, &mut pending),
+                            Err(unreadable) => self.publish(unreadable),
+                        }
                     }
                 }
                 Err(error) if first.is_some() => {
@@ -371,17 +375,24 @@ impl Inner {
         first.unwrap_or(Err(HostError::Closed))
     }
 
-    fn dispatch(self: &Arc<Inner>, core: &mut Core, output: &Value, pending: &mut VecDeque<Input>) {
+    /// Carries out one output (`raw`: as the guest wrote it, for what passes through).
+    fn dispatch(
+        self: &Arc<Inner>,
+        core: &mut Core,
+        output: Output,
+        raw: &Value,
+        pending: &mut VecDeque<Input>,
+    ) {
         let now = self.clock.now_ms();
-        let kind = output
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let request = text(output, "request");
-        match kind {
-            "granted" => {
-                let lease = output.get("lease").and_then(Value::as_u64).unwrap_or(0);
-                let (executor, role) = (text(output, "executor"), text(output, "role"));
+        match output {
+            Output::Granted {
+                request,
+                lease,
+                executor,
+                role,
+                hold,
+                ..
+            } => {
                 let waiter = core.take_waiter(&request);
                 telemetry::granted(
                     &role,
@@ -392,7 +403,7 @@ impl Inner {
                     lease,
                     spec: core.spec(&executor, &role),
                     role,
-                    hold: output.get("hold").cloned(),
+                    hold,
                 };
                 let delivered = match waiter {
                     Some(waiter) => waiter.tx.send(outcome).is_ok(),
@@ -403,69 +414,60 @@ impl Inner {
                     pending.push_back(Input::Release { now, lease });
                 }
             }
-            "exhausted" => {
-                let outcome = Outcome::Exhausted {
-                    role: text(output, "role"),
-                    reasons: output
-                        .get("reasons")
-                        .cloned()
-                        .and_then(|r| serde_json::from_value(r).ok())
-                        .unwrap_or_default(),
-                };
-                if let Some(waiter) = core.take_waiter(&request) {
-                    let _ = waiter.tx.send(outcome);
-                }
-            }
-            "timedOut" | "unavailable" | "cancelled" => {
-                let outcome = match kind {
-                    "timedOut" => Outcome::TimedOut,
-                    "unavailable" => Outcome::Unavailable,
-                    _ => Outcome::Cancelled,
-                };
-                if let Some(waiter) = core.take_waiter(&request) {
-                    let _ = waiter.tx.send(outcome);
-                }
-            }
-            "probe" => {
-                let executor = text(output, "executor");
+            Output::Exhausted {
+                request,
+                role,
+                reasons,
+                ..
+            } => core.settle(&request, Outcome::Exhausted { role, reasons }),
+            Output::TimedOut { request, .. } => core.settle(&request, Outcome::TimedOut),
+            Output::Unavailable { request, .. } => core.settle(&request, Outcome::Unavailable),
+            Output::Cancelled { request, .. } => core.settle(&request, Outcome::Cancelled),
+            // The report is for people (`Roster::explain`); nothing to do.
+            Output::Waiting { .. } => {}
+            Output::Probe { executor, url } => {
                 if core.probing.insert(executor.clone()) {
-                    self.spawn_probe(executor, text(output, "url"));
+                    self.spawn_probe(executor, url);
                 }
             }
-            "createMachine" => self.spawn_create(text(output, "executor"), request),
-            "deleteMachine" => {
-                let lease = output.get("lease").and_then(Value::as_u64);
-                self.spawn_delete(text(output, "executor"), output.get("hold").cloned(), lease);
-            }
-            "preflight" => {
-                let executor = text(output, "executor");
+            Output::CreateMachine {
+                request, executor, ..
+            } => self.spawn_create(executor, request),
+            Output::DeleteMachine {
+                executor,
+                hold,
+                lease,
+                ..
+            } => self.spawn_delete(executor, Some(hold), lease),
+            Output::Preflight { executor } => {
                 if let Some(starting) = core.starting.as_mut() {
                     starting.awaiting.insert(executor.clone());
                 }
                 self.spawn_preflight(executor);
             }
-            "startFailed" => {
+            Output::StartFailed { executor, error } => {
                 if let Some(done) = core.starting.take().and_then(|s| s.done) {
-                    let _ = done.send(Err(HostError::StartFailed {
-                        executor: text(output, "executor"),
-                        error: text(output, "error"),
-                    }));
+                    let _ = done.send(Err(HostError::StartFailed { executor, error }));
                 }
             }
-            "persist" => {
+            Output::Persist { .. } => {
+                // The state-file rule (in the guest) merges it as the core wrote it.
                 if let Some(writer) = &self.writer {
-                    let _ = writer.send(WriterMsg::Persist(output.clone()));
+                    let _ = writer.send(WriterMsg::Persist(raw.clone()));
                 }
             }
-            "event" => {
-                if let Some(event) = Event::from_output(output) {
-                    if event.name == "excluded" {
-                        telemetry::excluded(event.text("kind").unwrap_or("?"));
-                    }
-                    self.publish(event);
+            Output::Event {
+                level,
+                name,
+                message,
+                fields,
+            } => {
+                let event = Event::core(level, &name, message, &fields);
+                if event.name == "excluded" {
+                    telemetry::excluded(event.text("kind").unwrap_or("?"));
                 }
+                self.publish(event);
             }
-            _ => {}
         }
     }
 
@@ -1104,12 +1106,16 @@ impl RosterBuilder {
     }
 }
 
-/// The exclusion a report put in force on `executor`, from its `excluded` event.
+/// The exclusion a report put in force on `executor`, from its `excluded` event. (An
+/// output that cannot be read was published as `outputUnreadable` when the step's
+/// outputs were carried out; here it is passed over.)
 pub(crate) fn exclusion_from(outputs: &[Value], executor: &str) -> Option<Exclusion> {
-    let fields = outputs.iter().find_map(|o| {
-        let event = o.get("type")? == "event" && o.get("name")? == "excluded";
-        let fields = o.get("fields")?;
-        (event && fields.get("executor")? == executor).then_some(fields)
+    let fields = outputs.iter().find_map(|raw| {
+        let Output::Event { name, fields, .. } = output::read(raw).ok()? else {
+            return None;
+        };
+        let on_executor = fields.get("executor").and_then(Value::as_str) == Some(executor);
+        (name == "excluded" && on_executor).then_some(fields)
     })?;
     Some(Exclusion {
         id: executor.to_string(),

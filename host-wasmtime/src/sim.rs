@@ -20,11 +20,12 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
-use rota_core::Document;
+use rota_core::{Document, Output};
 use serde_json::{json, Value};
 
 use crate::error::{HostError, Result};
 use crate::event::Event;
+use crate::output;
 use crate::runtime::PolicyRuntime;
 use crate::trace::TraceWriter;
 
@@ -546,25 +547,29 @@ impl World {
             self.report.rejected_inputs += 1;
             return;
         }
-        for output in result["outputs"]
+        for raw in result["outputs"]
             .as_array()
             .map(Vec::as_slice)
             .unwrap_or_default()
         {
-            let text = |k: &str| output[k].as_str().unwrap_or_default().to_string();
-            if self.log_events && output["type"] == "event" {
-                if let Some(event) = Event::from_output(output) {
-                    event.log();
+            let output = match output::read(raw) {
+                Ok(output) => output,
+                Err(unreadable) => {
+                    unreadable.log();
+                    continue;
                 }
-            }
-            match output["type"].as_str().unwrap_or_default() {
-                "granted" => {
+            };
+            match output {
+                Output::Granted {
+                    request,
+                    lease,
+                    executor,
+                    ..
+                } => {
                     self.report.granted += 1;
-                    let request = text("request");
                     if let Some(at) = self.requested_at.remove(&request) {
                         self.report.waits_ms.push(now - at);
                     }
-                    let executor = text("executor");
                     if let Some(e) = self.executor(&executor) {
                         let busy = e.busy + 1;
                         e.set_busy(now, busy);
@@ -573,57 +578,62 @@ impl World {
                         .rng
                         .exp(self.config.mean_job_ms as f64)
                         .clamp(20_000, 45 * MINUTE);
-                    let lease = output["lease"].as_u64().unwrap_or(0);
                     self.at(now + length, Happening::JobEnd { lease, executor });
                 }
-                "exhausted" => {
+                Output::Exhausted { request, .. } => {
                     self.report.exhausted += 1;
-                    self.requested_at.remove(&text("request"));
+                    self.requested_at.remove(&request);
                 }
-                "timedOut" => {
+                Output::TimedOut { request, .. } => {
                     self.report.timed_out += 1;
-                    self.requested_at.remove(&text("request"));
+                    self.requested_at.remove(&request);
                 }
-                "cancelled" => {
+                Output::Cancelled { request, .. } => {
                     self.report.cancelled += 1;
-                    self.requested_at.remove(&text("request"));
+                    self.requested_at.remove(&request);
                 }
-                "probe" => {
+                // The simulated callers never try a lease, and a waiting request's
+                // wait is counted when it ends.
+                Output::Unavailable { .. } | Output::Waiting { .. } => {}
+                Output::Probe { executor, .. } => {
                     self.report.probes += 1;
-                    self.at(
-                        now + 150,
-                        Happening::ProbeAnswer {
-                            executor: text("executor"),
-                        },
-                    );
+                    self.at(now + 150, Happening::ProbeAnswer { executor });
                 }
-                "createMachine" => {
+                Output::CreateMachine {
+                    request, executor, ..
+                } => {
                     let delay = self.rng.between(20, 40) * 1000;
-                    self.at(
-                        now + delay,
-                        Happening::MachineAnswer {
-                            request: text("request"),
-                            executor: text("executor"),
-                        },
-                    );
+                    self.at(now + delay, Happening::MachineAnswer { request, executor });
                 }
-                "deleteMachine" => {
-                    if let Some(lease) = output["lease"].as_u64() {
+                Output::DeleteMachine { lease, .. } => {
+                    if let Some(lease) = lease {
                         self.at(now + 2000, Happening::Deleted { lease });
                     }
                 }
-                "preflight" => self.at(
-                    now + 1000,
-                    Happening::Preflight {
-                        executor: text("executor"),
-                    },
-                ),
-                "persist" => self.report.persists += 1,
-                "event" if output["name"] == "excluded" => {
-                    let kind = output["fields"]["kind"].as_str().unwrap_or("?").to_string();
-                    *self.report.exclusions_by_kind.entry(kind).or_default() += 1;
+                Output::Preflight { executor } => {
+                    self.at(now + 1000, Happening::Preflight { executor })
                 }
-                _ => {}
+                // Every preflight of the simulation passes.
+                Output::StartFailed { .. } => {}
+                Output::Persist { .. } => self.report.persists += 1,
+                Output::Event {
+                    level,
+                    name,
+                    message,
+                    fields,
+                } => {
+                    if name == "excluded" {
+                        let kind = fields.get("kind").and_then(Value::as_str).unwrap_or("?");
+                        *self
+                            .report
+                            .exclusions_by_kind
+                            .entry(kind.to_string())
+                            .or_default() += 1;
+                    }
+                    if self.log_events {
+                        Event::core(level, &name, message, &fields).log();
+                    }
+                }
             }
         }
         self.wake_at = result["wakeAt"].as_u64();

@@ -20,14 +20,14 @@
 //!   alone: [`WriteError::Unreadable`]; the roster's writer reports
 //!   `stateFileUnreadable` and retries with back-off.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use rota_core::Level;
 use serde_json::{json, Value};
 
+use crate::atomic;
+pub use crate::atomic::write_atomic;
 use crate::engine::PolicyModule;
 use crate::error::{HostError, Result};
 use crate::event::Event;
@@ -215,21 +215,15 @@ impl StateFile {
     }
 
     fn dir(&self) -> PathBuf {
-        match self.path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-            _ => PathBuf::from("."),
-        }
+        atomic::dir_of(&self.path)
     }
 
     fn name(&self) -> String {
-        self.path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "state".into())
+        atomic::name_of(&self.path)
     }
 
     fn temp_prefix(&self) -> String {
-        format!(".{}.tmp-", self.name())
+        atomic::temp_prefix(&self.path)
     }
 
     /// `<file>.lock`.
@@ -411,36 +405,4 @@ impl StateFile {
         };
         write_atomic(&self.path, text.as_bytes()).map_err(io)
     }
-}
-
-/// Writes `bytes` to `path` so that readers see the old file or the new one, never a
-/// part: a temporary file in the same folder, fsync, rename over, fsync the folder.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let file = StateFile::new(path);
-    let dir = file.dir();
-    std::fs::create_dir_all(&dir)?;
-    let temp = dir.join(format!(
-        "{}{}-{}",
-        file.temp_prefix(),
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut out = std::fs::File::create(&temp)?;
-        out.write_all(bytes)?;
-        out.sync_all()?;
-        drop(out);
-        std::fs::rename(&temp, path)?;
-        // The rename is durable once the folder is synced (best effort: not every
-        // platform opens folders).
-        if let Ok(folder) = std::fs::File::open(&dir) {
-            let _ = folder.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
 }

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{broken_guest, health_server, policy, policy_file, roster, wait_for, ABI};
+use common::{
+    broken_guest, health_server, policy, policy_file, roster, scripted_guest, wait_for, ABI,
+};
 // The core's types as the host re-exports them: no direct rota-core dependency needed.
 use rota_host::{
     BoxFuture, ExclusionKind, ExplainRequest, Failure, FailureKind, HostError, LeaseOptions,
@@ -1045,4 +1047,53 @@ async fn the_guest_classifies_the_facts_the_host_extracts() {
         .report_http("b", 503, &[], "Service Unavailable")
         .expect("report")
         .is_none());
+}
+
+#[tokio::test]
+async fn an_output_the_host_cannot_read_is_an_event_and_the_others_are_still_carried_out() {
+    // A newer module's output, a malformed grant, then an event: the host names the
+    // first two in `outputUnreadable` warnings and still publishes the third.
+    let step = json!({
+        "outputs": [
+            { "type": "teleport", "executor": "a" },
+            { "type": "granted", "request": "r1" },
+            { "type": "event", "level": "info", "name": "stillHere", "message": "after them", "fields": { "executor": "a" } },
+        ],
+        "wakeAt": null,
+    });
+    let roster = Roster::builder()
+        .document(roster())
+        .module(
+            common::fuel_engine(5_000_000)
+                .load_bytes(&scripted_guest(ABI, true, &step.to_string()), "newer")
+                .expect("loads"),
+        )
+        .build()
+        .await
+        .expect("roster");
+    let mut events = roster.subscribe();
+    roster.resume("a").expect("the step itself is accepted");
+    let mut seen = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        seen.push(event);
+    }
+    let names: Vec<&str> = seen.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["outputUnreadable", "outputUnreadable", "stillHere"],
+        "{seen:#?}"
+    );
+    assert_eq!(seen[0].text("kind"), Some("teleport"));
+    assert_eq!(seen[0].level, rota_host::Level::Warn);
+    assert!(seen[0].message.contains("teleport"), "{}", seen[0].message);
+    assert_eq!(seen[0].fields["output"], step["outputs"][0]);
+    assert_eq!(seen[1].text("kind"), Some("granted"));
+    assert!(
+        seen[1].text("error").is_some_and(|e| e.contains("lease")),
+        "{:?}",
+        seen[1].text("error")
+    );
+    assert_eq!(seen[2].text("executor"), Some("a"));
+    // The roster goes on.
+    roster.resume("a").expect("the next step too");
 }

@@ -10,14 +10,23 @@ use serde_json::Value;
 use tokio::sync::{broadcast, Notify};
 
 use super::driver::{drive, incarnation, start_replica, Shared, SharedConfig};
+use super::log::{LogError, LogStore, SubscribeOptions};
+use super::pg::PgLogStore;
 use super::replica::State;
 use super::roster::{Owner, SharedRoster};
-use super::{LogError, LogStore, PgLogStore, SubscribeOptions};
 use crate::clock::Clock;
 use crate::engine::{HostEngine, PolicyModule};
 use crate::error::{HostError, Result};
 use crate::event::Event;
 use crate::roster::{NoProvisioner, Provisioner};
+
+impl SharedRoster<PgLogStore> {
+    /// A builder: `url`, `roster`, `document`, ... then `connect().await`.
+    pub fn builder() -> SharedRosterBuilder {
+        SharedRosterBuilder::new()
+    }
+}
+
 /// Builds a [`SharedRoster`]: `url` and `roster` (which log), the `document` and
 /// `options` (used only when this instance writes the genesis), timings, then
 /// `connect().await`.

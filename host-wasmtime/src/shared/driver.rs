@@ -10,10 +10,10 @@ use serde_json::Value;
 use tokio::sync::{broadcast, oneshot, Notify};
 use tokio::task::AbortHandle;
 
+use super::log::{LogError, LogStore, Subscription};
 use super::replica::{
     copy_log_error, entry_of, genesis_entry, read_genesis, FenceKind, Mine, Queued, State,
 };
-use super::{LogError, LogStore, Subscription};
 use crate::clock::Clock;
 use crate::engine::PolicyModule;
 use crate::error::{HostError, Result};

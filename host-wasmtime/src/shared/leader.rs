@@ -10,8 +10,8 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::driver::{incarnation, lock, Shared};
+use super::log::{LogError, LogStore};
 use super::replica::{entry_of, FenceKind, Queued};
-use super::{LogError, LogStore};
 use crate::event::Event;
 
 /// A heartbeat every `ttl / 4`; fenced once `ttl` passed since the last good one was

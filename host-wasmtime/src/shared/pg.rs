@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, Mutex};
 use tokio::time::MissedTickBehavior;
 use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Row};
 
-use super::{
+use super::log::{
     Appended, Head, InstanceSeen, LeaderLease, LogEntry, LogError, LogResult, LogStore, Snapshot,
     SubscribeOptions, Subscription, Wake,
 };

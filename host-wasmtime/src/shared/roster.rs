@@ -14,10 +14,10 @@ use rota_core::{
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
-use super::builder::SharedRosterBuilder;
 use super::driver::{lock, Shared};
+use super::log::{LogError, LogStore};
+use super::pg::PgLogStore;
 use super::replica::{entry_of, Mine, Outcome, Queued};
-use super::{LogError, LogStore, PgLogStore};
 use crate::classify::{http_facts, io_facts};
 use crate::error::{HostError, Result};
 use crate::event::Event;
@@ -97,13 +97,6 @@ enum Ask {
         role: Option<String>,
         hold: Option<Value>,
     },
-}
-
-impl SharedRoster<PgLogStore> {
-    /// A builder: `url`, `roster`, `document`, ... then `connect().await`.
-    pub fn builder() -> SharedRosterBuilder {
-        SharedRosterBuilder::new()
-    }
 }
 
 impl<S: LogStore + 'static> SharedRoster<S> {

@@ -76,10 +76,17 @@ pub const ABI: u32 = (1 << 16) | 2;
 /// `abi_version` is what `rota_abi_version` answers; `import_ok` whether
 /// `rota_import` gives a handle.
 pub fn broken_guest(abi_version: u32, import_ok: bool) -> Vec<u8> {
+    scripted_guest(abi_version, import_ok, r#"{"outputs":[],"wakeAt":null}"#)
+}
+
+/// [`broken_guest`] whose `rota_handle` answers `step` (up to 1,024 bytes of JSON) to
+/// every input it does not trap on.
+pub fn scripted_guest(abi_version: u32, import_ok: bool, step: &str) -> Vec<u8> {
+    assert!(step.len() <= 1024, "the step answer fits its slot");
     // (offset, JSON) of every constant answer.
     let texts = [
         (0, r#"{"handle":1}"#),
-        (64, r#"{"outputs":[],"wakeAt":null}"#),
+        (1024, step),
         (128, r#"{"ok":{}}"#),
         (192, r#"{"ok":[]}"#),
         (
@@ -100,8 +107,13 @@ pub fn broken_guest(abi_version: u32, import_ok: bool) -> Vec<u8> {
         let (_, text) = texts.iter().find(|(o, _)| *o == at).expect("a constant");
         format!("(call $packed (i32.const {at}) (i32.const {}))", text.len())
     };
-    let (handle, outputs, ok, list, error) =
-        (answer(0), answer(64), answer(128), answer(192), answer(256));
+    let (handle, outputs, ok, list, error) = (
+        answer(0),
+        answer(1024),
+        answer(128),
+        answer(192),
+        answer(256),
+    );
     let import_body = if import_ok { handle.clone() } else { error };
     let wat = format!(
         r#"(module
