@@ -18,46 +18,21 @@
 //!   10,000 ids (9,990 of the roster, unsorted). Target: under 5 ms.
 //!
 //! Before the benchmarks, a counting allocator measures the memory each waiting
-//! request holds (target: under 300 bytes), and again with a label on each. It
-//! counts the bytes asked of the allocator (not its own overhead), indexes
-//! included: 222 bytes (239 with a 17-character label) since requests live once
-//! in a slab with their rare fields boxed and the queues hold slots; 637 before,
-//! with a full record per id in a map and ids copied into the queues. (214 before
-//! the indexes shared one `[u64; 4]` key shape for the web build's size, issue 4.)
-//! 265 (282 with the label) since the id map's keys carry their first eight bytes as
-//! an integer beside the text (issue 15: 32 bytes a key natively, 16 before).
+//! request holds (target: under 300 bytes), and again with a label on each (the bytes
+//! asked of the allocator, indexes included, not its own overhead), and the
+//! allocations per lease+release cycle at 64 executors (the inputs' own two strings
+//! included), with events at debug and with events below warn off (the npm `Roster`'s
+//! step while nobody listens).
 //!
-//! One run on the 2-core development machine (2026-11-29, session 3, after issue 4's
-//! size and hot-path work; little else running):
+//! Latest figures (2026-12-07, the 2-core development machine shared with other builds,
+//! load average about 10, so every figure is inflated; two runs each, means):
 //!
 //! | case | figure | target |
 //! |---|---|---|
-//! | lease+release, 4 / 64 / 1,024 / 10,000 executors | 449 / 515 / 564 / 627 ns | ≥ 1 M/s at 1,024 (1.77 M/s); ≤ 2× the cost at 4 at 10,000 (1.40×) |
-//! | release that grants the next, 10,000 waiting | 698 ns | < 5 µs |
-//! | failure storm, per report | 610 ns (9.5 µs when every persist rewrote the whole state) | < 1 µs |
-//! | memory per waiting request | 222 B | < 300 B |
-//!
-//! The two lease-that-waits cases (2026-12-01, issue 12; load average 4-6 from other
-//! builds, so every figure is inflated, the old ones about 2x here): a lease that
-//! waits 1.20 µs at 4 executors, 1.46 µs at 10,000 (1.22x; 5.5 µs vs 79.9 µs, 14.5x,
-//! before, at load 9); avoiding 10,000 ids 2.0 ms (1.52 s before: O(n²)).
-//!
-//! After issues 12-14 and 18's core additions merged (2026-12-01, session 5, load
-//! average about 1): lease+release 813 / 878 / 1,007 / 983 ns at 4 / 64 / 1,024 /
-//! 10,000 executors; a lease that waits 963 ns at 4, 1.70 µs at 10,000 (1.76x); a
-//! lease avoiding 10,000 ids 1.43 ms (6.0 ms at load 2-4 before the avoid list was
-//! sorted as (id, position) pairs and `can_serve` stopped collecting the avoided).
-//!
-//! Issue 15, branch wip-perf2 (2026-12-01): the counting allocator also counts allocations
-//! per lease+release cycle at 64 executors (the inputs' own two strings included),
-//! printed before the benchmarks: 23.1 before (11.1 with events below warn off, the npm
-//! Roster's step while nobody listens), 18.1 (8.1) after (passed_by without a collected
-//! role list, the lease table keeping a small allocation when it drains, a release
-//! cloning its executor id only for its event, the two events' fields built in key
-//! order). A lease that waits writes its waiting report into one string and is queued
-//! by slot. Timings could not be judged on this run's machine (load average 5-7 from
-//! other helpers' builds: the same binary varied 2-3x from run to run); in one pair of
-//! runs side by side lease+release was about 15 % cheaper than before.
+//! | lease+release, 4 / 64 / 1,024 / 10,000 executors | 1.03 / 1.08 / 1.19 / 1.37 µs | ≥ 1 M/s at 1,024 (0.84 M/s at this load); ≤ 2× the cost at 4 at 10,000 (1.33×) |
+//! | a lease that waits, 4 / 10,000 executors | 1.24 / 1.06 µs | ≤ 2× the cost at 4 at 10,000 |
+//! | memory per waiting request | 247 B | < 300 B |
+//! | allocations per lease+release | 15.0 (7.0 with events below warn off) | |
 //!
 //! `cargo bench -p rota-core --bench policy` (add `-- --quick` for a fast look).
 
