@@ -356,6 +356,7 @@ impl HostEngine {
             deadline_ticks: (!self.inner.config.deadline.is_zero())
                 .then_some(self.inner.deadline_ticks),
             fuel: self.inner.config.fuel,
+            _engine: self.inner.clone(),
         }
     }
 }

@@ -5,6 +5,9 @@
 //! guest owns until its next call, which the host copies out at once. Each call is
 //! armed with the engine's deadline (and fuel) first.
 
+use std::any::Any;
+use std::sync::Arc;
+
 use serde_json::Value;
 use wasmtime::{Instance, Memory, Store, StoreLimits, Trap, TypedFunc, WasmParams, WasmResults};
 
@@ -18,10 +21,13 @@ pub struct GuestState {
 /// What each call into a guest may spend, set before the call: an epoch deadline (in
 /// ticks of the engine's epoch; `None`: no deadline) and fuel (`None`: unmetered). The
 /// engine's configuration gives it ([`crate::engine::HostEngine`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 pub(crate) struct Budget {
     pub(crate) deadline_ticks: Option<u64>,
     pub(crate) fuel: Option<u64>,
+    /// The engine, held while an instance of it lives: its epoch ticker, which makes
+    /// the deadline fire, stops when the engine goes.
+    pub(crate) _engine: Arc<dyn Any + Send + Sync>,
 }
 
 impl Budget {
