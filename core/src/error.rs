@@ -4,8 +4,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::write::{Obj, WriteJson};
-
 /// One thing wrong with a document, and where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -19,15 +17,6 @@ pub struct Violation {
 impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.path, self.message)
-    }
-}
-
-impl WriteJson for Violation {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("path", &self.path)
-            .field("message", &self.message)
-            .end();
     }
 }
 

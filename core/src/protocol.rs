@@ -11,7 +11,6 @@ use serde_json::Value;
 use crate::error::Error;
 use crate::limits;
 use crate::read::{self, object, variant, Read};
-use crate::write::{write_str, Obj, WriteJson};
 
 /// What a lease request asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -648,43 +647,6 @@ impl ExplainRequest {
             pin: o.opt("pin", read::string)?,
             request: o.opt("request", read::string)?,
         })
-    }
-}
-
-// ---- Writers --------------------------------------------------------------------
-//
-// As `crate::write` writes JSON: byte for byte what serde_json writes over the derived
-// `Serialize` above. `Output`'s writer is in `wire.rs`, beside its reader.
-
-impl WriteJson for ExclusionKind {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        write_str(out, self.name());
-    }
-}
-
-impl WriteJson for Level {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        write_str(out, self.name());
-    }
-}
-
-impl WriteJson for Exclusion {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("id", &self.id)
-            .field("reason", &self.reason)
-            .field("kind", &self.kind)
-            .some("until", &self.until)
-            .end();
-    }
-}
-
-impl WriteJson for PersistedState {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("version", &self.version)
-            .field("exclusions", &self.exclusions)
-            .end();
     }
 }
 

@@ -10,8 +10,6 @@
 //! which is fine for the sizes these hold (at most one entry per executor or per
 //! request being created, and touched on cold paths only).
 
-use crate::write::{write_map, WriteJson};
-
 /// Entries in key order, keys unique.
 pub(crate) type StrMap<V> = Vec<(String, V)>;
 
@@ -167,12 +165,6 @@ impl<V> FromIterator<(String, V)> for SortedMap<V> {
     }
 }
 
-impl<V: WriteJson> WriteJson for SortedMap<V> {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        write_map(out, self.iter());
-    }
-}
-
 impl<V: serde::Serialize> serde::Serialize for SortedMap<V> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_map(self.iter())
@@ -218,9 +210,6 @@ mod tests {
         assert_eq!(own.get("z"), None);
         let text = serde_json::to_string(&own).ok();
         assert_eq!(text, serde_json::to_string(&btree).ok());
-        let mut written = Vec::new();
-        WriteJson::write_json(&own, &mut written);
-        assert_eq!(String::from_utf8(written).ok(), text);
         let read: Option<SortedMap<u32>> =
             serde_json::from_str(r#"{"b":2,"a":1,"c":3,"a":9,"":0}"#).ok();
         assert_eq!(read, Some(own));

@@ -30,7 +30,7 @@ use serde_json::Value;
 use crate::error::Error;
 use crate::protocol::{Exclusion, ExclusionKind, PersistedState, STATE_VERSION};
 use crate::read::{self, object, Read};
-use crate::write::{write_str, write_u64, WriteJson};
+use crate::write::{write_serialized, write_str, write_u64};
 
 /// The largest integer JS holds exactly (`Number.MAX_SAFE_INTEGER`).
 const MAX_SAFE: u64 = (1 << 53) - 1;
@@ -247,7 +247,7 @@ pub fn render(file: &StateFile) -> String {
         out.extend_from_slice(b",\n        \"reason\": ");
         write_str(&mut out, &x.reason);
         out.extend_from_slice(b",\n        \"kind\": ");
-        x.kind.write_json(&mut out);
+        write_str(&mut out, x.kind.name());
         if let Some(until) = x.until {
             out.extend_from_slice(b",\n        \"until\": ");
             write_u64(&mut out, until.min(MAX_SAFE));
@@ -331,12 +331,12 @@ fn answer_value(request: &str, out: &mut Vec<u8>) -> Answer {
             out.extend_from_slice(b"{\"format\":");
             write_str(out, file.format.name());
             out.extend_from_slice(b",\"exclusions\":");
-            file.exclusions.write_json(out);
+            write_serialized(out, &file.exclusions);
             out.push(b'}');
         }
         "restore" => {
             let file = parse(&text()?).map_err(corrupt)?;
-            restore_state(&file, now()?).write_json(out);
+            write_serialized(out, &restore_state(&file, now()?));
         }
         "merge" => {
             let existing =

@@ -27,7 +27,7 @@
 
 use js_sys::{Array, Error as JsError, Reflect, JSON};
 use rota_core::json::{from_value, parse_options, step_str, to_text};
-use rota_core::write::{to_json_text, WriteJson};
+use rota_core::write::to_json_text;
 use rota_core::{Error, ExplainRequest, Policy as CorePolicy};
 use rota_core::{Level, Output, OutputRef};
 use serde::Serialize;
@@ -119,7 +119,7 @@ fn to_js_value<T: Serialize + ?Sized>(value: &T) -> JsValue {
 }
 
 /// A large value as a plain JS value, through its canonical JSON text (see `parse_text`).
-fn to_js_text<T: WriteJson>(value: &T) -> JsValue {
+fn to_js_text<T: Serialize>(value: &T) -> JsValue {
     parse_text(&to_json_text(value))
 }
 

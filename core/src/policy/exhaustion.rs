@@ -12,7 +12,6 @@ use super::exclusions::Described;
 use super::queue::Ending;
 use super::reload::Startup;
 use super::requests::Request;
-use super::role_queue::Waiters;
 use super::Policy;
 
 impl Policy {
@@ -78,7 +77,7 @@ impl Policy {
         }
         let mut ended = Vec::new();
         for &r in roles {
-            for (_, s) in self.queue.by_role[r].entries() {
+            for &(_, s) in self.queue.by_role[r].iter() {
                 let Some(req) = self.queue.requests.at(s) else {
                     debug_assert!(false, "a queued slot holds a request");
                     continue;

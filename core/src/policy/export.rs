@@ -8,7 +8,6 @@ use crate::protocol::{Exclusion, ExclusionKind, Options, Output};
 use crate::read::{self, at, list_in, map_in, object, Read};
 use crate::sorted::{self, StrMap, StrSet};
 use crate::status::PreflightRecord;
-use crate::write::{Obj, WriteJson};
 
 use super::exclusions::ActiveExclusion;
 use super::keys::{key_parts, shared, KeyParts};
@@ -24,17 +23,6 @@ impl Policy {
     /// outputs first: pending outputs are carried but a host should not rely on it.
     pub fn export_state(&self) -> Value {
         crate::write::to_json_value(&self.exported())
-    }
-
-    /// The exported state's text as the hand-written writer (what hosts get) and as
-    /// serde_json over the derived `Serialize` write it: the tests compare the two.
-    #[doc(hidden)]
-    pub fn export_texts(&self) -> (String, String) {
-        let exported = self.exported();
-        (
-            crate::write::to_json_text(&exported),
-            serde_json::to_string(&exported).unwrap_or_default(),
-        )
     }
 
     pub(super) fn exported(&self) -> Exported {
@@ -103,9 +91,8 @@ impl Policy {
     pub fn state_hash(&self) -> String {
         let mut exported = self.exported();
         exported.outputs.clear();
-        let mut text = Vec::new();
-        exported.write_json(&mut text);
-        format!("{:016x}", fnv1a64(&text))
+        let text = crate::write::to_json_text(&exported);
+        format!("{:016x}", fnv1a64(text.as_bytes()))
     }
 
     /// A request in the shape `export_state` writes.
@@ -219,146 +206,6 @@ pub(super) struct ExportedReload {
     pub(super) document: Value,
     pub(super) awaiting: StrSet,
     pub(super) since: u64,
-}
-
-// ---- Writing an export ------------------------------------------------------------
-//
-// By hand (`write.rs`), the text of the derived `Serialize` byte for byte (the derives
-// stay as the tests' reference).
-
-impl WriteJson for Exported {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        let mut o = Obj::new(out);
-        o.field("version", &self.version)
-            .field("options", &self.options)
-            .field("document", &self.document)
-            .field("draining", &self.draining)
-            .pairs("runtime", &self.runtime)
-            .field("now", &self.now)
-            .field("requests", &self.requests)
-            .pairs("leases", &self.leases)
-            .pairs("abandoned", &self.abandoned);
-        if !self.abandoned_owners.is_empty() {
-            o.pairs("abandonedOwners", &self.abandoned_owners);
-        }
-        o.field("nextLease", &self.next_lease)
-            .field("nextArrival", &self.next_arrival)
-            .field("leaseClock", &self.lease_clock)
-            .field("lastPersisted", &self.last_persisted)
-            .field("knownIds", &self.known_ids)
-            .field("pendingReload", &self.pending_reload)
-            .pairs("preflights", &self.preflights)
-            .field("outputs", &self.outputs)
-            .some("starting", &self.starting);
-        if self.start_failed {
-            o.field("startFailed", &self.start_failed);
-        }
-        o.nonempty("cutShort", &self.cut_short).end();
-    }
-}
-
-impl WriteJson for ExportedReload {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("document", &self.document)
-            .field("awaiting", &self.awaiting)
-            .field("since", &self.since)
-            .end();
-    }
-}
-
-impl WriteJson for ExportedRequest {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("id", &self.id)
-            .field("role", &self.role)
-            .field("avoid", &self.avoid)
-            .field("prefer", &self.prefer)
-            .field("pin", &self.pin)
-            .field("rank", &self.rank)
-            .field("eventTime", &self.event_time)
-            .field("label", &self.label)
-            .field("deadline", &self.deadline)
-            .some("owner", &self.owner)
-            .field("key", &self.key)
-            .field("since", &self.since)
-            .field("announced", &self.announced)
-            .field("tryOnly", &self.try_only)
-            .field("state", &self.state)
-            .end();
-    }
-}
-
-impl WriteJson for RequestState {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        match self {
-            RequestState::Waiting => out.extend_from_slice(b"\"waiting\""),
-            RequestState::Creating { executor, passed } => {
-                out.extend_from_slice(b"{\"creating\":");
-                Obj::new(out)
-                    .field("executor", executor)
-                    .field("passed", passed)
-                    .end();
-                out.push(b'}');
-            }
-        }
-    }
-}
-
-impl WriteJson for Lease {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        let mut o = Obj::new(out);
-        o.field("request", &self.request)
-            .field("executor", &self.executor)
-            .field("role", &self.role)
-            .field("label", &self.label)
-            .field("hold", &self.hold)
-            .field("since", &self.since)
-            .field("occupied", &self.occupied)
-            .field("counted", &self.counted);
-        if self.deleting {
-            o.field("deleting", &self.deleting);
-        }
-        o.some("owner", &self.owner).end();
-    }
-}
-
-impl WriteJson for Runtime {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("lastLeased", &self.last_leased)
-            .field("exclusion", &self.exclusion)
-            .field("rateLimits", &self.rate_limits)
-            .field("pause", &self.pause)
-            .field("probeInFlight", &self.probe_in_flight)
-            .field("lastProbeAt", &self.last_probe_at)
-            .end();
-    }
-}
-
-impl WriteJson for ActiveExclusion {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("kind", &self.kind)
-            .field("reason", &self.reason)
-            .field("until", &self.until)
-            .field("since", &self.since)
-            .field("then", &self.then)
-            .end();
-    }
-}
-
-impl WriteJson for Pause {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        Obj::new(out)
-            .field("failures", &self.failures)
-            .field("until", &self.until)
-            .field("message", &self.message)
-            .field("blocked", &self.blocked)
-            .field("reason", &self.reason)
-            .field("failedAt", &self.failed_at)
-            .end();
-    }
 }
 
 // ---- Reading an export ------------------------------------------------------------

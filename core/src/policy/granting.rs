@@ -11,9 +11,7 @@ use super::events::EventName;
 use super::events::{for_label, with_label};
 use super::keys::{order_key, OrderKey};
 use super::queue::Ending;
-use super::ready::Ready;
 use super::requests::{request_extra, Creating, Request};
-use super::role_queue::Waiters;
 use super::Policy;
 
 /// What one pass through an input decided to do with a lease request.
@@ -217,7 +215,7 @@ impl Policy {
             }
         }
         self.roster.ready[r]
-            .first_where(|k| !req.avoids(&self.roster.executors[k[2] as usize].spec.id))
+            .find_first(|k| !req.avoids(&self.roster.executors[k[2] as usize].spec.id))
             .map(|k| k[2] as usize)
     }
 
@@ -376,8 +374,8 @@ impl Policy {
                     if !x.free_for(r) {
                         continue;
                     }
-                    for (key, s) in self.queue.by_role[r].entries() {
-                        if best.as_ref().is_some_and(|(b, _, _)| b <= key) {
+                    for &(key, s) in self.queue.by_role[r].iter() {
+                        if best.as_ref().is_some_and(|(b, _, _)| *b <= key) {
                             break;
                         }
                         let Some(req) = self.queue.requests.at(s) else {
@@ -387,7 +385,7 @@ impl Policy {
                         if req.pin().is_some() || req.avoids(&x.spec.id) {
                             continue;
                         }
-                        best = Some((*key, s, None));
+                        best = Some((key, s, None));
                         break;
                     }
                 }

@@ -8,9 +8,7 @@
 #[cfg(debug_assertions)]
 use super::avoid::NO_AVOID;
 use super::keys::{ready_key, Index};
-use super::ready::Ready;
 use super::requests::{LEASED, TAKEN};
-use super::role_queue::Waiters;
 use super::Policy;
 use crate::error::InvariantViolation;
 
@@ -223,7 +221,7 @@ impl Policy {
                 })?;
                 let want = x.ready_for(r);
                 let key = ready_key(x.priority(r), x.ready_stamp, e);
-                let has = self.roster.ready[r].has(&key);
+                let has = self.roster.ready[r].contains(&key);
                 ensure(x.per_role[r].ready == has, "ready mark", || {
                     format!(
                         "executor {id} is marked {} the ready set of {} and is {}",
@@ -359,13 +357,13 @@ impl Policy {
     fn verify_queues(&self) -> Result<(), InvariantViolation> {
         let roles = &self.document.roles;
         let requests = &self.queue.requests;
-        let queued: usize = self.queue.by_role.iter().map(Waiters::count).sum();
+        let queued: usize = self.queue.by_role.iter().map(|queue| queue.len()).sum();
         let waiting = requests.values().filter(|q| q.waiting()).count();
         ensure(queued == waiting, "queue", || {
             format!("{queued} requests are queued where {waiting} wait")
         })?;
         for (r, queue) in self.queue.by_role.iter().enumerate() {
-            for (key, s) in queue.entries() {
+            for &(key, s) in queue.iter() {
                 let Some(q) = requests.at(s) else {
                     return Err(InvariantViolation {
                         invariant: "queue",
@@ -374,7 +372,7 @@ impl Policy {
                 };
                 let id = &q.id;
                 ensure(
-                    q.waiting() && q.key == *key && self.roster.request_role(q) == Some(r),
+                    q.waiting() && q.key == key && self.roster.request_role(q) == Some(r),
                     "queue",
                     || format!("request {id} is not queued under its role and key"),
                 )?;

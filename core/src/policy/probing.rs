@@ -6,7 +6,6 @@ use serde_json::json;
 
 use super::events::EventName;
 use super::keys::{timer_key, Key};
-use super::role_queue::Waiters;
 use super::Policy;
 
 impl Policy {
@@ -83,7 +82,7 @@ impl Policy {
     pub(super) fn demand(&self, e: usize) -> bool {
         let x = &self.roster.executors[e];
         x.role_indexes.iter().any(|&r| {
-            self.queue.by_role[r].entries().take(16).any(|(_, s)| {
+            self.queue.by_role[r].iter().take(16).any(|&(_, s)| {
                 self.queue
                     .requests
                     .at(s)

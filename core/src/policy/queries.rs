@@ -17,7 +17,6 @@ use super::avoid::Avoid;
 use super::exclusions::{describe, Described};
 use super::keys::{order_key, OrderKey};
 use super::requests::{request_extra, Request};
-use super::role_queue::Waiters;
 use super::Policy;
 
 impl Policy {
@@ -147,7 +146,7 @@ impl Policy {
             .collect();
         let mut queue: Vec<(OrderKey, usize, QueuedRequest)> = Vec::new();
         for (r, entries) in self.queue.by_role.iter().enumerate() {
-            for (_, s) in entries.entries() {
+            for &(_, s) in entries.iter() {
                 let Some(q) = self.queue.requests.at(s) else {
                     debug_assert!(false, "a queued slot holds a request");
                     continue;

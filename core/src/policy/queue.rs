@@ -2,12 +2,14 @@
 //! (`requests.rs`), deadlines, and how a request without a lease ends (the flows are
 //! `queueing.rs`'s).
 
+use std::cmp::Ordering;
+
 use crate::limits;
 use crate::sorted::{self, StrMap};
 
 use super::keys::{Index, Key, OrderKey};
 use super::requests::Requests;
-use super::role_queue::{RoleQueue, Waiters};
+use super::role_queue::RoleQueue;
 use super::roster::RoleTable;
 
 /// The request deadlines in (deadline, lease order) order, each with its request's
@@ -166,7 +168,7 @@ impl Queue {
             request.id
         );
         let key = request.key;
-        let fresh = self.by_role[r].put(key, s);
+        let fresh = self.by_role[r].insert((key, s));
         debug_assert!(fresh, "{} queued twice", request.id);
         if let Some(pin) = request.pin() {
             sorted::entry(&mut self.pinned, pin).insert(key, s);
@@ -184,7 +186,7 @@ impl Queue {
         };
         let key = request.key;
         if let Some(r) = roles.of(request.role) {
-            self.by_role[r].cut(&key);
+            self.by_role[r].remove(&key);
         }
         if let Some(pin) = request.pin() {
             if let Some(queue) = sorted::get_mut(&mut self.pinned, pin) {
@@ -217,7 +219,7 @@ impl Queue {
                 continue;
             }
             if let Some(r) = roles.of(request.role) {
-                self.by_role[r].put(request.key, s);
+                self.by_role[r].insert((request.key, s));
             }
             if let Some(pin) = request.pin() {
                 sorted::entry(&mut self.pinned, pin).insert(request.key, s);
@@ -225,8 +227,19 @@ impl Queue {
         }
     }
 
-    /// Waiting requests for role `r` earlier in lease order than `key`.
+    /// Waiting requests for role `r` earlier in lease order than `key`; the head (a
+    /// grant) and the tail (a new waiter, queued before its place is counted) are
+    /// answered without a search.
     pub(super) fn count_before(&self, r: usize, key: &OrderKey) -> u32 {
-        self.by_role[r].count_before(key)
+        let queue = &self.by_role[r];
+        match (queue.first(), queue.last()) {
+            (Some((first, _)), Some((last, _))) if key > first => match key.cmp(last) {
+                Ordering::Greater => queue.len() as u32,
+                Ordering::Equal => queue.len() as u32 - 1,
+                Ordering::Less => queue.count_below(key) as u32,
+            },
+            // Nobody waits for this role (the common case of a grant), or the head.
+            _ => 0,
+        }
     }
 }

@@ -13,32 +13,3 @@ use super::keys::Key;
 
 /// A ready set (see the module).
 pub(super) type ReadySet = Blocks<Key>;
-
-/// What the roster asks of a ready set.
-pub(super) trait Ready {
-    /// False if `key` was in already.
-    fn add(&mut self, key: Key) -> bool;
-    /// False if `key` was not in.
-    fn take(&mut self, key: &Key) -> bool;
-    fn has(&self, key: &Key) -> bool;
-    /// The first key, in key order, that `wanted` takes.
-    fn first_where(&self, wanted: impl FnMut(&&Key) -> bool) -> Option<&Key>;
-}
-
-impl Ready for Blocks<Key> {
-    fn add(&mut self, key: Key) -> bool {
-        self.insert(key)
-    }
-
-    fn take(&mut self, key: &Key) -> bool {
-        self.remove(key).is_some()
-    }
-
-    fn has(&self, key: &Key) -> bool {
-        self.contains(key)
-    }
-
-    fn first_where(&self, wanted: impl FnMut(&&Key) -> bool) -> Option<&Key> {
-        self.find_first(wanted)
-    }
-}

@@ -11,7 +11,7 @@ use crate::protocol::{Choice, ExclusionKind, Unservable};
 use super::exclusions::ActiveExclusion;
 use super::keys::{ready_key, ByName, Priority, SharedName};
 use super::provisioning::Pause;
-use super::ready::{Ready, ReadySet};
+use super::ready::ReadySet;
 use super::requests::Request;
 
 /// What an executor carries from input to input (and across a live swap).
@@ -360,7 +360,9 @@ impl Roster {
         for &r in &x.role_indexes {
             let role = &mut x.per_role[r];
             if role.ready {
-                let removed = self.ready[r].take(&ready_key(role.priority, x.ready_stamp, e));
+                let removed = self.ready[r]
+                    .remove(&ready_key(role.priority, x.ready_stamp, e))
+                    .is_some();
                 debug_assert!(removed, "ready entry of {} for role {r}", x.spec.id);
                 role.ready = false;
             }
@@ -382,10 +384,10 @@ impl Roster {
             let role = &mut x.per_role[r];
             let (has, priority) = (role.ready, role.priority);
             if has && (!want || old != stamp) {
-                self.ready[r].take(&ready_key(priority, old, e));
+                self.ready[r].remove(&ready_key(priority, old, e));
             }
             if want && (!has || old != stamp) {
-                self.ready[r].add(ready_key(priority, stamp, e));
+                self.ready[r].insert(ready_key(priority, stamp, e));
             }
             role.ready = want;
         }

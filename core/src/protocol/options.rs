@@ -8,7 +8,6 @@ use super::{id_too_long, Level};
 use crate::error::Error;
 use crate::limits;
 use crate::read::{self, object, variant, Read};
-use crate::write::{write_str, Obj, WriteJson};
 
 /// Options a host gives with the document. Defaults are the seeds'.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -210,33 +209,6 @@ impl Options {
     }
 }
 
-impl WriteJson for Options {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        let mut o = Obj::new(out);
-        o.field("canProbe", &self.can_probe)
-            .field("healthProbeIntervalMs", &self.health_probe_interval_ms)
-            .field("idleProbeIntervalMs", &self.idle_probe_interval_ms)
-            .field("rateLimitWindowMs", &self.rate_limit_window_ms)
-            .field("rateLimitsToExclude", &self.rate_limits_to_exclude)
-            .field("provisionFirstPauseMs", &self.provision_first_pause_ms)
-            .field("provisionMaxPauseMs", &self.provision_max_pause_ms);
-        if self.preflight {
-            o.field("preflight", &self.preflight);
-        }
-        o.field("preflightReloads", &self.preflight_reloads)
-            .some("choice", &self.choice)
-            .some("unservable", &self.unservable)
-            .field("kinds", &self.kinds);
-        if !self.min_event_level.is_debug() {
-            o.field("minEventLevel", &self.min_event_level);
-        }
-        if !self.expired_owner_leases.is_release() {
-            o.field("expiredOwnerLeases", &self.expired_owner_leases);
-        }
-        o.end();
-    }
-}
-
 /// Which of the equal free executors (same priority for the role) takes a request.
 /// The two seeds differ here, and rota offers both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -312,12 +284,6 @@ impl ExpiredOwnerLeases {
     }
 }
 
-impl WriteJson for ExpiredOwnerLeases {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        write_str(out, self.name());
-    }
-}
-
 impl Unservable {
     const NAMES: &'static [&'static str] = &["exhaust", "wait"];
     const ALL: [Unservable; 2] = [Unservable::Exhaust, Unservable::Wait];
@@ -329,17 +295,5 @@ impl Unservable {
     /// The JSON name: `exhaust`, `wait`.
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]
-    }
-}
-
-impl WriteJson for Choice {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        write_str(out, self.name());
-    }
-}
-
-impl WriteJson for Unservable {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        write_str(out, self.name());
     }
 }

@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use super::{ExclusionKind, Failure, Fields, Input, LeaseRequest, Level, Output, PersistedState};
 use crate::read::{self, object, Read};
-use crate::write::{write_str, write_u64, write_value, WriteJson};
+use crate::write::{write_serialized, write_str, write_u64, write_value};
 
 // ---- The inputs, once -------------------------------------------------------------
 //
@@ -500,12 +500,6 @@ super::deserialize_from_json!(Output);
 
 // ---- Output writer ------------------------------------------------------------
 
-impl WriteJson for Output {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        write_output(out, self);
-    }
-}
-
 /// An output's canonical text: what serde_json writes over the derived `Serialize` of
 /// [`Output`] (type first, then the fields in declaration order), byte for byte, in a
 /// few literal pieces per output (the hot path of every host's answer).
@@ -690,8 +684,8 @@ fn write_strs(out: &mut Vec<u8>, list: &[String]) {
 /// The `persist` output.
 fn write_persist(out: &mut Vec<u8>, ids: &[String], state: &PersistedState) {
     out.extend_from_slice(b"{\"type\":\"persist\",\"ids\":");
-    ids.write_json(out);
+    write_serialized(out, ids);
     out.extend_from_slice(b",\"state\":");
-    state.write_json(out);
+    write_serialized(out, state);
     out.push(b'}');
 }
