@@ -26,7 +26,7 @@
 //! layer converts before it calls).
 
 use js_sys::{Array, Error as JsError, Reflect, JSON};
-use rota_core::json::{from_value, parse_options, step_str, to_text};
+use rota_core::json::{from_value, parse_options, step_str};
 use rota_core::write::to_json_text;
 use rota_core::{Error, ExplainRequest, Policy as CorePolicy};
 use rota_core::{Level, Output, OutputRef};
@@ -118,15 +118,10 @@ fn to_js_value<T: Serialize + ?Sized>(value: &T) -> JsValue {
         .unwrap_or(JsValue::NULL)
 }
 
-/// A large value as a plain JS value, through its canonical JSON text (see `parse_text`).
-fn to_js_text<T: Serialize>(value: &T) -> JsValue {
+/// A large value (a snapshot, an exported state, a document) as a plain JS value,
+/// through its JSON text (see `parse_text`).
+fn to_js_text<T: Serialize + ?Sized>(value: &T) -> JsValue {
     parse_text(&to_json_text(value))
-}
-
-/// A large JSON value (a document, an exported state) as a plain JS value, through
-/// its text (see `parse_text`).
-fn value_as_text(value: &Value) -> JsValue {
-    parse_text(&to_text(value))
 }
 
 /// The rota policy: a deterministic, sans-IO state machine. Feed one input with
@@ -238,7 +233,7 @@ impl JsPolicy {
     /// Everything, for `Policy.importState` (a live swap, or a checkpoint).
     #[wasm_bindgen(js_name = exportState)]
     pub fn export_state(&self) -> JsValue {
-        value_as_text(&self.inner.export_state())
+        to_js_text(&self.inner.export_state())
     }
 
     /// A policy from `exportState`'s value. Throws `INVALID_STATE`.
@@ -313,7 +308,7 @@ pub fn check(document: JsValue, kinds: JsValue) -> JsResult<JsValue> {
 #[wasm_bindgen]
 pub fn redact(document: JsValue) -> JsResult<JsValue> {
     let document = read(&document, "the document").map_err(|e| to_js_error(&e))?;
-    Ok(value_as_text(&rota_core::secrets::redact(&document)))
+    Ok(to_js_text(&rota_core::secrets::redact(&document)))
 }
 
 fn read_kinds(kinds: &JsValue) -> Result<Option<Vec<String>>, Error> {
@@ -335,7 +330,7 @@ pub fn merge(user: JsValue, repo: JsValue) -> JsResult<JsValue> {
         rota_core::merge_owned(user, repo)
             .map_err(|violations| Error::InvalidDocument { violations })
     };
-    Ok(value_as_text(&run().map_err(|e| to_js_error(&e))?))
+    Ok(to_js_text(&run().map_err(|e| to_js_error(&e))?))
 }
 
 /// Only the named executors; an empty list keeps all: `{ document, unknown, warnings }`, a
@@ -355,7 +350,7 @@ pub fn narrow(document: JsValue, ids: JsValue) -> JsResult<JsValue> {
             "warnings": warnings,
         }))
     };
-    Ok(value_as_text(&run().map_err(|e| to_js_error(&e))?))
+    Ok(to_js_text(&run().map_err(|e| to_js_error(&e))?))
 }
 
 /// "30 minutes", "90s", "2h" in milliseconds, or `undefined` when unreadable.
