@@ -56,6 +56,13 @@ fn message(e: &serde_json::Error) -> String {
     }
 }
 
+/// Each input's `type` tag and its fields, `type` aside, in declaration order.
+pub fn input_fields() -> impl Iterator<Item = (&'static str, &'static [&'static str])> {
+    INPUT_TYPES
+        .iter()
+        .filter_map(|&tag| Kind::from_name(tag).map(|kind| (tag, kind.fields())))
+}
+
 /// Parses options from JSON (`null` or absent fields take the defaults).
 pub fn parse_options(value: &Value) -> Result<Options, Error> {
     if value.is_null() {

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::limits;
-use crate::read::{self, object, variant, Read};
+use crate::read::{self, object, unit_names, Read};
 
 /// What a lease request asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -578,24 +578,12 @@ deserialize_from_json!(
     Fields
 );
 
-impl ExclusionKind {
-    const NAMES: &'static [&'static str] = &["until", "health", "run", "manual"];
-    const ALL: [ExclusionKind; 4] = [
-        ExclusionKind::Until,
-        ExclusionKind::Health,
-        ExclusionKind::Run,
-        ExclusionKind::Manual,
-    ];
-
-    pub fn from_json(value: &Value) -> Read<ExclusionKind> {
-        variant(value, Self::NAMES).map(|i| Self::ALL[i])
-    }
-
-    /// The JSON name: `until`, `health`, `run`, `manual`.
-    pub fn name(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
-}
+unit_names!(ExclusionKind {
+    Until = "until",
+    Health = "health",
+    Run = "run",
+    Manual = "manual",
+});
 
 impl Exclusion {
     pub fn from_json(value: &Value) -> Read<Exclusion> {
@@ -623,19 +611,7 @@ impl PersistedState {
     }
 }
 
-impl Level {
-    const NAMES: &'static [&'static str] = &["debug", "info", "warn"];
-    const ALL: [Level; 3] = [Level::Debug, Level::Info, Level::Warn];
-
-    pub fn from_json(value: &Value) -> Read<Level> {
-        variant(value, Self::NAMES).map(|i| Self::ALL[i])
-    }
-
-    /// The JSON name: `debug`, `info`, `warn`.
-    pub fn name(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
-}
+unit_names!(Level { Debug = "debug", Info = "info", Warn = "warn" });
 
 impl ExplainRequest {
     pub fn from_json(value: &Value) -> Read<ExplainRequest> {

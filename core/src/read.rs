@@ -148,6 +148,30 @@ pub(crate) fn variant(value: &Value, names: &'static [&'static str]) -> Read<usi
     }
 }
 
+/// `from_json` and `name` for a unit enum, from its variants' JSON names.
+macro_rules! unit_names {
+    ($t:ident { $($variant:ident = $name:literal),* $(,)? }) => {
+        impl $t {
+            /// Every variant's JSON name, in declaration order.
+            pub const NAMES: &'static [&'static str] = &[$($name),*];
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [$t] = &[$($t::$variant),*];
+
+            pub fn from_json(value: &serde_json::Value) -> $crate::read::Read<$t> {
+                $crate::read::variant(value, Self::NAMES).map(|i| Self::ALL[i])
+            }
+
+            /// Its JSON name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($t::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+pub(crate) use unit_names;
+
 /// "unknown field `x`, expected one of `a`, `b`".
 pub(crate) fn unknown_field(name: &str, fields: &'static [&'static str]) -> String {
     serde_json::Error::unknown_field(name, fields).to_string()

@@ -20,37 +20,6 @@ import { NO_PERSIST } from './driver.js'
 /** Where a policy keeps its buffer's address and size and its string slots. */
 const IO = Symbol('rota.io')
 
-// The JSON keys of the inputs, one bit each, for the check that an input carries only
-// its type's fields (`type` and `now` always).
-const K_TYPE = 1
-const K_NOW = 2
-const K_ID = 4
-const K_ROLE = 8
-const K_AVOID = 16
-const K_PREFER = 32
-const K_PIN = 64
-const K_RANK = 128
-const K_EVENT_TIME = 256
-const K_LABEL = 512
-const K_DEADLINE = 1024
-const K_LEASE = 2048
-const K_EXECUTOR = 4096
-const K_FAILURE = 8192
-const K_UP = 16384
-const BASE = K_TYPE | K_NOW
-const LEASE_KEYS = BASE | K_ID | K_ROLE | K_AVOID | K_PREFER | K_PIN | K_RANK | K_EVENT_TIME | K_LABEL | K_DEADLINE
-/** The keys each input type may carry. */
-const KEYS_OF = {
-  lease: LEASE_KEYS,
-  tryLease: LEASE_KEYS,
-  release: BASE | K_LEASE,
-  tick: BASE,
-  cancel: BASE | K_ID,
-  report: BASE | K_EXECUTOR | K_FAILURE,
-  resume: BASE | K_EXECUTOR,
-  probeResult: BASE | K_EXECUTOR | K_UP,
-}
-
 const OBJECT_PROTO = Object.prototype
 const wellFormed = typeof String.prototype.isWellFormed === 'function' ? (s) => s.isWellFormed() : () => false
 
@@ -88,10 +57,15 @@ export function binaryStep(wasm) {
   const [SIZE_AT, STATUS_AT, HAS_WAKE_AT, COUNT_AT, WAKE_AT] = [header.size, header.status, header.hasWake, header.count, header.wakeAt]
   const [KIND_AT, FLAGS_AT, SMALL_AT, NOW_AT, STRINGS] = [inputAt.kind, inputAt.flags, inputAt.small, inputAt.now, inputAt.strings]
   const STATUS_OUTPUTS = status.outputs
-  const KINDS = new Map(Object.entries(inputKind))
+  // The keys this step encodes, one bit each, for the check that an input carries only
+  // its type's fields (the core's, `format.inputFields`, and `type`); a key not here
+  // takes the JSON step.
+  const KEYS = ['type', 'now', 'id', 'role', 'avoid', 'prefer', 'pin', 'rank', 'eventTime', 'label', 'deadline', 'lease', 'executor', 'failure', 'up']
+  const [K_TYPE, K_NOW, K_ID, K_ROLE, K_AVOID, K_PREFER, K_PIN, K_RANK, K_EVENT_TIME, K_LABEL, K_DEADLINE, K_LEASE, K_EXECUTOR, K_FAILURE, K_UP] = KEYS.map((_, i) => 1 << i)
+  const bit = (key) => (KEYS.includes(key) ? 1 << KEYS.indexOf(key) : 0)
   /** An input type's keys, by its kind. */
   const ALLOWED = []
-  for (const [type, kind] of KINDS) ALLOWED[kind] = KEYS_OF[type]
+  for (const [type, kind] of Object.entries(inputKind)) ALLOWED[kind] = format.inputFields[type].reduce((keys, key) => keys | bit(key), K_TYPE)
   const [LEASE, TRY_LEASE, RELEASE, TICK, CANCEL, REPORT, RESUME, PROBE_RESULT] = ['lease', 'tryLease', 'release', 'tick', 'cancel', 'report', 'resume', 'probeResult'].map((type) => inputKind[type])
   const [F_RANK, F_EVENT_TIME, F_DEADLINE, F_PREFER, F_PIN, F_LABEL, F_AVOID] = [requestFlag.rank, requestFlag.eventTime, requestFlag.deadline, requestFlag.prefer, requestFlag.pin, requestFlag.label, requestFlag.avoid]
   const [RANK_AT, EVENT_TIME_AT, DEADLINE_AT, LEASE_AT] = [requestAt.rank, requestAt.eventTime, requestAt.deadline, releaseAt.lease]
@@ -114,7 +88,7 @@ export function binaryStep(wasm) {
   const FAILURE_KINDS = new Map(Object.entries(failureKind))
   const LEVELS = []
   for (const [name, byte] of Object.entries(level)) LEVELS[byte] = name
-  const [O_JSON, O_GRANTED, O_WAITING, O_EVENT, O_CANCELLED, O_TIMED_OUT, O_UNAVAILABLE, O_EXHAUSTED, O_PROBE, O_CREATE_MACHINE, O_PREFLIGHT, O_GRANTED_EVENT, O_RELEASED_EVENT, O_PERSIST] = [O.json, O.granted, O.waiting, O.event, O.cancelled, O.timedOut, O.unavailable, O.exhausted, O.probe, O.createMachine, O.preflight, O.grantedEvent, O.releasedEvent, O.persist]
+  const [O_JSON, O_GRANTED, O_WAITING, O_EVENT, O_GRANTED_EVENT, O_RELEASED_EVENT, O_PERSIST] = [O.json, O.granted, O.waiting, O.event, O.grantedEvent, O.releasedEvent, O.persist]
   const [X_OCCUPIED, X_HOLD] = [grantExtra.occupied, grantExtra.hold]
   const [S_LONG, S_SLOT, S_SET_SLOT, S_INPUT_ID, S_PLACE, S_SET_PLACE] = [S.long, S.slot, S.setSlot, S.inputId, S.place, S.setPlace]
   const [V_NULL, V_FALSE, V_TRUE, V_NUMBER, V_STRING] = [V.null, V.false, V.true, V.number, V.string]
@@ -603,26 +577,6 @@ export function binaryStep(wasm) {
       }
       case O_PERSIST:
         return persist()
-      case O_CANCELLED: return { type: 'cancelled', request: str() }
-      case O_TIMED_OUT: {
-        const request = str()
-        return { type: 'timedOut', request, reasons: strs() }
-      }
-      case O_UNAVAILABLE: return { type: 'unavailable', request: str() }
-      case O_EXHAUSTED: {
-        const request = str()
-        const role = str()
-        return { type: 'exhausted', request, role, reasons: strs() }
-      }
-      case O_PROBE: {
-        const executor = str()
-        return { type: 'probe', executor, url: str() }
-      }
-      case O_CREATE_MACHINE: {
-        const request = str()
-        return { type: 'createMachine', request, executor: str() }
-      }
-      case O_PREFLIGHT: return { type: 'preflight', executor: str() }
       case O_JSON: return JSON.parse(str())
       default: throw new Error(`rota: an output of kind ${u8[p - 1]} this package cannot read`)
     }

@@ -26,14 +26,15 @@
 //! `__ioBuffer(n)` grows the buffer to at least `n` bytes and returns its address. JS
 //! writes an input at offset 0 and calls `__step(len, level)`, which reads the input,
 //! steps the policy, writes the answer over the buffer from offset 0 and returns the
-//! buffer's (possibly new) address. `level` (a [`level`] value) leaves the events
-//! below it out of the answer, and its bit [`step::NO_PERSIST`] the `persist`
-//! outputs. All numbers are little-endian.
+//! buffer's (possibly new) address. `level` (a level's index in `Level::ALL`, the
+//! table's `level`) leaves the events below it out of the answer, and its bit
+//! [`step::NO_PERSIST`] the `persist` outputs. All numbers are little-endian.
 //!
 //! Input ([`input`]): a kind byte ([`input_kind`]), a flags byte (which optional
-//! fields are present), a small value (report: the failure kind, [`failure_kind`];
-//! probeResult: 1 up, 0 down), `now` as f64, up to three more f64 numbers at fixed
-//! places, then the strings, each a u32 byte length and its UTF-8 bytes.
+//! fields are present), a small value (report: the failure kind's index in
+//! `FailureKind::ALL`, the table's `failureKind`; probeResult: 1 up, 0 down), `now` as
+//! f64, up to three more f64 numbers at fixed places, then the strings, each a u32
+//! byte length and its UTF-8 bytes.
 //!
 //! | kind | flags | numbers | strings, in order |
 //! |---|---|---|---|
@@ -67,18 +68,13 @@
 //! | granted | request, lease (f64), executor, role, passed (u32), extras (u8, [`grant_extra`]), hold? (JSON text) |
 //! | waiting | request, role, report, ahead (u32) |
 //! | event | level (u8), name, message, count (u32), (key, value)* |
-//! | cancelled, unavailable | request |
-//! | timedOut | request, u32 count, reasons |
-//! | exhausted | request, role, count (u32), reasons |
-//! | probe | executor, url |
-//! | createMachine | request, executor |
-//! | preflight | executor |
 //! | grantedEvent: the `granted` event of the grant just before it | level (u8), message: its fields are that grant's `executor`, `lease`, `passed`, `request`, `role` |
 //! | releasedEvent: a plain release's `released` event | level (u8), executor, lease (f64), message: its fields are `{ executor, lease }` |
 //! | persist | u32 count, ids, version (u32), u32 count, exclusions: id, reason, kind, has until (u8), until? (f64) |
 //!
-//! An output that names an `owner` (a shared roster's) is always `json`; so is the
-//! event after such a grant. Inputs with an `owner` or a `timeoutMs` take the JSON step.
+//! The outputs of a lease, a release and a report have records; the rarer ones
+//! (`cancelled`, `exhausted`, `probe`, ...) are `json`, and so is an output that names
+//! an `owner` (a shared roster's) and the event after such a grant. Inputs with an `owner` or a `timeoutMs` take the JSON step.
 //!
 //! A field value ([`value`]): null, false, true, a number (f64), a string, or anything
 //! else (its JSON text, a string).
@@ -88,8 +84,9 @@ use rota_core::{Failure, FailureKind, Grant, Input, LeaseRequest, Level, Output,
 use serde_json::{Map, Value};
 
 /// Declares the format's numbers, each once: a module of constants per group, and
-/// [`format_json`], the same table as JSON text (`{ group: { name: value } }`) for
-/// the JS side, which takes every number it uses from there.
+/// [`format_json`], the same table as JSON text (`{ group: { name: value } }`, and
+/// `inputFields`: the core's fields of each input) for the JS side, which takes every
+/// number and field list it uses from there.
 macro_rules! wire_format {
     ($(
         $(#[$group_doc:meta])*
@@ -112,6 +109,16 @@ macro_rules! wire_format {
                 $(group.insert($key.to_owned(), Value::from($group::$name as u64));)*
                 table.insert($group_key.to_owned(), Value::Object(group));
             )*
+            // Each input's fields, `type` aside: those JS lets an input carry.
+            let fields = rota_core::json::input_fields()
+                .map(|(tag, fields)| (tag.to_owned(), Value::from(fields.to_vec())))
+                .collect();
+            table.insert("inputFields".to_owned(), Value::Object(fields));
+            // A failure's kind and an event's level: its index among the core's variants.
+            for (key, names) in [("failureKind", FailureKind::NAMES), ("level", Level::NAMES)] {
+                let group = names.iter().enumerate().map(|(i, name)| ((*name).to_owned(), Value::from(i)));
+                table.insert(key.to_owned(), Value::Object(group.collect()));
+            }
             to_text(&Value::Object(table))
         }
 
@@ -200,37 +207,15 @@ wire_format! {
         RETRY_AFTER_MS "retryAfterMs" = 24,
         STATUS "status" = 32,
     }
-    /// A failure's kind, by its JSON name.
-    failure_kind "failureKind": u8 {
-        USAGE_LIMIT "usageLimit" = 0,
-        RATE_LIMIT "rateLimit" = 1,
-        AUTHENTICATION "authentication" = 2,
-        OUTAGE "outage" = 3,
-        MODEL_UNAVAILABLE "modelUnavailable" = 4,
-        OTHER "other" = 5,
-    }
-    /// An event's level (and `__step`'s lowest level), by its JSON name.
-    level "level": u8 {
-        DEBUG "debug" = 0,
-        INFO "info" = 1,
-        WARN "warn" = 2,
-    }
     /// An output's kind (most by their JSON `type`).
     output_kind "outputKind": u8 {
         JSON "json" = 0,
         GRANTED "granted" = 1,
         WAITING "waiting" = 2,
         EVENT "event" = 3,
-        CANCELLED "cancelled" = 4,
-        TIMED_OUT "timedOut" = 5,
-        UNAVAILABLE "unavailable" = 6,
-        EXHAUSTED "exhausted" = 7,
-        PROBE "probe" = 8,
-        CREATE_MACHINE "createMachine" = 9,
-        PREFLIGHT "preflight" = 10,
-        GRANTED_EVENT "grantedEvent" = 11,
-        RELEASED_EVENT "releasedEvent" = 12,
-        PERSIST "persist" = 13,
+        GRANTED_EVENT "grantedEvent" = 4,
+        RELEASED_EVENT "releasedEvent" = 5,
+        PERSIST "persist" = 6,
     }
     /// A grant's extras byte.
     grant_extra "grantExtra": u8 {
@@ -370,7 +355,9 @@ pub(crate) fn read_input(buf: &[u8]) -> Option<Input> {
             let message = r.string()?;
             let tag = r.opt(has(f::TAG), Reader::string)?;
             let code = r.opt(has(f::CODE), Reader::string)?;
-            let kind = r.opt(has(f::KIND), |_| failure_kind_of(small))?;
+            let kind = r.opt(has(f::KIND), |_| {
+                FailureKind::ALL.get(usize::from(small)).copied()
+            })?;
             let status = r.opt(has(f::STATUS), |r| {
                 // An HTTP status, as the JSON reader takes it (else its error words it).
                 let status = r.u64_at(report_at::STATUS)?;
@@ -409,36 +396,11 @@ pub(crate) fn read_input(buf: &[u8]) -> Option<Input> {
     })
 }
 
-fn failure_kind_of(small: u8) -> Option<FailureKind> {
-    use failure_kind as k;
-    Some(match small {
-        k::USAGE_LIMIT => FailureKind::UsageLimit,
-        k::RATE_LIMIT => FailureKind::RateLimit,
-        k::AUTHENTICATION => FailureKind::Authentication,
-        k::OUTAGE => FailureKind::Outage,
-        k::MODEL_UNAVAILABLE => FailureKind::ModelUnavailable,
-        k::OTHER => FailureKind::Other,
-        _ => return None,
-    })
-}
-
-/// A level's byte, and `__step`'s level byte's level.
-pub(crate) fn level_byte(level: Level) -> u8 {
-    match level {
-        Level::Debug => level::DEBUG,
-        Level::Info => level::INFO,
-        Level::Warn => level::WARN,
-    }
-}
-
 /// `__step`'s level byte: the lowest level of the events to answer, and whether to
 /// answer the `persist` outputs.
 pub(crate) fn step_level(byte: u8) -> (Level, bool) {
-    let level = match byte & !step::NO_PERSIST {
-        level::DEBUG => Level::Debug,
-        level::INFO => Level::Info,
-        _ => Level::Warn,
-    };
+    let index = usize::from(byte & !step::NO_PERSIST);
+    let level = Level::ALL.get(index).copied().unwrap_or(Level::Warn);
     (level, byte & step::NO_PERSIST != 0)
 }
 
@@ -551,21 +513,6 @@ impl Strings {
         if let Some(Input::Lease(request) | Input::TryLease(request)) = input {
             self.input_id.push_str(&request.id);
         }
-    }
-}
-
-/// The owner an output names (a shared roster's), if any.
-fn owner_of(output: &Output) -> Option<&str> {
-    match output {
-        Output::Granted { owner, .. }
-        | Output::Exhausted { owner, .. }
-        | Output::TimedOut { owner, .. }
-        | Output::Unavailable { owner, .. }
-        | Output::Cancelled { owner, .. }
-        | Output::Waiting { owner, .. }
-        | Output::CreateMachine { owner, .. }
-        | Output::DeleteMachine { owner, .. } => owner.as_deref(),
-        _ => None,
     }
 }
 
@@ -841,7 +788,7 @@ impl<'a> Writer<'a> {
                     && grant.label.is_none() =>
             {
                 // The grant's event: its fields are the grant's (JS takes them from it).
-                self.fixed([output_kind::GRANTED_EVENT, level_byte(*level)]);
+                self.fixed([output_kind::GRANTED_EVENT, *level as u8]);
                 self.message(output, table::GRANTED, grant.executor_at);
             }
             OutputRef::Released {
@@ -850,7 +797,7 @@ impl<'a> Writer<'a> {
                 at,
                 lease,
             } => {
-                self.fixed([output_kind::RELEASED_EVENT, level_byte(*level)]);
+                self.fixed([output_kind::RELEASED_EVENT, *level as u8]);
                 self.placed(table::EXECUTOR, Some(*at), executor, slot::EXECUTOR);
                 self.f64(*lease as f64);
                 self.message(output, table::RELEASED, Some(*at));
@@ -864,10 +811,6 @@ impl<'a> Writer<'a> {
 
     /// Writes a built output.
     fn output(&mut self, output: &Output) {
-        if owner_of(output).is_some() {
-            // A shared roster's output (it names its owner): as its canonical text.
-            return self.as_json(output);
-        }
         match output {
             Output::Granted {
                 request,
@@ -877,7 +820,7 @@ impl<'a> Writer<'a> {
                 hold,
                 passed,
                 occupied,
-                ..
+                owner: None,
             } => self.granted(&Grant {
                 request,
                 lease: *lease,
@@ -895,7 +838,7 @@ impl<'a> Writer<'a> {
                 role,
                 report,
                 ahead,
-                ..
+                owner: None,
             } => {
                 self.byte(output_kind::WAITING);
                 self.request_unshared(request);
@@ -910,7 +853,7 @@ impl<'a> Writer<'a> {
                 fields,
             } => {
                 self.byte(output_kind::EVENT);
-                self.byte(level_byte(*level));
+                self.byte(*level as u8);
                 self.shared(slot::EVENT_NAME, name);
                 self.shared(slot::EVENT_MESSAGE, message);
                 self.u32(fields.len() as u32);
@@ -928,48 +871,6 @@ impl<'a> Writer<'a> {
                     };
                     self.value(slot, value);
                 }
-            }
-            Output::Cancelled { request, .. } => {
-                self.byte(output_kind::CANCELLED);
-                self.str(request);
-            }
-            Output::TimedOut {
-                request, reasons, ..
-            } => {
-                self.byte(output_kind::TIMED_OUT);
-                self.str(request);
-                self.strs(reasons);
-            }
-            Output::Unavailable { request, .. } => {
-                self.byte(output_kind::UNAVAILABLE);
-                self.str(request);
-            }
-            Output::Exhausted {
-                request,
-                role,
-                reasons,
-                ..
-            } => {
-                self.byte(output_kind::EXHAUSTED);
-                self.str(request);
-                self.str(role);
-                self.strs(reasons);
-            }
-            Output::Probe { executor, url } => {
-                self.byte(output_kind::PROBE);
-                self.str(executor);
-                self.str(url);
-            }
-            Output::CreateMachine {
-                request, executor, ..
-            } => {
-                self.byte(output_kind::CREATE_MACHINE);
-                self.str(request);
-                self.str(executor);
-            }
-            Output::Preflight { executor } => {
-                self.byte(output_kind::PREFLIGHT);
-                self.str(executor);
             }
             Output::Persist { ids, state } => {
                 self.byte(output_kind::PERSIST);
@@ -989,7 +890,8 @@ impl<'a> Writer<'a> {
                     }
                 }
             }
-            Output::DeleteMachine { .. } | Output::StartFailed { .. } => self.as_json(output),
+            // A shared roster's grant or wait (it names its owner), and the rare outputs.
+            _ => self.as_json(output),
         }
     }
 
@@ -1039,27 +941,23 @@ mod tests {
     fn the_table_js_reads_is_the_table_rust_uses() {
         let table: Value = serde_json::from_str(&format_json()).expect("JSON text");
         let groups = format_groups();
-        assert_eq!(table.as_object().map(Map::len), Some(groups.len()));
+        assert_eq!(table.as_object().map(Map::len), Some(groups.len() + 3));
         for (name, entries) in &groups {
             for (key, value) in entries {
                 assert_eq!(table[name][key].as_u64(), Some(*value), "{name}.{key}");
             }
         }
         assert_eq!(table["slot"]["count"].as_u64(), Some(slot::COUNT as u64));
-        assert_eq!(table["outputKind"]["persist"].as_u64(), Some(13));
+        assert_eq!(table["outputKind"]["persist"].as_u64(), Some(6));
+        assert_eq!(
+            table["inputFields"]["release"],
+            serde_json::json!(["now", "lease"])
+        );
     }
 
     #[test]
     fn tags_and_flags_are_distinct() {
-        for name in [
-            "inputKind",
-            "outputKind",
-            "failureKind",
-            "level",
-            "string",
-            "value",
-            "status",
-        ] {
+        for name in ["inputKind", "outputKind", "string", "value", "status"] {
             let entries = group(name);
             assert!(!entries.is_empty(), "{name}");
             for (i, (a, x)) in entries.iter().enumerate() {
@@ -1077,8 +975,8 @@ mod tests {
             }
         }
         // The level byte's bit is no level's.
-        for (key, level) in group("level") {
-            assert_eq!(level & u64::from(step::NO_PERSIST), 0, "level.{key}");
+        for &level in Level::ALL {
+            assert_eq!(level as u8 & step::NO_PERSIST, 0, "{}", level.name());
         }
         // An ASCII string's length byte is below every code.
         for (key, code) in group("string") {
@@ -1119,26 +1017,20 @@ mod tests {
 
     #[test]
     fn failure_kinds_and_levels_are_the_core_s_names() {
-        for (name, small) in group("failureKind") {
-            let buf = input_of(
-                input_kind::REPORT,
-                report_flag::KIND,
-                small as u8,
-                &["e1", ""],
-            );
+        let table: Value = serde_json::from_str(&format_json()).expect("JSON text");
+        for (name, small) in table["failureKind"].as_object().expect("kinds") {
+            let small = small.as_u64().expect("a byte") as u8;
+            let buf = input_of(input_kind::REPORT, report_flag::KIND, small, &["e1", ""]);
             let Some(Input::Report { failure, .. }) = read_input(&buf) else {
                 panic!("{name}: a report");
             };
-            assert_eq!(failure.kind.map(FailureKind::name), Some(name));
+            assert_eq!(failure.kind.map(FailureKind::name), Some(name.as_str()));
         }
-        for level in [Level::Debug, Level::Info, Level::Warn] {
-            let name = serde_json::to_value(level).expect("a name");
-            let byte = group("level")
-                .into_iter()
-                .find(|(key, _)| name == *key)
-                .map(|(_, byte)| byte as u8);
-            assert_eq!(byte, Some(level_byte(level)), "{name}");
-            assert_eq!(step_level(level_byte(level)).0, level);
+        for &level in Level::ALL {
+            let byte = table["level"][level.name()].as_u64();
+            assert_eq!(byte, Some(u64::from(level as u8)), "{}", level.name());
+            assert_eq!(step_level(level as u8), (level, false));
+            assert_eq!(step_level(level as u8 | step::NO_PERSIST), (level, true));
         }
     }
 

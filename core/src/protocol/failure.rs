@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::read::{self, object, variant, Read};
+use crate::read::{self, object, unit_names, Read};
 
 /// The kind of a failure, which decides the exclusion it earns. The core decides it
 /// from a failure's facts ([`crate::classify::classify`]); a host may also give it
@@ -69,33 +69,14 @@ impl Failure {
     }
 }
 
-impl FailureKind {
-    const NAMES: &'static [&'static str] = &[
-        "usageLimit",
-        "rateLimit",
-        "authentication",
-        "outage",
-        "modelUnavailable",
-        "other",
-    ];
-    const ALL: [FailureKind; 6] = [
-        FailureKind::UsageLimit,
-        FailureKind::RateLimit,
-        FailureKind::Authentication,
-        FailureKind::Outage,
-        FailureKind::ModelUnavailable,
-        FailureKind::Other,
-    ];
-
-    pub fn from_json(value: &Value) -> Read<FailureKind> {
-        variant(value, Self::NAMES).map(|i| Self::ALL[i])
-    }
-
-    /// The JSON name: `usageLimit`, `rateLimit`, …
-    pub fn name(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
-}
+unit_names!(FailureKind {
+    UsageLimit = "usageLimit",
+    RateLimit = "rateLimit",
+    Authentication = "authentication",
+    Outage = "outage",
+    ModelUnavailable = "modelUnavailable",
+    Other = "other",
+});
 
 impl Failure {
     pub fn from_json(value: &Value) -> Read<Failure> {

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::{id_too_long, Level};
 use crate::error::Error;
 use crate::limits;
-use crate::read::{self, object, variant, Read};
+use crate::read::{self, object, unit_names, Read};
 
 /// Options a host gives with the document. Defaults are the seeds'.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -248,52 +248,18 @@ pub enum ExpiredOwnerLeases {
     Keep,
 }
 
-impl Choice {
-    const NAMES: &'static [&'static str] = &["roundRobin", "declared"];
-    const ALL: [Choice; 2] = [Choice::RoundRobin, Choice::Declared];
+unit_names!(Choice { RoundRobin = "roundRobin", Declared = "declared" });
 
-    pub fn from_json(value: &Value) -> Read<Choice> {
-        variant(value, Self::NAMES).map(|i| Self::ALL[i])
-    }
-
-    /// The JSON name: `roundRobin`, `declared`.
-    pub fn name(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
-}
+unit_names!(ExpiredOwnerLeases {
+    Release = "release",
+    KeepMachines = "keepMachines",
+    Keep = "keep",
+});
 
 impl ExpiredOwnerLeases {
-    const NAMES: &'static [&'static str] = &["release", "keepMachines", "keep"];
-    const ALL: [ExpiredOwnerLeases; 3] = [
-        ExpiredOwnerLeases::Release,
-        ExpiredOwnerLeases::KeepMachines,
-        ExpiredOwnerLeases::Keep,
-    ];
-
-    pub fn from_json(value: &Value) -> Read<ExpiredOwnerLeases> {
-        variant(value, Self::NAMES).map(|i| Self::ALL[i])
-    }
-
-    /// The JSON name: `release`, `keepMachines`, `keep`.
-    pub fn name(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
-
     pub fn is_release(&self) -> bool {
         *self == ExpiredOwnerLeases::Release
     }
 }
 
-impl Unservable {
-    const NAMES: &'static [&'static str] = &["exhaust", "wait"];
-    const ALL: [Unservable; 2] = [Unservable::Exhaust, Unservable::Wait];
-
-    pub fn from_json(value: &Value) -> Read<Unservable> {
-        variant(value, Self::NAMES).map(|i| Self::ALL[i])
-    }
-
-    /// The JSON name: `exhaust`, `wait`.
-    pub fn name(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
-}
+unit_names!(Unservable { Exhaust = "exhaust", Wait = "wait" });

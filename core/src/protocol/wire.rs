@@ -151,7 +151,7 @@ macro_rules! inputs {
             }
 
             /// Its fields in declaration order (serde's `unknown field` list).
-            fn fields(self) -> &'static [&'static str] {
+            pub(crate) fn fields(self) -> &'static [&'static str] {
                 match self {
                     $(Kind::$kind => {
                         const FIELDS: &[&str] = &[$(Key::$key.name(),)*];
@@ -501,8 +501,9 @@ super::deserialize_from_json!(Output);
 // ---- Output writer ------------------------------------------------------------
 
 /// An output's canonical text: what serde_json writes over the derived `Serialize` of
-/// [`Output`] (type first, then the fields in declaration order), byte for byte, in a
-/// few literal pieces per output (the hot path of every host's answer).
+/// [`Output`] (type first, then the fields in declaration order), byte for byte: the
+/// outputs of every lease, release and report (the hot path of every host's answer) in
+/// a few literal pieces each, the rare ones by serde_json itself.
 pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
     match output {
         Output::Granted {
@@ -534,41 +535,6 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             }
             write_owner(out, owner);
         }
-        Output::Exhausted {
-            request,
-            role,
-            reasons,
-            owner,
-        } => {
-            out.extend_from_slice(b"{\"type\":\"exhausted\",\"request\":");
-            write_str(out, request);
-            out.extend_from_slice(b",\"role\":");
-            write_str(out, role);
-            out.extend_from_slice(b",\"reasons\":");
-            write_strs(out, reasons);
-            write_owner(out, owner);
-        }
-        Output::TimedOut {
-            request,
-            reasons,
-            owner,
-        } => {
-            out.extend_from_slice(b"{\"type\":\"timedOut\",\"request\":");
-            write_str(out, request);
-            out.extend_from_slice(b",\"reasons\":");
-            write_strs(out, reasons);
-            write_owner(out, owner);
-        }
-        Output::Unavailable { request, owner } => {
-            out.extend_from_slice(b"{\"type\":\"unavailable\",\"request\":");
-            write_str(out, request);
-            write_owner(out, owner);
-        }
-        Output::Cancelled { request, owner } => {
-            out.extend_from_slice(b"{\"type\":\"cancelled\",\"request\":");
-            write_str(out, request);
-            write_owner(out, owner);
-        }
         Output::Waiting {
             request,
             role,
@@ -585,49 +551,6 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             out.extend_from_slice(b",\"ahead\":");
             write_u64(out, u64::from(*ahead));
             write_owner(out, owner);
-        }
-        Output::Probe { executor, url } => {
-            out.extend_from_slice(b"{\"type\":\"probe\",\"executor\":");
-            write_str(out, executor);
-            out.extend_from_slice(b",\"url\":");
-            write_str(out, url);
-        }
-        Output::CreateMachine {
-            request,
-            executor,
-            owner,
-        } => {
-            out.extend_from_slice(b"{\"type\":\"createMachine\",\"request\":");
-            write_str(out, request);
-            out.extend_from_slice(b",\"executor\":");
-            write_str(out, executor);
-            write_owner(out, owner);
-        }
-        Output::DeleteMachine {
-            executor,
-            hold,
-            lease,
-            owner,
-        } => {
-            out.extend_from_slice(b"{\"type\":\"deleteMachine\",\"executor\":");
-            write_str(out, executor);
-            out.extend_from_slice(b",\"hold\":");
-            write_value(out, hold);
-            if let Some(lease) = lease {
-                out.extend_from_slice(b",\"lease\":");
-                write_u64(out, *lease);
-            }
-            write_owner(out, owner);
-        }
-        Output::Preflight { executor } => {
-            out.extend_from_slice(b"{\"type\":\"preflight\",\"executor\":");
-            write_str(out, executor);
-        }
-        Output::StartFailed { executor, error } => {
-            out.extend_from_slice(b"{\"type\":\"startFailed\",\"executor\":");
-            write_str(out, executor);
-            out.extend_from_slice(b",\"error\":");
-            write_str(out, error);
         }
         Output::Persist { ids, state } => {
             write_persist(out, ids, state);
@@ -658,6 +581,8 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             }
             out.push(b'}');
         }
+        // The rare outputs: serde_json over the derive.
+        _ => return write_serialized(out, output),
     }
     out.push(b'}');
 }
@@ -668,17 +593,6 @@ fn write_owner(out: &mut Vec<u8>, owner: &Option<String>) {
         out.extend_from_slice(b",\"owner\":");
         write_str(out, owner);
     }
-}
-
-fn write_strs(out: &mut Vec<u8>, list: &[String]) {
-    out.push(b'[');
-    for (i, s) in list.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_str(out, s);
-    }
-    out.push(b']');
 }
 
 /// The `persist` output.
