@@ -84,9 +84,8 @@ use rota_core::{Failure, FailureKind, Grant, Input, LeaseRequest, Level, Output,
 use serde_json::{Map, Value};
 
 /// Declares the format's numbers, each once: a module of constants per group, and
-/// [`format_json`], the same table as JSON text (`{ group: { name: value } }`, and
-/// `inputFields`: the core's fields of each input) for the JS side, which takes every
-/// number and field list it uses from there.
+/// `FORMAT`, the same table as data, which [`format_json`] writes for the JS side
+/// (which takes every number it uses from there).
 macro_rules! wire_format {
     ($(
         $(#[$group_doc:meta])*
@@ -101,32 +100,9 @@ macro_rules! wire_format {
             }
         )*
 
-        /// The table as JSON text: what `__wireFormat` gives the JS side.
-        pub(crate) fn format_json() -> String {
-            let mut table = Map::new();
-            $(
-                let mut group = Map::new();
-                $(group.insert($key.to_owned(), Value::from($group::$name as u64));)*
-                table.insert($group_key.to_owned(), Value::Object(group));
-            )*
-            // Each input's fields, `type` aside: those JS lets an input carry.
-            let fields = rota_core::json::input_fields()
-                .map(|(tag, fields)| (tag.to_owned(), Value::from(fields.to_vec())))
-                .collect();
-            table.insert("inputFields".to_owned(), Value::Object(fields));
-            // A failure's kind and an event's level: its index among the core's variants.
-            for (key, names) in [("failureKind", FailureKind::NAMES), ("level", Level::NAMES)] {
-                let group = names.iter().enumerate().map(|(i, name)| ((*name).to_owned(), Value::from(i)));
-                table.insert(key.to_owned(), Value::Object(group.collect()));
-            }
-            to_text(&Value::Object(table))
-        }
-
-        /// Every group's name and its entries (for the tests).
-        #[cfg(test)]
-        fn format_groups() -> Vec<(&'static str, Vec<(&'static str, u64)>)> {
-            vec![$(($group_key, vec![$(($key, $group::$name as u64),)*]),)*]
-        }
+        /// Every group's name and its entries.
+        const FORMAT: &[(&str, &[(&str, u64)])] =
+            &[$(($group_key, &[$(($key, $group::$name as u64),)*]),)*];
     };
 }
 
@@ -276,6 +252,37 @@ wire_format! {
         STRING "string" = 4,
         JSON "json" = 5,
     }
+}
+
+/// The table as JSON text (`{ group: { name: value } }`, and `inputFields`: the core's
+/// fields of each input), what `__wireFormat` gives the JS side.
+pub(crate) fn format_json() -> String {
+    let mut table = Map::new();
+    for (name, entries) in FORMAT {
+        let group = entries.iter().map(|&(key, n)| (key, Value::from(n)));
+        table.insert((*name).to_owned(), object(group));
+    }
+    // Each input's fields, `type` aside: those JS lets an input carry.
+    let fields = rota_core::json::input_fields();
+    let fields = fields.map(|(tag, fields)| (tag, Value::from(fields.to_vec())));
+    table.insert("inputFields".to_owned(), object(fields));
+    // A failure's kind and an event's level: its index among the core's variants.
+    for (name, names) in [("failureKind", FailureKind::NAMES), ("level", Level::NAMES)] {
+        let group = names
+            .iter()
+            .enumerate()
+            .map(|(i, &key)| (key, Value::from(i)));
+        table.insert(name.to_owned(), object(group));
+    }
+    to_text(&Value::Object(table))
+}
+
+fn object<'a>(entries: impl Iterator<Item = (&'a str, Value)>) -> Value {
+    let mut object = Map::new();
+    for (key, value) in entries {
+        object.insert(key.to_owned(), value);
+    }
+    Value::Object(object)
 }
 
 /// The largest integer every JS number holds exactly (`Number.MAX_SAFE_INTEGER`).
@@ -930,21 +937,20 @@ mod tests {
     }
 
     fn group(name: &str) -> Vec<(&'static str, u64)> {
-        format_groups()
-            .into_iter()
+        FORMAT
+            .iter()
             .find(|(group, _)| *group == name)
-            .map(|(_, entries)| entries)
+            .map(|(_, entries)| entries.to_vec())
             .unwrap_or_default()
     }
 
     #[test]
     fn the_table_js_reads_is_the_table_rust_uses() {
         let table: Value = serde_json::from_str(&format_json()).expect("JSON text");
-        let groups = format_groups();
-        assert_eq!(table.as_object().map(Map::len), Some(groups.len() + 3));
-        for (name, entries) in &groups {
-            for (key, value) in entries {
-                assert_eq!(table[name][key].as_u64(), Some(*value), "{name}.{key}");
+        assert_eq!(table.as_object().map(Map::len), Some(FORMAT.len() + 3));
+        for &(name, entries) in FORMAT {
+            for &(key, value) in entries {
+                assert_eq!(table[name][key].as_u64(), Some(value), "{name}.{key}");
             }
         }
         assert_eq!(table["slot"]["count"].as_u64(), Some(slot::COUNT as u64));
