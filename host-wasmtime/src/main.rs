@@ -2,8 +2,9 @@
 //!
 //! Exit codes: 0 fine; 1 the check failed (violations, a replay that differs, an
 //! invalid roster, state file or role); 2 the command could not run (an unreadable
-//! file, a file that is not a trace, no policy module, bad arguments). With `--json`, every command prints one
-//! JSON object on stdout, success or failure (the README gives the shapes).
+//! file, a file that is not a trace, no policy module, bad arguments). With `--json`,
+//! every command prints one JSON object on stdout, success or failure (the README
+//! gives the shapes). A roster argument `-` is read from standard input.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -55,7 +56,7 @@ struct Cli {
 
 #[derive(clap::Args, Debug, Clone)]
 struct RosterArgs {
-    /// The roster file: JSON ({ "executors": [...] }), or YAML when named .yaml/.yml; `-` reads standard input (JSON when it starts with `{`, else YAML).
+    /// The roster file: JSON ({ "executors": [...] }), or YAML when named .yaml/.yml; `-` reads standard input (JSON when it starts with `{` or `[`, else YAML).
     roster: PathBuf,
     /// A repository roster (JSON or YAML) merged over it: same id replaces, `disabled: true` removes, new ids add.
     #[arg(long, value_name = "OVERLAY")]
