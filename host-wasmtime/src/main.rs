@@ -80,13 +80,13 @@ impl RosterArgs {
     }
 
     /// Whether the roster comes from standard input (`-`).
-    fn from_stdin(&self) -> bool {
+    fn is_stdin(&self) -> bool {
         self.roster.as_os_str() == "-"
     }
 
     fn source(&self) -> RosterSource {
         RosterSource {
-            roster: (!self.from_stdin()).then(|| self.roster.clone()),
+            roster: (!self.is_stdin()).then(|| self.roster.clone()),
             repo: self.repo.clone(),
             executors: self
                 .executors
@@ -104,7 +104,7 @@ impl RosterArgs {
     }
 
     fn label(&self) -> String {
-        let roster = if self.from_stdin() {
+        let roster = if self.is_stdin() {
             STDIN.to_string()
         } else {
             self.roster.display().to_string()
@@ -456,7 +456,7 @@ fn load_roster(args: &RosterArgs) -> Result<Value, Failure> {
 
 /// The merged roster and narrowing's warnings, or exit 1 with every violation.
 fn load_roster_with_warnings(args: &RosterArgs) -> Result<(Value, Vec<Violation>), Failure> {
-    let loaded = if args.from_stdin() {
+    let loaded = if args.is_stdin() {
         let user = read_stdin_roster()?;
         args.source().load_over(user)
     } else {
