@@ -166,7 +166,9 @@ enum Outcome {
         role: String,
         reasons: Vec<String>,
     },
-    TimedOut,
+    TimedOut {
+        reasons: Vec<String>,
+    },
     Unavailable,
     Cancelled,
 }
@@ -420,7 +422,9 @@ impl Inner {
                 reasons,
                 ..
             } => core.settle(&request, Outcome::Exhausted { role, reasons }),
-            Output::TimedOut { request, .. } => core.settle(&request, Outcome::TimedOut),
+            Output::TimedOut {
+                request, reasons, ..
+            } => core.settle(&request, Outcome::TimedOut { reasons }),
             Output::Unavailable { request, .. } => core.settle(&request, Outcome::Unavailable),
             Output::Cancelled { request, .. } => core.settle(&request, Outcome::Cancelled),
             // The report is for people (`Roster::explain`); nothing to do.
@@ -1321,10 +1325,11 @@ impl Roster {
                 }))
             }
             Outcome::Exhausted { role, reasons } => Err(HostError::Exhausted { role, reasons }),
-            Outcome::TimedOut => Err(HostError::TimedOut {
+            Outcome::TimedOut { reasons } => Err(HostError::TimedOut {
                 request: request.id.clone(),
                 role: request.role.clone(),
                 label: request.label.clone(),
+                reasons,
             }),
             Outcome::Cancelled => Err(HostError::Cancelled {
                 request: request.id.clone(),

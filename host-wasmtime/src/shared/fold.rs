@@ -185,9 +185,11 @@ impl<S: LogStore + 'static> Shared<S> {
                 reasons,
                 owner,
             } if mine(&owner) => st.settle(&request, Outcome::Exhausted { role, reasons }),
-            Output::TimedOut { request, owner, .. } if mine(&owner) => {
-                st.settle(&request, Outcome::TimedOut)
-            }
+            Output::TimedOut {
+                request,
+                reasons,
+                owner,
+            } if mine(&owner) => st.settle(&request, Outcome::TimedOut { reasons }),
             Output::Unavailable { request, owner } if mine(&owner) => {
                 st.settle(&request, Outcome::Unavailable)
             }

@@ -28,7 +28,9 @@ pub(super) enum Outcome {
         role: String,
         reasons: Vec<String>,
     },
-    TimedOut,
+    TimedOut {
+        reasons: Vec<String>,
+    },
     Unavailable,
     Cancelled,
 }

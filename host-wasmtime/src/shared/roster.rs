@@ -278,10 +278,11 @@ impl<S: LogStore + 'static> SharedRoster<S> {
                 }))
             }
             Outcome::Exhausted { role, reasons } => Err(HostError::Exhausted { role, reasons }),
-            Outcome::TimedOut => Err(HostError::TimedOut {
+            Outcome::TimedOut { reasons } => Err(HostError::TimedOut {
                 request: id,
                 role: role.to_string(),
                 label,
+                reasons,
             }),
             Outcome::Cancelled => Err(HostError::Cancelled { request: id }),
             // Only a `tryLease` is answered so; for the others, as cancelled.
