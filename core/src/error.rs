@@ -49,6 +49,10 @@ pub enum Error {
     /// A log's `version` marker names a log version this core does not fold.
     #[error("log version {version} is not one this core folds (it folds version {supported}); switch to a module that does")]
     UnsupportedVersion { version: u64, supported: u64 },
+    /// A shared roster's log that cannot be folded: its first entry is not a genesis,
+    /// or a genesis cannot be read (`crate::log`).
+    #[error("{message}")]
+    InvalidLog { message: String },
 }
 
 fn list(violations: &[Violation]) -> String {
@@ -73,6 +77,7 @@ impl Error {
             Error::InvalidOptions { .. } => "INVALID_OPTIONS",
             Error::InvalidState { .. } => "INVALID_STATE",
             Error::UnsupportedVersion { .. } => "UNSUPPORTED_VERSION",
+            Error::InvalidLog { .. } => "INVALID_LOG",
         }
     }
 

@@ -63,6 +63,15 @@ pub fn input_fields() -> impl Iterator<Item = (&'static str, &'static [&'static 
         .filter_map(|&tag| Kind::from_name(tag).map(|kind| (tag, kind.fields())))
 }
 
+/// Reads one input given as text, as [`step_str`] does.
+pub fn parse_input_text(input: &str) -> Result<Input, Error> {
+    // The typed parse is the fast path; on failure the generic one names the problem.
+    serde_json::from_str::<Input>(input).or_else(|_| match serde_json::from_str::<Value>(input) {
+        Ok(value) => parse_input(&value),
+        Err(e) => Err(Error::input(format!("the input is not JSON: {e}"))),
+    })
+}
+
 /// Parses options from JSON (`null` or absent fields take the defaults).
 pub fn parse_options(value: &Value) -> Result<Options, Error> {
     if value.is_null() {
@@ -83,14 +92,7 @@ pub fn step(policy: &mut Policy, input: &Value) -> Value {
 
 /// Feeds one input given as text; answers with the canonical text.
 pub fn step_str(policy: &mut Policy, input: &str) -> String {
-    // The typed parse is the fast path; on failure the generic one names the problem.
-    let parsed = serde_json::from_str::<Input>(input).or_else(|_| {
-        match serde_json::from_str::<Value>(input) {
-            Ok(value) => parse_input(&value),
-            Err(e) => Err(Error::input(format!("the input is not JSON: {e}"))),
-        }
-    });
-    match parsed.and_then(|input| policy.handle(input)) {
+    match parse_input_text(input).and_then(|input| policy.handle(input)) {
         Ok(()) => drained_str(policy),
         Err(error) => to_text(&json!({ "error": error.to_json() })),
     }

@@ -126,8 +126,8 @@
 //!
 //! ## Imports
 //!
-//! One way, checked by `tests/layering.rs`: [`json`] (the step every host calls) uses
-//! the [`policy`], which uses [`document`], [`status`], [`protocol`], [`classify`] and
+//! One way, checked by `tests/layering.rs`: [`json`] (the step every host calls) and
+//! [`log`] (the shared log's rules, which use `json`) use the [`policy`], which uses [`document`], [`status`], [`protocol`], [`classify`] and
 //! [`error`], which use the leaves (`read`, [`write`], `sorted`, `names`, `time`,
 //! [`duration`], `decimal`, [`limits`]). Each wire type's JSON writer sits beside its
 //! type and reader. Inside [`policy`], `mod.rs` holds [`Policy`] and the run loop, flow
@@ -144,6 +144,8 @@
 //! ## Module map
 //!
 //! * [`json`]: the JSON step every host calls (`step_str`), queries and answers.
+//! * [`log`]: a shared roster's log folded (`sql/PROTOCOL.md`): the genesis, an
+//!   input's entry, the text fed for an entry, who acts on each output.
 //! * [`protocol`]: inputs, outputs and options, the shapes every host speaks.
 //!   * `protocol::wire`: one table per input; the output's reader and writer.
 //!   * `protocol::options`: the options and their values.
@@ -211,6 +213,7 @@ pub mod duration;
 pub mod error;
 pub mod json;
 pub mod limits;
+pub mod log;
 mod names;
 pub mod policy;
 pub mod protocol;

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 /// Top first. A module may use modules of its own layer or below, never above, and
 /// the imports within a layer must not form a cycle.
 const LAYERS: &[&[&str]] = &[
-    // The JSON step every host calls.
-    &["json"],
+    // The JSON step every host calls; a shared roster's log rules, over it.
+    &["json", "log"],
     // The state machine; beside it, literal secrets in `env` (warnings next to
     // `validate`'s violations, redaction), which read the document too.
     &["policy", "secrets"],

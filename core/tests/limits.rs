@@ -288,12 +288,34 @@ fn every_duration_option_has_a_range_and_u64_max_or_2_pow_53_is_refused() {
             );
         }
         for value in [1, limits::MAX_OPTION_MS] {
-            assert!(
-                parse_options(&json!({ name: value })).is_ok(),
-                "{name} = {value}"
-            );
+            // The pauses are a pair (the most not below the first): both at the bound.
+            let options = if name.starts_with("provision") {
+                json!({ "provisionFirstPauseMs": value, "provisionMaxPauseMs": value })
+            } else {
+                json!({ name: value })
+            };
+            assert!(parse_options(&options).is_ok(), "{name} = {value}");
         }
     }
+}
+
+#[test]
+fn a_most_pause_below_the_first_is_refused() {
+    let error =
+        options_error(json!({ "provisionFirstPauseMs": 60_000, "provisionMaxPauseMs": 30_000 }));
+    assert_eq!(error.code(), "INVALID_OPTIONS");
+    assert_eq!(
+        error.to_string(),
+        "invalid options: `provisionMaxPauseMs` is 30000, below `provisionFirstPauseMs` (60000): the pause doubles from the first up to the most"
+    );
+    // Against the default first pause (30 s) too; equal is a range of one.
+    assert_eq!(
+        options_error(json!({ "provisionMaxPauseMs": 1_000 })).code(),
+        "INVALID_OPTIONS"
+    );
+    assert!(
+        parse_options(&json!({ "provisionFirstPauseMs": 5, "provisionMaxPauseMs": 5 })).is_ok()
+    );
 }
 
 #[test]

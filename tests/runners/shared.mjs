@@ -175,6 +175,13 @@ export class PolicyHost {
           case 'now': return p.now
           case 'stateHash': return p.stateHash()
           case 'classify': return p.classify(query.failure)
+          case 'probesInFlight': return p.probesInFlight()
+          case 'log': {
+            // Answered whole by the module (`{"ok"}` or `{"error"}`), as the plain ABI does.
+            const answer = JSON.parse(this.Policy.logJson(JSON.stringify(query.request ?? null)))
+            if (answer.error !== undefined) throw Object.assign(new Error(answer.error.message), answer.error)
+            return answer.ok
+          }
           default: throw Object.assign(new Error(`unknown query '${query.query}'`), { code: 'UNKNOWN_QUERY' })
         }
       })()

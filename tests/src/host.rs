@@ -247,6 +247,8 @@ pub fn native_query(policy: &Policy, query: &str) -> Value {
         "document" => ok(Ok(policy.document())),
         "now" => ok(Ok(policy.now())),
         "stateHash" => ok(Ok(policy.state_hash())),
+        "probesInFlight" => ok(Ok(policy.probes_in_flight())),
+        "log" => rota_core::log::answer(query.get("request").unwrap_or(&Value::Null)),
         "classify" => {
             match rota_core::Failure::from_json(query.get("failure").unwrap_or(&Value::Null)) {
                 Ok(failure) => json!({ "ok": policy.classify(&failure).to_json() }),

@@ -45,8 +45,11 @@
 //! | `now` | | the last input's time |
 //! | `classify` | `failure`: a report's failure (facts or a kind) | `{kind, rule}`: the kind the core gives it with this document's signals ([`rota_core::classify`]) |
 //! | `stateHash` | | the state's hash, 16 hex digits ([`rota_core::Policy::state_hash`]): replicas that folded the same inputs agree on it |
+//! | `probesInFlight` | | the `probe` outputs of the probes in flight ([`rota_core::Policy::probes_in_flight`]): what a shared roster's new leader redoes |
+//! | `log` | `request`: `{"op": ...}` | a shared log's rule ([`rota_core::log::answer`]: the genesis, an entry, the text fed, who acts); the policy is not read |
 //!
-//! Version 1.1 added the `classify` query; version 1.2 the `stateHash` query.
+//! Version 1.1 added the `classify` query; version 1.2 the `stateHash` query; version
+//! 1.3 the `probesInFlight` and `log` queries.
 //!
 //! `rota_export(h)` gives everything a live swap needs (`Policy::export_state`);
 //! `rota_import(state)` builds a policy from it in this module.
@@ -64,7 +67,7 @@ use rota_core::{Error, ExplainRequest, Failure, Policy};
 use serde_json::{json, Value};
 
 /// ABI version, major in the high 16 bits, minor in the low 16 bits.
-pub const ABI_VERSION: u32 = (1 << 16) | 2;
+pub const ABI_VERSION: u32 = (1 << 16) | 3;
 
 /// Live policies by handle, and the result buffer of the last call.
 #[derive(Default)]
@@ -243,6 +246,8 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
         "document" => ok(Ok(policy.document())),
         "now" => ok(Ok(policy.now())),
         "stateHash" => ok(Ok(policy.state_hash())),
+        "probesInFlight" => ok(Ok(policy.probes_in_flight())),
+        "log" => rota_core::log::answer(query.get("request").unwrap_or(&Value::Null)),
         "classify" => match Failure::from_json(query.get("failure").unwrap_or(&Value::Null)) {
             Ok(failure) => json!({ "ok": policy.classify(&failure).to_json() }),
             Err(e) => core_error(&Error::InvalidInput {
@@ -253,7 +258,7 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
             "UNKNOWN_QUERY",
             format!(
                 "unknown query '{other}' (snapshot, explain, plan, available, slots, \
-                 canEverServe, document, now, classify, stateHash)"
+                 canEverServe, document, now, classify, stateHash, probesInFlight, log)"
             ),
         ),
     })

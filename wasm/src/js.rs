@@ -266,6 +266,43 @@ impl JsPolicy {
     }
 }
 
+/// A shared roster's log (`rota_core::log`): the fold and what a new leader redoes.
+#[wasm_bindgen(js_class = Policy)]
+impl JsPolicy {
+    /// Folds one log entry (seq 2 on) appended by `appender` at log time `now`
+    /// (`rota_core::log::fold_str`): the core's answer text plus `actors` (who acts on
+    /// each output) and the entry's `type`/`owner`, or `{"error",call,halt,...}`, or
+    /// `{"skipped":true}` for a later genesis. Never throws.
+    #[wasm_bindgen(js_name = foldJson)]
+    pub fn fold_json(&mut self, now: f64, entry: &str, appender: &str) -> String {
+        if !(0.0..=9_007_199_254_740_991.0).contains(&now) || now.fract() != 0.0 {
+            let error = invalid_input(format!("the log time {now} is not a whole number of ms"));
+            return rota_core::write::to_text(&serde_json::json!({ "error": error.to_json() }));
+        }
+        rota_core::log::fold_str(&mut self.inner, now as u64, entry, appender)
+    }
+
+    /// The `probe` outputs of the probes in flight: what a new leader redoes.
+    #[wasm_bindgen(js_name = probesInFlight)]
+    pub fn probes_in_flight(&self) -> JsValue {
+        to_js_value(&self.inner.probes_in_flight())
+    }
+
+    /// A shared log's rule asked as JSON text (`rota_core::log::answer`: `{"op":
+    /// "genesis"|"readGenesis"|"entry"|"feed"|"facts"|"actors"|"rejected", ...}`),
+    /// answered as JSON text (`{"ok": ...}` or `{"error": {code, message}}`). Never
+    /// throws.
+    #[wasm_bindgen(js_name = logJson)]
+    pub fn log_json(request: &str) -> String {
+        let answer = match serde_json::from_str::<Value>(request) {
+            Ok(request) => rota_core::log::answer(&request),
+            Err(e) => serde_json::json!({ "error":
+                invalid_input(format!("the log request is not JSON: {e}")).to_json() }),
+        };
+        rota_core::write::to_text(&answer)
+    }
+}
+
 fn read_failure(failure: &JsValue) -> Result<rota_core::Failure, Error> {
     let value = read(failure, "the failure")?;
     rota_core::Failure::from_json(&value).map_err(|e| invalid_input(format!("failure: {e}")))

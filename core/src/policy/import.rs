@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use crate::document::Document;
 use crate::error::Error;
 use crate::limits::{MAX_SAFE_INTEGER, MAX_WAITING_REQUESTS};
-use crate::protocol::{ExclusionKind, Input, LeaseRequest};
+use crate::protocol::{ExclusionKind, Input, LeaseRequest, Output};
 
 use super::export::{join_violations, Exported, RequestState};
 use super::keys::{order_key, ByName, Index};
@@ -213,6 +213,13 @@ impl Policy {
                     lease.executor
                 ));
             }
+            if let Some(role) = lease.role.as_deref() {
+                if lease.counted && !self.document.roles.iter().any(|r| r == role) {
+                    return Err(format!(
+                        "leases.{id}.role: '{role}' is not a role of the document"
+                    ));
+                }
+            }
             if lease.deleting {
                 // Released: its request id is free, and its machine is the pool's.
                 if !lease.counted || lease.hold.is_none() {
@@ -249,14 +256,21 @@ impl Policy {
                 ));
             }
             match &q.creating {
-                Some(creating) => {
-                    if !self.roster.index.contains_key(&creating.executor) {
+                Some(creating) => match self.roster.index.get(&creating.executor) {
+                    None => {
                         return Err(format!(
                             "requests: '{}' creates a machine on '{}', which the roster does not have",
                             q.id, creating.executor
                         ));
                     }
-                }
+                    Some(e) if !self.roster.executors[e].spec.provision => {
+                        return Err(format!(
+                            "requests: '{}' creates a machine on '{}', which has no `provision`",
+                            q.id, creating.executor
+                        ));
+                    }
+                    Some(_) => {}
+                },
                 None => {
                     if self.roster.request_role(q).is_none() {
                         return Err(format!(
@@ -268,6 +282,7 @@ impl Policy {
                 }
             }
         }
+        self.check_outputs()?;
         for x in &self.roster.executors {
             if x.runtime.last_leased > self.roster.lease_clock {
                 return Err(format!(
@@ -277,6 +292,64 @@ impl Policy {
             }
         }
         Ok(())
+    }
+}
+
+impl Policy {
+    /// The pending outputs against the state. They may be older than the state (a host
+    /// reads them late: a grant since released, a creation since answered), so each is
+    /// checked against what outlives them: a grant names a lease id this state issued,
+    /// an effect an executor this roster declared (now, before a reload, or in the
+    /// pending one).
+    fn check_outputs(&self) -> Result<(), String> {
+        let known = |id: &str| {
+            self.roster.index.contains_key(id)
+                || crate::sorted::set_contains(&self.reloads.known_ids, id)
+                || self
+                    .reloads
+                    .pending
+                    .as_ref()
+                    .is_some_and(|p| p.document.executor(id).is_some())
+        };
+        for (i, output) in self.outputs.iter().enumerate() {
+            let Queued::Built(output) = output else {
+                continue;
+            };
+            let problem = match output {
+                Output::Granted { lease, .. } => (*lease == 0 || *lease >= self.leases.next_id)
+                    .then(|| {
+                        format!(
+                            "lease {lease} was never granted (nextLease {})",
+                            self.leases.next_id
+                        )
+                    }),
+                Output::Probe { executor: id, .. }
+                | Output::CreateMachine { executor: id, .. }
+                | Output::DeleteMachine { executor: id, .. }
+                | Output::Preflight { executor: id }
+                | Output::StartFailed { executor: id, .. } => {
+                    (!known(id)).then(|| format!("'{id}' is not an executor this roster declared"))
+                }
+                _ => None,
+            };
+            if let Some(problem) = problem {
+                return Err(format!("outputs[{i}] ({}): {problem}", output_kind(output)));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn output_kind(output: &Output) -> &'static str {
+    match output {
+        Output::Granted { .. } => "granted",
+        Output::Probe { .. } => "probe",
+        Output::CreateMachine { .. } => "createMachine",
+        Output::Waiting { .. } => "waiting",
+        Output::DeleteMachine { .. } => "deleteMachine",
+        Output::Preflight { .. } => "preflight",
+        Output::StartFailed { .. } => "startFailed",
+        _ => "output",
     }
 }
 

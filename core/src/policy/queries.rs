@@ -54,6 +54,24 @@ impl Policy {
         Ok(self.can_serve(r, &Avoid::new(avoid.to_vec()), None))
     }
 
+    /// The probes in flight (asked, no result folded yet), as the `probe` outputs that
+    /// started them, in roster order: what a shared roster's new leader redoes
+    /// (`crate::log`; a result that arrives twice is ignored).
+    pub fn probes_in_flight(&self) -> Vec<Output> {
+        self.roster
+            .executors
+            .iter()
+            .filter(|x| x.runtime.probe_in_flight)
+            .filter_map(|x| {
+                let url = x.spec.health.clone()?;
+                Some(Output::Probe {
+                    executor: x.spec.id.clone(),
+                    url,
+                })
+            })
+            .collect()
+    }
+
     pub fn snapshot(&self) -> Snapshot {
         let roles = &self.document.roles;
         // Each executor's leases, in lease order (by executor index; leases on an

@@ -197,6 +197,14 @@ impl Options {
                 ));
             }
         }
+        if self.provision_max_pause_ms < self.provision_first_pause_ms {
+            // The pause doubles from the first up to the most: a most below the first
+            // is no range.
+            return Some(format!(
+                "`provisionMaxPauseMs` is {}, below `provisionFirstPauseMs` ({}): the pause doubles from the first up to the most",
+                self.provision_max_pause_ms, self.provision_first_pause_ms
+            ));
+        }
         let kinds = self.kinds.as_deref().unwrap_or_default();
         if kinds.len() > limits::MAX_KINDS {
             return Some(format!(
