@@ -509,6 +509,21 @@ describe('the shared roster', { skip }, () => {
     assert.deepEqual(two.document, one.document)
   })
 
+  test('options: { preflightReloads: true }: the genesis fixes preflight off, so a reload that adds an executor applies', async () => {
+    const name = rosterName('preflight-reloads')
+    const one = await open(name, { document: ONE, options: { preflightReloads: true } })
+    const two = await open(name, { document: ONE })
+    const added = { executors: [...ONE.executors, { id: 'b', harness: 'x', roles: ['coder'], slots: 1 }] }
+    await one.reload(added)
+    assert.equal(one.slots('coder'), 2, 'the reload applied on the instance that asked for it')
+    await waitFor(() => two.slots('coder') === 2, 'the reload reaches the other instance')
+    const store = await logStore(name)
+    const [genesis] = await store.readFrom(1, { limit: 1 })
+    const { options } = JSON.parse(genesis.entry)
+    assert.equal(options.preflight, false, 'the genesis fixes preflight: false')
+    assert.equal(options.preflightReloads, false, 'the genesis fixes preflightReloads: false')
+  })
+
   test('a literal secret in the log\'s document is a warning event naming its place, never the value', async () => {
     const name = rosterName('secret')
     const secret = 'sk-ant-api03-abcdefghijklmnop'
