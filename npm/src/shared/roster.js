@@ -91,7 +91,7 @@ export class SharedRoster {
     const shared = sharedOptions(options.shared)
     const hasDocument = ['document', 'repoDocument', 'rosterPath', 'repoRosterPath'].some((k) => options[k] !== undefined)
     const resolved = hasDocument ? await context.resolveDocument(options) : undefined
-    const coreOptions = { ...options.options, preflight: false }
+    const coreOptions = { ...options.options, preflight: false, preflightReloads: false }
     if (coreOptions.canProbe === undefined) coreOptions.canProbe = options.probe !== false
     if (resolved !== undefined) {
       // Refused here, before a bad genesis could reach the log.
