@@ -1,0 +1,982 @@
+// The roster: the fold of one ordered input log by the core (DESIGN.md, "One roster per
+// language"). Its log lives in memory (memory-log.js: the default; appending folds at
+// once, so calls that change state answer synchronously) or in PostgreSQL (pg-log.js:
+// a replica of a log shared by several processes; calls that change state append and
+// settle when their entry is folded, so they return Promises). Either way every output
+// goes through one dispatcher (`#handlers`), which acts on it when this instance is
+// the one the protocol names (sql/PROTOCOL.md, "Who acts on an output"): with a log in
+// memory it is every owner and the leader.
+
+import { FAILURE_KINDS, failureFacts } from '../classify.js'
+import { RotaError, closed } from '../errors.js'
+import { emitterOverTarget } from '../events.js'
+import { Metrics } from '../metrics.js'
+import { PendingRequest, PendingRequests } from '../pending.js'
+import { checkOptions, documents } from './document.js'
+import { Machines } from './machines.js'
+import { MemoryLog } from './memory-log.js'
+import { Preflights } from './preflight.js'
+import { DEFAULT_PROBE_TIMEOUT_MS, Probes, defaultProbe } from './probes.js'
+import {
+  Lease,
+  abortError,
+  asyncDisposeSymbol,
+  checkRequest,
+  duplicate,
+  exclusionFrom,
+  exhaustedError,
+  list,
+  omitUndefined,
+  requestFields,
+  timeoutError,
+} from './requests.js'
+import { StateWriter } from './state.js'
+
+/**
+ * `policy[HANDLE_AT_LEVEL](input, minLevel)`: `handle`, but the answer leaves out the
+ * events below `minLevel` (0 debug, 1 info, 2 warn; api.js defines it: the core still
+ * decides and emits them, only nobody reads them). The roster steps this way while
+ * nobody listens for events or outputs: it needs only the warn events itself
+ * (`excluded`, for report() and the metrics). `minLevel | NO_PERSIST` leaves out the
+ * `persist` outputs too: a roster with no state file has nothing to do with them.
+ */
+export const HANDLE_AT_LEVEL = Symbol.for('rota.handleAtLevel')
+/**
+ * `policy[DRIVER_STEP](input, minLevel)`: `HANDLE_AT_LEVEL` (0: `handle`) of an input
+ * the roster built itself, whose shape it knows (binary.js `encodeTrusted`). The same
+ * answers and errors.
+ */
+export const DRIVER_STEP = Symbol.for('rota.driverStep')
+export const NO_PERSIST = 4
+/** Test-only: `roster[CRASH]()` stops a shared instance as a crash would (no cancel, no step-down, no expiry). */
+export const CRASH = Symbol.for('rota.crash')
+const LEVEL_WARN = 2
+const MAX_TIMER_MS = 2 ** 31 - 1
+/** A lease's options when none are given (read only, so one serves every call). */
+const NO_OPTIONS = Object.freeze({})
+/** Where an output of a log in memory was folded: appended by this instance, no seq. */
+const HERE = Object.freeze({ seq: undefined, appender: undefined, expire: undefined })
+
+/** Builds the Roster class over a wasm API ({ Policy, merge, narrow, validate, ... }) and a platform. */
+export function defineRoster(api, platform) {
+  const { resolveDocument, buildPolicy } = documents(api, platform)
+  const probeByFetch = defaultProbe(api)
+  const constructing = Symbol('constructing')
+
+  class Roster {
+    #policy = null
+    #driverStep
+    #options
+    #emitter = platform.emitter?.() ?? emitterOverTarget()
+    /** Whether a listener was ever added (`on`, `once`, `onEvent`); `off` leaves it set. */
+    #listened = false
+    /** The log: a MemoryLog, or a shared roster's PgLog. */
+    #log
+    #remote
+    /** This instance's id as the log's owner of its requests (undefined in memory: outputs name no owner). */
+    #me
+    #pending = new PendingRequests()
+    #requestSeq = 0
+    #closing = false
+    #closed = false
+    #closePromise
+    #closeController = new AbortController()
+    #inflight = new Set()
+    #specs
+    /** role → requests waiting in the core's queue (a `waiting` output, not settled) */
+    #queued = new Map()
+    #queuedTotal = 0
+    /** role → { n: leases held (granted or occupied, not released) }: one lookup a change */
+    #held = new Map()
+    #heldTotal = 0
+    /** Waiters that keep a Node process alive: those with `timeoutMs` or a `signal`. */
+    #keepAliveWaiters = 0
+    #keepAlive
+    #metrics
+    #unwatch
+    #probes
+    #machines
+    #preflights
+    #state
+    /** The core's latest wake-up and input time; where the entry being folded came from. */
+    #wakeAt = null
+    #lastNow = 0
+    #at = HERE
+
+    /** Use `Roster.create`. */
+    constructor(token, options, store) {
+      if (token !== constructing) throw new TypeError('use Roster.create(options)')
+      this.#options = options
+      if (typeof options.onEvent === 'function') {
+        this.#listened = true
+        this.#emitter.on('event', options.onEvent)
+      }
+      this.#metrics = new Metrics(options.meter, () => this.#queueByRole())
+      const effects = {
+        signal: this.#closeController.signal,
+        event: (level, name, message, fields) => this.#event(level, name, message, fields),
+        track: (promise) => this.#track(promise),
+        spec: (id) => this.#spec(id),
+        pending: (id) => this.#pending.get(id),
+        feed: (input) => this.#feed(input),
+        closed: () => (this.#remote ? this.#log.dead : this.#closed),
+        probed: () => this.#metrics.probed(),
+      }
+      const probe = options.probe === false ? undefined : (options.probe ?? probeByFetch)
+      this.#probes = new Probes(probe, options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS, effects)
+      this.#machines = new Machines(options.machines, effects)
+      this.#preflights = new Preflights(options.preflight, effects)
+      if (store !== undefined) {
+        this.#state = new StateWriter(store, options.stateRetry, {
+          ...effects,
+          now: () => this.#log.now(),
+          closing: () => this.#closing,
+          written: () => this.#metrics.stateWritten(),
+        })
+      }
+    }
+
+    /**
+     * Reads and merges the roster (the user's, then the repository's over it), narrows
+     * it to `executors`, validates it (every violation at once), restores the state
+     * file, and starts. With `shared`, joins the log on PostgreSQL instead.
+     */
+    static async create(options = {}) {
+      if (options === null || typeof options !== 'object') {
+        throw new RotaError('INVALID_INPUT', 'Roster.create takes an options object')
+      }
+      checkOptions(options)
+      if (options.shared !== undefined) return Roster.#createShared(options)
+      const resolved = await resolveDocument(options, true)
+      const coreOptions = { ...options.options }
+      if (coreOptions.canProbe === undefined) coreOptions.canProbe = options.probe !== false
+      // The seed preflights whenever it can: at start, and (the core's default) on reloads.
+      if (coreOptions.preflight === undefined) coreOptions.preflight = typeof options.preflight === 'function'
+      const policy = buildPolicy(resolved, coreOptions, options.options?.kinds)
+      let store = options.state
+      if (store === undefined && options.statePath !== undefined) {
+        if (platform.fileStore === undefined) {
+          throw new RotaError('INVALID_INPUT', 'statePath needs a file system: give `state: { load, save }`')
+        }
+        store = platform.fileStore(options.statePath)
+      }
+      const roster = new Roster(constructing, options, store)
+      roster.#remote = false
+      roster.#log = new MemoryLog(options.now ?? Date.now, { tick: () => roster.#timerTick(), closed: () => roster.#closed })
+      roster.#adopt(policy)
+      // A clock that cannot give a time fails the start, not a later timer.
+      roster.#log.now()
+      if (coreOptions.preflight === true) roster.#preflights.starting()
+      roster.#narrowWarnings(resolved)
+      // (Only with a listener: the document crosses from the module in full.)
+      if (roster.#emitter.listenerCount('event') > 0) roster.#secretWarnings(policy.document())
+      if (roster.#state !== undefined) await roster.#state.restore((input) => roster.#step(input))
+      if (coreOptions.preflight === true) {
+        roster.#feed({ type: 'tick' })
+        try {
+          await roster.#preflights.started()
+        } catch (error) {
+          await roster.close()
+          throw error
+        }
+      }
+      roster.#log.wake(roster.#wakeAt)
+      if (options.watch === true) roster.#watch()
+      return roster
+    }
+
+    /** `shared`: a replica of a log on PostgreSQL (pg-log.js, loaded only here: the browser never loads `pg`). */
+    static async #createShared(options) {
+      if (platform.sharedRoster === undefined) {
+        throw new RotaError('INVALID_INPUT', `Roster.create: a shared roster needs Node (PostgreSQL through the 'pg' package); this is the ${platform.name} build`)
+      }
+      const wrong = []
+      if (options.statePath !== undefined || options.state !== undefined) {
+        wrong.push('a shared roster has no state file (statePath, state): the log on PostgreSQL is its persistence')
+      }
+      if (options.preflight !== undefined) wrong.push('a shared roster does not preflight (log version 1): drop preflight')
+      if (options.watch === true) wrong.push('a shared roster does not watch roster files: call reload()')
+      if (options.now !== undefined) wrong.push("a shared roster runs on the log's clock (the database's): drop now")
+      if (wrong.length > 0) throw new RotaError('INVALID_INPUT', `Roster.create: ${wrong.join('; ')}`)
+      const { PgLog } = await platform.sharedRoster()
+      const hasDocument = ['document', 'repoDocument', 'rosterPath', 'repoRosterPath'].some((k) => options[k] !== undefined)
+      const resolved = hasDocument ? await resolveDocument(options) : undefined
+      const roster = new Roster(constructing, options)
+      roster.#remote = true
+      roster.#listened = true
+      await PgLog.open(options, resolved, api, (log) => {
+        roster.#log = log
+        roster.#me = log.instance
+        return roster.#replica()
+      })
+      roster.#secretWarnings(roster.#policy.document())
+      return roster
+    }
+
+    /** What a PgLog folds into and settles: this roster's side of the replica. */
+    #replica() {
+      return {
+        policy: () => this.#policy,
+        wakeAt: () => this.#wakeAt,
+        adopt: (policy) => this.#adopt(policy),
+        fold: (answer, now, at) => this.#folded(answer, now, at),
+        instance: (id) => {
+          this.#me = id
+          this.#requestSeq = 0
+        },
+        pending: this.#pending,
+        settle: (id) => this.#settle(id),
+        granted: (output, now) => this.#granted(output, now),
+        rejectAll: (error) => {
+          for (const [id] of [...this.#pending]) this.#settle(id)?.reject(error())
+        },
+        runProbe: (executor, url) => new Promise((resolve) => this.#probes.run(executor, url, resolve)),
+        event: (level, name, message, fields) => this.#event(level, name, message, fields),
+        listening: () => this.#emitter.listenerCount('event') > 0,
+        closing: () => this.#closing,
+        track: (promise) => this.#track(promise),
+      }
+    }
+
+    #adopt(policy) {
+      this.#policy?.free?.()
+      this.#policy = policy
+      // (A module another buildApi wrapped first has only HANDLE_AT_LEVEL: the same answers.)
+      this.#driverStep = policy[DRIVER_STEP] ?? policy[HANDLE_AT_LEVEL]
+      this.#specs = undefined
+      if (this.#remote) {
+        this.#wakeAt = policy.wakeAt ?? null
+        this.#lastNow = policy.now ?? 0
+      }
+    }
+
+    /** `watch: true`: reload when a roster file changes; a bad edit is an event, the roster runs on. */
+    #watch() {
+      if (platform.watchRoster === undefined) throw new RotaError('INVALID_INPUT', 'watch needs a file system (Node)')
+      const paths = [this.#options.rosterPath, this.#options.repoRosterPath].filter((p) => p !== undefined)
+      let running = Promise.resolve()
+      const reload = () => {
+        running = running.then(async () => {
+          if (this.#closing) return
+          try {
+            await this.reload()
+          } catch (error) {
+            if (this.#closing) return
+            this.#event('warn', 'reloadFailed', `the changed roster file was not applied: ${error?.message ?? error}`, {
+              paths,
+              error: String(error?.message ?? error),
+              ...(error?.violations === undefined ? {} : { violations: error.violations }),
+            })
+          }
+        })
+        this.#track(running)
+      }
+      try {
+        this.#unwatch = platform.watchRoster(paths, reload)
+      } catch (error) {
+        this.#event('warn', 'watchFailed', `cannot watch ${paths.join(' and ')}: ${error?.message ?? error}`, {
+          paths,
+          error: String(error?.message ?? error),
+        })
+      }
+    }
+
+    // ---- the fold ---------------------------------------------------------------------
+
+    /** The log in memory: feeds one input, handles every output, re-arms the timer. Throws a rejected input. */
+    #step(input) {
+      const emitter = this.#emitter
+      const outputsHeard = this.#listened && emitter.listenerCount('output') > 0
+      const eventsHeard = outputsHeard || (this.#listened && emitter.listenerCount('event') > 0)
+      // Without a state file, the persist outputs concern only a listener of raw outputs.
+      const minLevel = (eventsHeard ? 0 : LEVEL_WARN) | (this.#state === undefined && !outputsHeard ? NO_PERSIST : 0)
+      const answer = this.#driverStep.call(this.#policy, input, minLevel)
+      this.#folded(answer, input.now, HERE, input.type)
+      this.#log.wake(this.#wakeAt)
+      return answer.outputs
+    }
+
+    /** An entry's answer folded (either log): dispatches every output. */
+    #folded({ outputs, wakeAt }, now, at, type) {
+      // Kept before dispatching: a listener may feed another input, whose answer is later.
+      this.#wakeAt = wakeAt ?? null
+      this.#lastNow = now
+      this.#at = at
+      if (type === 'reload' || type === 'preflightResult') this.#specs = undefined
+      for (const output of outputs) this.#dispatch(output)
+      this.#at = HERE
+    }
+
+    /** A step whose failure is reported as an event (results that come back late). */
+    #stepQuietly(input) {
+      if (this.#closed) return undefined
+      try {
+        return this.#step(input)
+      } catch (error) {
+        this.#event('warn', 'inputRejected', `the core rejected a ${input.type}: ${error.message}`, { input: input.type, code: error.code })
+        return undefined
+      }
+    }
+
+    /** An effect's result (a probe's, a machine's, a preflight's): appended to the log. */
+    #feed(input) {
+      if (this.#remote) return this.#log.append(input)
+      input.now = this.#log.now()
+      return this.#stepQuietly(input)
+    }
+
+    #timerTick() {
+      try {
+        this.tick()
+      } catch (error) {
+        // Only the clock can throw here (tick's input is never rejected).
+        this.#event('warn', 'clockFailed', error.message, { code: error.code })
+      }
+    }
+
+    /** Feeds a `tick` at `now()` (a log in memory: the timer does this; tests on virtual time call it). */
+    tick() {
+      if (this.#closed || this.#remote) return
+      this.#stepQuietly({ type: 'tick', now: this.#log.ticking() })
+    }
+
+    /**
+     * What the roster does with each of the core's outputs, by its `type`: one entry
+     * per output type of the protocol. Caller outputs concern their owner (the instance
+     * that issued the request); an output of a type not here is said as a warn
+     * `unknownOutput` event, never dropped without a word.
+     */
+    static #handlers = new Map([
+      ['granted', (r, output) => output.owner === r.#me && r.#granted(output)],
+      [
+        'exhausted',
+        (r, output) => {
+          if (output.owner !== r.#me) return
+          const pending = r.#settle(output.request)
+          pending?.reject(exhaustedError(r.#policy, output, pending))
+        },
+      ],
+      [
+        'timedOut',
+        (r, output) => {
+          if (output.owner !== r.#me) return
+          const pending = r.#settle(output.request)
+          pending?.reject(timeoutError(r.#policy, output.request, pending, undefined, output.reasons))
+        },
+      ],
+      ['unavailable', (r, output) => output.owner === r.#me && r.#settle(output.request)?.resolve(undefined)],
+      [
+        'cancelled',
+        (r, output) => {
+          if (output.owner !== r.#me) return
+          const pending = r.#settle(output.request)
+          pending?.reject(pending.abortReason ?? closed('the roster closed before a lease was granted'))
+        },
+      ],
+      ['waiting', (r, output) => output.owner === r.#me && r.#waiting(output)],
+      [
+        'probe',
+        (r, { executor, url }) => {
+          // The leader's: a log in memory is always its own leader.
+          if (r.#remote) r.#log.probe(executor, url)
+          else r.#probes.run(executor, url, (up) => r.#feed({ type: 'probeResult', executor, up }))
+        },
+      ],
+      ['createMachine', (r, output) => (output.owner ?? r.#at.appender) === r.#me && r.#machines.create(output)],
+      [
+        'deleteMachine',
+        (r, output) => {
+          // An expiry's outputs name the gone owner: the instance that appended it acts.
+          const at = r.#at
+          if ((at.expire !== undefined ? at.appender : (output.owner ?? at.appender)) === r.#me) r.#machines.delete(output)
+        },
+      ],
+      ['preflight', (r, output) => r.#preflights.run(output)],
+      ['startFailed', (r, output) => r.#preflights.failed(output)],
+      // The log on PostgreSQL is its own persistence: only a state file writes these.
+      ['persist', (r, { ids, state }) => r.#state?.persist({ ids, state })],
+      ['event', (r, output) => r.#coreEvent(output)],
+    ])
+
+    #dispatch(output) {
+      if (this.#listened && this.#emitter.listenerCount('output') > 0) {
+        this.#emitter.emit('output', this.#at.seq === undefined ? output : { ...output, seq: this.#at.seq })
+      }
+      const handle = Roster.#handlers.get(output.type)
+      if (handle !== undefined) return handle(this, output)
+      return this.#event('warn', 'unknownOutput', `roster: the core gave an output of type ${JSON.stringify(output.type)}, which this driver does not know`, {
+        type: output.type,
+      })
+    }
+
+    #waiting(output) {
+      const pending = this.#pending.get(output.request)
+      if (pending === undefined) return
+      pending.report = output.report
+      if (!pending.queued) {
+        pending.queued = true
+        this.#count(this.#queued, pending.role, 1)
+        this.#queuedTotal += 1
+      }
+    }
+
+    #coreEvent(output) {
+      if (output.name === 'excluded') this.#metrics.excluded(output.fields?.kind)
+      if (!this.#listened || this.#emitter.listenerCount('event') === 0) return
+      const event = { level: output.level, name: output.name, message: output.message, fields: output.fields, time: this.#lastNow }
+      if (this.#at.seq !== undefined) event.seq = this.#at.seq
+      this.#emitter.emit('event', event)
+    }
+
+    /** `executors` named ids the roster does not have: ignored (as the seed does), and said. */
+    #narrowWarnings({ unknown, warnings }) {
+      for (const warning of warnings ?? []) {
+        this.#event('warn', 'narrowIgnored', `roster: ${warning.message}`, { executors: unknown ?? [] })
+      }
+    }
+
+    /**
+     * A literal secret in an executor's `env` (the core's `check` finds it): a warning
+     * event per value, naming its place, never the value. The document still runs.
+     */
+    #secretWarnings(document) {
+      if (this.#emitter.listenerCount('event') === 0) return
+      let found
+      try {
+        found = api.check(document, this.#options.options?.kinds).warnings
+      } catch {
+        return
+      }
+      for (const warning of found ?? []) this.#event('warn', 'literalSecret', `roster: ${warning.message}`, { path: warning.path })
+    }
+
+    #event(level, name, message, fields = {}) {
+      let time
+      try {
+        time = this.#log.now()
+      } catch {
+        time = this.#lastNow
+      }
+      const event = { level, name, message, fields, time }
+      if (this.#remote) event.instance = this.#me
+      this.#emitter.emit('event', event)
+    }
+
+    // ---- requests and leases ----------------------------------------------------------
+
+    /** Removes a pending request and its abort listener; returns it. */
+    #settle(request) {
+      const pending = this.#pending.get(request)
+      if (pending === undefined) return undefined
+      this.#pending.delete(request)
+      pending.cleanup?.()
+      if (pending.queued) {
+        this.#count(this.#queued, pending.role, -1)
+        this.#queuedTotal -= 1
+      }
+      if (pending.keepsAlive) this.#keepAliveChange(-1)
+      return pending
+    }
+
+    #count(map, role, delta) {
+      map.set(role, (map.get(role) ?? 0) + delta)
+    }
+
+    #heldOf(role) {
+      let held = this.#held.get(role)
+      if (held === undefined) this.#held.set(role, (held = { n: 0 }))
+      return held
+    }
+
+    /**
+     * While a lease with `timeoutMs` or a `signal` waits, a Node process stays alive:
+     * its promise must settle (a signal's abort may come from a timer that does not
+     * hold the process, as `AbortSignal.timeout()`'s does not).
+     */
+    #keepAliveChange(delta) {
+      this.#keepAliveWaiters += delta
+      if (this.#keepAliveWaiters > 0 && this.#keepAlive === undefined && !this.#closed) {
+        this.#keepAlive = setInterval(() => {}, MAX_TIMER_MS)
+      } else if (this.#keepAliveWaiters === 0 && this.#keepAlive !== undefined) {
+        clearInterval(this.#keepAlive)
+        this.#keepAlive = undefined
+      }
+    }
+
+    #spec(id) {
+      if (this.#specs === undefined) {
+        this.#specs = new Map()
+        for (const spec of this.#policy.document()?.executors ?? []) this.#specs.set(spec.id, spec)
+      }
+      return this.#specs.get(id) ?? { id }
+    }
+
+    #granted(output, now = this.#lastNow) {
+      const pending = this.#settle(output.request)
+      const lease = new Lease(output, this.#spec(output.executor), this.#releaseLease, now)
+      this.#heldOf(lease.role).n += 1
+      this.#heldTotal += 1
+      if (pending === undefined || pending.abortReason !== undefined) {
+        // Nobody waits for it (given up, fenced, an earlier life of this instance): back at once.
+        lease.release()
+        pending?.reject(pending.abortReason)
+        return
+      }
+      if (output.occupied === true) this.#metrics.leaseOccupied()
+      else this.#metrics.leaseGranted(now - (pending.sentAt ?? now))
+      pending.resolve(lease)
+    }
+
+    #releaseLease = (lease, role) => {
+      this.#heldOf(role).n -= 1
+      this.#heldTotal -= 1
+      if (this.#remote) {
+        if (!this.#log.dead) this.#log.append(`{"type":"release","lease":${lease}}`)
+      } else if (!this.#closed) {
+        this.#stepQuietly({ type: 'release', now: this.#log.now(), lease })
+      }
+    }
+
+    #track(promise) {
+      this.#inflight.add(promise)
+      const done = () => this.#inflight.delete(promise)
+      // (then with both handlers: a rejection here must not become an unhandled one)
+      promise.then(done, done)
+      return promise
+    }
+
+    #checkOpen() {
+      if (this.#closing) throw closed()
+      this.#log.checkOpen()
+    }
+
+    /**
+     * Waits for a slot. Rejects `EXHAUSTED` when no executor outside `avoid` can ever
+     * take the role, `TIMEOUT` after `timeoutMs`, `ABORT_ERR` when `signal` aborts
+     * (and, shared, FENCED).
+     */
+    lease(role, options = NO_OPTIONS) {
+      return this.#request('lease', role, options)
+    }
+
+    /** A slot now, or `undefined`. (Async because a provisioned executor first makes a machine.) */
+    tryLease(role, options = NO_OPTIONS) {
+      return this.#request('tryLease', role, options)
+    }
+
+    /**
+     * A request id of the roster's own, never one in use: `r<n>` in memory,
+     * `<instance>/<n>` on a shared log. In memory one the core still knows (a live
+     * lease's) is skipped when the core answers DUPLICATE_REQUEST (#stepWithOwnId).
+     */
+    #nextId() {
+      const prefix = this.#remote ? `${this.#me}/` : 'r'
+      let id
+      do id = `${prefix}${++this.#requestSeq}`
+      while (this.#pending.has(id))
+      return id
+    }
+
+    /** Feeds a request; a generated id the core already knows is replaced, its pending entry moved, and fed again. */
+    #stepWithOwnId(input, generated, pending) {
+      for (;;) {
+        try {
+          return this.#step(input)
+        } catch (error) {
+          if (!generated || error?.code !== 'DUPLICATE_REQUEST') throw error
+          if (this.#pending.get(input.id) === pending) this.#pending.delete(input.id)
+          input.id = this.#nextId()
+          this.#pending.set(input.id, pending)
+        }
+      }
+    }
+
+    #request(type, role, options) {
+      let pending
+      try {
+        this.#checkOpen()
+        const signal = checkRequest(type, options)
+        if (signal?.aborted) return Promise.reject(abortError(this.#policy, signal, { role, label: options.label }))
+        const id = options.id ?? this.#nextId()
+        const remote = this.#remote
+        const now = remote ? undefined : this.#log.now()
+        const input = remote ? { type, id, role } : { type, now, id, role }
+        const timeoutMs = requestFields(input, options)
+        // A log's time is the only clock of a shared roster: `timeoutMs`, never a deadline.
+        if (remote) {
+          if (timeoutMs !== undefined) input.timeoutMs = timeoutMs
+          input.owner = this.#me
+        } else if (timeoutMs !== undefined) input.deadline = now + timeoutMs
+        if (this.#pending.has(id)) throw duplicate(id)
+        pending = new PendingRequest(type, role, options.label, options.timeoutMs, input)
+        pending.sentAt = remote ? this.#log.now() : now
+        if (signal !== undefined) {
+          const onAbort = () => {
+            if (this.#pending.get(input.id) !== pending) return
+            pending.abortReason = abortError(this.#policy, signal, pending, input.id)
+            if (remote) this.#log.append({ type: 'cancel', id: input.id })
+            else if (!this.#stepQuietly({ type: 'cancel', now: this.#log.now(), id: input.id })) {
+              // The core no longer knows it: settle here so nobody hangs.
+              this.#settle(input.id)?.reject(pending.abortReason)
+            }
+          }
+          signal.addEventListener('abort', onAbort, { once: true })
+          pending.cleanup = () => signal.removeEventListener('abort', onAbort)
+        }
+        this.#pending.set(id, pending)
+        if (pending.timeoutMs !== undefined || signal !== undefined) {
+          pending.keepsAlive = true
+          this.#keepAliveChange(1)
+        }
+      } catch (error) {
+        return Promise.reject(error)
+      }
+      const input = pending.input
+      if (this.#remote) this.#log.append(JSON.stringify(input), { request: input.id })
+      else {
+        try {
+          this.#stepWithOwnId(input, options.id === undefined, pending)
+        } catch (error) {
+          this.#settle(input.id)
+          pending.reject(error)
+        }
+      }
+      // Granted (or refused) by that step, mostly: then an already settled promise.
+      return pending.promise()
+    }
+
+    /**
+     * Records work already running on an executor after a restart: it takes a slot
+     * even beyond capacity. Returns its lease (shared: a Promise of it).
+     */
+    occupy(executor, options = {}) {
+      const remote = this.#remote
+      let id
+      let pending
+      try {
+        this.#checkOpen()
+        if (options === null || typeof options !== 'object') throw new RotaError('INVALID_INPUT', 'occupy options must be an object')
+        id = options.id ?? this.#nextId()
+        // A waiting request's id is refused before anything changes.
+        if (this.#pending.has(id)) throw duplicate(id)
+        pending = new PendingRequest('occupy', options.role, undefined, undefined, undefined)
+        this.#pending.set(id, pending)
+      } catch (error) {
+        if (remote) return Promise.reject(error)
+        throw error
+      }
+      const input = omitUndefined({ type: 'occupy', now: remote ? undefined : this.#log.now(), id, executor, role: options.role, hold: options.hold, owner: this.#me })
+      if (remote) {
+        this.#log.append(JSON.stringify(input), { request: id })
+        return pending.promise()
+      }
+      try {
+        this.#stepWithOwnId(input, options.id === undefined, pending)
+      } finally {
+        if (this.#pending.get(input.id) === pending) this.#pending.delete(input.id)
+      }
+      // Its lease, granted by that step (never rejected: the core refuses by throwing).
+      return pending.settled === 1 ? pending.value : undefined
+    }
+
+    /**
+     * Leases, runs `fn(lease)`, reports what it throws (then rethrows it) and releases:
+     * generic-pool's `use`. Resolves with what `fn` returns. `report: false` leaves
+     * failures unreported.
+     */
+    async use(role, fn, options = {}) {
+      if (typeof fn !== 'function') {
+        throw new RotaError('INVALID_INPUT', `use(role, fn): fn must be a function, not ${fn === null ? 'null' : typeof fn}`)
+      }
+      const { report = true, ...leaseOptions } = options ?? {}
+      const lease = await this.lease(role, leaseOptions)
+      try {
+        return await fn(lease)
+      } catch (error) {
+        if (report !== false && !this.#closing) {
+          try {
+            // (In memory it answers at once: the lease is released with no wait.)
+            if (this.#remote) await this.report(lease.executorId, error)
+            else this.report(lease.executorId, error)
+          } catch {
+            // A report the core refuses must not hide the caller's own error.
+          }
+        }
+        throw error
+      } finally {
+        lease.release()
+      }
+    }
+
+    /**
+     * A call that changes state: `build()` gives its input (without `now`), `answer(outputs)`
+     * its value. In memory it is folded at once (a refusal throws); on a shared log it
+     * is appended and a Promise settles when it is folded.
+     */
+    #call(build, answer = () => undefined) {
+      if (this.#remote) {
+        try {
+          this.#checkOpen()
+          const input = build()
+          return new Promise((resolve, reject) => {
+            let settled = false
+            const call = {
+              resolve: (outputs) => settled || ((settled = true), resolve(answer(outputs))),
+              reject: (error) => settled || ((settled = true), reject(error)),
+            }
+            this.#log.append(JSON.stringify(input), call)
+          })
+        } catch (error) {
+          return Promise.reject(error)
+        }
+      }
+      this.#checkOpen()
+      return answer(this.#step(build(this.#log.now())))
+    }
+
+    /**
+     * Reports a failed call on an executor: a real error (its facts extracted with
+     * `failureFacts`, classified by the core with the document's signals) or an
+     * already-classified `{ kind, message, resetAt?, retryAfterMs? }`. Returns the
+     * exclusion it earned, if any (shared: a Promise of it).
+     */
+    report(executor, error) {
+      return this.#call((now) => {
+        if (error !== null && typeof error === 'object' && !(error instanceof Error) && 'kind' in error && !FAILURE_KINDS.includes(error.kind)) {
+          // A classified failure with a kind this package does not know would count as
+          // `other` (excluding nothing) without a word: refuse it.
+          throw new RotaError('INVALID_INPUT', `unknown failure kind ${JSON.stringify(error.kind)}: one of ${FAILURE_KINDS.join(', ')}`)
+        }
+        const failure = failureFacts(error, { now: now ?? this.#log.now() })
+        return now === undefined ? { type: 'report', executor, failure } : { type: 'report', now, executor, failure }
+      }, (outputs) => exclusionFrom(outputs, executor))
+    }
+
+    /** The kind the core gives `error` with this roster's signals, reporting nothing: `{ kind, rule }`. */
+    classify(error) {
+      if (this.#closing) throw closed()
+      return this.#policy.classify(failureFacts(error, { now: this.#log.now() }))
+    }
+
+    /**
+     * Takes an executor out of the round: `exclude(id, { kind, reason, until })`, or
+     * the seed's `exclude({ id, kind, reason, until })`. Kind defaults to `manual`.
+     */
+    exclude(executor, options = {}) {
+      return this.#call((now) => {
+        const spec = typeof executor === 'object' && executor !== null ? executor : { ...options, id: executor }
+        const until = spec.until instanceof Date ? spec.until.getTime() : spec.until
+        return omitUndefined({ type: 'exclude', now, executor: spec.id, kind: spec.kind, reason: spec.reason, until })
+      })
+    }
+
+    /** Ends an executor's exclusion, whatever its kind. */
+    resume(executor) {
+      return this.#call((now) => omitUndefined({ type: 'resume', now, executor }))
+    }
+
+    /**
+     * Replaces the roster live (on a shared log: for every instance). Without a
+     * document, re-reads `rosterPath` and `repoRosterPath` (merged and narrowed as at
+     * create). Rejects INVALID_DOCUMENT and changes nothing.
+     */
+    async reload(document) {
+      this.#checkOpen()
+      const base = this.#options
+      const resolved =
+        document === undefined
+          ? await resolveDocument(base)
+          : await resolveDocument({ ...base, document, repoDocument: undefined, rosterPath: undefined, repoRosterPath: undefined })
+      this.#checkOpen()
+      this.#narrowWarnings(resolved)
+      this.#secretWarnings(resolved.document)
+      this.#preflights.pendingDocument = resolved.document
+      await this.#call((now) => omitUndefined({ type: 'reload', now, document: resolved.document }))
+    }
+
+    // ---- queries (they change nothing) ---------------------------------------------------
+
+    snapshot() {
+      return this.#policy.snapshot()
+    }
+
+    available(role) {
+      return this.#policy.available(role)
+    }
+
+    slots(role) {
+      return this.#policy.slots(role)
+    }
+
+    canEverServe(role, avoid = []) {
+      return this.#policy.canEverServe(role, list(avoid, 'avoid') ?? [])
+    }
+
+    explain(request) {
+      return this.#policy.explain(typeof request === 'string' ? { role: request } : request)
+    }
+
+    plan(document) {
+      return this.#policy.plan(document)
+    }
+
+    /** The running roster document. */
+    get document() {
+      return this.#policy.document()
+    }
+
+    /** The executors of the running roster document (the seed's `executors`). */
+    get executors() {
+      return this.#policy.document()?.executors ?? []
+    }
+
+    /** `on('event', fn)`: every decision's event and the driver's own; `on('output', fn)`: every raw output. */
+    on(name, listener) {
+      this.#listened = true
+      this.#emitter.on(name, listener)
+      return this
+    }
+
+    off(name, listener) {
+      this.#emitter.off(name, listener)
+      return this
+    }
+
+    once(name, listener) {
+      this.#listened = true
+      this.#emitter.once(name, listener)
+      return this
+    }
+
+    get closed() {
+      return this.#closing
+    }
+
+    /** Lease requests waiting in the queue (all roles; shared: this instance's). */
+    get waiting() {
+      return this.#queuedTotal
+    }
+
+    /** Leases held (granted or occupied, not yet released; shared: by this instance). */
+    get leased() {
+      return this.#heldTotal
+    }
+
+    /** `{ waiting, leased }` of one role. */
+    counts(role) {
+      return { waiting: this.#queued.get(role) ?? 0, leased: this.#held.get(role)?.n ?? 0 }
+    }
+
+    /** Waiting requests of every role of the running document (for the queue-length gauge). */
+    #queueByRole() {
+      const roles = this.#closed || this.#log.dead ? [...this.#queued.keys()] : this.#policy.snapshot().roles
+      return new Map(roles.map((role) => [role, this.#queued.get(role) ?? 0]))
+    }
+
+    /**
+     * The roster's metrics as Prometheus text: rota_leases_granted_total,
+     * rota_lease_wait_seconds, rota_exclusions_total{kind}, rota_probes_total,
+     * rota_queue_length{role}, rota_state_writes_total.
+     */
+    metrics() {
+      return this.#metrics.prometheus()
+    }
+
+    // ---- the log's membership (a shared roster's; a log in memory: its own leader, never fenced)
+
+    /** This incarnation's id, `<name>:<8 hex>` (shared). */
+    get instance() {
+      return this.#log.instance
+    }
+
+    get isLeader() {
+      return this.#log.isLeader
+    }
+
+    get leaderEpoch() {
+      return this.#log.leaderEpoch
+    }
+
+    get fenced() {
+      return this.#log.fenced
+    }
+
+    get fence() {
+      return this.#log.fence
+    }
+
+    /** The seq of the last log entry folded (shared). */
+    get foldedSeq() {
+      return this.#log.foldedSeq
+    }
+
+    /** The state hash (16 hex digits): equal on every replica at the same foldedSeq. */
+    stateHash() {
+      return this.#policy.stateHash()
+    }
+
+    // ---- lifecycle -------------------------------------------------------------------------
+
+    /** Resolves when no probe, machine callback or state write is in flight. */
+    async idle() {
+      while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight])
+    }
+
+    /**
+     * Stops: waiting requests reject CLOSED, probes abort, the timer stops, pending state
+     * writes finish. Leases still held may be released; they change nothing any more.
+     * A shared instance leaves the log: steps down, appends its own expiry (its leases
+     * are released for the others) and forgets its heartbeat.
+     */
+    close() {
+      if (this.#closePromise !== undefined) return this.#closePromise
+      this.#closing = true
+      const rejectAll = () => {
+        for (const [id] of [...this.#pending]) this.#settle(id)?.reject(closed('the roster closed before a lease was granted'))
+      }
+      let leaving
+      if (this.#remote) leaving = this.#log.leave([...this.#pending].map(([id]) => id))
+      else {
+        for (const [id, pending] of [...this.#pending]) {
+          if (this.#pending.get(id) === pending && !this.#stepQuietly({ type: 'cancel', now: this.#log.now(), id })) {
+            this.#settle(id)?.reject(closed('the roster closed before a lease was granted'))
+          }
+        }
+        this.#log.stop()
+        this.#closeController.abort(closed())
+      }
+      this.#unwatch?.()
+      this.#metrics.close()
+      this.#state?.stopRetry()
+      this.#closePromise = (async () => {
+        await leaving
+        rejectAll()
+        this.#closeController.abort(closed())
+        clearInterval(this.#keepAlive)
+        this.#keepAlive = undefined
+        await this.idle()
+        await this.#state?.flush()
+        this.#closed = true
+        this.#log.stop()
+        await this.#log.end?.()
+      })()
+      return this.#closePromise
+    }
+
+    async [asyncDisposeSymbol]() {
+      await this.close()
+    }
+
+    /** Test-only (shared): stops as a crash would; its waiting calls reject CLOSED. */
+    [CRASH]() {
+      if (!this.#remote || this.#log.dead) return
+      this.#closing = true
+      this.#closeController.abort(closed('crashed'))
+      this.#closePromise = this.#log.crash(() => {
+        for (const [id] of [...this.#pending]) this.#settle(id)?.reject(closed('the roster crashed (test hook)'))
+      })
+    }
+  }
+
+  return Roster
+}
