@@ -11,11 +11,13 @@ import { FAILURE_KINDS, failureFacts } from '../classify.js'
 import { RotaError, closed } from '../errors.js'
 import { emitterOverTarget } from '../events.js'
 import { Metrics } from '../metrics.js'
-import { PendingRequest, PendingRequests } from '../pending.js'
-import { checkOptions, documents } from './document.js'
+import { PendingRequest } from '../pending.js'
+import { checkOptions, documents, watchFiles } from './document.js'
+import { Ledger } from './ledger.js'
 import { Machines } from './machines.js'
 import { MemoryLog } from './memory-log.js'
 import { Preflights } from './preflight.js'
+import { defineQueries } from './queries.js'
 import { DEFAULT_PROBE_TIMEOUT_MS, Probes, defaultProbe } from './probes.js'
 import {
   Lease,
@@ -25,7 +27,6 @@ import {
   duplicate,
   exclusionFrom,
   exhaustedError,
-  list,
   omitUndefined,
   requestFields,
   timeoutError,
@@ -51,7 +52,6 @@ export const NO_PERSIST = 4
 /** Test-only: `roster[CRASH]()` stops a shared instance as a crash would (no cancel, no step-down, no expiry). */
 export const CRASH = Symbol.for('rota.crash')
 const LEVEL_WARN = 2
-const MAX_TIMER_MS = 2 ** 31 - 1
 /** A lease's options when none are given (read only, so one serves every call). */
 const NO_OPTIONS = Object.freeze({})
 /** Where an output of a log in memory was folded: appended by this instance, no seq. */
@@ -64,6 +64,10 @@ export function defineRoster(api, platform) {
   const constructing = Symbol('constructing')
 
   class Roster {
+    static {
+      defineQueries(this, (roster) => roster.#policy, (roster) => roster.#log)
+    }
+
     #policy = null
     #driverStep
     #options
@@ -75,7 +79,8 @@ export function defineRoster(api, platform) {
     #remote
     /** This instance's id as the log's owner of its requests (undefined in memory: outputs name no owner). */
     #me
-    #pending = new PendingRequests()
+    #ledger = new Ledger()
+    #pending = this.#ledger.pending
     #requestSeq = 0
     #closing = false
     #closed = false
@@ -83,15 +88,6 @@ export function defineRoster(api, platform) {
     #closeController = new AbortController()
     #inflight = new Set()
     #specs
-    /** role → requests waiting in the core's queue (a `waiting` output, not settled) */
-    #queued = new Map()
-    #queuedTotal = 0
-    /** role → { n: leases held (granted or occupied, not released) }: one lookup a change */
-    #held = new Map()
-    #heldTotal = 0
-    /** Waiters that keep a Node process alive: those with `timeoutMs` or a `signal`. */
-    #keepAliveWaiters = 0
-    #keepAlive
     #metrics
     #unwatch
     #probes
@@ -181,7 +177,14 @@ export function defineRoster(api, platform) {
         }
       }
       roster.#log.wake(roster.#wakeAt)
-      if (options.watch === true) roster.#watch()
+      if (options.watch === true) {
+        roster.#unwatch = watchFiles(platform, options, {
+          reload: () => roster.reload(),
+          closing: () => roster.#closing,
+          event: (level, name, message, fields) => roster.#event(level, name, message, fields),
+          track: (promise) => roster.#track(promise),
+        })
+      }
       return roster
     }
 
@@ -225,10 +228,10 @@ export function defineRoster(api, platform) {
           this.#requestSeq = 0
         },
         pending: this.#pending,
-        settle: (id) => this.#settle(id),
+        settle: (id) => this.#ledger.settle(id),
         granted: (output, now) => this.#granted(output, now),
         rejectAll: (error) => {
-          for (const [id] of [...this.#pending]) this.#settle(id)?.reject(error())
+          for (const [id] of [...this.#pending]) this.#ledger.settle(id)?.reject(error())
         },
         runProbe: (executor, url) => new Promise((resolve) => this.#probes.run(executor, url, resolve)),
         event: (level, name, message, fields) => this.#event(level, name, message, fields),
@@ -247,37 +250,6 @@ export function defineRoster(api, platform) {
       if (this.#remote) {
         this.#wakeAt = policy.wakeAt ?? null
         this.#lastNow = policy.now ?? 0
-      }
-    }
-
-    /** `watch: true`: reload when a roster file changes; a bad edit is an event, the roster runs on. */
-    #watch() {
-      if (platform.watchRoster === undefined) throw new RotaError('INVALID_INPUT', 'watch needs a file system (Node)')
-      const paths = [this.#options.rosterPath, this.#options.repoRosterPath].filter((p) => p !== undefined)
-      let running = Promise.resolve()
-      const reload = () => {
-        running = running.then(async () => {
-          if (this.#closing) return
-          try {
-            await this.reload()
-          } catch (error) {
-            if (this.#closing) return
-            this.#event('warn', 'reloadFailed', `the changed roster file was not applied: ${error?.message ?? error}`, {
-              paths,
-              error: String(error?.message ?? error),
-              ...(error?.violations === undefined ? {} : { violations: error.violations }),
-            })
-          }
-        })
-        this.#track(running)
-      }
-      try {
-        this.#unwatch = platform.watchRoster(paths, reload)
-      } catch (error) {
-        this.#event('warn', 'watchFailed', `cannot watch ${paths.join(' and ')}: ${error?.message ?? error}`, {
-          paths,
-          error: String(error?.message ?? error),
-        })
       }
     }
 
@@ -352,7 +324,7 @@ export function defineRoster(api, platform) {
         'exhausted',
         (r, output) => {
           if (output.owner !== r.#me) return
-          const pending = r.#settle(output.request)
+          const pending = r.#ledger.settle(output.request)
           pending?.reject(exhaustedError(r.#policy, output, pending))
         },
       ],
@@ -360,20 +332,20 @@ export function defineRoster(api, platform) {
         'timedOut',
         (r, output) => {
           if (output.owner !== r.#me) return
-          const pending = r.#settle(output.request)
+          const pending = r.#ledger.settle(output.request)
           pending?.reject(timeoutError(r.#policy, output.request, pending, undefined, output.reasons))
         },
       ],
-      ['unavailable', (r, output) => output.owner === r.#me && r.#settle(output.request)?.resolve(undefined)],
+      ['unavailable', (r, output) => output.owner === r.#me && r.#ledger.settle(output.request)?.resolve(undefined)],
       [
         'cancelled',
         (r, output) => {
           if (output.owner !== r.#me) return
-          const pending = r.#settle(output.request)
+          const pending = r.#ledger.settle(output.request)
           pending?.reject(pending.abortReason ?? closed('the roster closed before a lease was granted'))
         },
       ],
-      ['waiting', (r, output) => output.owner === r.#me && r.#waiting(output)],
+      ['waiting', (r, output) => output.owner === r.#me && r.#ledger.waiting(output)],
       [
         'probe',
         (r, { executor, url }) => {
@@ -407,17 +379,6 @@ export function defineRoster(api, platform) {
       return this.#event('warn', 'unknownOutput', `roster: the core gave an output of type ${JSON.stringify(output.type)}, which this driver does not know`, {
         type: output.type,
       })
-    }
-
-    #waiting(output) {
-      const pending = this.#pending.get(output.request)
-      if (pending === undefined) return
-      pending.report = output.report
-      if (!pending.queued) {
-        pending.queued = true
-        this.#count(this.#queued, pending.role, 1)
-        this.#queuedTotal += 1
-      }
     }
 
     #coreEvent(output) {
@@ -464,45 +425,6 @@ export function defineRoster(api, platform) {
 
     // ---- requests and leases ----------------------------------------------------------
 
-    /** Removes a pending request and its abort listener; returns it. */
-    #settle(request) {
-      const pending = this.#pending.get(request)
-      if (pending === undefined) return undefined
-      this.#pending.delete(request)
-      pending.cleanup?.()
-      if (pending.queued) {
-        this.#count(this.#queued, pending.role, -1)
-        this.#queuedTotal -= 1
-      }
-      if (pending.keepsAlive) this.#keepAliveChange(-1)
-      return pending
-    }
-
-    #count(map, role, delta) {
-      map.set(role, (map.get(role) ?? 0) + delta)
-    }
-
-    #heldOf(role) {
-      let held = this.#held.get(role)
-      if (held === undefined) this.#held.set(role, (held = { n: 0 }))
-      return held
-    }
-
-    /**
-     * While a lease with `timeoutMs` or a `signal` waits, a Node process stays alive:
-     * its promise must settle (a signal's abort may come from a timer that does not
-     * hold the process, as `AbortSignal.timeout()`'s does not).
-     */
-    #keepAliveChange(delta) {
-      this.#keepAliveWaiters += delta
-      if (this.#keepAliveWaiters > 0 && this.#keepAlive === undefined && !this.#closed) {
-        this.#keepAlive = setInterval(() => {}, MAX_TIMER_MS)
-      } else if (this.#keepAliveWaiters === 0 && this.#keepAlive !== undefined) {
-        clearInterval(this.#keepAlive)
-        this.#keepAlive = undefined
-      }
-    }
-
     #spec(id) {
       if (this.#specs === undefined) {
         this.#specs = new Map()
@@ -512,10 +434,9 @@ export function defineRoster(api, platform) {
     }
 
     #granted(output, now = this.#lastNow) {
-      const pending = this.#settle(output.request)
+      const pending = this.#ledger.settle(output.request)
       const lease = new Lease(output, this.#spec(output.executor), this.#releaseLease, now)
-      this.#heldOf(lease.role).n += 1
-      this.#heldTotal += 1
+      this.#ledger.hold(lease.role, 1)
       if (pending === undefined || pending.abortReason !== undefined) {
         // Nobody waits for it (given up, fenced, an earlier life of this instance): back at once.
         lease.release()
@@ -528,8 +449,7 @@ export function defineRoster(api, platform) {
     }
 
     #releaseLease = (lease, role) => {
-      this.#heldOf(role).n -= 1
-      this.#heldTotal -= 1
+      this.#ledger.hold(role, -1)
       if (this.#remote) {
         if (!this.#log.dead) this.#log.append(`{"type":"release","lease":${lease}}`)
       } else if (!this.#closed) {
@@ -617,17 +537,14 @@ export function defineRoster(api, platform) {
             if (remote) this.#log.append({ type: 'cancel', id: input.id })
             else if (!this.#stepQuietly({ type: 'cancel', now: this.#log.now(), id: input.id })) {
               // The core no longer knows it: settle here so nobody hangs.
-              this.#settle(input.id)?.reject(pending.abortReason)
+              this.#ledger.settle(input.id)?.reject(pending.abortReason)
             }
           }
           signal.addEventListener('abort', onAbort, { once: true })
           pending.cleanup = () => signal.removeEventListener('abort', onAbort)
         }
         this.#pending.set(id, pending)
-        if (pending.timeoutMs !== undefined || signal !== undefined) {
-          pending.keepsAlive = true
-          this.#keepAliveChange(1)
-        }
+        if (pending.timeoutMs !== undefined || signal !== undefined) this.#ledger.keepAlive(pending)
       } catch (error) {
         return Promise.reject(error)
       }
@@ -637,7 +554,7 @@ export function defineRoster(api, platform) {
         try {
           this.#stepWithOwnId(input, options.id === undefined, pending)
         } catch (error) {
-          this.#settle(input.id)
+          this.#ledger.settle(input.id)
           pending.reject(error)
         }
       }
@@ -794,41 +711,7 @@ export function defineRoster(api, platform) {
       await this.#call((now) => omitUndefined({ type: 'reload', now, document: resolved.document }))
     }
 
-    // ---- queries (they change nothing) ---------------------------------------------------
-
-    snapshot() {
-      return this.#policy.snapshot()
-    }
-
-    available(role) {
-      return this.#policy.available(role)
-    }
-
-    slots(role) {
-      return this.#policy.slots(role)
-    }
-
-    canEverServe(role, avoid = []) {
-      return this.#policy.canEverServe(role, list(avoid, 'avoid') ?? [])
-    }
-
-    explain(request) {
-      return this.#policy.explain(typeof request === 'string' ? { role: request } : request)
-    }
-
-    plan(document) {
-      return this.#policy.plan(document)
-    }
-
-    /** The running roster document. */
-    get document() {
-      return this.#policy.document()
-    }
-
-    /** The executors of the running roster document (the seed's `executors`). */
-    get executors() {
-      return this.#policy.document()?.executors ?? []
-    }
+    // ---- queries (they change nothing): queries.js adds the policy's and the log's ------
 
     /** `on('event', fn)`: every decision's event and the driver's own; `on('output', fn)`: every raw output. */
     on(name, listener) {
@@ -854,23 +737,24 @@ export function defineRoster(api, platform) {
 
     /** Lease requests waiting in the queue (all roles; shared: this instance's). */
     get waiting() {
-      return this.#queuedTotal
+      return this.#ledger.queuedTotal
     }
 
     /** Leases held (granted or occupied, not yet released; shared: by this instance). */
     get leased() {
-      return this.#heldTotal
+      return this.#ledger.heldTotal
     }
 
     /** `{ waiting, leased }` of one role. */
     counts(role) {
-      return { waiting: this.#queued.get(role) ?? 0, leased: this.#held.get(role)?.n ?? 0 }
+      return this.#ledger.counts(role)
     }
 
     /** Waiting requests of every role of the running document (for the queue-length gauge). */
     #queueByRole() {
-      const roles = this.#closed || this.#log.dead ? [...this.#queued.keys()] : this.#policy.snapshot().roles
-      return new Map(roles.map((role) => [role, this.#queued.get(role) ?? 0]))
+      const queued = this.#ledger.queued
+      const roles = this.#closed || this.#log.dead ? [...queued.keys()] : this.#policy.snapshot().roles
+      return new Map(roles.map((role) => [role, queued.get(role) ?? 0]))
     }
 
     /**
@@ -880,39 +764,6 @@ export function defineRoster(api, platform) {
      */
     metrics() {
       return this.#metrics.prometheus()
-    }
-
-    // ---- the log's membership (a shared roster's; a log in memory: its own leader, never fenced)
-
-    /** This incarnation's id, `<name>:<8 hex>` (shared). */
-    get instance() {
-      return this.#log.instance
-    }
-
-    get isLeader() {
-      return this.#log.isLeader
-    }
-
-    get leaderEpoch() {
-      return this.#log.leaderEpoch
-    }
-
-    get fenced() {
-      return this.#log.fenced
-    }
-
-    get fence() {
-      return this.#log.fence
-    }
-
-    /** The seq of the last log entry folded (shared). */
-    get foldedSeq() {
-      return this.#log.foldedSeq
-    }
-
-    /** The state hash (16 hex digits): equal on every replica at the same foldedSeq. */
-    stateHash() {
-      return this.#policy.stateHash()
     }
 
     // ---- lifecycle -------------------------------------------------------------------------
@@ -932,14 +783,14 @@ export function defineRoster(api, platform) {
       if (this.#closePromise !== undefined) return this.#closePromise
       this.#closing = true
       const rejectAll = () => {
-        for (const [id] of [...this.#pending]) this.#settle(id)?.reject(closed('the roster closed before a lease was granted'))
+        for (const [id] of [...this.#pending]) this.#ledger.settle(id)?.reject(closed('the roster closed before a lease was granted'))
       }
       let leaving
       if (this.#remote) leaving = this.#log.leave([...this.#pending].map(([id]) => id))
       else {
         for (const [id, pending] of [...this.#pending]) {
           if (this.#pending.get(id) === pending && !this.#stepQuietly({ type: 'cancel', now: this.#log.now(), id })) {
-            this.#settle(id)?.reject(closed('the roster closed before a lease was granted'))
+            this.#ledger.settle(id)?.reject(closed('the roster closed before a lease was granted'))
           }
         }
         this.#log.stop()
@@ -952,8 +803,7 @@ export function defineRoster(api, platform) {
         await leaving
         rejectAll()
         this.#closeController.abort(closed())
-        clearInterval(this.#keepAlive)
-        this.#keepAlive = undefined
+        this.#ledger.stop()
         await this.idle()
         await this.#state?.flush()
         this.#closed = true
@@ -971,9 +821,10 @@ export function defineRoster(api, platform) {
     [CRASH]() {
       if (!this.#remote || this.#log.dead) return
       this.#closing = true
+      this.#ledger.stop()
       this.#closeController.abort(closed('crashed'))
       this.#closePromise = this.#log.crash(() => {
-        for (const [id] of [...this.#pending]) this.#settle(id)?.reject(closed('the roster crashed (test hook)'))
+        for (const [id] of [...this.#pending]) this.#ledger.settle(id)?.reject(closed('the roster crashed (test hook)'))
       })
     }
   }

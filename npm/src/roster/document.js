@@ -64,6 +64,41 @@ function duplicates(document, side) {
   return found
 }
 
+/**
+ * `watch: true`: reload when a roster file changes; a bad edit is an event, the roster
+ * runs on. `roster`: { reload(), closing(), event(...), track(promise) }. Returns the unwatch.
+ */
+export function watchFiles(platform, options, roster) {
+  if (platform.watchRoster === undefined) throw new RotaError('INVALID_INPUT', 'watch needs a file system (Node)')
+  const paths = [options.rosterPath, options.repoRosterPath].filter((p) => p !== undefined)
+  let running = Promise.resolve()
+  const reload = () => {
+    running = running.then(async () => {
+      if (roster.closing()) return
+      try {
+        await roster.reload()
+      } catch (error) {
+        if (roster.closing()) return
+        roster.event('warn', 'reloadFailed', `the changed roster file was not applied: ${error?.message ?? error}`, {
+          paths,
+          error: String(error?.message ?? error),
+          ...(error?.violations === undefined ? {} : { violations: error.violations }),
+        })
+      }
+    })
+    roster.track(running)
+  }
+  try {
+    return platform.watchRoster(paths, reload)
+  } catch (error) {
+    roster.event('warn', 'watchFailed', `cannot watch ${paths.join(' and ')}: ${error?.message ?? error}`, {
+      paths,
+      error: String(error?.message ?? error),
+    })
+    return undefined
+  }
+}
+
 /** `{ resolveDocument, buildPolicy }` over a wasm API and a platform ({ readRoster? }). */
 export function documents(api, platform) {
   const { Policy } = api
