@@ -7,11 +7,11 @@
 // the one the protocol names (sql/PROTOCOL.md, "Who acts on an output"): with a log in
 // memory it is every owner and the leader.
 
-import { FAILURE_KINDS, failureFacts } from '../classify.js'
 import { RotaError, closed } from '../errors.js'
 import { emitterOverTarget } from '../events.js'
 import { Metrics } from '../metrics.js'
 import { PendingRequest } from '../pending.js'
+import { defineCalls } from './calls.js'
 import { checkOptions, documents, watchFiles } from './document.js'
 import { Ledger } from './ledger.js'
 import { Machines } from './machines.js'
@@ -25,7 +25,6 @@ import {
   asyncDisposeSymbol,
   checkRequest,
   duplicate,
-  exclusionFrom,
   exhaustedError,
   omitUndefined,
   requestFields,
@@ -66,6 +65,32 @@ export function defineRoster(api, platform) {
   class Roster {
     static {
       defineQueries(this, (roster) => roster.#policy, (roster) => roster.#log)
+      defineCalls(this, (roster) => roster.#inner)
+    }
+
+    /** The roster's side of calls.js. */
+    #inner = {
+      call: (build, answer) => this.#call(build, answer),
+      now: () => this.#log.now(),
+      remote: () => this.#remote,
+      closing: () => this.#closing,
+      checkClosing: () => {
+        if (this.#closing) throw closed()
+      },
+      policy: () => this.#policy,
+      /** A reload's document, resolved as at create; its warnings said. */
+      resolve: async (document) => {
+        this.#checkOpen()
+        const base = this.#options
+        const resolved = await resolveDocument(
+          document === undefined ? base : { ...base, document, repoDocument: undefined, rosterPath: undefined, repoRosterPath: undefined },
+        )
+        this.#checkOpen()
+        this.#narrowWarnings(resolved)
+        this.#secretWarnings(resolved.document)
+        this.#preflights.pendingDocument = resolved.document
+        return resolved.document
+      },
     }
 
     #policy = null
@@ -597,35 +622,6 @@ export function defineRoster(api, platform) {
     }
 
     /**
-     * Leases, runs `fn(lease)`, reports what it throws (then rethrows it) and releases:
-     * generic-pool's `use`. Resolves with what `fn` returns. `report: false` leaves
-     * failures unreported.
-     */
-    async use(role, fn, options = {}) {
-      if (typeof fn !== 'function') {
-        throw new RotaError('INVALID_INPUT', `use(role, fn): fn must be a function, not ${fn === null ? 'null' : typeof fn}`)
-      }
-      const { report = true, ...leaseOptions } = options ?? {}
-      const lease = await this.lease(role, leaseOptions)
-      try {
-        return await fn(lease)
-      } catch (error) {
-        if (report !== false && !this.#closing) {
-          try {
-            // (In memory it answers at once: the lease is released with no wait.)
-            if (this.#remote) await this.report(lease.executorId, error)
-            else this.report(lease.executorId, error)
-          } catch {
-            // A report the core refuses must not hide the caller's own error.
-          }
-        }
-        throw error
-      } finally {
-        lease.release()
-      }
-    }
-
-    /**
      * A call that changes state: `build()` gives its input (without `now`), `answer(outputs)`
      * its value. In memory it is folded at once (a refusal throws); on a shared log it
      * is appended and a Promise settles when it is folded.
@@ -649,66 +645,6 @@ export function defineRoster(api, platform) {
       }
       this.#checkOpen()
       return answer(this.#step(build(this.#log.now())))
-    }
-
-    /**
-     * Reports a failed call on an executor: a real error (its facts extracted with
-     * `failureFacts`, classified by the core with the document's signals) or an
-     * already-classified `{ kind, message, resetAt?, retryAfterMs? }`. Returns the
-     * exclusion it earned, if any (shared: a Promise of it).
-     */
-    report(executor, error) {
-      return this.#call((now) => {
-        if (error !== null && typeof error === 'object' && !(error instanceof Error) && 'kind' in error && !FAILURE_KINDS.includes(error.kind)) {
-          // A classified failure with a kind this package does not know would count as
-          // `other` (excluding nothing) without a word: refuse it.
-          throw new RotaError('INVALID_INPUT', `unknown failure kind ${JSON.stringify(error.kind)}: one of ${FAILURE_KINDS.join(', ')}`)
-        }
-        const failure = failureFacts(error, { now: now ?? this.#log.now() })
-        return now === undefined ? { type: 'report', executor, failure } : { type: 'report', now, executor, failure }
-      }, (outputs) => exclusionFrom(outputs, executor))
-    }
-
-    /** The kind the core gives `error` with this roster's signals, reporting nothing: `{ kind, rule }`. */
-    classify(error) {
-      if (this.#closing) throw closed()
-      return this.#policy.classify(failureFacts(error, { now: this.#log.now() }))
-    }
-
-    /**
-     * Takes an executor out of the round: `exclude(id, { kind, reason, until })`, or
-     * the seed's `exclude({ id, kind, reason, until })`. Kind defaults to `manual`.
-     */
-    exclude(executor, options = {}) {
-      return this.#call((now) => {
-        const spec = typeof executor === 'object' && executor !== null ? executor : { ...options, id: executor }
-        const until = spec.until instanceof Date ? spec.until.getTime() : spec.until
-        return omitUndefined({ type: 'exclude', now, executor: spec.id, kind: spec.kind, reason: spec.reason, until })
-      })
-    }
-
-    /** Ends an executor's exclusion, whatever its kind. */
-    resume(executor) {
-      return this.#call((now) => omitUndefined({ type: 'resume', now, executor }))
-    }
-
-    /**
-     * Replaces the roster live (on a shared log: for every instance). Without a
-     * document, re-reads `rosterPath` and `repoRosterPath` (merged and narrowed as at
-     * create). Rejects INVALID_DOCUMENT and changes nothing.
-     */
-    async reload(document) {
-      this.#checkOpen()
-      const base = this.#options
-      const resolved =
-        document === undefined
-          ? await resolveDocument(base)
-          : await resolveDocument({ ...base, document, repoDocument: undefined, rosterPath: undefined, repoRosterPath: undefined })
-      this.#checkOpen()
-      this.#narrowWarnings(resolved)
-      this.#secretWarnings(resolved.document)
-      this.#preflights.pendingDocument = resolved.document
-      await this.#call((now) => omitUndefined({ type: 'reload', now, document: resolved.document }))
     }
 
     // ---- queries (they change nothing): queries.js adds the policy's and the log's ------
