@@ -9,8 +9,8 @@
 
 import { RotaError, closed } from '../errors.js'
 import { emitterOverTarget } from '../events.js'
-import { Metrics } from '../metrics.js'
 import { PendingRequest } from '../pending.js'
+import { Announcer } from './announcer.js'
 import { defineCalls } from './calls.js'
 import { checkOptions, documents, watchFiles } from './document.js'
 import { Ledger } from './ledger.js'
@@ -65,40 +65,14 @@ export function defineRoster(api, platform) {
   class Roster {
     static {
       defineQueries(this, (roster) => roster.#policy, (roster) => roster.#log)
-      defineCalls(this, (roster) => roster.#inner)
-    }
-
-    /** The roster's side of calls.js. */
-    #inner = {
-      call: (build, answer) => this.#call(build, answer),
-      now: () => this.#log.now(),
-      remote: () => this.#remote,
-      closing: () => this.#closing,
-      checkClosing: () => {
-        if (this.#closing) throw closed()
-      },
-      policy: () => this.#policy,
-      /** A reload's document, resolved as at create; its warnings said. */
-      resolve: async (document) => {
-        this.#checkOpen()
-        const base = this.#options
-        const resolved = await resolveDocument(
-          document === undefined ? base : { ...base, document, repoDocument: undefined, rosterPath: undefined, repoRosterPath: undefined },
-        )
-        this.#checkOpen()
-        this.#narrowWarnings(resolved)
-        this.#secretWarnings(resolved.document)
-        this.#preflights.pendingDocument = resolved.document
-        return resolved.document
-      },
+      defineCalls(this, (roster) => roster.#side)
     }
 
     #policy = null
     #driverStep
     #options
-    #emitter = platform.emitter?.() ?? emitterOverTarget()
-    /** Whether a listener was ever added (`on`, `once`, `onEvent`); `off` leaves it set. */
-    #listened = false
+    #announce
+    #metrics
     /** The log: a MemoryLog, or a shared roster's PgLog. */
     #log
     #remote
@@ -113,7 +87,6 @@ export function defineRoster(api, platform) {
     #closeController = new AbortController()
     #inflight = new Set()
     #specs
-    #metrics
     #unwatch
     #probes
     #machines
@@ -123,38 +96,84 @@ export function defineRoster(api, platform) {
     #wakeAt = null
     #lastNow = 0
     #at = HERE
+    /**
+     * The roster's side, for the modules around it: its log (pg-log.js folds into it and
+     * settles its requests), calls.js, and the effects (probes, machines, preflights,
+     * the state file) that feed their results back.
+     */
+    #side = {
+      policy: () => this.#policy,
+      wakeAt: () => this.#wakeAt,
+      adopt: (policy) => this.#adopt(policy),
+      fold: (answer, now, at, type) => this.#folded(answer, now, at, type),
+      /** A new incarnation on a shared log: its id, its request numbers from 1. */
+      instance: (id) => {
+        this.#me = id
+        this.#requestSeq = 0
+      },
+      requests: this.#pending,
+      request: (id) => this.#pending.get(id),
+      settle: (id) => this.#ledger.settle(id),
+      granted: (output, now) => this.#granted(output, now),
+      rejectAll: (error) => {
+        for (const [id] of [...this.#pending]) this.#ledger.settle(id)?.reject(error())
+      },
+      runProbe: (executor, url) => new Promise((resolve) => this.#probes.run(executor, url, resolve)),
+      probed: () => this.#metrics.probed(),
+      written: () => this.#metrics.stateWritten(),
+      event: (level, name, message, fields) => this.#announce.emit(level, name, message, fields),
+      listening: () => this.#announce.heard('event'),
+      signal: this.#closeController.signal,
+      track: (promise) => this.#track(promise),
+      closing: () => this.#closing,
+      closed: () => (this.#remote ? this.#log.dead : this.#closed),
+      checkClosing: () => {
+        if (this.#closing) throw closed()
+      },
+      spec: (id) => this.#spec(id),
+      feed: (input) => this.#feed(input),
+      call: (build, answer) => this.#call(build, answer),
+      now: () => this.#log.now(),
+      remote: () => this.#remote,
+      /** A reload's document, resolved as at create; its warnings said. */
+      resolve: async (document) => {
+        this.#checkOpen()
+        const base = this.#options
+        const resolved = await resolveDocument(
+          document === undefined ? base : { ...base, document, repoDocument: undefined, rosterPath: undefined, repoRosterPath: undefined },
+        )
+        this.#checkOpen()
+        this.#warnings(resolved, resolved.document)
+        this.#preflights.pendingDocument = resolved.document
+        return resolved.document
+      },
+    }
+
 
     /** Use `Roster.create`. */
     constructor(token, options, store) {
       if (token !== constructing) throw new TypeError('use Roster.create(options)')
       this.#options = options
-      if (typeof options.onEvent === 'function') {
-        this.#listened = true
-        this.#emitter.on('event', options.onEvent)
-      }
-      this.#metrics = new Metrics(options.meter, () => this.#queueByRole())
-      const effects = {
-        signal: this.#closeController.signal,
-        event: (level, name, message, fields) => this.#event(level, name, message, fields),
-        track: (promise) => this.#track(promise),
-        spec: (id) => this.#spec(id),
-        pending: (id) => this.#pending.get(id),
-        feed: (input) => this.#feed(input),
-        closed: () => (this.#remote ? this.#log.dead : this.#closed),
-        probed: () => this.#metrics.probed(),
-      }
+      this.#announce = new Announcer(platform.emitter?.() ?? emitterOverTarget(), {
+        meter: options.meter,
+        onEvent: options.onEvent,
+        queueByRole: () => this.#queueByRole(),
+        time: () => {
+          try {
+            return this.#log.now()
+          } catch {
+            return this.#lastNow
+          }
+        },
+        instance: () => this.#me,
+      })
+      this.#metrics = this.#announce.metrics
       const probe = options.probe === false ? undefined : (options.probe ?? probeByFetch)
-      this.#probes = new Probes(probe, options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS, effects)
-      this.#machines = new Machines(options.machines, effects)
-      this.#preflights = new Preflights(options.preflight, effects)
-      if (store !== undefined) {
-        this.#state = new StateWriter(store, options.stateRetry, {
-          ...effects,
-          now: () => this.#log.now(),
-          closing: () => this.#closing,
-          written: () => this.#metrics.stateWritten(),
-        })
-      }
+      const side = this.#side
+      this.#probes = new Probes(probe, options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS, side)
+      this.#machines = new Machines(options.machines, side)
+      this.#preflights = new Preflights(options.preflight, side)
+      if (store !== undefined) this.#state = new StateWriter(store, options.stateRetry, side)
     }
 
     /**
@@ -188,9 +207,7 @@ export function defineRoster(api, platform) {
       // A clock that cannot give a time fails the start, not a later timer.
       roster.#log.now()
       if (coreOptions.preflight === true) roster.#preflights.starting()
-      roster.#narrowWarnings(resolved)
-      // (Only with a listener: the document crosses from the module in full.)
-      if (roster.#emitter.listenerCount('event') > 0) roster.#secretWarnings(policy.document())
+      roster.#warnings(resolved, () => policy.document())
       if (roster.#state !== undefined) await roster.#state.restore((input) => roster.#step(input))
       if (coreOptions.preflight === true) {
         roster.#feed({ type: 'tick' })
@@ -206,7 +223,7 @@ export function defineRoster(api, platform) {
         roster.#unwatch = watchFiles(platform, options, {
           reload: () => roster.reload(),
           closing: () => roster.#closing,
-          event: (level, name, message, fields) => roster.#event(level, name, message, fields),
+          event: (level, name, message, fields) => roster.#announce.emit(level, name, message, fields),
           track: (promise) => roster.#track(promise),
         })
       }
@@ -231,39 +248,14 @@ export function defineRoster(api, platform) {
       const resolved = hasDocument ? await resolveDocument(options) : undefined
       const roster = new Roster(constructing, options)
       roster.#remote = true
-      roster.#listened = true
+      roster.#announce.listened = true
       await PgLog.open(options, resolved, api, (log) => {
         roster.#log = log
         roster.#me = log.instance
-        return roster.#replica()
+        return roster.#side
       })
-      roster.#secretWarnings(roster.#policy.document())
+      roster.#warnings({}, () => roster.#policy.document())
       return roster
-    }
-
-    /** What a PgLog folds into and settles: this roster's side of the replica. */
-    #replica() {
-      return {
-        policy: () => this.#policy,
-        wakeAt: () => this.#wakeAt,
-        adopt: (policy) => this.#adopt(policy),
-        fold: (answer, now, at) => this.#folded(answer, now, at),
-        instance: (id) => {
-          this.#me = id
-          this.#requestSeq = 0
-        },
-        pending: this.#pending,
-        settle: (id) => this.#ledger.settle(id),
-        granted: (output, now) => this.#granted(output, now),
-        rejectAll: (error) => {
-          for (const [id] of [...this.#pending]) this.#ledger.settle(id)?.reject(error())
-        },
-        runProbe: (executor, url) => new Promise((resolve) => this.#probes.run(executor, url, resolve)),
-        event: (level, name, message, fields) => this.#event(level, name, message, fields),
-        listening: () => this.#emitter.listenerCount('event') > 0,
-        closing: () => this.#closing,
-        track: (promise) => this.#track(promise),
-      }
     }
 
     #adopt(policy) {
@@ -282,9 +274,9 @@ export function defineRoster(api, platform) {
 
     /** The log in memory: feeds one input, handles every output, re-arms the timer. Throws a rejected input. */
     #step(input) {
-      const emitter = this.#emitter
-      const outputsHeard = this.#listened && emitter.listenerCount('output') > 0
-      const eventsHeard = outputsHeard || (this.#listened && emitter.listenerCount('event') > 0)
+      const announce = this.#announce
+      const outputsHeard = announce.heard('output')
+      const eventsHeard = outputsHeard || announce.heard('event')
       // Without a state file, the persist outputs concern only a listener of raw outputs.
       const minLevel = (eventsHeard ? 0 : LEVEL_WARN) | (this.#state === undefined && !outputsHeard ? NO_PERSIST : 0)
       const answer = this.#driverStep.call(this.#policy, input, minLevel)
@@ -310,7 +302,7 @@ export function defineRoster(api, platform) {
       try {
         return this.#step(input)
       } catch (error) {
-        this.#event('warn', 'inputRejected', `the core rejected a ${input.type}: ${error.message}`, { input: input.type, code: error.code })
+        this.#announce.emit('warn', 'inputRejected', `the core rejected a ${input.type}: ${error.message}`, { input: input.type, code: error.code })
         return undefined
       }
     }
@@ -327,7 +319,7 @@ export function defineRoster(api, platform) {
         this.tick()
       } catch (error) {
         // Only the clock can throw here (tick's input is never rejected).
-        this.#event('warn', 'clockFailed', error.message, { code: error.code })
+        this.#announce.emit('warn', 'clockFailed', error.message, { code: error.code })
       }
     }
 
@@ -392,63 +384,22 @@ export function defineRoster(api, platform) {
       ['startFailed', (r, output) => r.#preflights.failed(output)],
       // The log on PostgreSQL is its own persistence: only a state file writes these.
       ['persist', (r, { ids, state }) => r.#state?.persist({ ids, state })],
-      ['event', (r, output) => r.#coreEvent(output)],
+      ['event', (r, output) => r.#announce.core(output, r.#lastNow, r.#at.seq)],
     ])
 
     #dispatch(output) {
-      if (this.#listened && this.#emitter.listenerCount('output') > 0) {
-        this.#emitter.emit('output', this.#at.seq === undefined ? output : { ...output, seq: this.#at.seq })
-      }
+      this.#announce.output(output, this.#at.seq)
       const handle = Roster.#handlers.get(output.type)
       if (handle !== undefined) return handle(this, output)
-      return this.#event('warn', 'unknownOutput', `roster: the core gave an output of type ${JSON.stringify(output.type)}, which this driver does not know`, {
+      return this.#announce.emit('warn', 'unknownOutput', `roster: the core gave an output of type ${JSON.stringify(output.type)}, which this driver does not know`, {
         type: output.type,
       })
     }
 
-    #coreEvent(output) {
-      if (output.name === 'excluded') this.#metrics.excluded(output.fields?.kind)
-      if (!this.#listened || this.#emitter.listenerCount('event') === 0) return
-      const event = { level: output.level, name: output.name, message: output.message, fields: output.fields, time: this.#lastNow }
-      if (this.#at.seq !== undefined) event.seq = this.#at.seq
-      this.#emitter.emit('event', event)
+    /** A resolved document's warnings (document(): the document, when someone listens). */
+    #warnings(resolved, document) {
+      this.#announce.warnings(resolved, () => api.check(typeof document === 'function' ? document() : document, this.#options.options?.kinds).warnings)
     }
-
-    /** `executors` named ids the roster does not have: ignored (as the seed does), and said. */
-    #narrowWarnings({ unknown, warnings }) {
-      for (const warning of warnings ?? []) {
-        this.#event('warn', 'narrowIgnored', `roster: ${warning.message}`, { executors: unknown ?? [] })
-      }
-    }
-
-    /**
-     * A literal secret in an executor's `env` (the core's `check` finds it): a warning
-     * event per value, naming its place, never the value. The document still runs.
-     */
-    #secretWarnings(document) {
-      if (this.#emitter.listenerCount('event') === 0) return
-      let found
-      try {
-        found = api.check(document, this.#options.options?.kinds).warnings
-      } catch {
-        return
-      }
-      for (const warning of found ?? []) this.#event('warn', 'literalSecret', `roster: ${warning.message}`, { path: warning.path })
-    }
-
-    #event(level, name, message, fields = {}) {
-      let time
-      try {
-        time = this.#log.now()
-      } catch {
-        time = this.#lastNow
-      }
-      const event = { level, name, message, fields, time }
-      if (this.#remote) event.instance = this.#me
-      this.#emitter.emit('event', event)
-    }
-
-    // ---- requests and leases ----------------------------------------------------------
 
     #spec(id) {
       if (this.#specs === undefined) {
@@ -651,19 +602,17 @@ export function defineRoster(api, platform) {
 
     /** `on('event', fn)`: every decision's event and the driver's own; `on('output', fn)`: every raw output. */
     on(name, listener) {
-      this.#listened = true
-      this.#emitter.on(name, listener)
+      this.#announce.on(name, listener)
       return this
     }
 
     off(name, listener) {
-      this.#emitter.off(name, listener)
+      this.#announce.off(name, listener)
       return this
     }
 
     once(name, listener) {
-      this.#listened = true
-      this.#emitter.once(name, listener)
+      this.#announce.once(name, listener)
       return this
     }
 

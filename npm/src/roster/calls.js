@@ -4,7 +4,7 @@
 // folded at once and the call returns its value (a refusal throws); on a shared log it
 // is appended and the call returns a Promise settled when its entry is folded.
 // Defined on the Roster's prototype; `inner(roster)` gives the roster's side:
-// { call(build, answer), now(), remote(), closing(), checkClosing(), policy(), reload(build) }.
+// { call(build, answer), now(), remote(), closing(), checkClosing(), policy(), resolve(document) }.
 
 import { FAILURE_KINDS, failureFacts } from '../classify.js'
 import { RotaError } from '../errors.js'

@@ -8,7 +8,7 @@ export class Machines {
   #machines
   #context
 
-  /** `context`: { spec(id), pending(id), feed(input), event(...), track(promise), signal, closed() }. */
+  /** `context` (the roster's side): { spec(id), request(id), feed(input), event(...), track(promise), signal, closed() }. */
   constructor(machines, context) {
     this.#machines = machines
     this.#context = context
@@ -17,7 +17,7 @@ export class Machines {
   create({ request, executor }) {
     const context = this.#context
     const create = this.#machines?.create
-    const pending = context.pending(request)
+    const pending = context.request(request)
     const run = (async () => {
       let hold
       try {

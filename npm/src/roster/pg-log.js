@@ -97,7 +97,7 @@ export class PgLog {
   /**
    * Checks the options, connects, and starts the replica: the genesis (an empty log)
    * or the latest snapshot, then the log up to its head. `attach(log)` gives the
-   * roster's side (Roster.js `#replica`).
+   * roster's side (Roster.js `#side`).
    */
   static async open(options, resolved, api, attach) {
     const shared = sharedOptions(options.shared)
@@ -360,7 +360,7 @@ export class PgLog {
     for (const executor of status.executors) {
       for (const lease of executor.leases) if (lease.owner === this.#instance) granted.set(lease.request, { ...lease, executor: executor.id })
     }
-    for (const [id, pending] of [...this.#roster.pending]) {
+    for (const [id, pending] of [...this.#roster.requests]) {
       if (waiting.has(id) || this.#appender.unsent(id)) continue
       const lease = granted.get(id)
       if (lease !== undefined) {
@@ -537,7 +537,7 @@ export class PgLog {
       this.#appender.kick()
       // Our requests the log still has waiting and that no call awaits: cancelled.
       for (const queued of this.#roster.policy().snapshot().queue ?? []) {
-        if (queued.owner === this.#instance && !this.#roster.pending.has(queued.request)) {
+        if (queued.owner === this.#instance && !this.#roster.requests.has(queued.request)) {
           this.append({ type: 'cancel', id: queued.request })
         }
       }
