@@ -118,7 +118,12 @@ export function defineRoster(api, platform) {
       rejectAll: (error) => {
         for (const [id] of [...this.#pending]) this.#ledger.settle(id)?.reject(error())
       },
-      runProbe: (executor, url) => new Promise((resolve) => this.#probes.run(executor, url, resolve)),
+      probe: (executor, url, answer) => this.#probes.run(executor, url, answer),
+      preflights: () => this.#preflights,
+      restore: () => this.#state?.restore((input) => this.#step(input)),
+      warnings: (resolved, document) => this.#warnings(resolved, document),
+      tick: () => this.#timerTick(),
+      close: () => this.close(),
       probed: () => this.#metrics.probed(),
       written: () => this.#metrics.stateWritten(),
       event: (level, name, message, fields) => this.#announce.emit(level, name, message, fields),
@@ -202,23 +207,8 @@ export function defineRoster(api, platform) {
       }
       const roster = new Roster(constructing, options, store)
       roster.#remote = false
-      roster.#log = new MemoryLog(options.now ?? Date.now, { tick: () => roster.#timerTick(), closed: () => roster.#closed })
-      roster.#adopt(policy)
-      // A clock that cannot give a time fails the start, not a later timer.
-      roster.#log.now()
-      if (coreOptions.preflight === true) roster.#preflights.starting()
-      roster.#warnings(resolved, () => policy.document())
-      if (roster.#state !== undefined) await roster.#state.restore((input) => roster.#step(input))
-      if (coreOptions.preflight === true) {
-        roster.#feed({ type: 'tick' })
-        try {
-          await roster.#preflights.started()
-        } catch (error) {
-          await roster.close()
-          throw error
-        }
-      }
-      roster.#log.wake(roster.#wakeAt)
+      roster.#log = new MemoryLog(options.now ?? Date.now, roster.#side)
+      await roster.#log.open(policy, resolved, coreOptions.preflight === true)
       if (options.watch === true) {
         roster.#unwatch = watchFiles(platform, options, {
           reload: () => roster.reload(),
@@ -365,11 +355,8 @@ export function defineRoster(api, platform) {
       ['waiting', (r, output) => output.owner === r.#me && r.#ledger.waiting(output)],
       [
         'probe',
-        (r, { executor, url }) => {
-          // The leader's: a log in memory is always its own leader.
-          if (r.#remote) r.#log.probe(executor, url)
-          else r.#probes.run(executor, url, (up) => r.#feed({ type: 'probeResult', executor, up }))
-        },
+        // The leader's (a log in memory is always its own leader).
+        (r, { executor, url }) => r.#log.probe(executor, url),
       ],
       ['createMachine', (r, output) => (output.owner ?? r.#at.appender) === r.#me && r.#machines.create(output)],
       [

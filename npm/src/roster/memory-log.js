@@ -17,17 +17,46 @@ export class MemoryLog {
   fenced = false
   fence = null
   #clock
-  #tick
-  #closed
+  #side
   #timer
   #timerAt
   #lastTickAt
 
-  /** `tick()`: feeds a tick (on the timer); `closed()`: whether the roster closed. */
-  constructor(clock, { tick, closed }) {
+  /** `side`: the roster's (Roster.js `#side`). */
+  constructor(clock, side) {
     this.#clock = clock
-    this.#tick = tick
-    this.#closed = closed
+    this.#side = side
+  }
+
+  /**
+   * Starts the roster on `policy`: the state file restored, the start's preflights
+   * passed (`preflight`: a failure closes the roster and throws PREFLIGHT_FAILED), the
+   * timer armed.
+   */
+  async open(policy, resolved, preflight) {
+    const side = this.#side
+    side.adopt(policy)
+    // A clock that cannot give a time fails the start, not a later timer.
+    this.now()
+    if (preflight) side.preflights().starting()
+    side.warnings(resolved, () => policy.document())
+    await side.restore()
+    if (preflight) {
+      side.feed({ type: 'tick' })
+      try {
+        await side.preflights().started()
+      } catch (error) {
+        await side.close()
+        throw error
+      }
+    }
+    this.wake(side.wakeAt())
+  }
+
+  /** A `probe` output: this instance leads, so it runs the probe and appends the result. */
+  probe(executor, url) {
+    const side = this.#side
+    side.probe(executor, url, (up) => side.feed({ type: 'probeResult', executor, up }))
   }
 
   /**
@@ -57,7 +86,7 @@ export class MemoryLog {
 
   /** Arms the timer for the core's wake-up `at` (null: none wanted). */
   wake(at) {
-    if (this.#closed()) return
+    if (this.#side.closed()) return
     const none = at === undefined || at === null
     // A timer armed for no later than `at` stays (issue 15: each report of a rotation
     // moves the wake-up later, and re-arming cost a clearTimeout and a setTimeout):
@@ -74,7 +103,7 @@ export class MemoryLog {
     this.#timer = setTimeout(() => {
       this.#timer = undefined
       this.#timerAt = undefined
-      this.#tick()
+      this.#side.tick()
     }, Math.min(Math.max(0, delay), MAX_TIMER_MS))
     // The timer never keeps a process alive on its own (probes, exclusion ends).
     if (typeof this.#timer === 'object') this.#timer.unref?.()

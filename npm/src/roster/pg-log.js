@@ -449,7 +449,7 @@ export class PgLog {
           .map(([executor]) => ({ executor, url: health.get(executor) }))
           .filter((p) => typeof p.url === 'string')
       },
-      runProbe: (executor, url) => this.#roster.runProbe(executor, url),
+      runProbe: (executor, url) => new Promise((resolve) => this.#roster.probe(executor, url, resolve)),
       pull: () => this.#pull(),
       event: (level, name, message, fields) => this.#roster.event(level, name, message, fields),
     }
