@@ -3,7 +3,7 @@
 // once, so calls that change state answer synchronously) or in PostgreSQL (pg-log.js:
 // a replica of a log shared by several processes; calls that change state append and
 // settle when their entry is folded, so they return Promises). Either way every output
-// goes through one dispatcher (`#handlers`), which acts on it when this instance is
+// goes through one dispatcher (dispatch.js), which acts on it when this instance is
 // the one the protocol names (sql/PROTOCOL.md, "Who acts on an output"): with a log in
 // memory it is every owner and the leader.
 
@@ -12,6 +12,7 @@ import { emitterOverTarget } from '../events.js'
 import { PendingRequest } from '../pending.js'
 import { Announcer } from './announcer.js'
 import { defineCalls } from './calls.js'
+import { Dispatcher, HERE } from './dispatch.js'
 import { checkOptions, documents, watchFiles } from './document.js'
 import { Ledger } from './ledger.js'
 import { Machines } from './machines.js'
@@ -25,10 +26,8 @@ import {
   asyncDisposeSymbol,
   checkRequest,
   duplicate,
-  exhaustedError,
   omitUndefined,
   requestFields,
-  timeoutError,
 } from './requests.js'
 import { StateWriter } from './state.js'
 
@@ -53,8 +52,6 @@ export const CRASH = Symbol.for('rota.crash')
 const LEVEL_WARN = 2
 /** A lease's options when none are given (read only, so one serves every call). */
 const NO_OPTIONS = Object.freeze({})
-/** Where an output of a log in memory was folded: appended by this instance, no seq. */
-const HERE = Object.freeze({ seq: undefined, appender: undefined, expire: undefined })
 
 /** Builds the Roster class over a wasm API ({ Policy, merge, narrow, validate, ... }) and a platform. */
 export function defineRoster(api, platform) {
@@ -76,8 +73,6 @@ export function defineRoster(api, platform) {
     /** The log: a MemoryLog, or a shared roster's PgLog. */
     #log
     #remote
-    /** This instance's id as the log's owner of its requests (undefined in memory: outputs name no owner). */
-    #me
     #ledger = new Ledger()
     #pending = this.#ledger.pending
     #requestSeq = 0
@@ -92,10 +87,10 @@ export function defineRoster(api, platform) {
     #machines
     #preflights
     #state
-    /** The core's latest wake-up and input time; where the entry being folded came from. */
+    /** Who acts on each output (its `me`, and the time of the entry folded last: `now`). */
+    #dispatcher
+    /** The core's latest wake-up. */
     #wakeAt = null
-    #lastNow = 0
-    #at = HERE
     /**
      * The roster's side, for the modules around it: its log (pg-log.js folds into it and
      * settles its requests), calls.js, and the effects (probes, machines, preflights,
@@ -108,13 +103,14 @@ export function defineRoster(api, platform) {
       fold: (answer, now, at, type) => this.#folded(answer, now, at, type),
       /** A new incarnation on a shared log: its id, its request numbers from 1. */
       instance: (id) => {
-        this.#me = id
+        this.#dispatcher.me = id
         this.#requestSeq = 0
       },
       requests: this.#pending,
       request: (id) => this.#pending.get(id),
       settle: (id) => this.#ledger.settle(id),
       granted: (output, now) => this.#granted(output, now),
+      log: () => this.#log,
       rejectAll: (error) => {
         for (const [id] of [...this.#pending]) this.#ledger.settle(id)?.reject(error())
       },
@@ -167,10 +163,10 @@ export function defineRoster(api, platform) {
           try {
             return this.#log.now()
           } catch {
-            return this.#lastNow
+            return this.#dispatcher.now
           }
         },
-        instance: () => this.#me,
+        instance: () => this.#dispatcher.me,
       })
       this.#metrics = this.#announce.metrics
       const probe = options.probe === false ? undefined : (options.probe ?? probeByFetch)
@@ -179,6 +175,14 @@ export function defineRoster(api, platform) {
       this.#machines = new Machines(options.machines, side)
       this.#preflights = new Preflights(options.preflight, side)
       if (store !== undefined) this.#state = new StateWriter(store, options.stateRetry, side)
+      this.#dispatcher = new Dispatcher({
+        roster: side,
+        ledger: this.#ledger,
+        announce: this.#announce,
+        machines: this.#machines,
+        preflights: this.#preflights,
+        state: this.#state,
+      })
     }
 
     /**
@@ -241,7 +245,7 @@ export function defineRoster(api, platform) {
       roster.#announce.listened = true
       await PgLog.open(options, resolved, api, (log) => {
         roster.#log = log
-        roster.#me = log.instance
+        roster.#dispatcher.me = log.instance
         return roster.#side
       })
       roster.#warnings({}, () => roster.#policy.document())
@@ -256,7 +260,7 @@ export function defineRoster(api, platform) {
       this.#specs = undefined
       if (this.#remote) {
         this.#wakeAt = policy.wakeAt ?? null
-        this.#lastNow = policy.now ?? 0
+        this.#dispatcher.now = policy.now ?? 0
       }
     }
 
@@ -279,11 +283,8 @@ export function defineRoster(api, platform) {
     #folded({ outputs, wakeAt }, now, at, type) {
       // Kept before dispatching: a listener may feed another input, whose answer is later.
       this.#wakeAt = wakeAt ?? null
-      this.#lastNow = now
-      this.#at = at
       if (type === 'reload' || type === 'preflightResult') this.#specs = undefined
-      for (const output of outputs) this.#dispatch(output)
-      this.#at = HERE
+      this.#dispatcher.fold(outputs, now, at)
     }
 
     /** A step whose failure is reported as an event (results that come back late). */
@@ -319,70 +320,6 @@ export function defineRoster(api, platform) {
       this.#stepQuietly({ type: 'tick', now: this.#log.ticking() })
     }
 
-    /**
-     * What the roster does with each of the core's outputs, by its `type`: one entry
-     * per output type of the protocol. Caller outputs concern their owner (the instance
-     * that issued the request); an output of a type not here is said as a warn
-     * `unknownOutput` event, never dropped without a word.
-     */
-    static #handlers = new Map([
-      ['granted', (r, output) => output.owner === r.#me && r.#granted(output)],
-      [
-        'exhausted',
-        (r, output) => {
-          if (output.owner !== r.#me) return
-          const pending = r.#ledger.settle(output.request)
-          pending?.reject(exhaustedError(r.#policy, output, pending))
-        },
-      ],
-      [
-        'timedOut',
-        (r, output) => {
-          if (output.owner !== r.#me) return
-          const pending = r.#ledger.settle(output.request)
-          pending?.reject(timeoutError(r.#policy, output.request, pending, undefined, output.reasons))
-        },
-      ],
-      ['unavailable', (r, output) => output.owner === r.#me && r.#ledger.settle(output.request)?.resolve(undefined)],
-      [
-        'cancelled',
-        (r, output) => {
-          if (output.owner !== r.#me) return
-          const pending = r.#ledger.settle(output.request)
-          pending?.reject(pending.abortReason ?? closed('the roster closed before a lease was granted'))
-        },
-      ],
-      ['waiting', (r, output) => output.owner === r.#me && r.#ledger.waiting(output)],
-      [
-        'probe',
-        // The leader's (a log in memory is always its own leader).
-        (r, { executor, url }) => r.#log.probe(executor, url),
-      ],
-      ['createMachine', (r, output) => (output.owner ?? r.#at.appender) === r.#me && r.#machines.create(output)],
-      [
-        'deleteMachine',
-        (r, output) => {
-          // An expiry's outputs name the gone owner: the instance that appended it acts.
-          const at = r.#at
-          if ((at.expire !== undefined ? at.appender : (output.owner ?? at.appender)) === r.#me) r.#machines.delete(output)
-        },
-      ],
-      ['preflight', (r, output) => r.#preflights.run(output)],
-      ['startFailed', (r, output) => r.#preflights.failed(output)],
-      // The log on PostgreSQL is its own persistence: only a state file writes these.
-      ['persist', (r, { ids, state }) => r.#state?.persist({ ids, state })],
-      ['event', (r, output) => r.#announce.core(output, r.#lastNow, r.#at.seq)],
-    ])
-
-    #dispatch(output) {
-      this.#announce.output(output, this.#at.seq)
-      const handle = Roster.#handlers.get(output.type)
-      if (handle !== undefined) return handle(this, output)
-      return this.#announce.emit('warn', 'unknownOutput', `roster: the core gave an output of type ${JSON.stringify(output.type)}, which this driver does not know`, {
-        type: output.type,
-      })
-    }
-
     /** A resolved document's warnings (document(): the document, when someone listens). */
     #warnings(resolved, document) {
       this.#announce.warnings(resolved, () => api.check(typeof document === 'function' ? document() : document, this.#options.options?.kinds).warnings)
@@ -396,7 +333,7 @@ export function defineRoster(api, platform) {
       return this.#specs.get(id) ?? { id }
     }
 
-    #granted(output, now = this.#lastNow) {
+    #granted(output, now = this.#dispatcher.now) {
       const pending = this.#ledger.settle(output.request)
       const lease = new Lease(output, this.#spec(output.executor), this.#releaseLease, now)
       this.#ledger.hold(lease.role, 1)
@@ -453,7 +390,7 @@ export function defineRoster(api, platform) {
      * lease's) is skipped when the core answers DUPLICATE_REQUEST (#stepWithOwnId).
      */
     #nextId() {
-      const prefix = this.#remote ? `${this.#me}/` : 'r'
+      const prefix = this.#remote ? `${this.#dispatcher.me}/` : 'r'
       let id
       do id = `${prefix}${++this.#requestSeq}`
       while (this.#pending.has(id))
@@ -488,7 +425,7 @@ export function defineRoster(api, platform) {
         // A log's time is the only clock of a shared roster: `timeoutMs`, never a deadline.
         if (remote) {
           if (timeoutMs !== undefined) input.timeoutMs = timeoutMs
-          input.owner = this.#me
+          input.owner = this.#dispatcher.me
         } else if (timeoutMs !== undefined) input.deadline = now + timeoutMs
         if (this.#pending.has(id)) throw duplicate(id)
         pending = new PendingRequest(type, role, options.label, options.timeoutMs, input)
@@ -545,7 +482,7 @@ export function defineRoster(api, platform) {
         if (remote) return Promise.reject(error)
         throw error
       }
-      const input = omitUndefined({ type: 'occupy', now: remote ? undefined : this.#log.now(), id, executor, role: options.role, hold: options.hold, owner: this.#me })
+      const input = omitUndefined({ type: 'occupy', now: remote ? undefined : this.#log.now(), id, executor, role: options.role, hold: options.hold, owner: this.#dispatcher.me })
       if (remote) {
         this.#log.append(JSON.stringify(input), { request: id })
         return pending.promise()
