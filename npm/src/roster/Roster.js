@@ -591,26 +591,15 @@ export function defineRoster(api, platform) {
     close() {
       if (this.#closePromise !== undefined) return this.#closePromise
       this.#closing = true
-      const rejectAll = () => {
-        for (const [id] of [...this.#pending]) this.#ledger.settle(id)?.reject(closed('the roster closed before a lease was granted'))
-      }
-      let leaving
-      if (this.#remote) leaving = this.#log.leave([...this.#pending].map(([id]) => id))
-      else {
-        for (const [id, pending] of [...this.#pending]) {
-          if (this.#pending.get(id) === pending && !this.#stepQuietly({ type: 'cancel', now: this.#log.now(), id })) {
-            this.#ledger.settle(id)?.reject(closed('the roster closed before a lease was granted'))
-          }
-        }
-        this.#log.stop()
-        this.#closeController.abort(closed())
-      }
+      const leaving = this.#log.leave()
+      // (A shared instance's callbacks run on until it has left the log.)
+      if (!this.#remote) this.#closeController.abort(closed())
       this.#unwatch?.()
       this.#metrics.close()
       this.#state?.stopRetry()
       this.#closePromise = (async () => {
         await leaving
-        rejectAll()
+        for (const [id] of [...this.#pending]) this.#ledger.settle(id)?.reject(closed('the roster closed before a lease was granted'))
         this.#closeController.abort(closed())
         this.#ledger.stop()
         await this.idle()

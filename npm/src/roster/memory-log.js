@@ -4,7 +4,7 @@
 // that stamps each input's `now` and the one timer that feeds a `tick` at the core's
 // wake-up time.
 
-import { RotaError } from '../errors.js'
+import { RotaError, closed } from '../errors.js'
 
 const MAX_TIMER_MS = 2 ** 31 - 1
 
@@ -107,6 +107,18 @@ export class MemoryLog {
     }, Math.min(Math.max(0, delay), MAX_TIMER_MS))
     // The timer never keeps a process alive on its own (probes, exclusion ends).
     if (typeof this.#timer === 'object') this.#timer.unref?.()
+  }
+
+  /** Leaves (close): every waiting request cancelled (one the core no longer knows rejects CLOSED), the timer stopped. */
+  leave() {
+    const side = this.#side
+    const requests = side.requests
+    for (const [id, pending] of [...requests]) {
+      if (requests.get(id) === pending && !side.feed({ type: 'cancel', id })) {
+        side.settle(id)?.reject(closed('the roster closed before a lease was granted'))
+      }
+    }
+    this.stop()
   }
 
   stop() {

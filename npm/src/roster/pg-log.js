@@ -556,13 +556,13 @@ export class PgLog {
   // ---- leaving ---------------------------------------------------------------------------
 
   /**
-   * Leaves the log (close): cancels the waiting requests `ids`, steps down if leader,
-   * appends the expiry of itself (its leases are released), forgets its heartbeat.
+   * Leaves the log (close): cancels its waiting requests, steps down if leader, appends
+   * the expiry of itself (its leases are released), forgets its heartbeat.
    */
-  async leave(ids) {
+  async leave() {
     if (this.dead) return
     if (this.#fence === null) {
-      for (const id of ids) this.append({ type: 'cancel', id })
+      for (const [id] of this.#roster.requests) this.append({ type: 'cancel', id })
       await this.#appender.drain()
       await this.#leader.stepDown()
       this.append({ type: 'expireOwner', owner: this.#instance })
