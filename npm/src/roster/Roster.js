@@ -269,21 +269,24 @@ export function defineRoster(api, platform) {
     /** The log in memory: feeds one input, handles every output, re-arms the timer. Throws a rejected input. */
     #step(input) {
       const announce = this.#announce
-      const outputsHeard = announce.heard('output')
-      const eventsHeard = outputsHeard || announce.heard('event')
+      const outputsHeard = announce.listened && announce.heard('output')
+      const eventsHeard = outputsHeard || (announce.listened && announce.heard('event'))
       // Without a state file, the persist outputs concern only a listener of raw outputs.
       const minLevel = (eventsHeard ? 0 : LEVEL_WARN) | (this.#state === undefined && !outputsHeard ? NO_PERSIST : 0)
-      const answer = this.#driverStep.call(this.#policy, input, minLevel)
-      this.#folded(answer, input.now, HERE, input.type)
+      const { outputs, wakeAt } = this.#driverStep.call(this.#policy, input, minLevel)
+      // Kept before dispatching: a listener may feed another input, whose answer is later.
+      this.#wakeAt = wakeAt
+      const type = input.type
+      if (type === 'reload' || type === 'preflightResult') this.#specs = undefined
+      this.#dispatcher.fold(outputs, input.now, HERE)
       this.#log.wake(this.#wakeAt)
-      return answer.outputs
+      return outputs
     }
 
-    /** An entry's answer folded (either log): dispatches every output. */
+    /** An entry of a shared log folded (pg-log.js): dispatches every output. */
     #folded({ outputs, wakeAt }, now, at, type) {
-      // Kept before dispatching: a listener may feed another input, whose answer is later.
       this.#wakeAt = wakeAt ?? null
-      if (type === 'reload' || type === 'preflightResult') this.#specs = undefined
+      if (type === 'reload') this.#specs = undefined
       this.#dispatcher.fold(outputs, now, at)
     }
 
@@ -605,6 +608,7 @@ export function defineRoster(api, platform) {
         await this.idle()
         await this.#state?.flush()
         this.#closed = true
+        this.#log.closed = true
         this.#log.stop()
         await this.#log.end?.()
       })()

@@ -16,7 +16,7 @@ export const HERE = Object.freeze({ seq: undefined, appender: undefined, expire:
  * a warn `unknownOutput` event, never dropped without a word.
  */
 const HANDLERS = new Map([
-  ['granted', (d, output) => output.owner === d.me && d.roster.granted(output)],
+  ['granted', (d, output) => output.owner === d.me && d.granted(output)],
   [
     'exhausted',
     (d, output) => {
@@ -71,6 +71,7 @@ export class Dispatcher {
   /** `roster`: its side (Roster.js `#side`): granted(output), policy(), log(). */
   constructor({ roster, ledger, announce, machines, preflights, state }) {
     this.roster = roster
+    this.granted = roster.granted
     this.ledger = ledger
     this.announce = announce
     this.machines = machines
@@ -87,7 +88,7 @@ export class Dispatcher {
   }
 
   #dispatch(output) {
-    this.announce.output(output, this.at.seq)
+    if (this.announce.listened) this.announce.output(output, this.at.seq)
     const handle = HANDLERS.get(output.type)
     if (handle !== undefined) return handle(this, output)
     return this.announce.emit('warn', 'unknownOutput', `roster: the core gave an output of type ${JSON.stringify(output.type)}, which this driver does not know`, {

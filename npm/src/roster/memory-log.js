@@ -16,6 +16,8 @@ export class MemoryLog {
   leaderEpoch = null
   fenced = false
   fence = null
+  /** The roster closed: no timer is armed any more. */
+  closed = false
   #clock
   #side
   #timer
@@ -86,7 +88,7 @@ export class MemoryLog {
 
   /** Arms the timer for the core's wake-up `at` (null: none wanted). */
   wake(at) {
-    if (this.#side.closed()) return
+    if (this.closed) return
     const none = at === undefined || at === null
     // A timer armed for no later than `at` stays (issue 15: each report of a rotation
     // moves the wake-up later, and re-arming cost a clearTimeout and a setTimeout):
