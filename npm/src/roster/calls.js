@@ -97,7 +97,8 @@ const CALLS = {
 
 export function defineCalls(Class, innerOf) {
   for (const [name, call] of Object.entries(CALLS)) {
-    const value = { [name](...args) { return call.call(this, innerOf(this), ...args) } }[name]
+    // (Three parameters, the most any call takes: no rest array per call.)
+    const value = { [name](a, b, c) { return call.call(this, innerOf(this), a, b, c) } }[name]
     Object.defineProperty(Class.prototype, name, { value, writable: true, configurable: true, enumerable: false })
   }
 }
