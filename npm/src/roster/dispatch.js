@@ -54,8 +54,10 @@ const HANDLERS = new Map([
       if ((at.expire !== undefined ? at.appender : (output.owner ?? at.appender)) === d.me) d.machines.delete(output)
     },
   ],
-  ['preflight', (d, output) => d.preflights.run(output)],
-  ['startFailed', (d, output) => d.preflights.failed(output)],
+  // An output with no owner: the instance that appended the entry (a log whose genesis
+  // predates the fixed `preflightReloads: false` may still ask for preflights).
+  ['preflight', (d, output) => d.at.appender === d.me && d.preflights.run(output)],
+  ['startFailed', (d, output) => d.at.appender === d.me && d.preflights.failed(output)],
   // A shared log is its own persistence: only a state file writes these.
   ['persist', (d, { ids, state }) => d.state?.persist({ ids, state })],
   ['event', (d, output) => d.announce.core(output, d.now, d.at.seq)],
