@@ -336,7 +336,7 @@ export function defineRoster(api, platform) {
       return this.#specs.get(id) ?? { id }
     }
 
-    #granted(output, now = this.#dispatcher.now) {
+    #granted(output, now) {
       const pending = this.#ledger.settle(output.request)
       const lease = new Lease(output, this.#spec(output.executor), this.#releaseLease, now)
       this.#ledger.hold(lease.role, 1)
@@ -414,37 +414,29 @@ export function defineRoster(api, platform) {
       }
     }
 
+    /** A request on the log in memory (the hot path: fed at once, in the call). */
     #request(type, role, options) {
+      if (this.#remote) return this.#requestRemote(type, role, options)
       let pending
       try {
-        this.#checkOpen()
+        if (this.#closing) throw closed()
         const signal = checkRequest(type, options)
         if (signal?.aborted) return Promise.reject(abortError(this.#policy, signal, { role, label: options.label }))
+        const now = this.#log.now()
         const id = options.id ?? this.#nextId()
-        const remote = this.#remote
-        const now = remote ? undefined : this.#log.now()
-        const input = remote ? { type, id, role } : { type, now, id, role }
+        const input = { type, now, id, role }
         const timeoutMs = requestFields(input, options)
-        // A log's time is the only clock of a shared roster: `timeoutMs`, never a deadline.
-        if (remote) {
-          if (timeoutMs !== undefined) input.timeoutMs = timeoutMs
-          input.owner = this.#dispatcher.me
-        } else if (timeoutMs !== undefined) input.deadline = now + timeoutMs
+        if (timeoutMs !== undefined) input.deadline = now + timeoutMs
         if (this.#pending.has(id)) throw duplicate(id)
         pending = new PendingRequest(type, role, options.label, options.timeoutMs, input)
-        pending.sentAt = remote ? this.#log.now() : now
+        pending.sentAt = now
         if (signal !== undefined) {
-          const onAbort = () => {
-            if (this.#pending.get(input.id) !== pending) return
-            pending.abortReason = abortError(this.#policy, signal, pending, input.id)
-            if (remote) this.#log.append({ type: 'cancel', id: input.id })
-            else if (!this.#stepQuietly({ type: 'cancel', now: this.#log.now(), id: input.id })) {
+          this.#onAbort(signal, pending, () => {
+            if (!this.#stepQuietly({ type: 'cancel', now: this.#log.now(), id: input.id })) {
               // The core no longer knows it: settle here so nobody hangs.
               this.#ledger.settle(input.id)?.reject(pending.abortReason)
             }
-          }
-          signal.addEventListener('abort', onAbort, { once: true })
-          pending.cleanup = () => signal.removeEventListener('abort', onAbort)
+          })
         }
         this.#pending.set(id, pending)
         if (pending.timeoutMs !== undefined || signal !== undefined) this.#ledger.keepAlive(pending)
@@ -452,17 +444,51 @@ export function defineRoster(api, platform) {
         return Promise.reject(error)
       }
       const input = pending.input
-      if (this.#remote) this.#log.append(JSON.stringify(input), { request: input.id })
-      else {
-        try {
-          this.#stepWithOwnId(input, options.id === undefined, pending)
-        } catch (error) {
-          this.#ledger.settle(input.id)
-          pending.reject(error)
-        }
+      try {
+        this.#stepWithOwnId(input, options.id === undefined, pending)
+      } catch (error) {
+        this.#ledger.settle(input.id)
+        pending.reject(error)
       }
       // Granted (or refused) by that step, mostly: then an already settled promise.
       return pending.promise()
+    }
+
+    /** A request on a shared log: appended with its owner and `timeoutMs` (the log's time is the only clock: no deadline). */
+    #requestRemote(type, role, options) {
+      let pending
+      try {
+        this.#checkOpen()
+        const signal = checkRequest(type, options)
+        if (signal?.aborted) return Promise.reject(abortError(this.#policy, signal, { role, label: options.label }))
+        const id = options.id ?? this.#nextId()
+        const input = { type, id, role }
+        const timeoutMs = requestFields(input, options)
+        if (timeoutMs !== undefined) input.timeoutMs = timeoutMs
+        input.owner = this.#dispatcher.me
+        if (this.#pending.has(id)) throw duplicate(id)
+        pending = new PendingRequest(type, role, options.label, options.timeoutMs, input)
+        pending.sentAt = this.#log.now()
+        if (signal !== undefined) this.#onAbort(signal, pending, () => this.#log.append({ type: 'cancel', id }))
+        this.#pending.set(id, pending)
+        if (pending.timeoutMs !== undefined || signal !== undefined) this.#ledger.keepAlive(pending)
+      } catch (error) {
+        return Promise.reject(error)
+      }
+      this.#log.append(JSON.stringify(pending.input), { request: pending.input.id })
+      return pending.promise()
+    }
+
+    /** A waiting request's `signal`: its abort cancels the request (`cancel()`), which then rejects with the signal's reason. */
+    #onAbort(signal, pending, cancel) {
+      const input = pending.input
+      const onAbort = () => {
+        if (this.#pending.get(input.id) !== pending) return
+        pending.abortReason = abortError(this.#policy, signal, pending, input.id)
+        cancel()
+      }
+      signal.addEventListener('abort', onAbort, { once: true })
+      pending.cleanup = () => signal.removeEventListener('abort', onAbort)
     }
 
     /**

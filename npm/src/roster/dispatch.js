@@ -12,11 +12,11 @@ import { exhaustedError, timeoutError } from './requests.js'
 export const HERE = Object.freeze({ seq: undefined, appender: undefined, expire: undefined })
 
 /**
- * One entry per output type of the protocol. An output of a type not here is said as
- * a warn `unknownOutput` event, never dropped without a word.
+ * One entry per output type of the protocol but `granted` (the output of every lease:
+ * `#dispatch` settles it first, its owner's). An output of a type not here is said as a
+ * warn `unknownOutput` event, never dropped without a word.
  */
 const HANDLERS = new Map([
-  ['granted', (d, output) => output.owner === d.me && d.granted(output)],
   [
     'exhausted',
     (d, output) => {
@@ -70,7 +70,7 @@ export class Dispatcher {
   at = HERE
   now = 0
 
-  /** `roster`: its side (Roster.js `#side`): granted(output), policy(), log(). */
+  /** `roster`: its side (Roster.js `#side`): granted(output, now), policy(), log(). */
   constructor({ roster, ledger, announce, machines, preflights, state }) {
     this.roster = roster
     this.granted = roster.granted
@@ -91,6 +91,11 @@ export class Dispatcher {
 
   #dispatch(output) {
     if (this.announce.listened) this.announce.output(output, this.at.seq)
+    // A grant, the output of every lease, without the table's lookup and call.
+    if (output.type === 'granted') {
+      if (output.owner === this.me) this.granted(output, this.now)
+      return undefined
+    }
     const handle = HANDLERS.get(output.type)
     if (handle !== undefined) return handle(this, output)
     return this.announce.emit('warn', 'unknownOutput', `roster: the core gave an output of type ${JSON.stringify(output.type)}, which this driver does not know`, {
