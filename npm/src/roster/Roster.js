@@ -12,7 +12,7 @@ import { emitterOverTarget } from '../events.js'
 import { PendingRequest } from '../pending.js'
 import { Announcer } from './announcer.js'
 import { defineCalls } from './calls.js'
-import { Dispatcher, HERE } from './dispatch.js'
+import { Dispatcher } from './dispatch.js'
 import { checkOptions, documents, watchFiles } from './document.js'
 import { Ledger } from './ledger.js'
 import { Machines } from './machines.js'
@@ -278,7 +278,16 @@ export function defineRoster(api, platform) {
       this.#wakeAt = wakeAt
       const type = input.type
       if (type === 'reload' || type === 'preflightResult') this.#specs = undefined
-      this.#dispatcher.fold(outputs, input.now, HERE)
+      // (The dispatcher's fold, with a grant settled at once: on a log in memory every
+      // output is this instance's, and no listener of raw outputs waits for it.)
+      const dispatcher = this.#dispatcher
+      const now = input.now
+      dispatcher.now = now
+      for (let i = 0; i < outputs.length; i += 1) {
+        const output = outputs[i]
+        if (output.type === 'granted' && !announce.listened) this.#granted(output, now)
+        else dispatcher.dispatch(output)
+      }
       this.#log.wake(this.#wakeAt)
       return outputs
     }

@@ -13,7 +13,7 @@ export const HERE = Object.freeze({ seq: undefined, appender: undefined, expire:
 
 /**
  * One entry per output type of the protocol but `granted` (the output of every lease:
- * `#dispatch` settles it first, its owner's). An output of a type not here is said as a
+ * `dispatch` settles it first, its owner's). An output of a type not here is said as a
  * warn `unknownOutput` event, never dropped without a word.
  */
 const HANDLERS = new Map([
@@ -85,11 +85,12 @@ export class Dispatcher {
   fold(outputs, now, at) {
     this.now = now
     this.at = at
-    for (const output of outputs) this.#dispatch(output)
+    for (const output of outputs) this.dispatch(output)
     this.at = HERE
   }
 
-  #dispatch(output) {
+  /** One output of the entry being folded. */
+  dispatch(output) {
     if (this.announce.listened) this.announce.output(output, this.at.seq)
     // A grant, the output of every lease, without the table's lookup and call.
     if (output.type === 'granted') {
