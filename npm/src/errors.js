@@ -23,7 +23,7 @@ export const ERROR_CODES = Object.freeze([
   'CLOSED',
   'STATE_FILE_UNREADABLE',
   'PREFLIGHT_FAILED',
-  // a shared roster (src/shared/roster.js): an instance that lost the log; a log
+  // a shared roster (src/roster/pg-log.js): an instance that lost the log; a log
   // that does not start with a genesis entry
   'FENCED',
   'INVALID_LOG',

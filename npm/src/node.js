@@ -15,7 +15,7 @@ import { storageStates } from './storage-state.js'
 
 wasm.initSync({ module: wasmBytes() })
 
-const SHARED_ROSTER = './shared/roster.js'
+const SHARED_ROSTER = './roster/pg-log.js'
 
 const rule = stateRule(wasm)
 

@@ -219,6 +219,8 @@ export class PendingRequest {
     this.abortReason = undefined
     this.cleanup = undefined
     this.keepsAlive = false
+    /** When it was asked for (the log's time): its grant's wait is counted from then. */
+    this.sentAt = undefined
     /** 0 unsettled, 1 resolved, 2 rejected (with `value`), while there is no promise. */
     this.settled = 0
     this.value = undefined

@@ -509,6 +509,35 @@ describe('the shared roster', { skip }, () => {
     assert.deepEqual(two.document, one.document)
   })
 
+  test('options: { preflightReloads: true }: the genesis fixes preflight off, so a reload that adds an executor applies', async () => {
+    const name = rosterName('preflight-reloads')
+    const one = await open(name, { document: ONE, options: { preflightReloads: true } })
+    const two = await open(name, { document: ONE })
+    const added = { executors: [...ONE.executors, { id: 'b', harness: 'x', roles: ['coder'], slots: 1 }] }
+    await one.reload(added)
+    assert.equal(one.slots('coder'), 2, 'the reload applied on the instance that asked for it')
+    await waitFor(() => two.slots('coder') === 2, 'the reload reaches the other instance')
+    const store = await logStore(name)
+    const [genesis] = await store.readFrom(1, { limit: 1 })
+    const { options } = JSON.parse(genesis.entry)
+    assert.equal(options.preflight, false, 'the genesis fixes preflight: false')
+    assert.equal(options.preflightReloads, false, 'the genesis fixes preflightReloads: false')
+  })
+
+  test('a log whose genesis still asks for reload preflights: the instance that appended the reload runs them, once', async () => {
+    const name = rosterName('old-genesis')
+    const store = await logStore(name)
+    const options = { canProbe: false, preflight: false, preflightReloads: true }
+    await store.append([JSON.stringify({ type: 'genesis', log: 1, document: ONE, options })], { instance: 'writer:00000000' })
+    const one = await open(name, { document: undefined })
+    const two = await open(name, { document: undefined })
+    await one.reload({ executors: [...ONE.executors, { id: 'b', harness: 'x', roles: ['coder'], slots: 1 }] })
+    await waitFor(() => one.slots('coder') === 2 && two.slots('coder') === 2, 'the reload applies on both instances')
+    await caughtUp(store, [one, two])
+    const results = (await allEntries(store)).filter((e) => JSON.parse(e.entry).type === 'preflightResult')
+    assert.deepEqual(results.map((e) => e.instance), [one.instance], 'one preflight result, appended by the instance that reloaded')
+  })
+
   test('a literal secret in the log\'s document is a warning event naming its place, never the value', async () => {
     const name = rosterName('secret')
     const secret = 'sk-ant-api03-abcdefghijklmnop'
