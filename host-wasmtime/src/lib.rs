@@ -83,8 +83,8 @@ pub use error::{GuestFailure, HostError, PolicyCode, Result};
 pub use event::Event;
 pub use probe::ProbeTls;
 pub use roster::{
-    BoxFuture, Explain, Lease, LeaseOptions, NoProvisioner, Provisioner, Roster, RosterBuilder,
-    StateRetry,
+    BoxFuture, Explain, IntoDocument, Lease, LeaseOptions, NoProvisioner, Provisioner, Roster,
+    RosterBuilder, StateRetry,
 };
 pub use runtime::{PolicyRuntime, Step};
 pub use source::RosterSource;

@@ -32,11 +32,9 @@
 
 mod builder;
 mod driver;
-mod fold;
 mod leader;
 pub(crate) mod log;
 mod pg;
-mod replica;
 mod roster;
 
 pub use builder::SharedRosterBuilder;
