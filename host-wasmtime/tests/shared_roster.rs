@@ -1026,8 +1026,9 @@ async fn a_stopped_instance_settles_no_grant_the_log_expired_while_it_was_stoppe
 }
 
 /// The genesis fixes `preflight` and `preflightReloads` off (a shared roster does not
-/// preflight): one created with `preflightReloads: true` applies a reload that adds an
-/// executor, and its genesis says the options it folds with.
+/// preflight): one created with `preflightReloads: true` (`Roster::builder()` with the
+/// shared form) applies a reload that adds an executor, and its genesis says the
+/// options it folds with.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_that_adds_an_executor_applies_though_preflight_reloads_was_asked() {
     let Some(url) = url() else { return };
@@ -1038,8 +1039,14 @@ async fn a_reload_that_adds_an_executor_applies_though_preflight_reloads_was_ask
         preflight_reloads: true,
         ..rota_host::Options::default()
     };
-    let one = builder(&url, "one", &name, &module, &only_a, fast())
+    // (Built as the embedded roster is, with the shared form as an option.)
+    let one = rota_host::Roster::builder()
+        .document(&only_a)
         .options(options)
+        .module(module.clone())
+        .shared(url.as_str(), name.as_str())
+        .name("one")
+        .config(fast())
         .connect()
         .await
         .expect("connect");

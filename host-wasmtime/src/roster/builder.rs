@@ -61,16 +61,16 @@ impl Parts {
 /// Builds a [`Roster`].
 #[must_use]
 pub struct RosterBuilder {
-    document: Option<Result<Value>>,
+    pub(crate) document: Option<Result<Value>>,
     source: RosterSource,
-    options: Options,
+    pub(crate) options: Options,
     state_file: Option<PathBuf>,
     state_retry: StateRetry,
     module: Option<PathBuf>,
-    loaded: Option<PolicyModule>,
+    pub(crate) loaded: Option<PolicyModule>,
     engine: Option<HostEngine>,
-    provisioner: Arc<dyn Provisioner>,
-    probe_timeout: Duration,
+    pub(crate) provisioner: Arc<dyn Provisioner>,
+    pub(crate) probe_timeout: Duration,
     probe_tls: Option<ProbeTls>,
     clock: Option<Clock>,
     checkpoint_every: Option<usize>,

@@ -28,6 +28,25 @@ impl SharedRoster<PgLogStore> {
     }
 }
 
+impl crate::roster::RosterBuilder {
+    /// The shared form: a roster whose log is the PostgreSQL log `roster` at `url`,
+    /// shared with every instance that joins it (`connect().await`). It keeps the
+    /// builder's document and options (for the genesis, when the log is empty),
+    /// module, provisioner and probe timeout; a shared roster has no state file (the
+    /// log is its persistence) and no roster files.
+    pub fn shared(self, url: impl Into<String>, roster: impl Into<String>) -> SharedRosterBuilder {
+        let mut shared = SharedRosterBuilder::new().url(url).roster(roster);
+        if let Some(document) = self.document {
+            shared.document = document;
+        }
+        shared.options = self.options;
+        shared.module = self.loaded;
+        shared.provisioner = self.provisioner;
+        shared.probe_timeout = self.probe_timeout;
+        shared
+    }
+}
+
 /// Builds a [`SharedRoster`]: `url` and `roster` (which log), the `document` and
 /// `options` (used only when this instance writes the genesis), timings, then
 /// `connect().await`.
