@@ -613,6 +613,13 @@ impl PersistedState {
 
 unit_names!(Level { Debug = "debug", Info = "info", Warn = "warn" });
 
+/// Its JSON name (`debug`, `info`, `warn`), as events carry it.
+impl std::fmt::Display for Level {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl ExplainRequest {
     pub fn from_json(value: &Value) -> Read<ExplainRequest> {
         let o = object(value, "struct ExplainRequest")?;

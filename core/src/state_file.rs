@@ -75,7 +75,11 @@ impl Default for StateFile {
 pub enum StateFileError {
     #[error("the state file is not JSON: {0}")]
     NotJson(String),
-    #[error("the state file is not a state file: {0}")]
+    /// What was found instead of an envelope rota reads; the message names both.
+    #[error(
+        "the state file's envelope is wrong: {0}; rota reads {{\"schemaVersion\": 1, \"value\": \
+         {{\"exclusions\": [...]}}}} (or its earlier {{\"version\": 1, \"exclusions\": [...]}})"
+    )]
     Envelope(String),
     #[error("the state file's {place}: {message}")]
     Entry { place: String, message: String },
@@ -101,48 +105,68 @@ pub fn parse(text: &str) -> Result<StateFile, StateFileError> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| StateFileError::NotJson(e.to_string()))?;
     let envelope = |m: &str| StateFileError::Envelope(m.to_string());
-    let top = value
-        .as_object()
-        .ok_or_else(|| envelope("the top level is not a JSON object"))?;
+    let top = value.as_object().ok_or_else(|| {
+        envelope(&format!(
+            "the top level is {}, not an object",
+            json_kind(&value)
+        ))
+    })?;
     let (format, list, place) = if let Some(version) = top.get("schemaVersion") {
         // The seed's loadVersioned: `schemaVersion` an integer, equal to 1.
         match version.as_f64() {
             Some(v) if v == f64::from(STATE_VERSION) => {}
             Some(v) if v.fract() == 0.0 => {
-                return Err(envelope(&format!(
-                    "schemaVersion {version} (rota reads schemaVersion {STATE_VERSION})"
-                )))
+                return Err(envelope(&format!("`schemaVersion` is {version}")))
             }
             _ => {
                 return Err(envelope(&format!(
-                    "schemaVersion is {version}, not an integer"
+                    "`schemaVersion` is {version}, not an integer"
                 )))
             }
         }
-        let inner = top
-            .get("value")
-            .and_then(Value::as_object)
-            .ok_or_else(|| envelope("`value` is missing or not an object"))?;
+        let inner = match top.get("value") {
+            Some(Value::Object(inner)) => inner,
+            Some(other) => {
+                return Err(envelope(&format!(
+                    "`value` is {}, not an object",
+                    json_kind(other)
+                )))
+            }
+            None => return Err(envelope("`value` is missing")),
+        };
         let list = inner
             .get("exclusions")
             .ok_or_else(|| envelope("`value.exclusions` is missing"))?;
         (Format::Seed, Some(list), "value.exclusions")
     } else if let Some(version) = top.get("version") {
         if version.as_u64() != Some(u64::from(STATE_VERSION)) {
-            return Err(envelope(&format!(
-                "version {version} (rota reads version {STATE_VERSION})"
-            )));
+            return Err(envelope(&format!("`version` is {version}")));
         }
         (Format::Rota, top.get("exclusions"), "exclusions")
     } else {
-        return Err(envelope(
-            "neither `schemaVersion` (the seed's envelope) nor `version` (rota's earlier one)",
-        ));
+        const SHOWN: usize = 5;
+        let mut keys: Vec<String> = top.keys().take(SHOWN).map(|k| format!("`{k}`")).collect();
+        if top.len() > SHOWN {
+            keys.push(format!("and {} more", top.len() - SHOWN));
+        }
+        return Err(envelope(&if keys.is_empty() {
+            "an empty object, without `schemaVersion` or `version`".to_string()
+        } else {
+            format!(
+                "neither `schemaVersion` nor `version`, only {}",
+                keys.join(", ")
+            )
+        }));
     };
     let items = match list {
         None => &[][..],
         Some(Value::Array(items)) => &items[..],
-        Some(_) => return Err(envelope(&format!("`{place}` is not an array"))),
+        Some(other) => {
+            return Err(envelope(&format!(
+                "`{place}` is {}, not an array",
+                json_kind(other)
+            )))
+        }
     };
     let exclusions = items
         .iter()
@@ -155,6 +179,18 @@ pub fn parse(text: &str) -> Result<StateFile, StateFileError> {
         })
         .collect::<Result<_, _>>()?;
     Ok(StateFile { format, exclusions })
+}
+
+/// What a JSON value is, for a message: "an array", "a string" ...
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// One entry as the seed's `Exclusion` schema reads it (unknown fields ignored).
@@ -434,6 +470,23 @@ mod tests {
         );
         assert!(matches!(parse("{"), Err(StateFileError::NotJson(_))));
         assert!(matches!(parse("{}"), Err(StateFileError::Envelope(_))));
+        // What was found and what rota reads, never "not a state file" alone.
+        for (text, found) in [
+            ("[]", "the top level is an array, not an object"),
+            (
+                r#"{"executors":[]}"#,
+                "neither `schemaVersion` nor `version`, only `executors`",
+            ),
+            (r#"{"schemaVersion":1,"value":[]}"#, "`value` is an array"),
+            (r#"{"version":2}"#, "`version` is 2"),
+        ] {
+            let message = parse(text).unwrap_err().to_string();
+            assert!(
+                message.contains(found) && message.contains(r#"rota reads {"schemaVersion": 1"#),
+                "{text}: {message}"
+            );
+            assert!(!message.contains("not a state file"), "{message}");
+        }
         assert!(matches!(
             parse(r#"{"schemaVersion":2,"value":{"exclusions":[]}}"#),
             Err(StateFileError::Envelope(_))

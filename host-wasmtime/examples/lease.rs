@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use rota_host::{Explain, HostError, LeaseOptions, Roster};
+use rota_host::{Explain, HostError, LeaseOptions, Level, Options, Roster, Unservable};
 use serde_json::json;
 
 #[tokio::main]
@@ -30,6 +30,12 @@ async fn run() -> Result<(), HostError> {
             { "id": "local-qwen", "harness": "pi", "model": "qwen3-coder", "roles": ["coder"],
               "priority": 2, "baseUrl": "http://127.0.0.1:8080/v1" },
         ] }))
+        // The core's options (defaults: the seeds'); every field is public.
+        .options(Options {
+            unservable: Some(Unservable::Wait), // wait for a reload rather than fail
+            min_event_level: Level::Info,       // no debug events
+            ..Options::default()
+        })
         .state_file(&state) // exclusions that outlive a run
         .build()
         .await?;

@@ -116,8 +116,13 @@ pub enum HostError {
         reasons: Vec<String>,
     },
 
-    /// The request's deadline passed before a slot came free.
-    #[error("the lease request '{request}' for role '{role}'{} timed out", label.as_ref().map(|l| format!(" ({l})")).unwrap_or_default())]
+    /// The request's deadline passed before a slot came free; `Display` says why, one
+    /// reason per executor (the core's `timedOut` output, as Node's `TimeoutError`).
+    #[error(
+        "the lease request '{request}' for role '{role}'{} timed out{}",
+        label.as_ref().map(|l| format!(" ({l})")).unwrap_or_default(),
+        if reasons.is_empty() { String::new() } else { format!(": {}", reasons.join("; ")) }
+    )]
     TimedOut {
         /// The request id the host gave it.
         request: String,
@@ -125,6 +130,9 @@ pub enum HostError {
         role: String,
         /// Its label ([`crate::LeaseOptions::label`]), if it had one.
         label: Option<String>,
+        /// Why no executor took it, one per executor its waiting report names
+        /// ("a busy", "b until ..."): the core's reasons at the deadline.
+        reasons: Vec<String>,
     },
 
     /// The request was cancelled.

@@ -75,10 +75,20 @@ pub mod trace;
 
 /// The policy engine (crate `rota-core`), for every type the API uses.
 pub use rota_core as core;
-pub use rota_core::status::{ExclusionStatus, ExecutorStatus};
+// Every core type this crate's public API takes or gives, and every type their public
+// fields hold, so that a project names them all through `rota_host::` (tests/api.rs
+// names each one so). `trace::NativeEngine` holds the core itself
+// (`rota_host::core::Policy`, with the whole core API).
+pub use rota_core::classify::Signals;
+pub use rota_core::document::{Cooldowns, Form, Priority};
+pub use rota_core::status::{
+    CreatingRequest, ExclusionStatus, ExecutorExplanation, ExecutorStatus, LeaseStatus,
+    PauseStatus, PendingReloadStatus, PlannedGrant, PreflightRecord, QueuedRequest, Resize,
+};
 pub use rota_core::{
-    Document, Exclusion, ExclusionKind, ExecutorSpec, ExplainRequest, Explanation, Failure,
-    FailureKind, Level, Options, PersistedState, Plan, Snapshot, Violation,
+    Check, Choice, Document, Exclusion, ExclusionKind, ExecutorSpec, ExpiredOwnerLeases,
+    ExplainRequest, Explanation, Failure, FailureKind, Fields, Level, Options, Output,
+    PersistedState, Plan, Snapshot, SortedMap, Unservable, Violation,
 };
 
 pub use clock::Clock;
@@ -92,3 +102,5 @@ pub use roster::{
 };
 pub use runtime::{PolicyRuntime, Step};
 pub use source::RosterSource;
+/// A DER certificate, as [`ProbeTls::new`] takes them (from rustls, which the probes use).
+pub use tokio_rustls::rustls::pki_types::CertificateDer;

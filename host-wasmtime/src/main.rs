@@ -2,10 +2,11 @@
 //!
 //! Exit codes: 0 fine; 1 the check failed (violations, a replay that differs, an
 //! invalid roster, state file or role); 2 the command could not run (an unreadable
-//! file, no policy module, bad arguments). With `--json`, every command prints one
-//! JSON object on stdout, success or failure (the README gives the shapes).
+//! file, a file that is not a trace, no policy module, bad arguments). With `--json`,
+//! every command prints one JSON object on stdout, success or failure (the README
+//! gives the shapes). A roster argument `-` is read from standard input.
 
-use std::io::{IsTerminal, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -20,6 +21,9 @@ use rota_host::source::{split_list, RosterSource};
 use rota_host::trace::{replay, NativeEngine, StepEngine, Trace, TraceWriter};
 use rota_host::{HostError, PolicyRuntime};
 use serde_json::{json, Map, Value};
+
+/// How a roster read from standard input (`-`) is named in messages.
+const STDIN: &str = "standard input";
 
 /// The example roster `rota simulate` uses when given none.
 const EXAMPLE_ROSTER: &str = include_str!("../examples/roster.json");
@@ -52,7 +56,7 @@ struct Cli {
 
 #[derive(clap::Args, Debug, Clone)]
 struct RosterArgs {
-    /// The roster file: JSON ({ "executors": [...] }), or YAML when named .yaml/.yml.
+    /// The roster file: JSON ({ "executors": [...] }), or YAML when named .yaml/.yml; `-` reads standard input (JSON when it starts with `{` or `[`, else YAML).
     roster: PathBuf,
     /// A repository roster (JSON or YAML) merged over it: same id replaces, `disabled: true` removes, new ids add.
     #[arg(long, value_name = "OVERLAY")]
@@ -75,9 +79,14 @@ impl RosterArgs {
         }
     }
 
+    /// Whether the roster comes from standard input (`-`).
+    fn is_stdin(&self) -> bool {
+        self.roster.as_os_str() == "-"
+    }
+
     fn source(&self) -> RosterSource {
         RosterSource {
-            roster: Some(self.roster.clone()),
+            roster: (!self.is_stdin()).then(|| self.roster.clone()),
             repo: self.repo.clone(),
             executors: self
                 .executors
@@ -95,9 +104,14 @@ impl RosterArgs {
     }
 
     fn label(&self) -> String {
+        let roster = if self.is_stdin() {
+            STDIN.to_string()
+        } else {
+            self.roster.display().to_string()
+        };
         match &self.repo {
-            Some(repo) => format!("{} + {}", self.roster.display(), repo.display()),
-            None => self.roster.display().to_string(),
+            Some(repo) => format!("{roster} + {}", repo.display()),
+            None => roster,
         }
     }
 }
@@ -442,9 +456,43 @@ fn load_roster(args: &RosterArgs) -> Result<Value, Failure> {
 
 /// The merged roster and narrowing's warnings, or exit 1 with every violation.
 fn load_roster_with_warnings(args: &RosterArgs) -> Result<(Value, Vec<Violation>), Failure> {
-    args.source()
-        .load_with_warnings()
-        .map_err(|error| Failure::roster(&args.label(), error))
+    let loaded = if args.is_stdin() {
+        let user = read_stdin_roster()?;
+        args.source().load_over(user)
+    } else {
+        args.source().load_with_warnings()
+    };
+    loaded.map_err(|error| Failure::roster(&args.label(), error))
+}
+
+/// The roster on standard input (`rota check -`): JSON when its first character
+/// (after white space) is `{` or `[`, else YAML. Not JSON/YAML: exit 1 with why.
+fn read_stdin_roster() -> Result<Value, Failure> {
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| Failure::Run(format!("cannot read {STDIN}: {e}")))?;
+    let not = |format: &str, error: &dyn std::fmt::Display| {
+        Failure::violations(
+            STDIN,
+            &[Violation {
+                path: format!("{STDIN}: $"),
+                message: format!("not {format}: {error}"),
+            }],
+        )
+    };
+    let document: Value = if text.trim_start().starts_with(['{', '[']) {
+        serde_json::from_str(&text).map_err(|e| not("JSON", &e))?
+    } else {
+        serde_norway::from_str(&text).map_err(|e| not("YAML", &e))?
+    };
+    if document.is_null() {
+        return Err(not(
+            "a roster",
+            &"it is empty (a roster is { \"executors\": [...] }, in JSON or YAML)",
+        ));
+    }
+    Ok(document)
 }
 
 /// `FILE: warning: executors[0].env.API_KEY: ...` lines.
@@ -766,23 +814,41 @@ fn run_simulate(
     })
 }
 
+/// Exit 1 only when the replay differs; a file that is not a trace, or one whose
+/// document or options the policy refuses, cannot be replayed (exit 2).
 fn run_replay(cli: &Cli, path: &Path, native: bool) -> Result<Report, Failure> {
+    let not_a_trace = |why: &dyn std::fmt::Display| {
+        Failure::Run(format!(
+            "{} is not a trace `rota replay` can replay ({why}); a trace is what `rota simulate --trace FILE` writes",
+            path.display()
+        ))
+    };
     let trace = Trace::read(path).map_err(|e| match e {
-        HostError::Invalid { .. } => Failure::check(e.to_string()),
+        HostError::Invalid { violations } => not_a_trace(
+            &violations
+                .iter()
+                .map(|v| v.message.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
         other => Failure::Run(other.to_string()),
     })?;
-    let mut engine: Box<dyn StepEngine> = if native {
-        Box::new(NativeEngine::new(&trace.document, &trace.options)?)
+    let engine: Result<Box<dyn StepEngine>, HostError> = if native {
+        NativeEngine::new(&trace.document, &trace.options).map(|e| Box::new(e) as _)
     } else {
-        Box::new(PolicyRuntime::new(
-            module(cli)?,
-            &trace.document,
-            &trace.options,
-        )?)
+        PolicyRuntime::new(module(cli)?, &trace.document, &trace.options).map(|e| Box::new(e) as _)
     };
+    let mut engine = engine.map_err(|e| match e {
+        HostError::Invalid { .. } | HostError::Policy { .. } => {
+            not_a_trace(&format!("its document or options: {e}"))
+        }
+        other => Failure::Run(other.to_string()),
+    })?;
     let engine_name = if native { "native" } else { "module" };
     let started = stopwatch();
-    match replay(engine.as_mut(), &trace, |_, _| {})? {
+    let replayed = replay(engine.as_mut(), &trace, |_, _| {})
+        .map_err(|e| Failure::Run(format!("{}: {e}", path.display())))?;
+    match replayed {
         None => Ok(Report {
             text: format!(
                 "{}: {} steps replayed on {}, every output matches ({:.2} s)\n",
@@ -832,19 +898,23 @@ fn explain(
         .map_err(|e| Failure::roster(&args.label(), e))?;
     let now = now.unwrap_or_else(system_now_ms);
     let mut notes = Vec::new();
-    if let Some(path) = state {
-        if !path.exists() {
-            return Err(Failure::Run(format!(
-                "cannot read {}: no such file",
-                path.display()
-            )));
-        }
-        // Read without moving a corrupt file aside: explain only looks.
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure::Run(format!("cannot read {}: {e}", path.display())))?;
+    // Read without moving a corrupt file aside: explain only looks. A state file that
+    // does not exist yet holds no exclusions, as a roster starting on it finds.
+    let text = match state {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => Some((path, text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                notes.push(format!("nothing ({} does not exist yet)", path.display()));
+                None
+            }
+            Err(e) => return Err(Failure::Run(format!("cannot read {}: {e}", path.display()))),
+        },
+        None => None,
+    };
+    if let Some((path, text)) = text {
         let state = runtime
             .state_file_restore(&text, now)
-            .map_err(|e| Failure::check(format!("{}: not a state file: {e}", path.display())))?;
+            .map_err(|e| Failure::check(format!("{}: {e}", path.display())))?;
         let input = json!({ "type": "restore", "now": now, "state": state });
         let step = runtime.step(&input)?;
         for raw in &step.outputs {

@@ -77,6 +77,13 @@ impl RosterSource {
             Some(path) => read_document(path)?,
             None => Value::Null,
         };
+        self.load_over(user)
+    }
+
+    /// As [`RosterSource::load_with_warnings`], with `user` as the user's roster
+    /// (read by the caller: `rota check -` reads standard input) instead of the
+    /// `roster` file, which is not read.
+    pub fn load_over(&self, user: Value) -> Result<(Value, Vec<Violation>)> {
         let repo = match &self.repo {
             Some(path) => read_document(path)?,
             None => Value::Null,

@@ -175,15 +175,22 @@ impl Trace {
 
     /// A trace from its JSON (`Err`: why it is not one).
     pub fn from_value(mut value: Value) -> std::result::Result<Trace, String> {
-        if value.get("format").and_then(Value::as_str) != Some(TRACE_FORMAT) {
-            return Err(format!(
-                "not a rota trace (`format` is not \"{TRACE_FORMAT}\")"
-            ));
+        match value.get("format") {
+            Some(format) if format.as_str() == Some(TRACE_FORMAT) => {}
+            Some(other) => {
+                return Err(format!("`format` is {other}, not \"{TRACE_FORMAT}\""));
+            }
+            None if value.is_object() => {
+                return Err(format!(
+                    "`format` is missing (\"{TRACE_FORMAT}\" in a trace)"
+                ));
+            }
+            None => return Err("the top level is not an object".into()),
         }
         if value.get("version").and_then(Value::as_u64) != Some(TRACE_VERSION) {
             return Err(format!(
-                "trace version {} (this host reads {TRACE_VERSION})",
-                value["version"]
+                "`version` is {}; this host reads version {TRACE_VERSION}",
+                value.get("version").unwrap_or(&Value::Null)
             ));
         }
         let document = value

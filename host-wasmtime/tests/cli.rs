@@ -2,8 +2,9 @@
 
 mod common;
 
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
 
@@ -18,6 +19,27 @@ fn rota(args: &[&str]) -> Output {
         .expect("run rota")
 }
 
+/// `rota ARGS` with `input` on its standard input.
+fn rota_with_stdin(args: &[&str], input: &str) -> Output {
+    let _ = common::policy();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rota"))
+        .arg("--cache-dir")
+        .arg(common::cache_dir())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run rota");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("rota's output")
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -27,6 +49,11 @@ fn example() -> String {
         .join("examples/roster.json")
         .display()
         .to_string()
+}
+
+/// The example roster's path, borrowed for an argument list.
+fn example_str() -> &'static str {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/examples/roster.json")
 }
 
 fn write(dir: &Path, name: &str, contents: &str) -> String {
@@ -203,13 +230,15 @@ fn unreadable_paths_exit_2() {
     assert!(text(&out.stderr).contains("cannot read /nonexistent/roster.json"));
     let out = rota(&["replay", "/nonexistent/trace.json"]);
     assert_eq!(out.status.code(), Some(2));
+    // A state file that cannot be read (a directory in its place); one that does
+    // not exist yet is an empty state (explain_with_a_state_file_not_there_yet).
     let out = rota(&[
         "explain",
         &example(),
         "--role",
         "coder",
         "--state",
-        "/nonexistent/state.json",
+        env!("CARGO_MANIFEST_DIR"),
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let out = rota(&["--module", "/nonexistent/policy.wasm", "check", &example()]);
@@ -302,11 +331,45 @@ fn replay_reports_the_first_difference() {
         stderr.contains("somebody-else"),
         "expected vs actual: {stderr}"
     );
+}
 
+#[test]
+fn replay_of_a_file_that_is_not_a_trace_exits_2_saying_why() {
+    // Exit 1 is "the replay differs"; a file that is not a trace cannot be replayed.
+    let dir = tempfile::tempdir().expect("tempdir");
     let junk = write(dir.path(), "junk.json", r#"{"format":"something else"}"#);
-    let out = rota(&["replay", &junk]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("not a rota trace"));
+    let roster = example();
+    let not_json = write(dir.path(), "notes.txt", "steps: none");
+    let bad_document = write(
+        dir.path(),
+        "bad-document.json",
+        &json!({ "format": "rota-trace", "version": 1, "steps": [],
+                 "document": { "executors": [ { "id": "a", "roles": ["coder"] } ] } })
+        .to_string(),
+    );
+    for (file, says) in [
+        (junk.as_str(), "`format` is \"something else\""),
+        (roster.as_str(), "`format` is missing"),
+        (not_json.as_str(), "not JSON"),
+        (bad_document.as_str(), "its document or options"),
+    ] {
+        for native in [false, true] {
+            let mut args = vec!["replay", file];
+            if native {
+                args.push("--native");
+            }
+            let out = rota(&args);
+            let stderr = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(
+                stderr.contains(&format!(
+                    "rota: {file} is not a trace `rota replay` can replay ("
+                )) && stderr.contains(says)
+                    && stderr.contains("what `rota simulate --trace FILE` writes"),
+                "{args:?}: {stderr}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -374,10 +437,34 @@ fn explain_restores_the_state_file_then_explains() {
         "judge",
     ]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("not a state file"));
+    assert!(
+        text(&out.stderr).starts_with(&format!("{corrupt}: the state file is not JSON: ")),
+        "{}",
+        text(&out.stderr)
+    );
     assert_eq!(
         std::fs::read_to_string(&corrupt).expect("left alone"),
         "nope"
+    );
+    // A roster given as the state file: what was found, what rota reads, the path.
+    let out = rota(&[
+        "explain",
+        &example(),
+        "--state",
+        &example(),
+        "--role",
+        "judge",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "{}: the state file's envelope is wrong: neither `schemaVersion` nor `version`, \
+             only `executors`; rota reads {{\"schemaVersion\": 1, \"value\": {{\"exclusions\": \
+             [...]}}}} (or its earlier {{\"version\": 1, \"exclusions\": [...]}})",
+            example()
+        )
     );
 
     let out = rota(&["explain", &example(), "--role", "chef"]);
@@ -387,6 +474,91 @@ fn explain_restores_the_state_file_then_explains() {
         "{}",
         text(&out.stderr)
     );
+}
+
+#[test]
+fn explain_with_a_state_file_not_there_yet() {
+    // A roster starting on a state file that does not exist yet starts with no
+    // exclusions; explain reads it the same way.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("state.json").display().to_string();
+    for json in [false, true] {
+        let mut args = vec![
+            "explain",
+            example_str(),
+            "--state",
+            &missing,
+            "--role",
+            "judge",
+            "--now",
+            "1800000000000",
+        ];
+        if json {
+            args.push("--json");
+        }
+        let out = rota(&args);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+        if json {
+            let value: Value = serde_json::from_str(&stdout).expect("JSON");
+            assert_eq!(value["pick"], "claude-opus");
+            assert_eq!(
+                value["restored"],
+                json!([format!("nothing ({missing} does not exist yet)")])
+            );
+        } else {
+            assert!(
+                stdout.starts_with(&format!(
+                    "restored: nothing ({missing} does not exist yet)\n"
+                )),
+                "{stdout}"
+            );
+            assert!(stdout.contains("would go to claude-opus"), "{stdout}");
+        }
+    }
+    assert!(!Path::new(&missing).exists(), "explain only looks");
+}
+
+#[test]
+fn check_dash_reads_the_roster_on_standard_input() {
+    let roster = std::fs::read_to_string(example()).expect("the example");
+    let out = rota_with_stdin(&["check", "-"], &roster);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.starts_with("standard input: ok, 6 executors;"),
+        "{stdout}"
+    );
+    // YAML, with an overlay and a narrowing, and through explain too.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let overlay = write(
+        dir.path(),
+        "repo.json",
+        &json!({ "executors": [ { "id": "b", "disabled": true } ] }).to_string(),
+    );
+    let yaml = "executors:\n  - id: a\n    harness: pi\n    roles: [coder]\n  - id: b\n    harness: pi\n    roles: [coder]\n";
+    let out = rota_with_stdin(&["check", "-", "--repo", &overlay, "--json"], yaml);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let checked = json_out(&out);
+    assert_eq!(checked["roster"], format!("standard input + {overlay}"));
+    assert_eq!(checked["executors"].as_array().map(Vec::len), Some(1));
+    let out = rota_with_stdin(&["explain", "-", "--role", "coder"], yaml);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("would go to a"));
+    // What is wrong with it, named as standard input.
+    for (input, says) in [
+        ("{ \"executors\": [", "standard input: $: not JSON: "),
+        ("", "standard input: $: not a roster: it is empty"),
+        (
+            "executors:\n  - id: a\n    roles: [coder]\n",
+            "standard input: executors[0].harness: ",
+        ),
+    ] {
+        let out = rota_with_stdin(&["check", "-"], input);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{input:?}: {stderr}");
+        assert!(stderr.contains(says), "{input:?}: {stderr}");
+    }
 }
 
 /// The one JSON object `--json` prints on stdout.
@@ -456,8 +628,10 @@ fn json_on_every_subcommand() {
     assert_eq!(replayed["engine"], "module");
     let junk = write(dir.path(), "junk.json", r#"{"format":"something else"}"#);
     let out = rota(&["replay", &junk, "--json"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(json_out(&out)["ok"], false);
+    assert_eq!(out.status.code(), Some(2));
+    let refused = json_out(&out);
+    assert_eq!(refused["ok"], false);
+    assert_eq!(refused["exit"], 2);
 
     let out = rota(&["explain", &example(), "--role", "judge", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

@@ -180,8 +180,12 @@ impl Inner {
             } if st.owns(owner.as_deref()) => {
                 st.settle(&request, Ok(Outcome::Exhausted { role, reasons }))
             }
-            Output::TimedOut { request, owner, .. } if st.owns(owner.as_deref()) => {
-                st.settle(&request, Ok(Outcome::TimedOut))
+            Output::TimedOut {
+                request,
+                reasons,
+                owner,
+            } if st.owns(owner.as_deref()) => {
+                st.settle(&request, Ok(Outcome::TimedOut { reasons }))
             }
             Output::Unavailable { request, owner } if st.owns(owner.as_deref()) => {
                 st.settle(&request, Ok(Outcome::Unavailable))

@@ -205,10 +205,11 @@ impl Inner {
                 }))
             }
             Outcome::Exhausted { role, reasons } => Err(HostError::Exhausted { role, reasons }),
-            Outcome::TimedOut => Err(HostError::TimedOut {
+            Outcome::TimedOut { reasons } => Err(HostError::TimedOut {
                 request: id,
                 role,
                 label,
+                reasons,
             }),
             Outcome::Cancelled => Err(HostError::Cancelled { request: id }),
             // Only a `tryLease` is answered so; for the others, as cancelled.

@@ -46,7 +46,9 @@ pub(crate) enum Outcome {
         role: String,
         reasons: Vec<String>,
     },
-    TimedOut,
+    TimedOut {
+        reasons: Vec<String>,
+    },
     Unavailable,
     Cancelled,
 }
