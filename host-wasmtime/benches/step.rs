@@ -11,8 +11,10 @@
 //! `ROTA_BENCH_MODULE=path.wasm` benchmarks another build of the module (every
 //! variant and the load).
 //!
-//! The roster group times a `try_lease` + `release` through [`Roster`]: the step plus
-//! reading its outputs into the core's `Output` and carrying them out.
+//! The roster group times a `try_lease` + `release` and a `lease` + `release` through
+//! [`Roster`] (the step plus reading its outputs into the core's `Output` and carrying
+//! them out), and a lease that waits: queued behind the only slot, granted when its
+//! holder releases (`cargo bench -p rota-host --bench step -- roster`).
 //!
 //! One quiet run on the 2-core development machine (the module built by
 //! `scripts/build-wasm.sh abi`, profile `wasm-speed`): native 1.53 µs per input;
@@ -238,8 +240,54 @@ fn per_input(c: &mut Criterion) {
             })
         })
     });
+    group.bench_function("lease + release", |b| {
+        b.iter(|| {
+            tokio.block_on(async {
+                let lease = roster
+                    .lease("coder", LeaseOptions::default())
+                    .await
+                    .expect("lease");
+                lease.release().expect("release");
+            })
+        })
+    });
     group.finish();
     drop(roster);
+
+    // A lease that waits: the only slot is held; the request queues, the holder
+    // releases, the waiter is granted, then releases in turn.
+    let mut group = c.benchmark_group("roster");
+    let single = tokio
+        .block_on(
+            Roster::builder()
+                .document(json!({ "executors": [ { "id": "only", "harness": "claude", "roles": ["coder"], "slots": 1 } ] }))
+                .module(f.module.clone())
+                .build(),
+        )
+        .expect("roster");
+    group.bench_function("a lease that waits", |b| {
+        b.iter(|| {
+            tokio.block_on(async {
+                let held = single
+                    .lease("coder", LeaseOptions::default())
+                    .await
+                    .expect("lease");
+                let waiting = single.lease("coder", LeaseOptions::default());
+                tokio::pin!(waiting);
+                // Polled once: the request is in the queue.
+                tokio::select! {
+                    biased;
+                    _ = &mut waiting => panic!("granted while the slot is held"),
+                    () = std::future::ready(()) => {}
+                }
+                held.release().expect("release");
+                let lease = waiting.await.expect("the waiter's lease");
+                lease.release().expect("release");
+            })
+        })
+    });
+    group.finish();
+    drop(single);
 
     let mut group = c.benchmark_group("module");
     group.sample_size(20);

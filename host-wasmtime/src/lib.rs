@@ -11,23 +11,27 @@
 //! - [`PolicyRuntime`]: one policy in its sandbox, synchronous; a trap or an overrun
 //!   drops the instance and restores the last good state (checkpoint + journal).
 //! - [`Roster`]: the async API: `lease`, `try_lease`, `report`, `exclude`, `resume`,
-//!   `reload`, `snapshot`, `explain`, `plan`, `swap_policy`.
+//!   `reload`, `snapshot`, `explain`, `plan`, `swap_policy`. A roster folds one
+//!   ordered input log with the core: in memory (`Roster::builder()...build()`), or
+//!   shared by several processes on PostgreSQL (`.shared(url, roster)...connect()`).
 //! - [`sim`] and [`trace`]: the `rota simulate` and `rota replay` engines.
-//! - `shared` (feature `shared`): a roster shared by several processes through a log
-//!   on PostgreSQL: `SharedRoster` (sql/PROTOCOL.md), over `LogStore` / `PgLogStore`.
+//! - `shared` (feature `shared`): the roster over a log on PostgreSQL:
+//!   `SharedRoster` (sql/PROTOCOL.md), over `LogStore` / `PgLogStore`.
 //!
-//! The guest answers JSON; the roster, the shared roster and the simulator read each
-//! output into the core's typed [`rota_core::Output`] ([`output::read`]) and match it
-//! without a wildcard arm. An output this host cannot read is an `outputUnreadable`
+//! The guest answers JSON; the roster's one fold (for both logs) and the simulator
+//! read each output into the core's typed [`rota_core::Output`] ([`output::read`]) and
+//! match it without a wildcard arm. An output this host cannot read is an `outputUnreadable`
 //! warning event naming it; the step's other outputs are still carried out.
 //!
 //! The modules, top first; imports run downwards only (`tests/layering.rs` fails on an
 //! import upwards or a cycle):
 //! - [`sim`], [`trace`], `shared` (its modules: `builder` joins; `roster` the calls
-//!   and `leader` the leader's duties; `driver` appends and reads, `fold` folds the
-//!   log and acts on this instance's outputs; `replica` the fold's state and `pg` the
-//!   PostgreSQL backend; `log` the log's contract);
-//! - [`roster`]: the async API over one runtime, its timers, probes and state writes;
+//!   and `leader` the membership's tasks; `driver` appends, reads and folds each entry
+//!   through the roster's fold; `pg` the PostgreSQL backend; `log` the log's contract);
+//! - [`roster`]: the API, then by concept: `builder`, `requests` (and leases), `fold`
+//!   (the one output dispatcher), `machines`, `probes`, `timers`, `writer` (the state
+//!   file), `fence`, `events`, `state` (what a roster holds), `entry`, `provisioner`,
+//!   `document`;
 //! - [`runtime`] (one policy in its sandbox, checkpoint and journal) and
 //!   [`state_file`] (the state file's lock, read, merge and atomic write);
 //! - [`engine`]: the wasmtime engine, the module cache, loading and instantiating;
@@ -93,8 +97,8 @@ pub use error::{GuestFailure, HostError, PolicyCode, Result};
 pub use event::Event;
 pub use probe::ProbeTls;
 pub use roster::{
-    BoxFuture, Explain, Lease, LeaseOptions, NoProvisioner, Provisioner, Roster, RosterBuilder,
-    StateRetry,
+    BoxFuture, Explain, IntoDocument, Lease, LeaseOptions, NoProvisioner, Provisioner, Roster,
+    RosterBuilder, StateRetry,
 };
 pub use runtime::{PolicyRuntime, Step};
 pub use source::RosterSource;

@@ -16,15 +16,30 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     // The engines of `rota simulate` and `rota replay`; the shared roster's facade.
     &["sim", "trace", "shared"],
-    // The shared roster: joining, then the calls and the leader's duties, then the
-    // driver and the fold (both flows over one instance's `Shared`).
+    // The shared roster (a roster over a remote log): joining, then its calls and the
+    // membership's tasks (heartbeats, the leader's duties), then the driver that
+    // appends and folds, then the PostgreSQL backend.
     &["shared::builder"],
     &["shared::roster", "shared::leader"],
-    &["shared::driver", "shared::fold"],
-    // Its sub-states: the replica's bookkeeping and the PostgreSQL backend.
-    &["shared::replica", "shared::pg"],
-    // The embedded roster: the async API over one policy runtime.
+    &["shared::driver"],
+    &["shared::pg"],
+    // The roster: its API, then what it is made of, then requests and leases, then
+    // the fold with its one output dispatcher and the work outputs ask for, then what
+    // it holds, then what the caller gives and the remote log's entries.
     &["roster"],
+    &["roster::builder"],
+    &["roster::requests"],
+    &[
+        "roster::fold",
+        "roster::machines",
+        "roster::probes",
+        "roster::timers",
+        "roster::writer",
+        "roster::fence",
+        "roster::events",
+    ],
+    &["roster::state"],
+    &["roster::entry", "roster::provisioner", "roster::document"],
     // One policy in its sandbox with its last good state; the state file's IO.
     &["runtime", "state_file"],
     // The wasmtime engine and its module cache; then one instance, call by call.
@@ -285,7 +300,7 @@ fn problems(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
 #[test]
 fn imports_run_one_way_without_a_cycle() {
     let (graph, unknown) = graph();
-    assert!(graph.contains_key("roster") && graph.contains_key("shared::replica"));
+    assert!(graph.contains_key("roster") && graph.contains_key("roster::state"));
     assert!(graph["engine"].contains("guest"), "{graph:#?}");
     let mut problems = problems(&graph);
     problems.extend(unknown);
@@ -299,19 +314,19 @@ fn imports_run_one_way_without_a_cycle() {
 fn the_check_finds_an_upward_import_and_a_cycle() {
     let set = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<BTreeSet<_>>();
     // The circles this crate had: engine -> guest -> engine, and in `shared/`,
-    // driver <-> replica.
+    // driver <-> replica (since merged into the roster's modules).
     let mut graph = BTreeMap::new();
     graph.insert("engine".to_string(), set(&["guest"]));
     graph.insert("guest".to_string(), set(&["engine"]));
     let found = problems(&graph);
     assert!(found
         .iter()
-        .any(|p| p.contains("`guest` (layer 8) uses `engine`")));
+        .any(|p| p.contains("`guest` (layer 13) uses `engine`")));
     assert!(found.iter().any(|p| p.starts_with("import cycle")));
     // Sideways within a layer is allowed, a loop there is not.
     let mut sideways = BTreeMap::new();
-    sideways.insert("shared::driver".to_string(), set(&["shared::fold"]));
-    sideways.insert("shared::fold".to_string(), set(&["shared::driver"]));
+    sideways.insert("roster::fold".to_string(), set(&["roster::machines"]));
+    sideways.insert("roster::machines".to_string(), set(&["roster::fold"]));
     let found = problems(&sideways);
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].starts_with("import cycle"));

@@ -1024,3 +1024,52 @@ async fn a_stopped_instance_settles_no_grant_the_log_expired_while_it_was_stoppe
     b.close().await.expect("close");
     drop(a);
 }
+
+/// The genesis fixes `preflight` and `preflightReloads` off (a shared roster does not
+/// preflight): one created with `preflightReloads: true` (`Roster::builder()` with the
+/// shared form) applies a reload that adds an executor, and its genesis says the
+/// options it folds with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_that_adds_an_executor_applies_though_preflight_reloads_was_asked() {
+    let Some(url) = url() else { return };
+    let (module, name) = (module().await, roster("preflight-reloads"));
+    let only_a = json!({ "executors": [ { "id": "a", "harness": "claude", "roles": ["coder"], "slots": 1 } ] });
+    let options = rota_host::Options {
+        preflight: true,
+        preflight_reloads: true,
+        ..rota_host::Options::default()
+    };
+    // (Built as the embedded roster is, with the shared form as an option.)
+    let one = rota_host::Roster::builder()
+        .document(&only_a)
+        .options(options)
+        .module(module.clone())
+        .shared(url.as_str(), name.as_str())
+        .name("one")
+        .config(fast())
+        .connect()
+        .await
+        .expect("connect");
+    let genesis = read_all(one.store()).await.remove(0);
+    let genesis: Value = serde_json::from_str(&genesis.entry).expect("the genesis");
+    assert_eq!(genesis["type"], "genesis");
+    // (Off is the default: `preflight` is then left out.)
+    assert_ne!(genesis["options"]["preflight"], true, "{genesis}");
+    assert_eq!(genesis["options"]["preflightReloads"], false, "{genesis}");
+    // Serving before the reload: a's slot.
+    let held = take(&one, "coder").await;
+    assert_eq!(held.executor(), "a");
+    one.reload(json!({ "executors": [
+        { "id": "a", "harness": "claude", "roles": ["coder"], "slots": 1 },
+        { "id": "b", "harness": "codex", "roles": ["coder"], "slots": 1 },
+    ] }))
+    .await
+    .expect("reload");
+    // Applied, not waiting for a preflight: b serves at once.
+    let b = tokio::time::timeout(Duration::from_secs(5), take(&one, "coder"))
+        .await
+        .expect("b is granted without a preflight");
+    assert_eq!(b.executor(), "b");
+    drop((held, b));
+    one.close().await.expect("close");
+}

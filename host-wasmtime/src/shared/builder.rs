@@ -7,23 +7,43 @@ use std::time::Duration;
 
 use rota_core::{Level, Options};
 use serde_json::Value;
-use tokio::sync::{broadcast, Notify};
+use tokio::sync::Notify;
 
-use super::driver::{drive, incarnation, start_replica, Shared, SharedConfig};
+use super::driver::{drive, incarnation, start_replica, Remote, SharedConfig};
 use super::log::{LogError, LogStore, SubscribeOptions};
 use super::pg::PgLogStore;
-use super::replica::State;
 use super::roster::{Owner, SharedRoster};
 use crate::clock::Clock;
 use crate::engine::{HostEngine, PolicyModule};
 use crate::error::{HostError, Result};
 use crate::event::Event;
-use crate::roster::{NoProvisioner, Provisioner};
+use crate::roster::builder::Parts;
+use crate::roster::state::{Link, State};
+use crate::roster::{IntoDocument, NoProvisioner, Provisioner};
 
 impl SharedRoster<PgLogStore> {
     /// A builder: `url`, `roster`, `document`, ... then `connect().await`.
     pub fn builder() -> SharedRosterBuilder {
         SharedRosterBuilder::new()
+    }
+}
+
+impl crate::roster::RosterBuilder {
+    /// The shared form: a roster whose log is the PostgreSQL log `roster` at `url`,
+    /// shared with every instance that joins it (`connect().await`). It keeps the
+    /// builder's document and options (for the genesis, when the log is empty),
+    /// module, provisioner and probe timeout; a shared roster has no state file (the
+    /// log is its persistence) and no roster files.
+    pub fn shared(self, url: impl Into<String>, roster: impl Into<String>) -> SharedRosterBuilder {
+        let mut shared = SharedRosterBuilder::new().url(url).roster(roster);
+        if let Some(document) = self.document {
+            shared.document = document;
+        }
+        shared.options = self.options;
+        shared.module = self.loaded;
+        shared.provisioner = self.provisioner;
+        shared.probe_timeout = self.probe_timeout;
+        shared
     }
 }
 
@@ -35,7 +55,7 @@ pub struct SharedRosterBuilder {
     url: Option<String>,
     roster: Option<String>,
     name: Option<String>,
-    document: Value,
+    document: Result<Value>,
     options: Options,
     config: SharedConfig,
     module: Option<PolicyModule>,
@@ -50,7 +70,7 @@ impl SharedRosterBuilder {
             url: None,
             roster: None,
             name: None,
-            document: Value::Null,
+            document: Ok(Value::Null),
             options: Options::default(),
             config: SharedConfig::default(),
             module: None,
@@ -77,9 +97,11 @@ impl SharedRosterBuilder {
         self
     }
 
-    /// The roster document, written into the genesis when the log is empty.
-    pub fn document(mut self, document: Value) -> Self {
-        self.document = document;
+    /// The roster document, written into the genesis when the log is empty: a
+    /// `serde_json::Value`, text of JSON or YAML, or a typed document
+    /// ([`IntoDocument`]).
+    pub fn document(mut self, document: impl IntoDocument) -> Self {
+        self.document = document.into_document();
         self
     }
 
@@ -152,6 +174,7 @@ impl SharedRosterBuilder {
 
     /// Joins over a store of your own.
     pub async fn connect_with<S: LogStore + 'static>(self, store: S) -> Result<SharedRoster<S>> {
+        let document = self.document?;
         let module = match self.module {
             Some(module) => module,
             None => tokio::task::spawn_blocking(|| HostEngine::shared()?.load(None))
@@ -171,48 +194,54 @@ impl SharedRosterBuilder {
                 listen: true,
             })
             .await?;
-        let (policy, folded_seq, folded_document) =
-            start_replica(&store, &module, &instance, &self.document, &options).await?;
-        let mut state = State::new(policy, folded_seq, instance.clone());
-        state.wake_at = state.policy.snapshot().ok().and_then(|s| s.wake_at);
-        state.last_snapshot = folded_seq;
+        let (mut policy, mut member, folded_document) =
+            start_replica(&store, &module, &instance, &document, &options).await?;
         if self.record_hashes {
-            let hash = state.policy.state_hash()?;
-            state.hashes = Some(vec![(folded_seq, hash)]);
+            member.hashes = Some(vec![(member.folded_seq, policy.state_hash()?)]);
         }
         let sent = tokio::time::Instant::now();
         let now = store.heartbeat(&instance).await?;
-        state.beat_sent = sent;
-        let (events, _) = broadcast::channel(1024);
-        let shared = Arc::new(Shared {
+        member.beat_sent = sent;
+        let mut state = State::new(policy, Some(member));
+        state.wake_at = state.policy.snapshot().ok().and_then(|s| s.wake_at);
+        let link = Link {
+            ttl: self.config.ttl,
+            db_clock: Mutex::new(Clock::starting_at(now)),
+            queued: Notify::new(),
+            read_now: Notify::new(),
+            tasks: Mutex::new(Vec::new()),
+        };
+        let parts = Parts {
+            provisioner: self.provisioner,
+            probe_timeout: self.probe_timeout,
+            probe_tls: None,
+            source: None,
+            engine: module.engine().clone(),
+            link: Some(link),
+            writer: None,
+        };
+        let remote = Arc::new(Remote {
             store,
-            state: Mutex::new(state),
+            inner: parts.inner(state, Clock::system()),
             config: self.config,
             name,
             module,
-            provisioner: self.provisioner,
-            probe_timeout: self.probe_timeout,
-            queued: Notify::new(),
-            read_now: Notify::new(),
-            leader_wake: Notify::new(),
-            events,
-            db_clock: Mutex::new(Clock::starting_at(now)),
-            tasks: Mutex::new(Vec::new()),
         });
-        if folded_document.as_ref() != Some(&self.document) && !self.document.is_null() {
-            shared.publish(Event::host(
+        if folded_document.as_ref() != Some(&document) && !document.is_null() {
+            remote.inner.publish(Event::host(
                 Level::Warn,
                 "sharedDocumentDiffers",
                 "the roster document given differs from the log's: this instance folds the log's (reload to change it for all)",
             ));
         }
         // Beating from here on: catching up with a long log may take longer than the TTL.
-        shared.spawn(super::leader::heartbeats(Arc::clone(&shared)));
-        shared.catch_up(None).await;
-        shared.spawn(drive(Arc::clone(&shared), subscription));
-        shared.spawn(super::leader::leader(Arc::clone(&shared)));
+        let inner = &remote.inner;
+        inner.spawn(super::leader::heartbeats(Arc::clone(&remote)));
+        remote.catch_up(None).await;
+        inner.spawn(drive(Arc::clone(&remote), subscription));
+        inner.spawn(super::leader::leader(Arc::clone(&remote)));
         Ok(SharedRoster {
-            shared,
+            remote,
             _owner: Arc::new(Owner),
         })
     }

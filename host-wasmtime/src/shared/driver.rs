@@ -1,26 +1,25 @@
-//! What the tasks of one instance share, and the driver: it appends the queued
-//! entries in batches (one append in flight, one commit each) and folds the log in seq
-//! order into the replica (on NOTIFY, at once after its own appends, on the timer).
+//! The remote log's driver: it appends this instance's queued entries in batches (one
+//! append in flight, one commit each) and folds the log in seq order into the roster's
+//! state (on NOTIFY, at once after its own appends, on the timer) through the roster's
+//! one fold, settling this instance's calls; the leader's snapshots; and where a new
+//! instance starts from (the latest snapshot, or the genesis).
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
-use rota_core::{Input, Level};
+use rota_core::Level;
 use serde_json::Value;
-use tokio::sync::{broadcast, oneshot, Notify};
-use tokio::task::AbortHandle;
 
-use super::log::{LogError, LogStore, Subscription};
-use super::replica::{
-    copy_log_error, entry_of, genesis_entry, read_genesis, FenceKind, Mine, Queued, State,
-};
+use super::log::{LogEntry, LogError, LogStore, Subscription};
 use crate::clock::Clock;
 use crate::engine::PolicyModule;
 use crate::error::{HostError, Result};
 use crate::event::Event;
-use crate::probe::probe;
-use crate::roster::Provisioner;
+use crate::roster::entry::{entry_kind, fold_bytes, genesis_entry, read_genesis};
+use crate::roster::fold::At;
+use crate::roster::state::{lock, FenceKind, Inner, Member, Mine, Queued, State};
 use crate::runtime::PolicyRuntime;
+
 /// The timings of a shared roster (PROTOCOL.md, "Defaults").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SharedConfig {
@@ -49,32 +48,14 @@ impl Default for SharedConfig {
     }
 }
 
-/// What the tasks of one instance share.
-pub(super) struct Shared<S> {
-    pub(super) store: S,
-    pub(super) state: Mutex<State>,
-    pub(super) config: SharedConfig,
+/// One instance of a remote log: the roster it folds into and the log's store.
+pub(super) struct Remote<S> {
+    pub store: S,
+    pub inner: Arc<Inner>,
+    pub config: SharedConfig,
     /// The instance name (`<name>:<8 hex>` is the incarnation id).
-    pub(super) name: String,
-    pub(super) module: PolicyModule,
-    pub(super) provisioner: Arc<dyn Provisioner>,
-    pub(super) probe_timeout: Duration,
-    /// An entry was queued.
-    pub(super) queued: Notify,
-    /// The driver should read the log now.
-    pub(super) read_now: Notify,
-    /// The leader task should look again (`wakeAt` changed, a probe answered).
-    pub(super) leader_wake: Notify,
-    pub(super) events: broadcast::Sender<Event>,
-    /// The log's clock as this instance estimates it (from its appends and heartbeats).
-    pub(super) db_clock: Mutex<Clock>,
-    pub(super) tasks: Mutex<Vec<AbortHandle>>,
-}
-
-pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    pub name: String,
+    pub module: PolicyModule,
 }
 
 /// A new incarnation id: `<name>:<8 hex>`, the hex random at start.
@@ -86,34 +67,40 @@ pub(super) fn incarnation(name: &str) -> String {
     format!("{name}:{:08x}", hasher.finish() as u32)
 }
 
-impl<S: LogStore + 'static> Shared<S> {
-    pub(super) fn publish(&self, event: Event) {
-        event.log();
-        let _ = self.events.send(event);
+/// A copy of a log error (they are not `Clone`), for every call a failed append ends.
+fn copy_log_error(error: &LogError) -> LogError {
+    match error {
+        LogError::StaleEpoch(m) => LogError::StaleEpoch(m.clone()),
+        LogError::Compacted(m) => LogError::Compacted(m.clone()),
+        LogError::NoSnapshot(m) => LogError::NoSnapshot(m.clone()),
+        LogError::SchemaTooNew { found, supported } => LogError::SchemaTooNew {
+            found: *found,
+            supported: *supported,
+        },
+        LogError::InvalidInput(m) => LogError::InvalidInput(m.clone()),
+        other => LogError::Database(other.to_string().into()),
     }
+}
 
-    /// The log's clock now, as estimated from the last `now` the store answered.
-    pub(super) fn db_now(&self) -> u64 {
-        lock(&self.db_clock).now_ms()
-    }
-
-    /// The store answered `now`: the estimate moves to it (never back).
-    pub(super) fn saw_db_now(&self, now: u64) {
-        let mut clock = lock(&self.db_clock);
-        if now > clock.now_ms() {
-            *clock = Clock::starting_at(now);
+impl<S: LogStore + 'static> Remote<S> {
+    /// The store answered `now`: the estimate of its clock moves to it (never back);
+    /// `reset`: to it in any case (a tick was stamped before `wakeAt`).
+    pub(super) fn saw_db_now(&self, now: u64, reset: bool) {
+        if let Some(link) = &self.inner.link {
+            let mut clock = lock(&link.db_clock);
+            if reset || now > clock.now_ms() {
+                *clock = Clock::starting_at(now);
+            }
         }
     }
 
-    /// A tick was stamped before `wakeAt`: the estimate ran ahead; take the store's.
-    pub(super) fn reset_db_now(&self, now: u64) {
-        *lock(&self.db_clock) = Clock::starting_at(now);
-    }
-
-    /// Queues one entry and wakes the driver.
-    pub(super) fn push(&self, st: &mut State, queued: Queued) {
-        st.queue(queued);
-        self.queued.notify_one();
+    pub(super) fn notify(&self, read: bool) {
+        if let Some(link) = &self.inner.link {
+            match read {
+                true => link.read_now.notify_one(),
+                false => link.queued.notify_one(),
+            }
+        }
     }
 
     /// Queues a leader-only entry; the receiver gets the append's `now`.
@@ -121,33 +108,33 @@ impl<S: LogStore + 'static> Shared<S> {
         &self,
         entry: String,
         epoch: u64,
-    ) -> oneshot::Receiver<std::result::Result<u64, String>> {
-        let (tx, rx) = oneshot::channel();
-        let mut st = lock(&self.state);
-        self.push(
-            &mut st,
-            Queued {
+    ) -> tokio::sync::oneshot::Receiver<std::result::Result<u64, String>> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if let Some(member) = lock(&self.inner.state).member.as_mut() {
+            member.queue.push_back(Queued {
                 entry,
                 epoch: Some(epoch),
                 mine: Mine::Plain,
                 on_append: Some(tx),
-            },
-        );
+            });
+        }
+        self.notify(false);
         rx
     }
 
     /// The next batch: queued entries with the first one's epoch, in order.
     fn take_batch(&self) -> Option<(Vec<Queued>, Option<u64>, String)> {
-        let mut st = lock(&self.state);
-        let epoch = st.queue.front()?.epoch;
+        let mut st = lock(&self.inner.state);
+        let member = st.member.as_mut()?;
+        let epoch = member.queue.front()?.epoch;
         let mut batch = Vec::new();
-        while batch.len() < 500 && st.queue.front().is_some_and(|q| q.epoch == epoch) {
-            if let Some(queued) = st.queue.pop_front() {
+        while batch.len() < 500 && member.queue.front().is_some_and(|q| q.epoch == epoch) {
+            if let Some(queued) = member.queue.pop_front() {
                 batch.push(queued);
             }
         }
-        st.appending = true;
-        Some((batch, epoch, st.instance.clone()))
+        member.appending = true;
+        Some((batch, epoch, member.instance.clone()))
     }
 
     async fn append_batch(
@@ -159,56 +146,21 @@ impl<S: LogStore + 'static> Shared<S> {
         let entries: Vec<String> = batch.iter().map(|q| q.entry.clone()).collect();
         match self.store.append(&entries, &instance, epoch).await {
             Ok(appended) => {
-                self.saw_db_now(appended.now);
-                {
-                    let mut st = lock(&self.state);
-                    st.appending = false;
+                if let Some(member) = lock(&self.inner.state).member.as_mut() {
+                    member.appending = false;
                     for (seq, queued) in (appended.first_seq..).zip(batch) {
                         if let Some(tx) = queued.on_append {
                             let _ = tx.send(Ok(appended.now));
                         }
-                        st.sent.insert(seq, queued.mine);
+                        member.sent.insert(seq, queued.mine);
                     }
                 }
+                self.saw_db_now(appended.now, false);
                 self.catch_up(Some(appended.last_seq)).await;
             }
             Err(error) => {
                 let retry = matches!(error, LogError::Database(_));
-                {
-                    let mut st = lock(&self.state);
-                    st.appending = false;
-                    if matches!(error, LogError::StaleEpoch(_)) {
-                        st.epoch = None;
-                    }
-                    // Releases, cancels and machine results must reach the log: again.
-                    let mut again = Vec::new();
-                    for queued in batch {
-                        if let Some(tx) = queued.on_append {
-                            let _ = tx.send(Err(error.to_string()));
-                        }
-                        match queued.mine {
-                            Mine::Request(id) => {
-                                if let Some(tx) = st.requests.remove(&id) {
-                                    let _ = tx.send(Err(HostError::Log(copy_log_error(&error))));
-                                }
-                            }
-                            Mine::Call(tx) => {
-                                let _ = tx.send(Err(HostError::Log(copy_log_error(&error))));
-                            }
-                            Mine::Plain if retry && epoch.is_none() => {
-                                again.push(Queued::plain(queued.entry))
-                            }
-                            Mine::Plain => {}
-                        }
-                    }
-                    for queued in again.into_iter().rev() {
-                        st.queue.push_front(queued);
-                    }
-                }
-                self.publish(
-                    Event::host(Level::Warn, "appendFailed", error.to_string())
-                        .with("code", error.code()),
-                );
+                self.append_failed(batch, epoch.is_some(), &error, retry);
                 if retry {
                     tokio::time::sleep(self.config.poll / 4).await;
                 }
@@ -216,59 +168,191 @@ impl<S: LogStore + 'static> Shared<S> {
         }
     }
 
+    /// Ends the calls of a batch the log refused; what must reach the log (releases,
+    /// cancels, machine results) is queued again when the failure may pass (`retry`).
+    fn append_failed(&self, batch: Vec<Queued>, leader: bool, error: &LogError, retry: bool) {
+        let mut st = lock(&self.inner.state);
+        let Some(member) = st.member.as_mut() else {
+            return;
+        };
+        member.appending = false;
+        if matches!(error, LogError::StaleEpoch(_)) {
+            member.epoch = None;
+        }
+        let mut again = Vec::new();
+        let mut failed = Vec::new();
+        for queued in batch {
+            if let Some(tx) = queued.on_append {
+                let _ = tx.send(Err(error.to_string()));
+            }
+            match queued.mine {
+                Mine::Request(id) => failed.push(id),
+                Mine::Call(tx) => {
+                    let _ = tx.send(Err(HostError::Log(copy_log_error(error))));
+                }
+                Mine::Plain if retry && !leader => again.push(Queued::plain(queued.entry)),
+                Mine::Plain => {}
+            }
+        }
+        for queued in again.into_iter().rev() {
+            member.queue.push_front(queued);
+        }
+        for id in failed {
+            st.settle(&id, Err(HostError::Log(copy_log_error(error))));
+        }
+        drop(st);
+        self.inner.publish(
+            Event::host(Level::Warn, "appendFailed", error.to_string()).with("code", error.code()),
+        );
+    }
+
     /// Reads and folds what the log has after `foldedSeq` (at least through `until`).
     pub(super) async fn catch_up(self: &Arc<Self>, until: Option<u64>) {
         const PAGE: u32 = 512;
         loop {
-            let from = lock(&self.state).folded_seq + 1;
-            match self.store.read_from(from, PAGE).await {
+            let from = match &lock(&self.inner.state).member {
+                Some(member) => member.folded_seq + 1,
+                None => return,
+            };
+            let read = self.store.read_from(from, PAGE).await;
+            let mut st = lock(&self.inner.state);
+            match read {
                 Ok(entries) => {
                     let count = entries.len();
-                    let mut st = lock(&self.state);
                     for entry in &entries {
-                        if entry.seq <= st.folded_seq {
+                        let Some(member) = st.member.as_ref() else {
+                            return;
+                        };
+                        if entry.seq <= member.folded_seq {
                             continue; // another reader folded it meanwhile
                         }
-                        let unsettled = st.appending
-                            && entry.instance == st.instance
-                            && !st.sent.contains_key(&entry.seq);
-                        if unsettled {
-                            return; // the driver folds it once its append returns
-                        }
-                        if entry.seq != st.folded_seq + 1 {
-                            break;
-                        }
-                        if st
+                        let unsettled = member.appending
+                            && entry.instance == member.instance
+                            && !member.sent.contains_key(&entry.seq);
+                        let version_fenced = member
                             .fence
                             .as_ref()
-                            .is_some_and(|f| f.kind == FenceKind::Version)
-                        {
-                            return;
+                            .is_some_and(|f| f.kind == FenceKind::Version);
+                        if unsettled || version_fenced {
+                            return; // the driver folds it once its append returns
+                        }
+                        if entry.seq != member.folded_seq + 1 {
+                            break;
                         }
                         self.fold_entry(&mut st, entry);
                     }
                     self.maybe_snapshot(&mut st);
-                    let reached = until.is_none_or(|u| st.folded_seq >= u);
+                    let folded = st.member.as_ref().map_or(0, |m| m.folded_seq);
+                    let reached = until.is_none_or(|u| folded >= u);
                     if count < PAGE as usize && (reached || count == 0) {
                         return;
                     }
                 }
                 Err(LogError::Compacted(_)) => {
+                    drop(st);
                     if let Err(error) = self.restart_from_snapshot().await {
-                        let mut st = lock(&self.state);
                         let reason = format!("the log cannot be read: {error}");
-                        self.fence(&mut st, FenceKind::Unreadable, reason);
+                        let mut st = lock(&self.inner.state);
+                        self.inner.fence(&mut st, FenceKind::Unreadable, reason);
                         return;
                     }
                 }
                 Err(error) => {
-                    let mut st = lock(&self.state);
                     let reason = format!("the log cannot be read: {error}");
-                    self.fence(&mut st, FenceKind::Unreadable, reason);
+                    self.inner.fence(&mut st, FenceKind::Unreadable, reason);
                     return;
                 }
             }
         }
+    }
+
+    /// Folds one entry (the next seq) through the roster's fold, which acts on what is
+    /// this instance's; settles its call; fences when the log expired this instance or
+    /// its version needs a newer module.
+    fn fold_entry(&self, st: &mut State, e: &LogEntry) {
+        // A paused process's timers run late: past the TTL, the log may have expired
+        // this instance further on, so nothing folded now may settle a caller.
+        self.inner
+            .fence_if_lapsed(st, "checked before folding the next entry");
+        let Some(member) = st.member.as_mut() else {
+            return;
+        };
+        let mine = member.sent.remove(&e.seq).unwrap_or(Mine::Plain);
+        member.folded_seq = e.seq;
+        let by_me = e.instance == member.instance;
+        let kind = entry_kind(&e.entry);
+        let kind_name = kind.as_ref().map_or("", |(k, _)| k.as_str());
+        if kind_name == "genesis" {
+            // Only seq 1 counts; a racing instance's later genesis is skipped.
+            return record_hash(st, e.seq);
+        }
+        let owner = kind.as_ref().and_then(|(_, o)| o.as_deref());
+        if kind_name == "expireOwner" && !by_me && owner == Some(member.instance.as_str()) {
+            member.expired = true;
+            let reason = format!(
+                "the log expired this instance ({}) at seq {} (appended by {})",
+                member.instance, e.seq, e.instance
+            );
+            self.inner.fence(st, FenceKind::Expired, reason);
+        }
+        let at = At {
+            seq: Some(e.seq),
+            by_me,
+            expiry: kind_name == "expireOwner",
+        };
+        // (The fold clears the specs on a `reload`, which it knows only by its kind.)
+        let reload = e.entry.starts_with(r#"{"type":"reload""#);
+        let kind_name = if reload { "reload" } else { kind_name };
+        let inner = Arc::clone(&self.inner);
+        match inner.fold(st, kind_name, fold_bytes(e.now, &e.entry).as_bytes(), at) {
+            Ok(step) => {
+                if let Mine::Call(tx) = mine {
+                    self.inner
+                        .fence_if_lapsed(st, "checked before settling a call");
+                    let fence = st.member.as_ref().and_then(|m| m.fence.as_ref());
+                    let _ = match fence {
+                        Some(fence) => tx.send(Err(fence.error())),
+                        None => tx.send(Ok(step.outputs)),
+                    };
+                }
+            }
+            Err(error) => {
+                if kind_name == "version" && error.code() == Some("UNSUPPORTED_VERSION") {
+                    let reason = format!(
+                        "the log's version entry at seq {} needs a newer policy module: {error}",
+                        e.seq
+                    );
+                    self.inner.fence(st, FenceKind::Version, reason);
+                }
+                // (A guest that failed was restored to before this entry: as rejected.)
+                match mine {
+                    Mine::Request(id) if st.waiters.contains_key(&id) => st.settle(&id, Err(error)),
+                    Mine::Call(tx) => {
+                        let _ = tx.send(Err(error));
+                    }
+                    Mine::Request(id) => {
+                        if let Some(member) = st.member.as_mut() {
+                            member.orphans.remove(&id);
+                        }
+                        self.inner.publish(
+                            Event::host(Level::Debug, "inputRejected", error.to_string())
+                                .with("seq", e.seq)
+                                .with("instance", e.instance.clone()),
+                        )
+                    }
+                    Mine::Plain => self.inner.publish(
+                        Event::host(Level::Debug, "inputRejected", error.to_string())
+                            .with("seq", e.seq)
+                            .with("instance", e.instance.clone()),
+                    ),
+                }
+            }
+        }
+        // Follow-ups (a grant nobody awaits: its release) go to the log.
+        for input in std::mem::take(&mut st.follow_ups) {
+            self.inner.append(st, input, None);
+        }
+        record_hash(st, e.seq);
     }
 
     /// The replica fell behind the compaction point: start again from the latest
@@ -280,167 +364,103 @@ impl<S: LogStore + 'static> Shared<S> {
         let state: Value = serde_json::from_str(&snapshot.state)
             .map_err(|e| HostError::Abi(format!("a snapshot that is not JSON: {e}")))?;
         let policy = PolicyRuntime::from_state(self.module.clone(), &state)?;
-        let mut st = lock(&self.state);
-        st.replace_policy(policy, snapshot.seq);
-        st.last_snapshot = snapshot.seq;
+        let mut st = lock(&self.inner.state);
+        st.policy = policy;
+        st.invalidate_specs();
+        st.wake_at = st.policy.snapshot().ok().and_then(|s| s.wake_at);
+        if let Some(member) = st.member.as_mut() {
+            member.folded_seq = snapshot.seq;
+            member.last_snapshot = snapshot.seq;
+            member.tick_sent = None;
+        }
         Ok(())
     }
 
     /// The leader's snapshot every `snapshot_every` entries: the export at `foldedSeq`,
     /// then a compaction through the previous snapshot.
     fn maybe_snapshot(self: &Arc<Self>, st: &mut State) {
-        if st.epoch.is_none()
-            || st.fence.is_some()
-            || st.folded_seq < st.last_snapshot + self.config.snapshot_every.max(1)
+        let Some(member) = st.member.as_ref() else {
+            return;
+        };
+        if member.epoch.is_none()
+            || member.fence.is_some()
+            || member.folded_seq < member.last_snapshot + self.config.snapshot_every.max(1)
         {
             return;
         }
-        let seq = st.folded_seq;
+        let seq = member.folded_seq;
         let state = match st.policy.export_state() {
             Ok(state) => state.to_string(),
             Err(error) => {
-                self.publish(Event::host(
-                    Level::Warn,
-                    "snapshotFailed",
-                    error.to_string(),
-                ));
-                return;
+                let error = error.to_string();
+                return self
+                    .inner
+                    .publish(Event::host(Level::Warn, "snapshotFailed", error));
             }
         };
-        st.last_snapshot = seq;
-        let shared = Arc::clone(self);
-        self.spawn(async move {
-            let previous = shared.store.latest_snapshot().await.ok().flatten();
-            if let Err(error) = shared.store.write_snapshot(seq, &state).await {
-                shared.publish(Event::host(
-                    Level::Warn,
-                    "snapshotFailed",
-                    error.to_string(),
-                ));
-                return;
+        if let Some(member) = st.member.as_mut() {
+            member.last_snapshot = seq;
+        }
+        let remote = Arc::clone(self);
+        self.inner.spawn(async move {
+            let previous = remote.store.latest_snapshot().await.ok().flatten();
+            if let Err(error) = remote.store.write_snapshot(seq, &state).await {
+                let error = error.to_string();
+                return remote
+                    .inner
+                    .publish(Event::host(Level::Warn, "snapshotFailed", error));
             }
             if let Some(previous) = previous.filter(|p| p.seq < seq) {
-                if let Err(error) = shared.store.compact(previous.seq).await {
-                    shared.publish(Event::host(Level::Warn, "compactFailed", error.to_string()));
+                if let Err(error) = remote.store.compact(previous.seq).await {
+                    let error = error.to_string();
+                    remote
+                        .inner
+                        .publish(Event::host(Level::Warn, "compactFailed", error));
                 }
             }
         });
     }
+}
 
-    /// Spawns a task that ends with the instance.
-    pub(super) fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
-        let handle = tokio::spawn(task).abort_handle();
-        let mut tasks = lock(&self.tasks);
-        tasks.retain(|t| !t.is_finished());
-        tasks.push(handle);
-    }
-
-    pub(super) fn spawn_create(self: &Arc<Self>, executor: String, request: String) {
-        let shared = Arc::clone(self);
-        self.spawn(async move {
-            let result = shared.provisioner.create_machine(&executor, &request).await;
-            let input = match result {
-                Ok(hold) => Input::MachineCreated {
-                    now: 0,
-                    id: request,
-                    hold,
-                    checked: None,
-                },
-                Err(message) => Input::MachineFailed {
-                    now: 0,
-                    id: request,
-                    message,
-                    reason: None,
-                },
-            };
-            shared.push_plain(&input);
-        });
-    }
-
-    pub(super) fn spawn_delete(
-        self: &Arc<Self>,
-        executor: String,
-        hold: Option<Value>,
-        lease: Option<u64>,
-    ) {
-        let shared = Arc::clone(self);
-        self.spawn(async move {
-            let result = shared
-                .provisioner
-                .delete_machine(&executor, hold.unwrap_or(Value::Null))
-                .await;
-            if let Some(lease) = lease {
-                shared.push_plain(&Input::MachineDeleted {
-                    now: 0,
-                    lease,
-                    ok: result.is_ok(),
-                    error: result.err(),
-                });
-            }
-        });
-    }
-
-    pub(super) fn spawn_probe(self: &Arc<Self>, executor: String, url: String, epoch: u64) {
-        let shared = Arc::clone(self);
-        self.spawn(async move {
-            let up = probe(&url, shared.probe_timeout).await.is_up();
-            let entry = entry_of(&Input::ProbeResult {
-                now: 0,
-                executor: executor.clone(),
-                up,
-            });
-            let appended = match entry {
-                Ok(entry) => Some(shared.push_leader(entry, epoch)),
-                Err(_) => None,
-            };
-            if let Some(appended) = appended {
-                let _ = appended.await;
-            }
-            lock(&shared.state).probing.remove(&executor);
-        });
-    }
-
-    pub(super) fn push_plain(&self, input: &Input) {
-        match entry_of(input) {
-            Ok(entry) => {
-                let mut st = lock(&self.state);
-                self.push(&mut st, Queued::plain(entry));
-            }
-            Err(error) => self.publish(Event::host(Level::Warn, "entryFailed", error.to_string())),
-        }
-    }
-
-    pub(super) fn abort_tasks(&self) {
-        for task in lock(&self.tasks).drain(..) {
-            task.abort();
+fn record_hash(st: &mut State, seq: u64) {
+    if st.member.as_ref().is_some_and(|m| m.hashes.is_some()) {
+        let hash = st
+            .policy
+            .state_hash()
+            .unwrap_or_else(|e| format!("error: {e}"));
+        if let Some(hashes) = st.member.as_mut().and_then(|m| m.hashes.as_mut()) {
+            hashes.push((seq, hash));
         }
     }
 }
 
 /// The driver: appends the queued entries (one batch in flight) and folds the log.
 pub(super) async fn drive<S: LogStore + 'static>(
-    shared: Arc<Shared<S>>,
+    remote: Arc<Remote<S>>,
     mut subscription: Subscription,
 ) {
+    let Some(link) = &remote.inner.link else {
+        return;
+    };
     loop {
-        if let Some((batch, epoch, instance)) = shared.take_batch() {
-            shared.append_batch(batch, epoch, instance).await;
+        if let Some((batch, epoch, instance)) = remote.take_batch() {
+            remote.append_batch(batch, epoch, instance).await;
             continue;
         }
         tokio::select! {
-            () = shared.queued.notified() => {}
-            () = shared.read_now.notified() => shared.catch_up(None).await,
+            () = link.queued.notified() => {}
+            () = link.read_now.notified() => remote.catch_up(None).await,
             wake = subscription.next() => {
                 if wake.is_none() {
-                    tokio::time::sleep(shared.config.poll).await;
+                    tokio::time::sleep(remote.config.poll).await;
                 }
-                shared.catch_up(None).await;
+                remote.catch_up(None).await;
             }
         }
     }
 }
 
-/// The replica to start from: the latest snapshot, or the genesis (written by this
+/// The state to start from: the latest snapshot, or the genesis (written by this
 /// instance when the log is empty). Returns it, its seq and the log's document.
 pub(super) async fn start_replica<S: LogStore>(
     store: &S,
@@ -448,14 +468,14 @@ pub(super) async fn start_replica<S: LogStore>(
     instance: &str,
     document: &Value,
     options: &Value,
-) -> Result<(PolicyRuntime, u64, Option<Value>)> {
+) -> Result<(PolicyRuntime, Member, Option<Value>)> {
     for _ in 0..3 {
         if let Some(snapshot) = store.latest_snapshot().await? {
             let state: Value = serde_json::from_str(&snapshot.state)
                 .map_err(|e| HostError::Abi(format!("a snapshot that is not JSON: {e}")))?;
             let mut policy = PolicyRuntime::from_state(module.clone(), &state)?;
             let folded = policy.document().ok();
-            return Ok((policy, snapshot.seq, folded));
+            return Ok((policy, Member::new(instance.into(), snapshot.seq), folded));
         }
         if store.head().await?.last_seq == 0 {
             // Alone in its batch; when two race, seq 1 counts.
@@ -470,7 +490,7 @@ pub(super) async fn start_replica<S: LogStore>(
                     .ok_or_else(|| HostError::Abi("the log has no seq 1".into()))?;
                 let (document, options) = read_genesis(&first.entry)?;
                 let policy = PolicyRuntime::new(module.clone(), &document, &options)?;
-                return Ok((policy, 1, Some(document)));
+                return Ok((policy, Member::new(instance.into(), 1), Some(document)));
             }
             // Compacted meanwhile: a snapshot is there now.
             Err(LogError::Compacted(_)) => continue,

@@ -2,14 +2,15 @@
 //!
 //! Every instance appends its inputs to one totally ordered log and folds all of it
 //! into its own copy of the core (DESIGN.md, "Several processes, one roster").
-//! [`SharedRoster`] is the embedded roster's API over that log, following the replica
-//! protocol of `sql/PROTOCOL.md` (`builder`: joining; `roster`: the calls; `leader`:
-//! heartbeats and the leader's duties; `driver`: appending and reading; `fold`: folding
-//! each entry and acting on this instance's outputs, and fencing; `replica`: the fold's
-//! state and the entries' shapes). Below it is the log's storage (`log`): [`LogStore`]
-//! says what a backend must guarantee, and [`PgLogStore`] is the PostgreSQL backend, on
-//! the schema `sql/rota-log-v1.sql` that the npm package's `PgLogStore` applies too (the
-//! rules live in its functions, so the two hosts cannot disagree on them).
+//! [`SharedRoster`] is the roster (`crate::roster`: its state, its one fold and output
+//! dispatcher, its requests and leases) over that log, following the replica protocol
+//! of `sql/PROTOCOL.md` (`builder`: joining, also as `RosterBuilder::shared`; `roster`:
+//! the calls; `leader`: heartbeats, rejoining and the leader's duties; `driver`:
+//! appending and reading, each entry folded through the roster's fold). Below it is the
+//! log's storage (`log`): [`LogStore`] says what a backend must guarantee, and
+//! [`PgLogStore`] is the PostgreSQL backend, on the schema `sql/rota-log-v1.sql` that
+//! the npm package's `PgLogStore` applies too (the rules live in its functions, so the
+//! two hosts cannot disagree on them).
 //!
 //! What a backend guarantees:
 //! - `append`: one batch, one commit; the entries get the next sequence numbers with
@@ -32,11 +33,9 @@
 
 mod builder;
 mod driver;
-mod fold;
 mod leader;
 pub(crate) mod log;
 mod pg;
-mod replica;
 mod roster;
 
 pub use builder::SharedRosterBuilder;

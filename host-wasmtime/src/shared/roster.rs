@@ -1,27 +1,28 @@
-//! [`SharedRoster`]: the embedded roster's API over a shared log (sql/PROTOCOL.md).
-//!
-//! Every call queues an entry; the driver ([`super::driver`]) appends it and folds the
-//! log into the replica ([`super::replica`]), which settles the call when its outputs
-//! are folded. Heartbeats and the leader's duties run beside it ([`super::leader`]).
+//! [`SharedRoster`]: the roster's API over a remote log (sql/PROTOCOL.md). The
+//! roster is the one the memory log has (its state, fold, dispatcher, requests and
+//! leases: `crate::roster`); a call appends its entry and settles when the driver
+//! ([`super::driver`]) folds it; heartbeats and the leader's duties run beside it
+//! ([`super::leader`]). The calls that change the roster are async: they wait for the
+//! log.
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rota_core::{
-    Exclusion, ExclusionKind, ExecutorSpec, ExplainRequest, Explanation, Failure, Input,
-    LeaseRequest, Snapshot,
-};
+use rota_core::{Exclusion, ExclusionKind, ExplainRequest, Explanation, Failure, Input, Snapshot};
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
-use super::driver::{lock, Shared};
+use super::driver::Remote;
 use super::log::{LogError, LogStore};
 use super::pg::PgLogStore;
-use super::replica::{entry_of, Mine, Outcome, Queued};
 use crate::classify::{http_facts, io_facts};
 use crate::error::{HostError, Result};
 use crate::event::Event;
-use crate::roster::{exclusion_from, LeaseOptions};
+use crate::roster::entry::entry_of;
+use crate::roster::events::exclusion_from;
+use crate::roster::requests::{Ask, LeaseOptions};
+use crate::roster::state::{lock, Member, Mine, Queued};
 use crate::runtime::PolicyRuntime;
 
 /// Ends the instance's tasks when the last handle goes (as a crash would: call
@@ -30,14 +31,14 @@ pub(super) struct Owner;
 
 /// One instance of a roster shared through a log. Cheap to clone.
 pub struct SharedRoster<S: LogStore + 'static = PgLogStore> {
-    pub(super) shared: Arc<Shared<S>>,
+    pub(super) remote: Arc<Remote<S>>,
     pub(super) _owner: Arc<Owner>,
 }
 
 impl<S: LogStore + 'static> Clone for SharedRoster<S> {
     fn clone(&self) -> Self {
         SharedRoster {
-            shared: Arc::clone(&self.shared),
+            remote: Arc::clone(&self.remote),
             _owner: Arc::clone(&self._owner),
         }
     }
@@ -46,7 +47,7 @@ impl<S: LogStore + 'static> Clone for SharedRoster<S> {
 impl<S: LogStore + 'static> Drop for SharedRoster<S> {
     fn drop(&mut self) {
         if Arc::strong_count(&self._owner) == 1 {
-            self.shared.abort_tasks();
+            self.abort_tasks();
         }
     }
 }
@@ -59,130 +60,124 @@ impl<S: LogStore + 'static> std::fmt::Debug for SharedRoster<S> {
     }
 }
 
-/// Ends a request whose future is dropped before it settles: a grant that already
-/// arrived is released, a waiting request is cancelled (both through the log).
-struct CancelGuard<S: LogStore + 'static> {
-    shared: Arc<Shared<S>>,
-    request: String,
-    rx: Option<oneshot::Receiver<Result<Outcome>>>,
+/// A lease granted through the log: the roster's [`crate::Lease`] (its accessors by
+/// `Deref`); released when dropped (or by [`Lease::release`]).
+pub struct Lease<S: LogStore + 'static = PgLogStore> {
+    lease: crate::roster::Lease,
+    log: PhantomData<fn() -> S>,
 }
 
-impl<S: LogStore + 'static> Drop for CancelGuard<S> {
-    fn drop(&mut self) {
-        let Some(mut rx) = self.rx.take() else { return };
-        // Outcomes are sent under the state lock: holding it, `try_recv` is definitive.
-        let mut st = lock(&self.shared.state);
-        let input = match rx.try_recv() {
-            Ok(Ok(Outcome::Granted { lease, .. })) => Input::Release { now: 0, lease },
-            Ok(_) => return,
-            Err(_) => {
-                st.requests.remove(&self.request);
-                Input::Cancel {
-                    now: 0,
-                    id: self.request.clone(),
-                }
-            }
-        };
-        if let Ok(entry) = entry_of(&input) {
-            self.shared.push(&mut st, Queued::plain(entry));
-        }
+impl<S: LogStore + 'static> std::ops::Deref for Lease<S> {
+    type Target = crate::roster::Lease;
+    fn deref(&self) -> &crate::roster::Lease {
+        &self.lease
     }
 }
 
-enum Ask {
-    Lease,
-    TryLease,
-    Occupy {
-        executor: String,
-        role: Option<String>,
-        hold: Option<Value>,
-    },
+impl<S: LogStore + 'static> std::fmt::Debug for Lease<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.lease.fmt(f)
+    }
+}
+
+impl<S: LogStore + 'static> Lease<S> {
+    /// Gives the slot back: appends `release` (batched, fire and forget).
+    pub fn release(self) -> Result<()> {
+        self.lease.release()
+    }
 }
 
 impl<S: LogStore + 'static> SharedRoster<S> {
+    fn member<T>(&self, f: impl FnOnce(&Member) -> T) -> Option<T> {
+        lock(&self.remote.inner.state).member.as_ref().map(f)
+    }
+
     /// This incarnation's id (`<name>:<8 hex>`): the owner of its requests.
     pub fn instance(&self) -> String {
-        lock(&self.shared.state).instance.clone()
+        self.member(|m| m.instance.clone()).unwrap_or_default()
     }
 
     /// Whether this instance holds the leader lease (and does the leader's duties).
     pub fn is_leader(&self) -> bool {
-        lock(&self.shared.state).epoch.is_some()
+        self.leader_epoch().is_some()
     }
 
     /// The leader epoch it holds, if it leads.
     pub fn leader_epoch(&self) -> Option<u64> {
-        lock(&self.shared.state).epoch
+        self.member(|m| m.epoch).flatten()
     }
 
     /// Whether it is fenced (it grants nothing until it rejoins).
     pub fn is_fenced(&self) -> bool {
-        lock(&self.shared.state).fence.is_some()
+        self.fence().is_some()
     }
 
     /// Why it is fenced, as the `FENCED` error its calls get.
     pub fn fence(&self) -> Option<HostError> {
-        lock(&self.shared.state).fence.as_ref().map(|f| f.error())
+        self.member(|m| m.fence.as_ref().map(|f| f.error()))
+            .flatten()
     }
 
     /// The last seq folded into the replica.
     pub fn folded_seq(&self) -> u64 {
-        lock(&self.shared.state).folded_seq
+        self.member(|m| m.folded_seq).unwrap_or_default()
     }
 
     /// The replica's state hash (16 hex digits): equal on every replica at one seq.
     pub fn state_hash(&self) -> Result<String> {
-        lock(&self.shared.state).policy.state_hash()
+        lock(&self.remote.inner.state).policy.state_hash()
     }
 
     /// `(foldedSeq, stateHash)` read together.
     pub fn folded_hash(&self) -> Result<(u64, String)> {
-        let mut st = lock(&self.shared.state);
-        let hash = st.policy.state_hash()?;
-        Ok((st.folded_seq, hash))
+        let mut st = lock(&self.remote.inner.state);
+        let seq = st.member.as_ref().map_or(0, |m| m.folded_seq);
+        Ok((seq, st.policy.state_hash()?))
     }
 
     #[doc(hidden)]
     /// Tests: `(seq, stateHash)` after every entry folded (`record_hashes`).
     pub fn hashes(&self) -> Vec<(u64, String)> {
-        lock(&self.shared.state).hashes.clone().unwrap_or_default()
+        self.member(|m| m.hashes.clone())
+            .flatten()
+            .unwrap_or_default()
     }
 
     /// The log's clock as this instance estimates it (epoch ms).
     pub fn now_ms(&self) -> u64 {
-        self.shared.db_now()
+        self.remote.inner.now_ms()
     }
 
     /// Every event from now on (the core's, with the `seq` that caused it, and the host's).
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.shared.events.subscribe()
+        self.remote.inner.events.subscribe()
     }
 
     /// The log store.
     pub fn store(&self) -> &S {
-        &self.shared.store
+        &self.remote.store
     }
 
     /// Reads the log now and folds what is new (the notification does it anyway).
     pub async fn sync(&self) {
-        self.shared.catch_up(None).await;
+        self.remote.catch_up(None).await;
     }
 
     /// Waits until every entry queued so far (releases are fire and forget) is in the
     /// log and folded. `Closed` when the instance ends first; `Fenced` when fenced.
     pub async fn flush(&self) -> Result<()> {
         loop {
-            {
-                let st = lock(&self.shared.state);
-                if st.closed {
+            let done = self.member(|m| {
+                if m.closed {
                     return Err(HostError::Closed);
                 }
-                if let Some(fence) = &st.fence {
+                if let Some(fence) = &m.fence {
                     return Err(fence.error());
                 }
-                if st.queue.is_empty() && !st.appending {
-                    break;
-                }
+                Ok(m.queue.is_empty() && !m.appending)
+            });
+            if done.unwrap_or(Err(HostError::Closed))? {
+                break;
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
@@ -190,117 +185,24 @@ impl<S: LogStore + 'static> SharedRoster<S> {
         Ok(())
     }
 
-    async fn ask(&self, ask: Ask, role: &str, options: LeaseOptions) -> Result<Option<Lease<S>>> {
-        let waits = !matches!(ask, Ask::TryLease);
-        let label = options.label.clone();
-        let (id, rx) = {
-            let mut st = lock(&self.shared.state);
-            st.usable()?;
-            st.next_request += 1;
-            let id = format!("{}/{}", st.instance, st.next_request);
-            let owner = Some(st.instance.clone());
-            let input = match ask {
-                Ask::Occupy {
-                    executor,
-                    role,
-                    hold,
-                } => Input::Occupy {
-                    now: 0,
-                    id: id.clone(),
-                    executor,
-                    role,
-                    hold,
-                    owner,
-                },
-                ask => {
-                    let request = LeaseRequest {
-                        now: 0,
-                        id: id.clone(),
-                        role: role.to_string(),
-                        avoid: options.avoid,
-                        prefer: options.prefer,
-                        pin: options.pin,
-                        rank: options.rank,
-                        event_time: options.event_time,
-                        label: options.label,
-                        deadline: None,
-                        timeout_ms: options
-                            .timeout
-                            .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
-                        owner,
-                    };
-                    match ask {
-                        Ask::TryLease => Input::TryLease(request),
-                        _ => Input::Lease(request),
-                    }
-                }
-            };
-            let entry = entry_of(&input)?;
-            let (tx, rx) = oneshot::channel();
-            st.requests.insert(id.clone(), tx);
-            self.shared.push(
-                &mut st,
-                Queued {
-                    entry,
-                    epoch: None,
-                    mine: Mine::Request(id.clone()),
-                    on_append: None,
-                },
-            );
-            (id, rx)
-        };
-        let mut guard = CancelGuard {
-            shared: Arc::clone(&self.shared),
-            request: id.clone(),
-            rx: Some(rx),
-        };
-        let outcome = match guard.rx.as_mut() {
-            Some(rx) => rx.await,
-            None => return Err(HostError::Closed),
-        };
-        guard.rx = None;
-        match outcome.map_err(|_| HostError::Closed)?? {
-            Outcome::Granted {
-                lease,
-                executor,
-                role,
-                hold,
-            } => {
-                let spec = lock(&self.shared.state).spec(&executor, &role);
-                Ok(Some(Lease {
-                    shared: Arc::clone(&self.shared),
-                    lease,
-                    request: id,
-                    spec,
-                    role,
-                    hold,
-                    released: false,
-                }))
-            }
-            Outcome::Exhausted { role, reasons } => Err(HostError::Exhausted { role, reasons }),
-            Outcome::TimedOut { reasons } => Err(HostError::TimedOut {
-                request: id,
-                role: role.to_string(),
-                label,
-                reasons,
-            }),
-            Outcome::Cancelled => Err(HostError::Cancelled { request: id }),
-            // Only a `tryLease` is answered so; for the others, as cancelled.
-            Outcome::Unavailable if waits => Err(HostError::Cancelled { request: id }),
-            Outcome::Unavailable => Ok(None),
-        }
+    fn shared_lease(lease: Option<crate::roster::Lease>) -> Option<Lease<S>> {
+        lease.map(|lease| Lease {
+            lease,
+            log: PhantomData,
+        })
     }
 
     /// Waits for a slot across every instance; `Exhausted`, `TimedOut` (the log's
     /// time), `FENCED`. Dropping the future cancels the request.
     pub async fn lease(&self, role: &str, options: LeaseOptions) -> Result<Lease<S>> {
-        let lease = self.ask(Ask::Lease, role, options).await?;
-        lease.ok_or(HostError::Closed)
+        let lease = self.remote.inner.ask(Ask::Lease, role, options).await?;
+        Self::shared_lease(lease).ok_or(HostError::Closed)
     }
 
     /// A slot now (as the log orders it), or `None`.
     pub async fn try_lease(&self, role: &str, options: LeaseOptions) -> Result<Option<Lease<S>>> {
-        self.ask(Ask::TryLease, role, options).await
+        let lease = self.remote.inner.ask(Ask::TryLease, role, options).await?;
+        Ok(Self::shared_lease(lease))
     }
 
     /// Records work already running on `executor`: it takes a slot even beyond capacity.
@@ -315,36 +217,19 @@ impl<S: LogStore + 'static> SharedRoster<S> {
             role: role.map(str::to_string),
             hold,
         };
-        self.ask(ask, role.unwrap_or_default(), LeaseOptions::default())
-            .await?
-            .ok_or(HostError::Closed)
-    }
-
-    /// Appends `input` and waits for its entry's outputs (or the core's rejection).
-    async fn call(&self, input: Input) -> Result<Vec<Value>> {
-        let rx = {
-            let mut st = lock(&self.shared.state);
-            st.usable()?;
-            let entry = entry_of(&input)?;
-            let (tx, rx) = oneshot::channel();
-            self.shared.push(
-                &mut st,
-                Queued {
-                    entry,
-                    epoch: None,
-                    mine: Mine::Call(tx),
-                    on_append: None,
-                },
-            );
-            rx
-        };
-        rx.await.map_err(|_| HostError::Closed)?
+        let lease = self
+            .remote
+            .inner
+            .ask(ask, role.unwrap_or_default(), LeaseOptions::default());
+        Self::shared_lease(lease.await?).ok_or(HostError::Closed)
     }
 
     /// Reports a failed call on `executor`: the exclusion it put in force (as the
     /// embedded roster's `report`), once its entry is folded.
     pub async fn report(&self, executor: &str, failure: Failure) -> Result<Option<Exclusion>> {
         let outputs = self
+            .remote
+            .inner
             .call(Input::Report {
                 now: 0,
                 executor: executor.to_string(),
@@ -362,7 +247,7 @@ impl<S: LogStore + 'static> SharedRoster<S> {
         headers: &[(&str, &str)],
         body: &str,
     ) -> Result<Option<Exclusion>> {
-        let failure = http_facts(status, headers, body, self.shared.db_now());
+        let failure = http_facts(status, headers, body, self.now_ms());
         self.report(executor, failure).await
     }
 
@@ -383,36 +268,31 @@ impl<S: LogStore + 'static> SharedRoster<S> {
         reason: &str,
         until_ms: Option<u64>,
     ) -> Result<()> {
-        self.call(Input::Exclude {
+        let input = Input::Exclude {
             now: 0,
             executor: executor.to_string(),
             kind,
             reason: reason.to_string(),
             until: until_ms,
-        })
-        .await
-        .map(drop)
+        };
+        self.remote.inner.call(input).await.map(drop)
     }
 
     /// Ends an executor's exclusion, for every instance.
     pub async fn resume(&self, executor: &str) -> Result<()> {
-        self.call(Input::Resume {
-            now: 0,
-            executor: executor.to_string(),
-        })
-        .await
-        .map(drop)
+        let executor = executor.to_string();
+        let input = Input::Resume { now: 0, executor };
+        self.remote.inner.call(input).await.map(drop)
     }
 
     /// Replaces the document for every instance (a bad one changes nothing).
     pub async fn reload(&self, document: Value) -> Result<()> {
-        self.call(Input::Reload { now: 0, document })
-            .await
-            .map(drop)
+        let input = Input::Reload { now: 0, document };
+        self.remote.inner.call(input).await.map(drop)
     }
 
     fn query<T>(&self, f: impl FnOnce(&mut PolicyRuntime) -> Result<T>) -> Result<T> {
-        f(&mut lock(&self.shared.state).policy)
+        self.remote.inner.query(f)
     }
 
     /// Every executor, lease and waiting request, as folded.
@@ -446,41 +326,53 @@ impl<S: LogStore + 'static> SharedRoster<S> {
         self.query(|p| p.classify(failure))
     }
 
+    fn abort_tasks(&self) {
+        if let Some(link) = &self.remote.inner.link {
+            for task in lock(&link.tasks).drain(..) {
+                task.abort();
+            }
+        }
+    }
+
     /// Leaves cleanly: cancels its waiting requests, steps down if leader, appends
     /// `expireOwner` of itself (no epoch), forgets its heartbeat row, ends its tasks.
     pub async fn close(self) -> Result<()> {
         let (instance, epoch, appended) = {
-            let mut st = lock(&self.shared.state);
-            st.closed = true;
-            let instance = st.instance.clone();
-            for (id, tx) in std::mem::take(&mut st.requests) {
-                let _ = tx.send(Err(HostError::Closed));
-                if let Ok(entry) = entry_of(&Input::Cancel { now: 0, id }) {
-                    st.queue(Queued::plain(entry));
+            let mut st = lock(&self.remote.inner.state);
+            let ids: Vec<String> = st.waiters.keys().cloned().collect();
+            let mut cancels = Vec::new();
+            for id in ids {
+                if let Some(waiter) = st.take_waiter(&id) {
+                    let _ = waiter.tx.send(Err(HostError::Closed));
                 }
+                cancels.push(Queued::plain(entry_of(&Input::Cancel { now: 0, id })?));
             }
+            let Some(member) = st.member.as_mut() else {
+                return Err(HostError::Closed);
+            };
+            member.closed = true;
+            member.queue.extend(cancels);
+            let instance = member.instance.clone();
             let entry = entry_of(&Input::ExpireOwner {
                 now: 0,
                 owner: instance.clone(),
             })?;
             let (tx, rx) = oneshot::channel();
-            self.shared.push(
-                &mut st,
-                Queued {
-                    entry,
-                    epoch: None,
-                    mine: Mine::Plain,
-                    on_append: Some(tx),
-                },
-            );
-            (instance, st.epoch.take(), rx)
+            member.queue.push_back(Queued {
+                entry,
+                epoch: None,
+                mine: Mine::Plain,
+                on_append: Some(tx),
+            });
+            (instance, member.epoch.take(), rx)
         };
+        self.remote.notify(false);
         if let Some(epoch) = epoch {
-            let _ = self.shared.store.step_down(&instance, epoch).await;
+            let _ = self.remote.store.step_down(&instance, epoch).await;
         }
-        let appended = tokio::time::timeout(self.shared.config.ttl, appended).await;
-        let forgotten = self.shared.store.forget_instance(&instance).await;
-        self.shared.abort_tasks();
+        let appended = tokio::time::timeout(self.remote.config.ttl, appended).await;
+        let forgotten = self.remote.store.forget_instance(&instance).await;
+        self.abort_tasks();
         match appended {
             Ok(Ok(Ok(_))) => {}
             Ok(Ok(Err(error))) => {
@@ -496,89 +388,9 @@ impl<S: LogStore + 'static> SharedRoster<S> {
     /// Tests: dies as a crash would (no cancel, no expiry, no step-down): the other
     /// instances expire it after the TTL.
     pub fn crash(&self) {
-        lock(&self.shared.state).closed = true;
-        self.shared.abort_tasks();
-    }
-}
-
-/// A lease granted through the log; released when dropped (or by [`Lease::release`]).
-pub struct Lease<S: LogStore + 'static = PgLogStore> {
-    shared: Arc<Shared<S>>,
-    lease: u64,
-    request: String,
-    spec: Arc<ExecutorSpec>,
-    role: String,
-    hold: Option<Value>,
-    released: bool,
-}
-
-impl<S: LogStore + 'static> std::fmt::Debug for Lease<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lease")
-            .field("lease", &self.lease)
-            .field("executor", &self.spec.id)
-            .field("role", &self.role)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<S: LogStore + 'static> Lease<S> {
-    /// The core's lease id.
-    pub fn id(&self) -> u64 {
-        self.lease
-    }
-
-    /// Its request id (`<instance>/<n>`).
-    pub fn request(&self) -> &str {
-        &self.request
-    }
-
-    /// The executor's id.
-    pub fn executor(&self) -> &str {
-        &self.spec.id
-    }
-
-    /// The executor's entry in the running document, parsed.
-    pub fn spec(&self) -> &ExecutorSpec {
-        &self.spec
-    }
-
-    /// A field of the executor's entry as written (`"baseUrl"`, `"env"` ...).
-    pub fn field(&self, key: &str) -> Option<&Value> {
-        self.spec.raw.get(key)
-    }
-
-    /// The role it was granted for.
-    pub fn role(&self) -> &str {
-        &self.role
-    }
-
-    /// The machine hold, for an executor with `provision`.
-    pub fn hold(&self) -> Option<&Value> {
-        self.hold.as_ref()
-    }
-
-    /// Gives the slot back: appends `release` (batched, fire and forget).
-    pub fn release(mut self) -> Result<()> {
-        self.released = true;
-        self.append_release()
-    }
-
-    fn append_release(&self) -> Result<()> {
-        let entry = entry_of(&Input::Release {
-            now: 0,
-            lease: self.lease,
-        })?;
-        let mut st = lock(&self.shared.state);
-        self.shared.push(&mut st, Queued::plain(entry));
-        Ok(())
-    }
-}
-
-impl<S: LogStore + 'static> Drop for Lease<S> {
-    fn drop(&mut self) {
-        if !self.released {
-            let _ = self.append_release();
+        if let Some(member) = lock(&self.remote.inner.state).member.as_mut() {
+            member.closed = true;
         }
+        self.abort_tasks();
     }
 }

@@ -1,0 +1,462 @@
+//! Requests and their settlement: what a lease request carries ([`LeaseOptions`], and
+//! [`Explain`] for asking why), appending one for a caller who waits, turning its
+//! outcome into a [`Lease`] or an error, and ending it when the caller gives up
+//! (dropped: cancelled, or released when the grant raced). A [`Lease`] gives its slot
+//! back when released or dropped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rota_core::{Exclusion, ExecutorSpec, ExplainRequest, Failure, Input, LeaseRequest, Level};
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tracing::Instrument;
+
+use super::entry::entry_of;
+use super::events::exclusion_from;
+use super::state::{lock, Inner, Mine, Outcome, Queued, Waiter};
+use crate::error::{HostError, Result};
+use crate::event::Event;
+
+/// What a lease request may carry besides its role (see DESIGN.md, "Requests").
+#[derive(Debug, Clone, Default)]
+pub struct LeaseOptions {
+    /// Executors the request must not use.
+    pub avoid: Vec<String>,
+    /// The executor it would rather have.
+    pub prefer: Option<String>,
+    /// The only executor it may use.
+    pub pin: Option<String>,
+    /// Its place in the queue among requests of its role: lower first (default 0).
+    pub rank: Option<i64>,
+    /// When the work arrived (epoch ms).
+    pub event_time: Option<u64>,
+    /// A label for logs and events (`"job 605"`).
+    pub label: Option<String>,
+    /// Give up after this long (the core times the request out).
+    pub timeout: Option<Duration>,
+}
+
+/// What to explain ([`Roster::explain`]): a role, and what a request for it would
+/// carry; or a waiting request by its id.
+///
+/// ```
+/// let request = rota_host::Explain::role("coder").avoid(["codex"]).prefer("claude-opus");
+/// let request: rota_host::ExplainRequest = request.into();
+/// assert_eq!(request.avoid, ["codex"]);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[must_use]
+pub struct Explain(ExplainRequest);
+
+impl Explain {
+    /// A request for `role` with nothing else.
+    pub fn role(role: impl Into<String>) -> Explain {
+        Explain(ExplainRequest {
+            role: role.into(),
+            avoid: Vec::new(),
+            prefer: None,
+            pin: None,
+            request: None,
+        })
+    }
+
+    /// The waiting request `id` (its role, `avoid` and `pin`).
+    pub fn waiting(id: impl Into<String>) -> Explain {
+        let mut explain = Explain::role("");
+        explain.0.request = Some(id.into());
+        explain
+    }
+
+    /// Executors the request must not use.
+    pub fn avoid<S: Into<String>>(mut self, ids: impl IntoIterator<Item = S>) -> Explain {
+        self.0.avoid = ids.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The executor the request would rather have.
+    pub fn prefer(mut self, id: impl Into<String>) -> Explain {
+        self.0.prefer = Some(id.into());
+        self
+    }
+
+    /// The only executor the request may use.
+    pub fn pin(mut self, id: impl Into<String>) -> Explain {
+        self.0.pin = Some(id.into());
+        self
+    }
+}
+
+impl From<Explain> for ExplainRequest {
+    fn from(explain: Explain) -> ExplainRequest {
+        explain.0
+    }
+}
+
+/// What a caller asks for.
+pub(crate) enum Ask {
+    Lease,
+    TryLease,
+    Occupy {
+        executor: String,
+        role: Option<String>,
+        hold: Option<Value>,
+    },
+}
+
+/// A request appended for a caller, waiting for its outcome.
+struct Asked {
+    id: String,
+    role: String,
+    label: Option<String>,
+    now: u64,
+    rx: oneshot::Receiver<Result<Outcome>>,
+}
+
+/// Ends a request whose future is dropped before it resolves: a grant that already
+/// arrived is released, a waiting request is cancelled.
+struct CancelGuard {
+    inner: Arc<Inner>,
+    request: String,
+    /// `None` once the outcome has been taken.
+    rx: Option<oneshot::Receiver<Result<Outcome>>>,
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        let Some(mut rx) = self.rx.take() else { return };
+        // Outcomes are sent under the state lock: holding it, `try_recv` is definitive.
+        let mut st = lock(&self.inner.state);
+        let now = self.inner.now_ms();
+        let input = match rx.try_recv() {
+            Ok(Ok(Outcome::Granted { lease, .. })) => Input::Release { now, lease },
+            Ok(_) => return,
+            Err(_) => {
+                st.take_waiter(&self.request);
+                Input::Cancel {
+                    now,
+                    id: self.request.clone(),
+                }
+            }
+        };
+        // A cancel of a request that has just ended is rejected, harmlessly.
+        self.inner.append(&mut st, input, None);
+    }
+}
+
+impl Inner {
+    /// Appends a request for a caller who waits for its outcome: a lease, or how it
+    /// ended (`None`: a `tryLease` found no slot).
+    pub(crate) async fn ask(
+        self: &Arc<Inner>,
+        ask: Ask,
+        role: &str,
+        options: LeaseOptions,
+    ) -> Result<Option<Lease>> {
+        let waits = !matches!(ask, Ask::TryLease);
+        let span = tracing::info_span!(
+            target: "rota::host",
+            "lease",
+            request = tracing::field::Empty,
+            role = %role,
+            label = options.label.as_deref(),
+            executor = tracing::field::Empty,
+            lease = tracing::field::Empty,
+        );
+        let asked = span.in_scope(|| self.append_request(ask, role, options))?;
+        span.record("request", asked.id.as_str());
+        let (id, role, label, now) = (asked.id.clone(), asked.role, asked.label, asked.now);
+        let mut guard = CancelGuard {
+            inner: self.clone(),
+            request: id.clone(),
+            rx: Some(asked.rx),
+        };
+        let outcome = match guard.rx.as_mut() {
+            Some(rx) => rx.instrument(span.clone()).await,
+            None => return Err(HostError::Closed),
+        };
+        guard.rx = None;
+        match outcome.map_err(|_| HostError::Closed)?? {
+            Outcome::Granted {
+                lease,
+                spec,
+                role,
+                hold,
+            } => {
+                let granted_at = self.now_ms();
+                span.record("executor", spec.id.as_str());
+                span.record("lease", lease);
+                tracing::debug!(
+                    target: "rota::host",
+                    parent: &span,
+                    wait_ms = granted_at.saturating_sub(now),
+                    "lease granted"
+                );
+                Ok(Some(Lease {
+                    inner: self.clone(),
+                    lease,
+                    request: id,
+                    spec,
+                    role,
+                    hold,
+                    granted_at,
+                    span,
+                    released: false,
+                }))
+            }
+            Outcome::Exhausted { role, reasons } => Err(HostError::Exhausted { role, reasons }),
+            Outcome::TimedOut { reasons } => Err(HostError::TimedOut {
+                request: id,
+                role,
+                label,
+                reasons,
+            }),
+            Outcome::Cancelled => Err(HostError::Cancelled { request: id }),
+            // Only a `tryLease` is answered so; for the others, as cancelled.
+            Outcome::Unavailable if waits => Err(HostError::Cancelled { request: id }),
+            Outcome::Unavailable => Ok(None),
+        }
+    }
+
+    /// The request's input, its waiter registered, appended: folded now on the memory
+    /// log (a rejection is the call's error), queued for a remote log.
+    fn append_request(
+        self: &Arc<Inner>,
+        ask: Ask,
+        role: &str,
+        options: LeaseOptions,
+    ) -> Result<Asked> {
+        let mut st = lock(&self.state);
+        st.usable()?;
+        st.next_request += 1;
+        let now = self.now_ms();
+        let timeout = options
+            .timeout
+            .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX));
+        // The memory log's requests are r1, r2 ... with a deadline; a remote log's
+        // are its instance's, with a timeout from the entry's `now`.
+        let (id, owner, deadline, timeout_ms) = match &st.member {
+            None => {
+                let deadline = timeout.map(|t| now.saturating_add(t));
+                (format!("r{}", st.next_request), None, deadline, None)
+            }
+            Some(member) => {
+                let id = format!("{}/{}", member.instance, st.next_request);
+                (id, Some(member.instance.clone()), None, timeout)
+            }
+        };
+        let label = options.label.clone();
+        let input = match ask {
+            Ask::Occupy {
+                executor,
+                role,
+                hold,
+            } => Input::Occupy {
+                now,
+                id: id.clone(),
+                executor,
+                role,
+                hold,
+                owner,
+            },
+            ask => {
+                let request = LeaseRequest {
+                    now,
+                    id: id.clone(),
+                    role: role.to_string(),
+                    avoid: options.avoid,
+                    prefer: options.prefer,
+                    pin: options.pin,
+                    rank: options.rank,
+                    event_time: options.event_time,
+                    label: options.label,
+                    deadline,
+                    timeout_ms,
+                    owner,
+                };
+                match ask {
+                    Ask::TryLease => Input::TryLease(request),
+                    _ => Input::Lease(request),
+                }
+            }
+        };
+        tracing::debug!(target: "rota::host", kind = input.kind(), "lease requested");
+        let (tx, rx) = oneshot::channel();
+        let waiter = Waiter {
+            tx,
+            role: role.to_string(),
+            requested_at: now,
+        };
+        st.add_waiter(id.clone(), waiter);
+        match st.member.as_mut() {
+            None => {
+                if let Err(error) = self.feed_locked(&mut st, input) {
+                    st.take_waiter(&id);
+                    return Err(error);
+                }
+            }
+            Some(member) => {
+                member.queue.push_back(Queued {
+                    entry: entry_of(&input)?,
+                    epoch: None,
+                    mine: Mine::Request(id.clone()),
+                    on_append: None,
+                });
+                if let Some(link) = &self.link {
+                    link.queued.notify_one();
+                }
+            }
+        }
+        Ok(Asked {
+            id,
+            role: role.to_string(),
+            label,
+            now,
+            rx,
+        })
+    }
+}
+
+/// A granted lease; released when dropped (or by [`Lease::release`]).
+pub struct Lease {
+    pub(crate) inner: Arc<Inner>,
+    lease: u64,
+    request: String,
+    spec: Arc<ExecutorSpec>,
+    role: String,
+    hold: Option<Value>,
+    granted_at: u64,
+    /// The request's span: open from the request to the release.
+    span: tracing::Span,
+    released: bool,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("lease", &self.lease)
+            .field("executor", &self.spec.id)
+            .field("role", &self.role)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lease {
+    /// The core's lease id.
+    pub fn id(&self) -> u64 {
+        self.lease
+    }
+
+    /// The request id the host gave it (`r<n>`; on a shared log `<instance>/<n>`).
+    pub fn request(&self) -> &str {
+        &self.request
+    }
+
+    /// The executor's id.
+    pub fn executor(&self) -> &str {
+        &self.spec.id
+    }
+
+    /// The executor's entry in the running roster document, parsed: `harness`,
+    /// `model`, slots, roles ...; `spec().raw` is the entry as written, with every
+    /// field the core does not read (`baseUrl`, `env`, `flags` ...).
+    pub fn spec(&self) -> &ExecutorSpec {
+        &self.spec
+    }
+
+    /// A field of the executor's entry as written (`"baseUrl"`, `"env"` ...).
+    pub fn field(&self, key: &str) -> Option<&Value> {
+        self.spec.raw.get(key)
+    }
+
+    /// The role it was granted for.
+    pub fn role(&self) -> &str {
+        &self.role
+    }
+
+    /// The machine hold, for an executor with `provision`.
+    pub fn hold(&self) -> Option<&Value> {
+        self.hold.as_ref()
+    }
+
+    /// Reports a failed call on this lease's executor (see `Roster::report`).
+    pub fn report(&self, failure: Failure) -> Result<Option<Exclusion>> {
+        let step = self.inner.feed(Input::Report {
+            now: self.inner.now_ms(),
+            executor: self.spec.id.clone(),
+            failure,
+        })?;
+        Ok(exclusion_from(&step.outputs, &self.spec.id))
+    }
+
+    /// Gives the slot back now (on a shared log: appends the release, batched).
+    pub fn release(mut self) -> Result<()> {
+        self.released = true;
+        self.give_back(false)
+    }
+
+    /// Notes the release in the lease's span and appends it; on the memory log a
+    /// guest failure (restored to before the release) is tried once more when `retry`.
+    fn give_back(&self, retry: bool) -> Result<()> {
+        tracing::debug!(
+            target: "rota::host",
+            parent: &self.span,
+            held_ms = self.inner.now_ms().saturating_sub(self.granted_at),
+            "lease released"
+        );
+        let input = Input::Release {
+            now: self.inner.now_ms(),
+            lease: self.lease,
+        };
+        let mut st = lock(&self.inner.state);
+        if st.member.is_some() {
+            self.inner.append(&mut st, input, Some("releaseFailed"));
+            return Ok(());
+        }
+        let mut result = self.inner.feed_locked(&mut st, input.clone());
+        if retry && matches!(&result, Err(e) if e.is_guest_failure()) {
+            result = self.inner.feed_locked(&mut st, input);
+        }
+        result.map(drop)
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if !self.released {
+            if let Err(error) = self.give_back(true) {
+                self.inner.publish(
+                    Event::host(Level::Warn, "releaseFailed", error.to_string())
+                        .with("lease", self.lease),
+                );
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// Appends a call (`report`, `exclude`, `resume`, `reload`) and answers its
+    /// outputs once folded (or the core's rejection): at once on the memory log.
+    #[cfg_attr(not(feature = "shared"), allow(dead_code))]
+    pub(crate) async fn call(self: &Arc<Inner>, input: Input) -> Result<Vec<Value>> {
+        let rx = {
+            let mut st = lock(&self.state);
+            st.usable()?;
+            let Some(member) = st.member.as_mut() else {
+                return self.feed_locked(&mut st, input).map(|step| step.outputs);
+            };
+            let (tx, rx) = oneshot::channel();
+            member.queue.push_back(Queued {
+                entry: entry_of(&input)?,
+                epoch: None,
+                mine: Mine::Call(tx),
+                on_append: None,
+            });
+            if let Some(link) = &self.link {
+                link.queued.notify_one();
+            }
+            rx
+        };
+        rx.await.map_err(|_| HostError::Closed)?
+    }
+}
