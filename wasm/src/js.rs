@@ -288,6 +288,16 @@ impl JsPolicy {
         to_js_value(&self.inner.probes_in_flight())
     }
 
+    /// The executor ids `document` lists twice, as violations at `<side>:
+    /// executors[i].id` (`rota_core::duplicate_ids`): a roster refuses them before it
+    /// merges (merging keeps one entry per id).
+    #[wasm_bindgen(js_name = duplicateIds)]
+    pub fn duplicate_ids(document: JsValue, side: &str) -> JsResult<JsValue> {
+        read(&document, "the document")
+            .map(|document| to_js_value(&rota_core::duplicate_ids(&document, side)))
+            .map_err(|e| to_js_error(&e))
+    }
+
     /// A shared log's rule asked as JSON text (`rota_core::log::answer`: `{"op":
     /// "genesis"|"readGenesis"|"entry"|"feed"|"facts"|"actors"|"rejected", ...}`),
     /// answered as JSON text (`{"ok": ...}` or `{"error": {code, message}}`). Never
