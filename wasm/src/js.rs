@@ -276,7 +276,9 @@ impl JsPolicy {
     #[wasm_bindgen(js_name = foldJson)]
     pub fn fold_json(&mut self, now: f64, entry: &str, appender: &str) -> String {
         if !(0.0..=9_007_199_254_740_991.0).contains(&now) || now.fract() != 0.0 {
-            let error = invalid_input(format!("the log time {now} is not a whole number of ms"));
+            // (No float in the message: formatting one would bring float printing in.)
+            let error =
+                invalid_input("the log time is not a whole number of ms up to 2^53 - 1".into());
             return rota_core::write::to_text(&serde_json::json!({ "error": error.to_json() }));
         }
         rota_core::log::fold_str(&mut self.inner, now as u64, entry, appender)
@@ -285,7 +287,9 @@ impl JsPolicy {
     /// The `probe` outputs of the probes in flight: what a new leader redoes.
     #[wasm_bindgen(js_name = probesInFlight)]
     pub fn probes_in_flight(&self) -> JsValue {
-        to_js_value(&self.inner.probes_in_flight())
+        // Through the answer's writer (no second serializer for outputs in the module).
+        let text = rota_core::json::answer_text(&self.inner.probes_in_flight(), None);
+        Reflect::get(&parse_text(&text), &JsValue::from_str("outputs")).unwrap_or(JsValue::NULL)
     }
 
     /// The executor ids `document` lists twice, as violations at `<side>:
@@ -299,7 +303,7 @@ impl JsPolicy {
     }
 
     /// A shared log's rule asked as JSON text (`rota_core::log::answer`: `{"op":
-    /// "genesis"|"readGenesis"|"entry"|"feed"|"facts"|"actors"|"rejected", ...}`),
+    /// "genesis"|"readGenesis"|"entry"|"feed"|"facts"|"actors", ...}`),
     /// answered as JSON text (`{"ok": ...}` or `{"error": {code, message}}`). Never
     /// throws.
     #[wasm_bindgen(js_name = logJson)]

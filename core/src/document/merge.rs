@@ -48,13 +48,14 @@ pub fn duplicate_ids(document: &Value, side: &str) -> Vec<Violation> {
     let Some(executors) = document.get("executors").and_then(Value::as_array) else {
         return Vec::new();
     };
-    let mut seen = std::collections::BTreeSet::new();
+    // The policy's name map, whose code the module has already (as `merge_owned`).
+    let mut seen = crate::names::ByName::new();
     let mut found = Vec::new();
     for (index, id) in executors.iter().enumerate() {
         let Some(id) = id.get("id").and_then(Value::as_str) else {
             continue;
         };
-        if !seen.insert(id) {
+        if seen.insert(id.into(), index as u64).is_some() {
             found.push(Violation {
                 path: format!("{side}: executors[{index}].id"),
                 message: format!("executor '{id}' is listed twice"),
