@@ -18,7 +18,7 @@ use crate::write::to_text;
 mod merge;
 mod parse;
 
-pub use merge::{merge, merge_owned, narrow, Narrowed};
+pub use merge::{duplicate_ids, merge, merge_owned, narrow, Narrowed};
 use parse::Parser;
 
 /// The seed's five roles, the default role list of a document.

@@ -227,7 +227,8 @@ pub mod write;
 
 pub use classify::{classify, probe_is_up, Classification, Rule, Signals};
 pub use document::{
-    merge, merge_owned, narrow, validate, Document, ExecutorSpec, Narrowed, Violation,
+    duplicate_ids, merge, merge_owned, narrow, validate, Document, ExecutorSpec, Narrowed,
+    Violation,
 };
 pub use duration::{format_duration, format_seed_duration, parse_duration};
 pub use error::Error;

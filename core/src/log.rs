@@ -6,7 +6,7 @@
 //! * [`genesis_entry`] writes seq 1, fixing the options every replica runs with
 //!   ([`genesis_options`]); [`read_genesis`] reads it back, or refuses the log
 //!   (`INVALID_LOG`, `UNSUPPORTED_VERSION`).
-//! * [`entry_of`] / [`entry_of_text`] turn an input into its entry (its JSON without
+//! * [`entry_of_value`] (and [`entry_of`], [`entry_of_text`]) turn an input into its entry (its JSON without
 //!   `now`, `type` first; a `deadline` is refused); [`fold_text`] is the text fed to the
 //!   core for an entry at a log time.
 //! * [`EntryFacts`] are the facts of an entry a host needs (its `type`, an
@@ -115,34 +115,47 @@ fn short(text: &str) -> &str {
 }
 
 /// An input as a log entry: its JSON with `type` first and without `now` (the log's
-/// time goes in at the fold, [`fold_text`]). A request with a `deadline` is refused:
-/// the log's time is the only clock (give `timeoutMs`).
-pub fn entry_of(input: &Input) -> Result<String, Error> {
-    if let Input::Lease(request) | Input::TryLease(request) = input {
+/// time goes in at the fold, [`fold_text`]), the other fields as the JSON has them (in
+/// key order). The input is read as the core reads it, so one the core would refuse is
+/// refused here; so is a request with a `deadline`: the log's time is the only clock
+/// (give `timeoutMs`).
+pub fn entry_of_value(input: &Value) -> Result<String, Error> {
+    let typed = crate::json::parse_input(input)?;
+    if let Input::Lease(request) | Input::TryLease(request) = &typed {
         if request.deadline.is_some() {
             return Err(Error::input(format!(
                 "{}: a log entry carries no `deadline` (the log's time is the only clock): give `timeoutMs`",
-                input.kind()
+                typed.kind()
             )));
         }
     }
-    input.check_limits()?;
-    let text = crate::write::to_json_text(input);
-    let kind = input.kind();
-    let head = format!("{{\"type\":\"{kind}\",\"now\":{}", input.now());
-    match text.strip_prefix(&head) {
-        Some(rest) => Ok(format!("{{\"type\":\"{kind}\"{rest}")),
-        None => Err(Error::input(format!(
-            "{kind}: the input does not start with its type and now: {}",
-            short(&text)
-        ))),
+    let mut entry = format!("{{\"type\":\"{}\"", typed.kind());
+    if let Value::Object(fields) = input {
+        for (key, value) in fields {
+            if key != "type" && key != "now" {
+                entry.push(',');
+                entry.push_str(&to_text(&Value::String(key.clone())));
+                entry.push(':');
+                entry.push_str(&to_text(value));
+            }
+        }
     }
+    entry.push('}');
+    Ok(entry)
 }
 
-/// [`entry_of`] for an input given as text (with a `now`, as any input; it is
-/// dropped). The input is read as the core reads it, so a bad one is refused here.
+/// [`entry_of_value`] for an input built in Rust.
+pub fn entry_of(input: &Input) -> Result<String, Error> {
+    let value = serde_json::to_value(input)
+        .map_err(|e| Error::input(format!("{}: not JSON: {e}", input.kind())))?;
+    entry_of_value(&value)
+}
+
+/// [`entry_of_value`] for an input given as text (with a `now`, as any input).
 pub fn entry_of_text(input: &str) -> Result<String, Error> {
-    entry_of(&parse_input_text(input)?)
+    let value: Value = serde_json::from_str(input)
+        .map_err(|e| Error::input(format!("the input is not JSON: {e}")))?;
+    entry_of_value(&value)
 }
 
 /// The exact text fed to the core for an entry at log time `now`: `{"now":` + the
@@ -344,9 +357,8 @@ pub fn fold_str(policy: &mut Policy, now: u64, entry: &str, appender: &str) -> S
 /// | `readGenesis` | `entry` | `{document, options}` |
 /// | `entry` | `input` (an input, with `now`) | the entry's text |
 /// | `feed` | `now`, `entry` | the text fed to the core |
-/// | `facts` | `entry`, `appender`, `me`? | `{type, owner, skipped, call, expires}` |
+/// | `facts` | `entry`, `appender`, `me`?, `code`? | `{type, owner, skipped, call, expires, halt}`: `call` whose call a rejection rejects, `halt` whether a rejection with `code` stops the replica |
 /// | `actors` | `entry`, `appender`, `outputs` | an actor per output |
-/// | `rejected` | `entry`, `appender`, `code` | `{call, halt}` |
 pub fn answer(request: &Value) -> Value {
     match answer_ok(request) {
         Ok(value) => json!({ "ok": value }),
@@ -358,23 +370,16 @@ fn answer_ok(request: &Value) -> Result<Value, Error> {
     let op = request.get("op").and_then(Value::as_str).unwrap_or("");
     let null = Value::Null;
     let arg = |name: &str| request.get(name).unwrap_or(&null);
-    let text = |name: &str| {
-        arg(name)
-            .as_str()
-            .ok_or_else(|| Error::input(format!("log {op}: `{name}` must be a string")))
-    };
+    let bad =
+        |name: &str| Error::input(format!("log {op}: `{name}` is missing or not of its type"));
+    let text = |name: &str| arg(name).as_str().ok_or_else(|| bad(name));
     match op {
         "genesis" => genesis_entry(arg("document"), arg("options")).map(Value::String),
         "readGenesis" => read_genesis(text("entry")?)
             .map(|genesis| json!({ "document": genesis.document, "options": genesis.options })),
-        "entry" => {
-            let input = crate::json::parse_input(arg("input"))?;
-            entry_of(&input).map(Value::String)
-        }
+        "entry" => entry_of_value(arg("input")).map(Value::String),
         "feed" => {
-            let now = arg("now")
-                .as_u64()
-                .ok_or_else(|| Error::input("log feed: `now` must be a whole number"))?;
+            let now = arg("now").as_u64().ok_or_else(|| bad("now"))?;
             Ok(Value::String(fold_text(now, text("entry")?)))
         }
         "facts" => {
@@ -387,34 +392,25 @@ fn answer_ok(request: &Value) -> Result<Value, Error> {
                 "skipped": facts.skipped(),
                 "call": facts.call_of(appender),
                 "expires": facts.expires(me, appender),
+                "halt": facts.halts(arg("code").as_str().unwrap_or("")),
             }))
         }
         "actors" => {
             let facts = EntryFacts::of(text("entry")?);
             let appender = text("appender")?;
-            let outputs = arg("outputs")
-                .as_array()
-                .ok_or_else(|| Error::input("log actors: `outputs` must be an array"))?;
+            let outputs = arg("outputs").as_array().ok_or_else(|| bad("outputs"))?;
             outputs
                 .iter()
                 .map(|value| {
-                    crate::json::from_value::<Output>(value)
+                    Output::from_json(value)
                         .map(|output| actor(&output, &facts, appender).to_json())
                         .map_err(|e| Error::input(format!("log actors: an output: {e}")))
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map(Value::Array)
         }
-        "rejected" => {
-            let facts = EntryFacts::of(text("entry")?);
-            let appender = text("appender")?;
-            Ok(json!({
-                "call": facts.call_of(appender),
-                "halt": facts.halts(text("code")?),
-            }))
-        }
         other => Err(Error::input(format!(
-            "unknown log op '{other}' (genesis, readGenesis, entry, feed, facts, actors, rejected)"
+            "unknown log op '{other}' (genesis, readGenesis, entry, feed, facts, actors)"
         ))),
     }
 }

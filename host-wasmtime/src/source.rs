@@ -99,6 +99,17 @@ impl RosterSource {
         let merged = if repo.is_null() {
             user
         } else {
+            // Merging keeps one entry per id: an id listed twice in one file would
+            // vanish silently. Refused, naming each, as every host does.
+            let side = |path: &Option<PathBuf>| {
+                path.as_ref()
+                    .map_or_else(String::new, |p| p.display().to_string())
+            };
+            let mut twice = rota_core::duplicate_ids(&user, &side(&self.roster));
+            twice.extend(rota_core::duplicate_ids(&repo, &side(&self.repo)));
+            if !twice.is_empty() {
+                return Err(HostError::Invalid { violations: twice });
+            }
             rota_core::merge(&user, &repo)
                 .map_err(|violations| HostError::Invalid { violations })?
         };

@@ -64,6 +64,44 @@ function handleJson(input) {
 }
 
 /**
+ * A call on a freed `Policy` (after `free()`) answers `CLOSED` naming the call, not
+ * wasm-bindgen's bare `Error` ("null pointer passed to rust"): every public method and
+ * getter of the class checks the pointer first, and freeing twice is harmless. The
+ * module's own `__` methods are left as they are (the binary step checks the pointer
+ * before it calls them).
+ */
+function guardFreed(prototype) {
+  const closed = (name) =>
+    new RotaError('CLOSED', `Policy#${name}: this policy was freed (free() was called); create a new one`)
+  for (const name of Object.getOwnPropertyNames(prototype)) {
+    if (name === 'constructor' || name.startsWith('__')) continue
+    const descriptor = Object.getOwnPropertyDescriptor(prototype, name)
+    if (name === 'free') {
+      // Freeing twice is harmless (wasm-bindgen's own throws on the second).
+      const free = descriptor.value
+      descriptor.value = function () {
+        if (this.__wbg_ptr !== 0) free.call(this)
+      }
+    } else if (typeof descriptor.value === 'function') {
+      const method = descriptor.value
+      descriptor.value = function (a, b, c) {
+        if (this.__wbg_ptr === 0) throw closed(name)
+        return method.call(this, a, b, c)
+      }
+    } else if (typeof descriptor.get === 'function') {
+      const get = descriptor.get
+      descriptor.get = function () {
+        if (this.__wbg_ptr === 0) throw closed(name)
+        return get.call(this)
+      }
+    } else {
+      continue
+    }
+    Object.defineProperty(prototype, name, descriptor)
+  }
+}
+
+/**
  * Wraps the wasm-bindgen module: the raw `Policy` class and the document utilities,
  * plus the `Roster` driver for `platform`.
  */
@@ -96,6 +134,7 @@ export function buildApi(wasm, platform) {
       const answer = stepTrusted(this, input, minLevel)
       return answer === undefined ? atLevel(handleJson.call(this, input), minLevel) : answer
     }
+    guardFreed(wasm.Policy.prototype)
     Object.defineProperty(wasm.Policy.prototype, 'handle', { value: handle, writable: true, configurable: true })
     Object.defineProperty(wasm.Policy.prototype, HANDLE_AT_LEVEL, { value: handleAtLevel, writable: true, configurable: true })
     Object.defineProperty(wasm.Policy.prototype, DRIVER_STEP, { value: driverStep, writable: true, configurable: true })

@@ -95,12 +95,15 @@ test('options out of range are INVALID_OPTIONS naming the option and its range',
       assert.equal(error.code, 'INVALID_OPTIONS')
       assert.equal(error.message, `invalid options: \`${name}\` is ${value}; it must be from 1 to 604800000`)
     }
-    // The first pause may not exceed the most (a contradiction of its own).
-    const most = name === 'provisionFirstPauseMs' ? { provisionMaxPauseMs: 604_800_000 } : {}
-    new Policy(roster(), { [name]: 604_800_000, ...most }).free()
+    // The pauses are a pair (the most not below the first): both at the bound.
+    const at = name.startsWith('provision') ? { provisionFirstPauseMs: 604_800_000, provisionMaxPauseMs: 604_800_000 } : { [name]: 604_800_000 }
+    new Policy(roster(), at).free()
   }
   const error = thrown(() => new Policy(roster(), { rateLimitsToExclude: 0 }))
   assert.equal(error.code, 'INVALID_OPTIONS')
+  const pair = thrown(() => new Policy(roster(), { provisionFirstPauseMs: 60_000, provisionMaxPauseMs: 30_000 }))
+  assert.equal(pair.code, 'INVALID_OPTIONS')
+  assert.equal(pair.message, 'invalid options: `provisionMaxPauseMs` is 30000, below `provisionFirstPauseMs` (60000): the pause doubles from the first up to the most')
 })
 
 test("the driver's clock must give whole epoch milliseconds: anything else is INVALID_INPUT naming it", async () => {

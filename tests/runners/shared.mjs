@@ -176,6 +176,7 @@ export class PolicyHost {
           case 'stateHash': return p.stateHash()
           case 'classify': return p.classify(query.failure)
           case 'probesInFlight': return p.probesInFlight()
+          case 'duplicateIds': return this.Policy.duplicateIds(query.document, query.side)
           case 'log': {
             // Answered whole by the module (`{"ok"}` or `{"error"}`), as the plain ABI does.
             const answer = JSON.parse(this.Policy.logJson(JSON.stringify(query.request ?? null)))

@@ -249,6 +249,9 @@ pub fn native_query(policy: &Policy, query: &str) -> Value {
         "stateHash" => ok(Ok(policy.state_hash())),
         "probesInFlight" => ok(Ok(policy.probes_in_flight())),
         "log" => rota_core::log::answer(query.get("request").unwrap_or(&Value::Null)),
+        "duplicateIds" => ok(string_arg("side").map(|side| {
+            rota_core::duplicate_ids(query.get("document").unwrap_or(&Value::Null), &side)
+        })),
         "classify" => {
             match rota_core::Failure::from_json(query.get("failure").unwrap_or(&Value::Null)) {
                 Ok(failure) => json!({ "ok": policy.classify(&failure).to_json() }),

@@ -46,10 +46,11 @@
 //! | `classify` | `failure`: a report's failure (facts or a kind) | `{kind, rule}`: the kind the core gives it with this document's signals ([`rota_core::classify`]) |
 //! | `stateHash` | | the state's hash, 16 hex digits ([`rota_core::Policy::state_hash`]): replicas that folded the same inputs agree on it |
 //! | `probesInFlight` | | the `probe` outputs of the probes in flight ([`rota_core::Policy::probes_in_flight`]): what a shared roster's new leader redoes |
+//! | `duplicateIds` | `document`, `side` | the executor ids a roster lists twice, as violations at `<side>: executors[i].id` ([`rota_core::duplicate_ids`]: refused before a merge); the policy is not read |
 //! | `log` | `request`: `{"op": ...}` | a shared log's rule ([`rota_core::log::answer`]: the genesis, an entry, the text fed, who acts); the policy is not read |
 //!
 //! Version 1.1 added the `classify` query; version 1.2 the `stateHash` query; version
-//! 1.3 the `probesInFlight` and `log` queries.
+//! 1.3 the `probesInFlight`, `log` and `duplicateIds` queries.
 //!
 //! `rota_export(h)` gives everything a live swap needs (`Policy::export_state`);
 //! `rota_import(state)` builds a policy from it in this module.
@@ -226,7 +227,8 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
         Err(error) => return error,
     };
     let name = query.get("query").and_then(Value::as_str).unwrap_or("");
-    with_policy(handle, |policy| match name {
+    with_policy(handle, |policy| {
+        match name {
         "snapshot" => ok(Ok(policy.snapshot())),
         "explain" => {
             ok(field::<ExplainRequest>(&query, "request")
@@ -248,6 +250,9 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
         "stateHash" => ok(Ok(policy.state_hash())),
         "probesInFlight" => ok(Ok(policy.probes_in_flight())),
         "log" => rota_core::log::answer(query.get("request").unwrap_or(&Value::Null)),
+        "duplicateIds" => ok(string_arg(&query, "side").map(|side| {
+            rota_core::duplicate_ids(query.get("document").unwrap_or(&Value::Null), &side)
+        })),
         "classify" => match Failure::from_json(query.get("failure").unwrap_or(&Value::Null)) {
             Ok(failure) => json!({ "ok": policy.classify(&failure).to_json() }),
             Err(e) => core_error(&Error::InvalidInput {
@@ -258,9 +263,10 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
             "UNKNOWN_QUERY",
             format!(
                 "unknown query '{other}' (snapshot, explain, plan, available, slots, \
-                 canEverServe, document, now, classify, stateHash, probesInFlight, log)"
+                 canEverServe, document, now, classify, stateHash, probesInFlight, log, duplicateIds)"
             ),
         ),
+    }
     })
 }
 

@@ -276,7 +276,9 @@ impl JsPolicy {
     #[wasm_bindgen(js_name = foldJson)]
     pub fn fold_json(&mut self, now: f64, entry: &str, appender: &str) -> String {
         if !(0.0..=9_007_199_254_740_991.0).contains(&now) || now.fract() != 0.0 {
-            let error = invalid_input(format!("the log time {now} is not a whole number of ms"));
+            // (No float in the message: formatting one would bring float printing in.)
+            let error =
+                invalid_input("the log time is not a whole number of ms up to 2^53 - 1".into());
             return rota_core::write::to_text(&serde_json::json!({ "error": error.to_json() }));
         }
         rota_core::log::fold_str(&mut self.inner, now as u64, entry, appender)
@@ -285,11 +287,23 @@ impl JsPolicy {
     /// The `probe` outputs of the probes in flight: what a new leader redoes.
     #[wasm_bindgen(js_name = probesInFlight)]
     pub fn probes_in_flight(&self) -> JsValue {
-        to_js_value(&self.inner.probes_in_flight())
+        // Through the answer's writer (no second serializer for outputs in the module).
+        let text = rota_core::json::answer_text(&self.inner.probes_in_flight(), None);
+        Reflect::get(&parse_text(&text), &JsValue::from_str("outputs")).unwrap_or(JsValue::NULL)
+    }
+
+    /// The executor ids `document` lists twice, as violations at `<side>:
+    /// executors[i].id` (`rota_core::duplicate_ids`): a roster refuses them before it
+    /// merges (merging keeps one entry per id).
+    #[wasm_bindgen(js_name = duplicateIds)]
+    pub fn duplicate_ids(document: JsValue, side: &str) -> JsResult<JsValue> {
+        read(&document, "the document")
+            .map(|document| to_js_value(&rota_core::duplicate_ids(&document, side)))
+            .map_err(|e| to_js_error(&e))
     }
 
     /// A shared log's rule asked as JSON text (`rota_core::log::answer`: `{"op":
-    /// "genesis"|"readGenesis"|"entry"|"feed"|"facts"|"actors"|"rejected", ...}`),
+    /// "genesis"|"readGenesis"|"entry"|"feed"|"facts"|"actors", ...}`),
     /// answered as JSON text (`{"ok": ...}` or `{"error": {code, message}}`). Never
     /// throws.
     #[wasm_bindgen(js_name = logJson)]

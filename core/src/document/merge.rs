@@ -39,6 +39,32 @@ impl Narrowed {
     }
 }
 
+/// The executor ids listed twice in one side of a merge (`side` names it: a file's
+/// path, `document`), each a violation at `<side>: executors[<i>].id`. Merging keeps
+/// one entry per id, so an id listed twice in one roster would vanish silently: every
+/// host refuses it, naming it, before it merges ([`merge`] itself keeps the seed's
+/// rule, the later entry replacing the earlier).
+pub fn duplicate_ids(document: &Value, side: &str) -> Vec<Violation> {
+    let Some(executors) = document.get("executors").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    // The policy's name map, whose code the module has already (as `merge_owned`).
+    let mut seen = crate::names::ByName::new();
+    let mut found = Vec::new();
+    for (index, id) in executors.iter().enumerate() {
+        let Some(id) = id.get("id").and_then(Value::as_str) else {
+            continue;
+        };
+        if seen.insert(id.into(), index as u64).is_some() {
+            found.push(Violation {
+                path: format!("{side}: executors[{index}].id"),
+                message: format!("executor '{id}' is listed twice"),
+            });
+        }
+    }
+    found
+}
+
 /// A repository roster over the user's: an entry replaces the user entry with the
 /// same id, `disabled: true` removes it, a new id is added (after the user's).
 /// Either side may be absent (`null`). Unknown fields pass through. Documents in the

@@ -59,12 +59,11 @@ fn an_entry_is_the_input_without_now_and_no_deadline() {
             .expect("an entry");
     assert_eq!(
         entry,
-        "{\"type\":\"lease\",\"id\":\"r\",\"role\":\"coder\",\"timeoutMs\":9,\"owner\":\"i:1\"}"
+        "{\"type\":\"lease\",\"id\":\"r\",\"owner\":\"i:1\",\"role\":\"coder\",\"timeoutMs\":9}"
     );
     assert_eq!(
         fold_text(7, &entry),
-        "{\"now\":7,\"id\":\"r\",\"role\":\"coder\",\"timeoutMs\":9,\"owner\":\"i:1\"}"
-            .replace("{\"now\":7,", "{\"now\":7,\"type\":\"lease\",")
+        "{\"now\":7,\"type\":\"lease\",\"id\":\"r\",\"owner\":\"i:1\",\"role\":\"coder\",\"timeoutMs\":9}"
     );
     let refused = entry_of_text(
         "{\"type\":\"lease\",\"now\":5,\"id\":\"r\",\"role\":\"coder\",\"deadline\":9}",

@@ -282,10 +282,6 @@ impl Policy {
             let runtime = &mut self.roster.executors[e].runtime;
             runtime.last_probe_at = None;
             runtime.probe_in_flight = false;
-        } else if !is_health {
-            // No health exclusion awaits a probe: one still out is answered for
-            // nothing (its result is ignored), so nothing is in flight.
-            self.roster.executors[e].runtime.probe_in_flight = false;
         }
         // `run` exclusions are never written.
         let lasting = |kind: Option<ExclusionKind>| kind.is_some_and(|k| k != ExclusionKind::Run);

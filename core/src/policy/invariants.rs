@@ -11,7 +11,6 @@ use super::keys::{ready_key, Index};
 use super::requests::{LEASED, TAKEN};
 use super::Policy;
 use crate::error::InvariantViolation;
-use crate::protocol::ExclusionKind;
 
 /// `Err` naming `invariant` unless `holds`.
 fn ensure(
@@ -92,23 +91,6 @@ impl Policy {
     }
 
     fn verify_probes(&self) -> Result<(), InvariantViolation> {
-        for x in &self.roster.executors {
-            let awaits = x.spec.health.is_some()
-                && x.runtime
-                    .exclusion
-                    .as_ref()
-                    .is_some_and(|x| x.kind == ExclusionKind::Health);
-            ensure(
-                !x.runtime.probe_in_flight || awaits,
-                "probe in flight",
-                || {
-                    format!(
-                    "{} has a probe in flight but no health exclusion with a health URL awaits one",
-                    x.spec.id
-                )
-                },
-            )?;
-        }
         let waits: Index = (0..self.roster.executors.len())
             .filter_map(|e| Some((self.probe_floor(e)?, 0)))
             .collect();
