@@ -15,7 +15,7 @@
 //!   when a rejection stops the replica, [`EntryFacts::expires`] when folding it fences
 //!   this instance.
 //! * [`fold_str`] folds one entry into a policy and answers with the outputs and who
-//!   acts on each (one call per entry for the JS hosts); a new leader redoes
+//!   acts on each (one call per entry); a new leader redoes
 //!   [`Policy::probes_in_flight`].
 //! * [`answer`] asks any of these as JSON (`{"op": ...}`): the plain ABI's `log` query,
 //!   the npm package's `logJson`, the conformance vectors.

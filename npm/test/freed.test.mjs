@@ -18,7 +18,6 @@ test('every call on a freed Policy throws CLOSED naming the call', () => {
     available: () => policy.available('coder'),
     exportState: () => policy.exportState(),
     stateHash: () => policy.stateHash(),
-    foldJson: () => policy.foldJson(T0, '{"type":"tick"}', 'a:1'),
     now: () => policy.now,
     wakeAt: () => policy.wakeAt,
   }

@@ -269,21 +269,6 @@ impl JsPolicy {
 /// A shared roster's log (`rota_core::log`): the fold and what a new leader redoes.
 #[wasm_bindgen(js_class = Policy)]
 impl JsPolicy {
-    /// Folds one log entry (seq 2 on) appended by `appender` at log time `now`
-    /// (`rota_core::log::fold_str`): the core's answer text plus `actors` (who acts on
-    /// each output) and the entry's `type`/`owner`, or `{"error",call,halt,...}`, or
-    /// `{"skipped":true}` for a later genesis. Never throws.
-    #[wasm_bindgen(js_name = foldJson)]
-    pub fn fold_json(&mut self, now: f64, entry: &str, appender: &str) -> String {
-        if !(0.0..=9_007_199_254_740_991.0).contains(&now) || now.fract() != 0.0 {
-            // (No float in the message: formatting one would bring float printing in.)
-            let error =
-                invalid_input("the log time is not a whole number of ms up to 2^53 - 1".into());
-            return rota_core::write::to_text(&serde_json::json!({ "error": error.to_json() }));
-        }
-        rota_core::log::fold_str(&mut self.inner, now as u64, entry, appender)
-    }
-
     /// The `probe` outputs of the probes in flight: what a new leader redoes.
     #[wasm_bindgen(js_name = probesInFlight)]
     pub fn probes_in_flight(&self) -> JsValue {
