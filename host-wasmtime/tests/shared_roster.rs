@@ -961,7 +961,6 @@ async fn a_stopped_instance_settles_no_grant_the_log_expired_while_it_was_stoppe
     .await;
     let old_id = a.roster.instance();
     let resume = a.stop().await;
-    let stopped = Instant::now();
     // While a is stopped, b's release grants a's waiting request; then b, the leader,
     // expires a (silent for the TTL), which gives the slot to b's next request.
     held.release().expect("release");
@@ -972,7 +971,8 @@ async fn a_stopped_instance_settles_no_grant_the_log_expired_while_it_was_stoppe
     .await
     .expect("b gets the slot once a is expired")
     .expect("lease");
-    assert!(stopped.elapsed() >= fast().ttl);
+    // a's last heartbeat came before the stop, so the expiry may come less than a TTL
+    // after it; the log below shows the order that matters (grant, then expiry).
     drop(resume); // SIGCONT: a's timers are all overdue
     let settled = tokio::time::timeout(Duration::from_secs(10), waiter)
         .await
