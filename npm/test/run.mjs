@@ -108,6 +108,19 @@ try {
       })
       if (using.status !== 0) failed = true
     }
+
+    step('exactOptionalPropertyTypes: options given as `undefined` compile, and run as absent ones')
+    const exact = spawnSync(
+      process.execPath,
+      [tsc, '-p', join(project, 'tsconfig.exact.json'), '--typeRoots', typeRoots],
+      { cwd: project, stdio: 'inherit' },
+    )
+    if (exact.status !== 0) {
+      failed = true
+    } else {
+      const run = spawnSync(process.execPath, [join(project, 'out-exact', 'exact.js')], { cwd: project, stdio: 'inherit' })
+      if (run.status !== 0) failed = true
+    }
   }
 } catch (error) {
   console.error(error)

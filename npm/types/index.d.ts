@@ -32,9 +32,9 @@ export type DurationString = string
 
 /** How long each exclusion lasts. Defaults: usageLimit 30 minutes, rateLimit 10 minutes, outage 5 minutes. */
 export interface Cooldown {
-  usageLimit?: DurationString
-  rateLimit?: DurationString
-  outage?: DurationString
+  usageLimit?: DurationString | undefined
+  rateLimit?: DurationString | undefined
+  outage?: DurationString | undefined
 }
 
 /** One executor: a harness and a model (or a worker machine), its roles, slots and priorities. */
@@ -42,55 +42,55 @@ export interface ExecutorSpec {
   id: string
   /** A CLI harness (`pi`, `claude`, `codex`, `opencode` …) or an API provider. */
   harness: string
-  model?: string
-  flags?: Record<string, string>
+  model?: string | undefined
+  flags?: Record<string, string> | undefined
   /** Environment for the harness process; secrets only as `${VAR}` references. */
-  env?: Record<string, string>
+  env?: Record<string, string> | undefined
   /** Endpoint for an API harness. */
-  baseUrl?: string
+  baseUrl?: string | undefined
   roles: readonly Role[]
   /** Leases it takes at once (default 1). */
-  slots?: number
+  slots?: number | undefined
   /** The scheduler seed's name for `slots` (an accepted alias). */
-  maxConcurrentAttempts?: number
+  maxConcurrentAttempts?: number | undefined
   /** Slots coders may use; default `slots - 1` on an executor that also reasons. */
-  coderSlots?: number
+  coderSlots?: number | undefined
   /** A cap per role. */
-  roleSlots?: Record<Role, number>
+  roleSlots?: Record<Role, number> | undefined
   /** Lower first. A number for every role, or per role with a `default` (default 1). */
-  priority?: number | ({ default?: number } & Record<Role, number>)
+  priority?: number | ({ default?: number | undefined } & Record<Role, number>) | undefined
   /** A URL that answers 2xx when the executor's serving engine is up. */
-  health?: string
-  cooldown?: Cooldown
+  health?: string | undefined
+  cooldown?: Cooldown | undefined
   /** In a repository roster: removes the user roster's entry with this id. */
-  disabled?: boolean
+  disabled?: boolean | undefined
   /** Each lease first creates a machine (the host's `machines.create`). */
   provision?: unknown
   /** Opaque to the core; checked against `options.kinds`. */
-  kind?: string
+  kind?: string | undefined
   /** Fields the core does not use pass through to the host. */
   [field: string]: unknown
 }
 
 export interface RosterDocument {
   /** This schema's location for editors: `./node_modules/rota/roster.schema.json` (the core keeps it as an unknown field). */
-  $schema?: string
+  $schema?: string | undefined
   /** Declares the role list (default: the seed's five). */
-  roles?: readonly Role[]
+  roles?: readonly Role[] | undefined
   executors: readonly ExecutorSpec[]
   /** Extends the seed's signal lists that failures are classified with. */
-  signals?: Signals
+  signals?: Signals | undefined
   [field: string]: unknown
 }
 
 /** Signals added to the seed's (which always apply); matched case-insensitively. */
 export interface Signals {
   /** Outage texts, matched in a failure's message and its error code (`"ECONNREFUSED"`). */
-  outage?: string[]
+  outage?: string[] | undefined
   /** Model-unavailable texts, matched in the message. */
-  modelUnavailable?: string[]
+  modelUnavailable?: string[] | undefined
   /** HTTP statuses that mean an outage (none by default). */
-  outageStatuses?: number[]
+  outageStatuses?: number[] | undefined
 }
 
 /** One thing wrong with a document, and where (`executors[2].slots`). */
@@ -104,53 +104,53 @@ export interface Violation {
 /** The core's options; every field has the seeds' default. */
 export interface PolicyOptions {
   /** Whether the host probes health URLs (the driver sets it from `probe`). */
-  canProbe?: boolean
+  canProbe?: boolean | undefined
   /** Probe interval of a health exclusion while a request waits that it could serve (15 s). */
-  healthProbeIntervalMs?: number
+  healthProbeIntervalMs?: number | undefined
   /** Probe interval while nobody waits for it (60 s). */
-  idleProbeIntervalMs?: number
+  idleProbeIntervalMs?: number | undefined
   /** Rate limits in this window count towards an exclusion (10 minutes). */
-  rateLimitWindowMs?: number
+  rateLimitWindowMs?: number | undefined
   /** Rate limits within the window that exclude an executor (3). */
-  rateLimitsToExclude?: number
+  rateLimitsToExclude?: number | undefined
   /** First pause after a failed machine creation; doubles per failure (30 s). */
-  provisionFirstPauseMs?: number
+  provisionFirstPauseMs?: number | undefined
   /** Longest pause after failed machine creations (10 minutes). */
-  provisionMaxPauseMs?: number
+  provisionMaxPauseMs?: number | undefined
   /**
    * The host answers `preflight` outputs: every executor is preflighted before the
    * roster serves, and a failure stops the start (`startFailed`). The driver sets it
    * when given a `preflight` function (false).
    */
-  preflight?: boolean
+  preflight?: boolean | undefined
   /** Executors that a reload adds or grows must pass a preflight first (absent: `preflight`). */
-  preflightReloads?: boolean
+  preflightReloads?: boolean | undefined
   /**
    * Which of the equal free executors takes a request: `'roundRobin'` (the one leased
    * least recently) or `'declared'` (the first declared). Absent: the document's
    * `choice`, else `'declared'` for a scheduler `workers` document, `'roundRobin'` otherwise.
    */
-  choice?: Choice
+  choice?: Choice | undefined
   /**
    * A request nothing can ever serve: `'exhaust'` ends it (EXHAUSTED), `'wait'` keeps it
    * waiting until a slot, a reload or a cancel. Absent: the document's `unservable`, else
    * `'wait'` for a scheduler `workers` document, `'exhaust'` otherwise.
    */
-  unservable?: Unservable
+  unservable?: Unservable | undefined
   /** The executor kinds the host can run (null: any). */
-  kinds?: string[] | null
+  kinds?: string[] | null | undefined
   /**
    * The least severe `event` output emitted (`'debug'`: every event). `'warn'` leaves
    * out the info events of every grant and release, for hot loops that do not log them;
    * decisions and effects are outputs whatever the level.
    */
-  minEventLevel?: Level
+  minEventLevel?: Level | undefined
   /**
    * What `expireOwner` does with the gone owner's leases: `'release'` (the default: every
    * lease released, a machine deleted before its slot frees), `'keepMachines'` (leases
    * holding a machine are kept: their work runs on without the owner) or `'keep'`.
    */
-  expiredOwnerLeases?: ExpiredOwnerLeases
+  expiredOwnerLeases?: ExpiredOwnerLeases | undefined
 }
 
 export type ExpiredOwnerLeases = 'release' | 'keepMachines' | 'keep'
@@ -173,18 +173,18 @@ export type FailureKind =
  * already decided (an explicit kind wins, except over a model-unavailable message).
  */
 export interface Failure {
-  kind?: FailureKind
+  kind?: FailureKind | undefined
   /** An @llm4ts/core error's `_tag`: `UsageLimitError`, `RateLimitError`, `AuthenticationError`, `ProviderError`, … */
-  tag?: string
+  tag?: string | undefined
   /** The HTTP status (100–599). */
-  status?: number
+  status?: number | undefined
   /** An error code: `ECONNREFUSED`, `UND_ERR_SOCKET`, … */
-  code?: string
-  message?: string
+  code?: string | undefined
+  message?: string | undefined
   /** A usage limit's reset instant (epoch ms). */
-  resetAt?: number
+  resetAt?: number | undefined
   /** A `Retry-After` in ms from now: sets the exclusion's end. */
-  retryAfterMs?: number
+  retryAfterMs?: number | undefined
 }
 
 /** Which rule decided a failure's kind. */
@@ -226,18 +226,18 @@ export interface LeaseRequestInput {
   /** Unique among live requests. */
   id: string
   role: Role
-  avoid?: string[]
-  prefer?: string
-  pin?: string
-  rank?: number
-  eventTime?: number
-  label?: string
+  avoid?: string[] | undefined
+  prefer?: string | undefined
+  pin?: string | undefined
+  rank?: number | undefined
+  eventTime?: number | undefined
+  label?: string | undefined
   /** Give up at this instant (epoch ms). Not with `timeoutMs`. */
-  deadline?: number
+  deadline?: number | undefined
   /** Give up this long after the input's `now` (the log's time). Not with `deadline`. */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /** The instance that issued it (a shared roster's): its lease and every output about it name it. */
-  owner?: string
+  owner?: string | undefined
 }
 
 /** One input to the core. Every input carries `now` (epoch ms). */
@@ -246,16 +246,16 @@ export type Input =
   | ({ type: 'tryLease' } & LeaseRequestInput)
   | { type: 'cancel'; now: number; id: string }
   | { type: 'release'; now: number; lease: number }
-  | { type: 'occupy'; now: number; id: string; executor: string; role?: Role; hold?: unknown; owner?: string }
+  | { type: 'occupy'; now: number; id: string; executor: string; role?: Role | undefined; hold?: unknown; owner?: string | undefined }
   | { type: 'report'; now: number; executor: string; failure: Failure }
-  | { type: 'exclude'; now: number; executor: string; kind?: ExclusionKind; reason?: string; until?: number }
+  | { type: 'exclude'; now: number; executor: string; kind?: ExclusionKind | undefined; reason?: string | undefined; until?: number | undefined }
   | { type: 'resume'; now: number; executor: string }
   | { type: 'probeResult'; now: number; executor: string; up: boolean }
   | { type: 'machineCreated'; now: number; id: string; hold: unknown; checked?: unknown }
-  | { type: 'machineFailed'; now: number; id: string; message?: string; reason?: string }
-  | { type: 'machineDeleted'; now: number; lease: number; ok: boolean; error?: string }
+  | { type: 'machineFailed'; now: number; id: string; message?: string | undefined; reason?: string | undefined }
+  | { type: 'machineDeleted'; now: number; lease: number; ok: boolean; error?: string | undefined }
   | { type: 'reload'; now: number; document: RosterDocument }
-  | { type: 'preflightResult'; now: number; executor: string; ok: boolean; error?: string }
+  | { type: 'preflightResult'; now: number; executor: string; ok: boolean; error?: string | undefined }
   | { type: 'restore'; now: number; state: PersistedState }
   | { type: 'tick'; now: number }
   /** An owner is gone: its requests cancelled, its creations dropped, its leases released or kept (`expiredOwnerLeases`). */
@@ -419,11 +419,11 @@ export interface Snapshot {
 
 export interface ExplainRequest {
   role: Role
-  avoid?: string[]
-  prefer?: string | null
-  pin?: string | null
+  avoid?: string[] | undefined
+  prefer?: string | null | undefined
+  pin?: string | null | undefined
   /** A waiting request's id: explain that one. */
-  request?: string | null
+  request?: string | null | undefined
 }
 
 export interface ExecutorExplanation {
@@ -781,40 +781,40 @@ export interface MeterLike {
 
 export interface RosterOptions {
   /** The (user's) roster document. */
-  document?: RosterDocument
+  document?: RosterDocument | undefined
   /**
    * A roster file (Node): JSON, or YAML for `.yaml`/`.yml`. A missing file counts as
    * absent (with `repoRosterPath` the other file may be the roster); when neither
    * `document` nor any file gives a roster, `create` rejects INVALID_DOCUMENT.
    */
-  rosterPath?: string
+  rosterPath?: string | undefined
   /** A repository roster merged over the user's. */
-  repoDocument?: RosterDocument
+  repoDocument?: RosterDocument | undefined
   /** A repository roster file (Node). */
-  repoRosterPath?: string
+  repoRosterPath?: string | undefined
   /** Only these executors (`--executors a,b`); empty keeps all. */
-  executors?: string[] | string
+  executors?: string[] | string | undefined
   /** The state file (Node): exclusions that outlive a run, shared with other rosters. */
-  statePath?: string
+  statePath?: string | undefined
   /** A state adapter (the browser's way, or any custom store). */
-  state?: StateStore
+  state?: StateStore | undefined
   /** How a failed state write is retried: after `firstMs` (500), doubling up to `maxMs` (30 000). */
-  stateRetry?: { firstMs?: number; maxMs?: number }
+  stateRetry?: { firstMs?: number | undefined; maxMs?: number | undefined } | undefined
   /** The health probe; `false`: no probing (health exclusions wait out the outage cooldown). */
-  probe?: ProbeFunction | false
+  probe?: ProbeFunction | false | undefined
   /** Each probe's timeout (default 5000). */
-  probeTimeoutMs?: number
-  machines?: MachineCallbacks
-  preflight?: PreflightFunction
-  onEvent?: (event: RosterEvent) => void
+  probeTimeoutMs?: number | undefined
+  machines?: MachineCallbacks | undefined
+  preflight?: PreflightFunction | undefined
+  onEvent?: ((event: RosterEvent) => void) | undefined
   /** Reload when `rosterPath` or `repoRosterPath` changes (Node). A bad edit is a `reloadFailed` event; the roster runs on. */
-  watch?: boolean
+  watch?: boolean | undefined
   /** Record the metrics through this OpenTelemetry Meter too (`roster.metrics()` gives Prometheus text either way). */
-  meter?: MeterLike
+  meter?: MeterLike | undefined
   /** The clock: epoch ms (default Date.now). Tests pass a virtual clock and call `tick()`. */
-  now?: () => number
+  now?: (() => number) | undefined
   /** The core's options. */
-  options?: PolicyOptions
+  options?: PolicyOptions | undefined
 }
 
 /**
@@ -823,23 +823,23 @@ export interface RosterOptions {
  */
 export interface SharedOptions {
   /** A PostgreSQL connection string (the roster makes and ends its own pool of the `pg` package). */
-  connectionString?: string
+  connectionString?: string | undefined
   /** A `pg` Pool of your own (used as it is, never ended by the roster). */
   pool?: unknown
   /** The roster's name: the instances that give the same name share one log. */
   roster: string
   /** This process's name in its instance ids (`<name>:<8 hex>`); default `<hostname>-<pid>`. */
-  name?: string
+  name?: string | undefined
   /** Heartbeat TTL (default 10 000): heartbeats every ttlMs/4; fenced after ttlMs without one; expired by the leader after ttlMs of silence. */
-  ttlMs?: number
+  ttlMs?: number | undefined
   /** The leader lease's TTL (default ttlMs), renewed every leaderTtlMs/3. */
-  leaderTtlMs?: number
+  leaderTtlMs?: number | undefined
   /** How often the leader looks for expired instances (default 250). */
-  sweepMs?: number
+  sweepMs?: number | undefined
   /** The leader snapshots every this many entries and compacts through the previous snapshot (default 1000). */
-  snapshotEvery?: number
+  snapshotEvery?: number | undefined
   /** The readers' poll, the backstop of LISTEN/NOTIFY (default 1000). */
-  pollMs?: number
+  pollMs?: number | undefined
 }
 
 /** The options of a shared roster: the embedded roster's, minus what the log replaces. */
@@ -849,27 +849,27 @@ export type SharedRosterOptions = Omit<RosterOptions, 'statePath' | 'state' | 's
 
 export interface LeaseOptions {
   /** Executors this lease must not use. */
-  avoid?: string[] | string
+  avoid?: string[] | string | undefined
   /** Taken first while free. */
-  prefer?: string
+  prefer?: string | undefined
   /** The one executor that must serve it (a reattached attempt). */
-  pin?: string
+  pin?: string | undefined
   /** Pipeline position: lower first; unranked after ranked. */
-  rank?: number
+  rank?: number | undefined
   /** When the work arrived: earlier first among equal ranks. */
-  eventTime?: number | Date
+  eventTime?: number | Date | undefined
   /** Who asks, for events. */
-  label?: string
+  label?: string | undefined
   /**
    * Aborting cancels the request; the promise rejects with `signal.reason` (as `fetch`
    * does), or TIMEOUT for an `AbortSignal.timeout()` signal. A waiting lease with a
    * signal keeps a Node process alive.
    */
-  signal?: AbortSignal
+  signal?: AbortSignal | undefined
   /** Give up after this long; the promise rejects with a TimeoutError (code TIMEOUT). */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /** A request id of your own (default: one the driver assigns). */
-  id?: string
+  id?: string | undefined
 }
 
 /** A granted lease. Release it once (more is harmless), or let `using` do it. */
@@ -894,16 +894,16 @@ export declare class Lease<R extends string = Role> implements Disposable, Async
 }
 
 export interface ExcludeOptions {
-  kind?: ExclusionKind
-  reason?: string
-  until?: number | Date
+  kind?: ExclusionKind | undefined
+  reason?: string | undefined
+  until?: number | Date | undefined
 }
 
 export type RosterEventName = 'event' | 'output'
 
 export interface UseOptions extends LeaseOptions {
   /** Report what `fn` throws (`report(executorId, error)`) before the lease is released (default true). */
-  report?: boolean
+  report?: boolean | undefined
 }
 
 /** `roster.counts(role)`: waiting requests and held leases of one role. */

@@ -70,12 +70,12 @@ export interface PoolLike {
 
 export interface PgLogStoreOptions {
   roster: string
-  connectionString?: string
-  pool?: PoolLike
+  connectionString?: string | undefined
+  pool?: PoolLike | undefined
   /** How often readers poll as the backstop of NOTIFY (default 1000). */
-  pollMs?: number
+  pollMs?: number | undefined
   /** Connections of the pool made from `connectionString` (default 4). */
-  max?: number
+  max?: number | undefined
 }
 
 export declare class PgLogStore {
