@@ -12,9 +12,8 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use super::entry::entry_of;
 use super::events::exclusion_from;
-use super::state::{lock, Inner, Mine, Outcome, Queued, Waiter};
+use super::state::{lock, Inner, Mine, Outcome, Waiter};
 use crate::error::{HostError, Result};
 use crate::event::Event;
 
@@ -288,24 +287,11 @@ impl Inner {
             requested_at: now,
         };
         st.add_waiter(id.clone(), waiter);
-        match st.member.as_mut() {
-            None => {
-                if let Err(error) = self.feed_locked(&mut st, input) {
-                    st.take_waiter(&id);
-                    return Err(error);
-                }
-            }
-            Some(member) => {
-                member.queue.push_back(Queued {
-                    entry: entry_of(&input)?,
-                    epoch: None,
-                    mine: Mine::Request(id.clone()),
-                    on_append: None,
-                });
-                if let Some(link) = &self.link {
-                    link.queued.notify_one();
-                }
-            }
+        if st.member.is_some() {
+            self.enqueue(&mut st, &input, None, Mine::Request(id.clone()), None)?;
+        } else if let Err(error) = self.feed_locked(&mut st, input) {
+            st.take_waiter(&id);
+            return Err(error);
         }
         Ok(Asked {
             id,
@@ -442,19 +428,11 @@ impl Inner {
         let rx = {
             let mut st = lock(&self.state);
             st.usable()?;
-            let Some(member) = st.member.as_mut() else {
+            if st.member.is_none() {
                 return self.feed_locked(&mut st, input).map(|step| step.outputs);
-            };
-            let (tx, rx) = oneshot::channel();
-            member.queue.push_back(Queued {
-                entry: entry_of(&input)?,
-                epoch: None,
-                mine: Mine::Call(tx),
-                on_append: None,
-            });
-            if let Some(link) = &self.link {
-                link.queued.notify_one();
             }
+            let (tx, rx) = oneshot::channel();
+            self.enqueue(&mut st, &input, None, Mine::Call(tx), None)?;
             rx
         };
         rx.await.map_err(|_| HostError::Closed)?

@@ -85,6 +85,9 @@ pub(crate) enum Mine {
     Plain,
 }
 
+/// What an append answers an entry's `on_append`: the log's `now`, or why not.
+pub(crate) type AppendAnswer = std::result::Result<u64, String>;
+
 /// An entry waiting for the remote log's next batch.
 pub(crate) struct Queued {
     pub entry: String,
@@ -92,18 +95,7 @@ pub(crate) struct Queued {
     pub epoch: Option<u64>,
     pub mine: Mine,
     /// Told the append's `now` (or its error) once the batch is in the log.
-    pub on_append: Option<oneshot::Sender<std::result::Result<u64, String>>>,
-}
-
-impl Queued {
-    pub fn plain(entry: String) -> Queued {
-        Queued {
-            entry,
-            epoch: None,
-            mine: Mine::Plain,
-            on_append: None,
-        }
-    }
+    pub on_append: Option<oneshot::Sender<AppendAnswer>>,
 }
 
 /// Why an instance of a remote log fenced itself.
@@ -187,14 +179,6 @@ impl Member {
     }
 }
 
-/// Who carries out the leader's duties (probes, preflights) and how their results
-/// reach the log: at once (the memory log), or as leader entries at an epoch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Duty {
-    Local,
-    Epoch(u64),
-}
-
 /// The core's copy and this instance's bookkeeping, under one lock.
 pub(crate) struct State {
     pub policy: PolicyRuntime,
@@ -230,22 +214,6 @@ impl State {
             starting: None,
             follow_ups: Vec::new(),
             member,
-        }
-    }
-
-    /// Whether a request or machine of `owner` is this instance's.
-    pub fn owns(&self, owner: Option<&str>) -> bool {
-        match &self.member {
-            None => true,
-            Some(member) => owner == Some(member.instance.as_str()),
-        }
-    }
-
-    /// The leader's duty, if this instance has it.
-    pub fn duty(&self) -> Option<Duty> {
-        match &self.member {
-            None => Some(Duty::Local),
-            Some(member) => member.epoch.map(Duty::Epoch),
         }
     }
 

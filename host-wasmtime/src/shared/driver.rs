@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use rota_core::log::{fold_text, genesis_entry, read_genesis, EntryFacts};
 use rota_core::Level;
 use serde_json::Value;
 
@@ -15,7 +16,6 @@ use crate::clock::Clock;
 use crate::engine::PolicyModule;
 use crate::error::{HostError, Result};
 use crate::event::Event;
-use crate::roster::entry::{entry_kind, fold_bytes, genesis_entry, read_genesis};
 use crate::roster::fold::At;
 use crate::roster::state::{lock, FenceKind, Inner, Member, Mine, Queued, State};
 use crate::runtime::PolicyRuntime;
@@ -103,25 +103,6 @@ impl<S: LogStore + 'static> Remote<S> {
         }
     }
 
-    /// Queues a leader-only entry; the receiver gets the append's `now`.
-    pub(super) fn push_leader(
-        &self,
-        entry: String,
-        epoch: u64,
-    ) -> tokio::sync::oneshot::Receiver<std::result::Result<u64, String>> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        if let Some(member) = lock(&self.inner.state).member.as_mut() {
-            member.queue.push_back(Queued {
-                entry,
-                epoch: Some(epoch),
-                mine: Mine::Plain,
-                on_append: Some(tx),
-            });
-        }
-        self.notify(false);
-        rx
-    }
-
     /// The next batch: queued entries with the first one's epoch, in order.
     fn take_batch(&self) -> Option<(Vec<Queued>, Option<u64>, String)> {
         let mut st = lock(&self.inner.state);
@@ -190,7 +171,10 @@ impl<S: LogStore + 'static> Remote<S> {
                 Mine::Call(tx) => {
                     let _ = tx.send(Err(HostError::Log(copy_log_error(error))));
                 }
-                Mine::Plain if retry && !leader => again.push(Queued::plain(queued.entry)),
+                Mine::Plain if retry && !leader => again.push(Queued {
+                    on_append: None,
+                    ..queued
+                }),
                 Mine::Plain => {}
             }
         }
@@ -279,15 +263,12 @@ impl<S: LogStore + 'static> Remote<S> {
         };
         let mine = member.sent.remove(&e.seq).unwrap_or(Mine::Plain);
         member.folded_seq = e.seq;
-        let by_me = e.instance == member.instance;
-        let kind = entry_kind(&e.entry);
-        let kind_name = kind.as_ref().map_or("", |(k, _)| k.as_str());
-        if kind_name == "genesis" {
+        let facts = EntryFacts::of(&e.entry);
+        if facts.skipped() {
             // Only seq 1 counts; a racing instance's later genesis is skipped.
             return record_hash(st, e.seq);
         }
-        let owner = kind.as_ref().and_then(|(_, o)| o.as_deref());
-        if kind_name == "expireOwner" && !by_me && owner == Some(member.instance.as_str()) {
+        if facts.expires(&member.instance, &e.instance) {
             member.expired = true;
             let reason = format!(
                 "the log expired this instance ({}) at seq {} (appended by {})",
@@ -297,14 +278,12 @@ impl<S: LogStore + 'static> Remote<S> {
         }
         let at = At {
             seq: Some(e.seq),
-            by_me,
-            expiry: kind_name == "expireOwner",
+            appender: &e.instance,
+            facts,
         };
-        // (The fold clears the specs on a `reload`, which it knows only by its kind.)
-        let reload = e.entry.starts_with(r#"{"type":"reload""#);
-        let kind_name = if reload { "reload" } else { kind_name };
         let inner = Arc::clone(&self.inner);
-        match inner.fold(st, kind_name, fold_bytes(e.now, &e.entry).as_bytes(), at) {
+        let kind = at.facts.kind.as_deref().unwrap_or_default();
+        match inner.fold(st, kind, fold_text(e.now, &e.entry).as_bytes(), &at) {
             Ok(step) => {
                 if let Mine::Call(tx) = mine {
                     self.inner
@@ -317,7 +296,7 @@ impl<S: LogStore + 'static> Remote<S> {
                 }
             }
             Err(error) => {
-                if kind_name == "version" && error.code() == Some("UNSUPPORTED_VERSION") {
+                if at.facts.halts(error.code().unwrap_or_default()) {
                     let reason = format!(
                         "the log's version entry at seq {} needs a newer policy module: {error}",
                         e.seq
@@ -480,7 +459,7 @@ pub(super) async fn start_replica<S: LogStore>(
         if store.head().await?.last_seq == 0 {
             // Alone in its batch; when two race, seq 1 counts.
             store
-                .append(&[genesis_entry(document, options)], instance, None)
+                .append(&[genesis_entry(document, options)?], instance, None)
                 .await?;
         }
         match store.read_from(1, 1).await {
@@ -488,9 +467,11 @@ pub(super) async fn start_replica<S: LogStore>(
                 let first = entries
                     .first()
                     .ok_or_else(|| HostError::Abi("the log has no seq 1".into()))?;
-                let (document, options) = read_genesis(&first.entry)?;
-                let policy = PolicyRuntime::new(module.clone(), &document, &options)?;
-                return Ok((policy, Member::new(instance.into(), 1), Some(document)));
+                let genesis = read_genesis(&first.entry)?;
+                let policy =
+                    PolicyRuntime::new(module.clone(), &genesis.document, &genesis.options)?;
+                let document = Some(genesis.document);
+                return Ok((policy, Member::new(instance.into(), 1), document));
             }
             // Compacted meanwhile: a snapshot is there now.
             Err(LogError::Compacted(_)) => continue,

@@ -12,8 +12,8 @@ use tokio::time::Instant;
 use super::driver::{incarnation, Remote};
 use super::log::{LogError, LogStore};
 use crate::event::Event;
-use crate::roster::entry::entry_of;
-use crate::roster::state::{lock, Duty, FenceKind, Member, Queued, State};
+use crate::roster::state::{lock, FenceKind, Member, Mine, State};
+use rota_core::log::entry_of;
 
 /// This instance's membership (always there on a remote log).
 fn member(st: &mut State) -> Option<&mut Member> {
@@ -108,25 +108,24 @@ async fn rejoin<S: LogStore + 'static>(remote: &Arc<Remote<S>>) {
             return;
         }
         let old = m.instance.clone();
-        let new_id = if m.expired {
+        let orphans = std::mem::take(&mut m.orphans);
+        let new_id = m.expired.then(|| {
             // (The old id's heartbeats while fenced made its row again: `old` below.)
             m.instance = incarnation(&remote.name);
-            m.expired = false;
-            m.orphans.clear();
-            Some(m.instance.clone())
-        } else {
-            for id in std::mem::take(&mut m.orphans) {
-                if let Ok(entry) = entry_of(&Input::Cancel { now: 0, id }) {
-                    m.queue.push_back(Queued::plain(entry));
-                }
-            }
-            remote.notify(false);
-            None
-        };
+            m.instance.clone()
+        });
+        m.expired = false;
         m.fence = None;
         let instance = m.instance.clone();
         if new_id.is_some() {
             st.next_request = 0;
+        } else {
+            for id in orphans {
+                let cancel = Input::Cancel { now: 0, id };
+                let _ = remote
+                    .inner
+                    .enqueue(&mut st, &cancel, None, Mine::Plain, None);
+            }
         }
         remote.inner.publish(
             Event::host(
@@ -258,7 +257,7 @@ async fn lease_round<S: LogStore + 'static>(
         // Catch up first: what is in flight in the replica is not in the log.
         remote.catch_up(None).await;
         let mut st = lock(&remote.inner.state);
-        remote.inner.redo_probes(&mut st, Duty::Epoch(lease.epoch));
+        remote.inner.redo_probes(&mut st, lease.epoch);
     }
 }
 
@@ -332,10 +331,19 @@ async fn tick<S: LogStore + 'static>(remote: &Arc<Remote<S>>, epoch: u64) {
         }
     };
     let Some(at) = due else { return };
-    let Ok(entry) = entry_of(&Input::Tick { now: 0 }) else {
-        return;
+    let (tx, stamped) = tokio::sync::oneshot::channel();
+    let tick = Input::Tick { now: 0 };
+    let queued = remote.inner.enqueue(
+        &mut lock(&remote.inner.state),
+        &tick,
+        Some(epoch),
+        Mine::Plain,
+        Some(tx),
+    );
+    let stamped = match queued {
+        Ok(()) => stamped.await,
+        Err(_) => return,
     };
-    let stamped = remote.push_leader(entry, epoch).await;
     if let Ok(Ok(now)) = stamped {
         if now < at {
             remote.saw_db_now(now, true);

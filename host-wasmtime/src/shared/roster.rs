@@ -19,10 +19,9 @@ use super::pg::PgLogStore;
 use crate::classify::{http_facts, io_facts};
 use crate::error::{HostError, Result};
 use crate::event::Event;
-use crate::roster::entry::entry_of;
 use crate::roster::events::exclusion_from;
 use crate::roster::requests::{Ask, LeaseOptions};
-use crate::roster::state::{lock, Member, Mine, Queued};
+use crate::roster::state::{lock, Member, Mine};
 use crate::runtime::PolicyRuntime;
 
 /// Ends the instance's tasks when the last handle goes (as a crash would: call
@@ -338,35 +337,35 @@ impl<S: LogStore + 'static> SharedRoster<S> {
     /// `expireOwner` of itself (no epoch), forgets its heartbeat row, ends its tasks.
     pub async fn close(self) -> Result<()> {
         let (instance, epoch, appended) = {
-            let mut st = lock(&self.remote.inner.state);
+            let inner = &self.remote.inner;
+            let mut st = lock(&inner.state);
             let ids: Vec<String> = st.waiters.keys().cloned().collect();
-            let mut cancels = Vec::new();
             for id in ids {
                 if let Some(waiter) = st.take_waiter(&id) {
                     let _ = waiter.tx.send(Err(HostError::Closed));
                 }
-                cancels.push(Queued::plain(entry_of(&Input::Cancel { now: 0, id })?));
+                inner.enqueue(
+                    &mut st,
+                    &Input::Cancel { now: 0, id },
+                    None,
+                    Mine::Plain,
+                    None,
+                )?;
             }
             let Some(member) = st.member.as_mut() else {
                 return Err(HostError::Closed);
             };
             member.closed = true;
-            member.queue.extend(cancels);
             let instance = member.instance.clone();
-            let entry = entry_of(&Input::ExpireOwner {
+            let epoch = member.epoch.take();
+            let expiry = Input::ExpireOwner {
                 now: 0,
                 owner: instance.clone(),
-            })?;
+            };
             let (tx, rx) = oneshot::channel();
-            member.queue.push_back(Queued {
-                entry,
-                epoch: None,
-                mine: Mine::Plain,
-                on_append: Some(tx),
-            });
-            (instance, member.epoch.take(), rx)
+            inner.enqueue(&mut st, &expiry, None, Mine::Plain, Some(tx))?;
+            (instance, epoch, rx)
         };
-        self.remote.notify(false);
         if let Some(epoch) = epoch {
             let _ = self.remote.store.step_down(&instance, epoch).await;
         }
