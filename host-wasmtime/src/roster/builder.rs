@@ -67,11 +67,11 @@ pub struct RosterBuilder {
     state_file: Option<PathBuf>,
     state_retry: StateRetry,
     module: Option<PathBuf>,
-    pub(crate) loaded: Option<PolicyModule>,
+    loaded: Option<PolicyModule>,
     engine: Option<HostEngine>,
     pub(crate) provisioner: Arc<dyn Provisioner>,
     pub(crate) probe_timeout: Duration,
-    probe_tls: Option<ProbeTls>,
+    pub(crate) probe_tls: Option<ProbeTls>,
     clock: Option<Clock>,
     checkpoint_every: Option<usize>,
     preflight: Option<bool>,
@@ -207,24 +207,31 @@ impl RosterBuilder {
         self
     }
 
-    /// Loads the module, builds the policy, restores the state file, starts the tasks.
-    pub(crate) async fn build_inner(self) -> Result<Arc<Inner>> {
-        telemetry::describe();
-        let source = self.document.is_none().then(|| self.source.clone());
-        let (document, warnings) = match (self.document, &source) {
-            (Some(document), _) => (document?, Vec::new()),
-            (None, Some(source)) => source.load_with_warnings()?,
-            (None, None) => return Err(HostError::Closed),
-        };
+    /// The engine and the module: as given, else the shared engine and the bundled
+    /// module (or `module_path`'s).
+    pub(crate) async fn engine_and_module(&mut self) -> Result<(HostEngine, PolicyModule)> {
         let engine = match (&self.engine, &self.loaded) {
             (Some(engine), _) => engine.clone(),
             (None, Some(module)) => module.engine().clone(),
             (None, None) => HostEngine::shared()?,
         };
-        let module = match self.loaded {
+        let module = match self.loaded.take() {
             Some(module) => module,
             None => load_module(&engine, self.module.as_deref()).await?,
         };
+        Ok((engine, module))
+    }
+
+    /// Loads the module, builds the policy, restores the state file, starts the tasks.
+    pub(crate) async fn build_inner(mut self) -> Result<Arc<Inner>> {
+        telemetry::describe();
+        let source = self.document.is_none().then(|| self.source.clone());
+        let (document, warnings) = match (self.document.take(), &source) {
+            (Some(document), _) => (document?, Vec::new()),
+            (None, Some(source)) => source.load_with_warnings()?,
+            (None, None) => return Err(HostError::Closed),
+        };
+        let (engine, module) = self.engine_and_module().await?;
         // The seed preflights whenever it can: at start and on reloads.
         let mut core_options = self.options.clone();
         core_options.preflight = self

@@ -9,27 +9,31 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rota_core::{Exclusion, ExclusionKind, ExplainRequest, Explanation, Failure, Input, Snapshot};
+use rota_core::{Exclusion, ExclusionKind, Failure, Input};
 use serde_json::Value;
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::oneshot;
 
 use super::driver::Remote;
 use super::log::{LogError, LogStore};
 use super::pg::PgLogStore;
 use crate::classify::{http_facts, io_facts};
 use crate::error::{HostError, Result};
-use crate::event::Event;
 use crate::roster::events::exclusion_from;
-use crate::roster::requests::{Ask, LeaseOptions};
+use crate::roster::requests::LeaseOptions;
 use crate::roster::state::{lock, Member, Mine};
-use crate::runtime::PolicyRuntime;
+use crate::roster::Roster;
 
 /// Ends the instance's tasks when the last handle goes (as a crash would: call
 /// [`SharedRoster::close`] to leave cleanly).
 pub(super) struct Owner;
 
-/// One instance of a roster shared through a log. Cheap to clone.
+/// One instance of a roster shared through a log. Cheap to clone. It is the
+/// [`Roster`] over a remote log: every query (`snapshot`, `available`, `explain`,
+/// `document`, `subscribe`, `now_ms` on the log's clock ...) is the roster's, by
+/// `Deref`; the calls that change it are async here (they wait for the log), and the
+/// membership's getters are its own.
 pub struct SharedRoster<S: LogStore + 'static = PgLogStore> {
+    pub(super) roster: Roster,
     pub(super) remote: Arc<Remote<S>>,
     pub(super) _owner: Arc<Owner>,
 }
@@ -37,9 +41,17 @@ pub struct SharedRoster<S: LogStore + 'static = PgLogStore> {
 impl<S: LogStore + 'static> Clone for SharedRoster<S> {
     fn clone(&self) -> Self {
         SharedRoster {
+            roster: self.roster.clone(),
             remote: Arc::clone(&self.remote),
             _owner: Arc::clone(&self._owner),
         }
+    }
+}
+
+impl<S: LogStore + 'static> std::ops::Deref for SharedRoster<S> {
+    type Target = Roster;
+    fn deref(&self) -> &Roster {
+        &self.roster
     }
 }
 
@@ -88,7 +100,7 @@ impl<S: LogStore + 'static> Lease<S> {
 
 impl<S: LogStore + 'static> SharedRoster<S> {
     fn member<T>(&self, f: impl FnOnce(&Member) -> T) -> Option<T> {
-        lock(&self.remote.inner.state).member.as_ref().map(f)
+        lock(&self.inner.state).member.as_ref().map(f)
     }
 
     /// This incarnation's id (`<name>:<8 hex>`): the owner of its requests.
@@ -124,12 +136,12 @@ impl<S: LogStore + 'static> SharedRoster<S> {
 
     /// The replica's state hash (16 hex digits): equal on every replica at one seq.
     pub fn state_hash(&self) -> Result<String> {
-        lock(&self.remote.inner.state).policy.state_hash()
+        lock(&self.inner.state).policy.state_hash()
     }
 
     /// `(foldedSeq, stateHash)` read together.
     pub fn folded_hash(&self) -> Result<(u64, String)> {
-        let mut st = lock(&self.remote.inner.state);
+        let mut st = lock(&self.inner.state);
         let seq = st.member.as_ref().map_or(0, |m| m.folded_seq);
         Ok((seq, st.policy.state_hash()?))
     }
@@ -140,16 +152,6 @@ impl<S: LogStore + 'static> SharedRoster<S> {
         self.member(|m| m.hashes.clone())
             .flatten()
             .unwrap_or_default()
-    }
-
-    /// The log's clock as this instance estimates it (epoch ms).
-    pub fn now_ms(&self) -> u64 {
-        self.remote.inner.now_ms()
-    }
-
-    /// Every event from now on (the core's, with the `seq` that caused it, and the host's).
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.remote.inner.events.subscribe()
     }
 
     /// The log store.
@@ -184,24 +186,26 @@ impl<S: LogStore + 'static> SharedRoster<S> {
         Ok(())
     }
 
-    fn shared_lease(lease: Option<crate::roster::Lease>) -> Option<Lease<S>> {
-        lease.map(|lease| Lease {
+    fn shared_lease(lease: crate::roster::Lease) -> Lease<S> {
+        Lease {
             lease,
             log: PhantomData,
-        })
+        }
     }
 
     /// Waits for a slot across every instance; `Exhausted`, `TimedOut` (the log's
     /// time), `FENCED`. Dropping the future cancels the request.
     pub async fn lease(&self, role: &str, options: LeaseOptions) -> Result<Lease<S>> {
-        let lease = self.remote.inner.ask(Ask::Lease, role, options).await?;
-        Self::shared_lease(lease).ok_or(HostError::Closed)
+        self.roster
+            .lease(role, options)
+            .await
+            .map(Self::shared_lease)
     }
 
     /// A slot now (as the log orders it), or `None`.
     pub async fn try_lease(&self, role: &str, options: LeaseOptions) -> Result<Option<Lease<S>>> {
-        let lease = self.remote.inner.ask(Ask::TryLease, role, options).await?;
-        Ok(Self::shared_lease(lease))
+        let lease = self.roster.try_lease(role, options).await?;
+        Ok(lease.map(Self::shared_lease))
     }
 
     /// Records work already running on `executor`: it takes a slot even beyond capacity.
@@ -211,23 +215,14 @@ impl<S: LogStore + 'static> SharedRoster<S> {
         role: Option<&str>,
         hold: Option<Value>,
     ) -> Result<Lease<S>> {
-        let ask = Ask::Occupy {
-            executor: executor.to_string(),
-            role: role.map(str::to_string),
-            hold,
-        };
-        let lease = self
-            .remote
-            .inner
-            .ask(ask, role.unwrap_or_default(), LeaseOptions::default());
-        Self::shared_lease(lease.await?).ok_or(HostError::Closed)
+        let lease = self.roster.occupy(executor, role, hold).await;
+        lease.map(Self::shared_lease)
     }
 
     /// Reports a failed call on `executor`: the exclusion it put in force (as the
     /// embedded roster's `report`), once its entry is folded.
     pub async fn report(&self, executor: &str, failure: Failure) -> Result<Option<Exclusion>> {
         let outputs = self
-            .remote
             .inner
             .call(Input::Report {
                 now: 0,
@@ -274,59 +269,24 @@ impl<S: LogStore + 'static> SharedRoster<S> {
             reason: reason.to_string(),
             until: until_ms,
         };
-        self.remote.inner.call(input).await.map(drop)
+        self.inner.call(input).await.map(drop)
     }
 
     /// Ends an executor's exclusion, for every instance.
     pub async fn resume(&self, executor: &str) -> Result<()> {
         let executor = executor.to_string();
         let input = Input::Resume { now: 0, executor };
-        self.remote.inner.call(input).await.map(drop)
+        self.inner.call(input).await.map(drop)
     }
 
     /// Replaces the document for every instance (a bad one changes nothing).
     pub async fn reload(&self, document: Value) -> Result<()> {
         let input = Input::Reload { now: 0, document };
-        self.remote.inner.call(input).await.map(drop)
-    }
-
-    fn query<T>(&self, f: impl FnOnce(&mut PolicyRuntime) -> Result<T>) -> Result<T> {
-        self.remote.inner.query(f)
-    }
-
-    /// Every executor, lease and waiting request, as folded.
-    pub fn snapshot(&self) -> Result<Snapshot> {
-        self.query(|p| p.snapshot())
-    }
-
-    /// Free slots for `role`, as folded.
-    pub fn available(&self, role: &str) -> Result<u32> {
-        self.query(|p| p.available(role))
-    }
-
-    /// Configured slots for `role`.
-    pub fn slots(&self, role: &str) -> Result<u32> {
-        self.query(|p| p.slots(role))
-    }
-
-    /// Why each executor can or cannot take a request, as folded.
-    pub fn explain(&self, request: impl Into<ExplainRequest>) -> Result<Explanation> {
-        let request = request.into();
-        self.query(|p| p.explain(&request))
-    }
-
-    /// The running document (the log's).
-    pub fn document(&self) -> Result<Value> {
-        self.query(|p| p.document())
-    }
-
-    /// The kind the core gives `failure`, without reporting it.
-    pub fn classify(&self, failure: &Failure) -> Result<Value> {
-        self.query(|p| p.classify(failure))
+        self.inner.call(input).await.map(drop)
     }
 
     fn abort_tasks(&self) {
-        if let Some(link) = &self.remote.inner.link {
+        if let Some(link) = &self.inner.link {
             for task in lock(&link.tasks).drain(..) {
                 task.abort();
             }
@@ -337,7 +297,7 @@ impl<S: LogStore + 'static> SharedRoster<S> {
     /// `expireOwner` of itself (no epoch), forgets its heartbeat row, ends its tasks.
     pub async fn close(self) -> Result<()> {
         let (instance, epoch, appended) = {
-            let inner = &self.remote.inner;
+            let inner = &self.inner;
             let mut st = lock(&inner.state);
             let ids: Vec<String> = st.waiters.keys().cloned().collect();
             for id in ids {
@@ -387,7 +347,7 @@ impl<S: LogStore + 'static> SharedRoster<S> {
     /// Tests: dies as a crash would (no cancel, no expiry, no step-down): the other
     /// instances expire it after the TTL.
     pub fn crash(&self) {
-        if let Some(member) = lock(&self.remote.inner.state).member.as_mut() {
+        if let Some(member) = lock(&self.inner.state).member.as_mut() {
             member.closed = true;
         }
         self.abort_tasks();
