@@ -11,7 +11,7 @@ use rota_core::log::{fold_text, genesis_entry, read_genesis, EntryFacts};
 use rota_core::Level;
 use serde_json::Value;
 
-use super::log::{LogEntry, LogError, LogStore, Subscription};
+use super::log::{LogEntry, LogError, LogStore, Snapshot, Subscription};
 use crate::clock::Clock;
 use crate::engine::PolicyModule;
 use crate::error::{HostError, Result};
@@ -90,15 +90,6 @@ impl<S: LogStore + 'static> Remote<S> {
             let mut clock = lock(&link.db_clock);
             if reset || now > clock.now_ms() {
                 *clock = Clock::starting_at(now);
-            }
-        }
-    }
-
-    pub(super) fn notify(&self, read: bool) {
-        if let Some(link) = &self.inner.link {
-            match read {
-                true => link.read_now.notify_one(),
-                false => link.queued.notify_one(),
             }
         }
     }
@@ -309,8 +300,8 @@ impl<S: LogStore + 'static> Remote<S> {
                     Mine::Call(tx) => {
                         let _ = tx.send(Err(error));
                     }
-                    Mine::Request(id) => {
-                        if let Some(member) = st.member.as_mut() {
+                    other => {
+                        if let (Mine::Request(id), Some(member)) = (other, st.member.as_mut()) {
                             member.orphans.remove(&id);
                         }
                         self.inner.publish(
@@ -319,11 +310,6 @@ impl<S: LogStore + 'static> Remote<S> {
                                 .with("instance", e.instance.clone()),
                         )
                     }
-                    Mine::Plain => self.inner.publish(
-                        Event::host(Level::Debug, "inputRejected", error.to_string())
-                            .with("seq", e.seq)
-                            .with("instance", e.instance.clone()),
-                    ),
                 }
             }
         }
@@ -340,9 +326,7 @@ impl<S: LogStore + 'static> Remote<S> {
         let snapshot = self.store.latest_snapshot().await?.ok_or_else(|| {
             HostError::Log(LogError::NoSnapshot("no snapshot to restart from".into()))
         })?;
-        let state: Value = serde_json::from_str(&snapshot.state)
-            .map_err(|e| HostError::Abi(format!("a snapshot that is not JSON: {e}")))?;
-        let policy = PolicyRuntime::from_state(self.module.clone(), &state)?;
+        let policy = replica_of(&self.module, &snapshot)?;
         let mut st = lock(&self.inner.state);
         st.policy = policy;
         st.invalidate_specs();
@@ -439,6 +423,13 @@ pub(super) async fn drive<S: LogStore + 'static>(
     }
 }
 
+/// The replica a snapshot holds.
+fn replica_of(module: &PolicyModule, snapshot: &Snapshot) -> Result<PolicyRuntime> {
+    let state: Value = serde_json::from_str(&snapshot.state)
+        .map_err(|e| HostError::Abi(format!("a snapshot that is not JSON: {e}")))?;
+    PolicyRuntime::from_state(module.clone(), &state)
+}
+
 /// The state to start from: the latest snapshot, or the genesis (written by this
 /// instance when the log is empty). Returns it, its seq and the log's document.
 pub(super) async fn start_replica<S: LogStore>(
@@ -450,9 +441,7 @@ pub(super) async fn start_replica<S: LogStore>(
 ) -> Result<(PolicyRuntime, Member, Option<Value>)> {
     for _ in 0..3 {
         if let Some(snapshot) = store.latest_snapshot().await? {
-            let state: Value = serde_json::from_str(&snapshot.state)
-                .map_err(|e| HostError::Abi(format!("a snapshot that is not JSON: {e}")))?;
-            let mut policy = PolicyRuntime::from_state(module.clone(), &state)?;
+            let mut policy = replica_of(module, &snapshot)?;
             let folded = policy.document().ok();
             return Ok((policy, Member::new(instance.into(), snapshot.seq), folded));
         }

@@ -12,13 +12,8 @@ use tokio::time::Instant;
 use super::driver::{incarnation, Remote};
 use super::log::{LogError, LogStore};
 use crate::event::Event;
-use crate::roster::state::{lock, FenceKind, Member, Mine, State};
+use crate::roster::state::{lock, FenceKind, Mine};
 use rota_core::log::entry_of;
-
-/// This instance's membership (always there on a remote log).
-fn member(st: &mut State) -> Option<&mut Member> {
-    st.member.as_mut()
-}
 
 /// A heartbeat every `ttl / 4`; fenced once `ttl` passed since the last good one was
 /// sent (even while one hangs), or when one succeeds only after such a gap (the
@@ -29,8 +24,10 @@ pub(super) async fn heartbeats<S: LogStore + 'static>(remote: Arc<Remote<S>>) {
     let every = (ttl / 4).max(Duration::from_millis(1));
     loop {
         tokio::time::sleep(every).await;
-        let Some((instance, due)) =
-            member(&mut lock(&remote.inner.state)).map(|m| (m.instance.clone(), m.beat_sent + ttl))
+        let Some((instance, due)) = lock(&remote.inner.state)
+            .member
+            .as_mut()
+            .map(|m| (m.instance.clone(), m.beat_sent + ttl))
         else {
             return;
         };
@@ -68,13 +65,13 @@ fn lapse<S: LogStore + 'static>(remote: &Arc<Remote<S>>, error: &str) {
 /// from `sent`.
 fn beat_succeeded<S: LogStore + 'static>(remote: &Arc<Remote<S>>, instance: &str, sent: Instant) {
     let mut st = lock(&remote.inner.state);
-    if member(&mut st).is_none_or(|m| m.instance != instance) {
+    if st.member.as_mut().is_none_or(|m| m.instance != instance) {
         return; // the old incarnation's, answered after it rejoined under a new id
     }
     remote
         .inner
         .fence_if_lapsed(&mut st, "a heartbeat succeeded after the gap");
-    if let Some(m) = member(&mut st) {
+    if let Some(m) = st.member.as_mut() {
         m.beat_sent = m.beat_sent.max(sent);
     }
 }
@@ -83,7 +80,11 @@ fn beat_succeeded<S: LogStore + 'static>(remote: &Arc<Remote<S>>, instance: &str
 /// with a new incarnation id if the log expired it; requests of its own that no call
 /// awaits are cancelled.
 async fn rejoin<S: LogStore + 'static>(remote: &Arc<Remote<S>>) {
-    let kind = match member(&mut lock(&remote.inner.state)).and_then(|m| m.fence.as_ref()) {
+    let kind = match lock(&remote.inner.state)
+        .member
+        .as_mut()
+        .and_then(|m| m.fence.as_ref())
+    {
         Some(fence) => fence.kind,
         None => return,
     };
@@ -98,7 +99,7 @@ async fn rejoin<S: LogStore + 'static>(remote: &Arc<Remote<S>>) {
     remote.catch_up(Some(head.last_seq)).await;
     let new_id = {
         let mut st = lock(&remote.inner.state);
-        let Some(m) = member(&mut st) else { return };
+        let Some(m) = st.member.as_mut() else { return };
         if m.folded_seq < head.last_seq
             || m.beat_sent.elapsed() >= remote.config.ttl
             || m.fence
@@ -151,11 +152,14 @@ async fn rejoin<S: LogStore + 'static>(remote: &Arc<Remote<S>>) {
 
 /// The epoch this instance leads at.
 fn leading<S: LogStore + 'static>(remote: &Remote<S>) -> Option<u64> {
-    member(&mut lock(&remote.inner.state)).and_then(|m| m.epoch)
+    lock(&remote.inner.state)
+        .member
+        .as_mut()
+        .and_then(|m| m.epoch)
 }
 
 fn set_epoch<S: LogStore + 'static>(remote: &Remote<S>, epoch: Option<u64>) {
-    if let Some(m) = member(&mut lock(&remote.inner.state)) {
+    if let Some(m) = lock(&remote.inner.state).member.as_mut() {
         m.epoch = epoch;
     }
 }
@@ -192,7 +196,7 @@ pub(super) async fn leader<S: LogStore + 'static>(remote: Arc<Remote<S>>) {
             let mut st = lock(&remote.inner.state);
             let wake_at = st.wake_at;
             let mut until = next_lease;
-            if let Some(m) = member(&mut st).filter(|m| m.epoch.is_some()) {
+            if let Some(m) = st.member.as_mut().filter(|m| m.epoch.is_some()) {
                 until = until.min(next_sweep);
                 if let (Some(at), None) = (wake_at, m.tick_sent) {
                     let ahead = at.saturating_sub(remote.inner.now_ms());
@@ -214,7 +218,9 @@ async fn lease_round<S: LogStore + 'static>(
     lease_ms: u64,
     renewed_at: &mut Instant,
 ) {
-    let Some((instance, epoch)) = member(&mut lock(&remote.inner.state))
+    let Some((instance, epoch)) = lock(&remote.inner.state)
+        .member
+        .as_mut()
         .filter(|m| m.fence.is_none() && !m.closed)
         .map(|m| (m.instance.clone(), m.epoch))
     else {
@@ -236,7 +242,7 @@ async fn lease_round<S: LogStore + 'static>(
         return;
     }
     *renewed_at = asked;
-    let became = match member(&mut lock(&remote.inner.state)) {
+    let became = match lock(&remote.inner.state).member.as_mut() {
         Some(m) => {
             let became = m.epoch != Some(lease.epoch);
             m.epoch = Some(lease.epoch);
@@ -269,7 +275,7 @@ async fn sweep<S: LogStore + 'static>(remote: &Arc<Remote<S>>, epoch: u64, ttl_m
         return;
     };
     for seen in expired {
-        let me = match member(&mut lock(&remote.inner.state)) {
+        let me = match lock(&remote.inner.state).member.as_mut() {
             // No leader duty once fenced or deposed.
             Some(m) if m.epoch == Some(epoch) && m.fence.is_none() => m.instance.clone(),
             _ => return,
@@ -289,7 +295,9 @@ async fn sweep<S: LogStore + 'static>(remote: &Arc<Remote<S>>, epoch: u64, ttl_m
             .await;
         match expired {
             Ok(Some(seq)) => {
-                remote.notify(true);
+                if let Some(link) = &remote.inner.link {
+                    link.read_now.notify_one();
+                }
                 remote.inner.publish(
                     Event::host(
                         Level::Info,
@@ -322,7 +330,7 @@ async fn tick<S: LogStore + 'static>(remote: &Arc<Remote<S>>, epoch: u64) {
         let mut st = lock(&remote.inner.state);
         let wake_at = st.wake_at;
         let now = remote.inner.now_ms();
-        match (wake_at, member(&mut st)) {
+        match (wake_at, st.member.as_mut()) {
             (Some(at), Some(m)) if m.tick_sent.is_none() && now >= at => {
                 m.tick_sent = Some(at);
                 Some(at)
@@ -350,7 +358,7 @@ async fn tick<S: LogStore + 'static>(remote: &Arc<Remote<S>>, epoch: u64) {
         }
     }
     let early = !matches!(stamped, Ok(Ok(now)) if now >= at);
-    if let Some(m) = member(&mut lock(&remote.inner.state)) {
+    if let Some(m) = lock(&remote.inner.state).member.as_mut() {
         if early && m.tick_sent == Some(at) {
             m.tick_sent = None;
         }

@@ -168,18 +168,12 @@ impl<S: LogStore + 'static> SharedRoster<S> {
     /// log and folded. `Closed` when the instance ends first; `Fenced` when fenced.
     pub async fn flush(&self) -> Result<()> {
         loop {
-            let done = self.member(|m| {
-                if m.closed {
-                    return Err(HostError::Closed);
-                }
-                if let Some(fence) = &m.fence {
-                    return Err(fence.error());
-                }
-                Ok(m.queue.is_empty() && !m.appending)
-            });
-            if done.unwrap_or(Err(HostError::Closed))? {
+            let st = lock(&self.inner.state);
+            st.usable()?;
+            if (st.member.as_ref()).is_none_or(|m| m.queue.is_empty() && !m.appending) {
                 break;
             }
+            drop(st);
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         self.sync().await;
