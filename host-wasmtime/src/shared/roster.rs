@@ -168,12 +168,14 @@ impl<S: LogStore + 'static> SharedRoster<S> {
     /// log and folded. `Closed` when the instance ends first; `Fenced` when fenced.
     pub async fn flush(&self) -> Result<()> {
         loop {
-            let st = lock(&self.inner.state);
-            st.usable()?;
-            if (st.member.as_ref()).is_none_or(|m| m.queue.is_empty() && !m.appending) {
+            let done = {
+                let st = lock(&self.inner.state);
+                st.usable()?;
+                (st.member.as_ref()).is_none_or(|m| m.queue.is_empty() && !m.appending)
+            };
+            if done {
                 break;
             }
-            drop(st);
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         self.sync().await;
