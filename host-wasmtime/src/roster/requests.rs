@@ -103,15 +103,6 @@ pub(crate) enum Ask {
     },
 }
 
-/// A request appended for a caller, waiting for its outcome.
-struct Asked {
-    id: String,
-    role: String,
-    label: Option<String>,
-    now: u64,
-    rx: oneshot::Receiver<Result<Outcome>>,
-}
-
 /// Ends a request whose future is dropped before it resolves: a grant that already
 /// arrived is released, a waiting request is cancelled.
 struct CancelGuard {
@@ -162,13 +153,13 @@ impl Inner {
             executor = tracing::field::Empty,
             lease = tracing::field::Empty,
         );
-        let asked = span.in_scope(|| self.append_request(ask, role, options))?;
-        span.record("request", asked.id.as_str());
-        let (id, role, label, now) = (asked.id.clone(), asked.role, asked.label, asked.now);
+        let label = options.label.clone();
+        let (id, now, rx) = span.in_scope(|| self.append_request(ask, role, options))?;
+        span.record("request", id.as_str());
         let mut guard = CancelGuard {
             inner: self.clone(),
             request: id.clone(),
-            rx: Some(asked.rx),
+            rx: Some(rx),
         };
         let outcome = match guard.rx.as_mut() {
             Some(rx) => rx.instrument(span.clone()).await,
@@ -206,7 +197,7 @@ impl Inner {
             Outcome::Exhausted { role, reasons } => Err(HostError::Exhausted { role, reasons }),
             Outcome::TimedOut { reasons } => Err(HostError::TimedOut {
                 request: id,
-                role,
+                role: role.to_string(),
                 label,
                 reasons,
             }),
@@ -218,13 +209,14 @@ impl Inner {
     }
 
     /// The request's input, its waiter registered, appended: folded now on the memory
-    /// log (a rejection is the call's error), queued for a remote log.
+    /// log (a rejection is the call's error), queued for a remote log. Its id, its
+    /// `now` and where its outcome comes.
     fn append_request(
         self: &Arc<Inner>,
         ask: Ask,
         role: &str,
         options: LeaseOptions,
-    ) -> Result<Asked> {
+    ) -> Result<(String, u64, oneshot::Receiver<Result<Outcome>>)> {
         let mut st = lock(&self.state);
         st.usable()?;
         st.next_request += 1;
@@ -244,7 +236,6 @@ impl Inner {
                 (id, Some(member.instance.clone()), None, timeout)
             }
         };
-        let label = options.label.clone();
         let input = match ask {
             Ask::Occupy {
                 executor,
@@ -293,13 +284,7 @@ impl Inner {
             st.take_waiter(&id);
             return Err(error);
         }
-        Ok(Asked {
-            id,
-            role: role.to_string(),
-            label,
-            now,
-            rx,
-        })
+        Ok((id, now, rx))
     }
 }
 
