@@ -278,8 +278,7 @@ impl RosterBuilder {
         if let (Some(file), Some(rx)) = (state_file, writer_rx) {
             writer::start(&inner, file, rx, self.state_retry).await?;
         }
-        let wake = inner.wake.clone();
-        inner.spawn(timer(Arc::downgrade(&inner), wake, clock));
+        inner.spawn(timer(Arc::downgrade(&inner), inner.wake.clone()));
         if preflight {
             // The core asked for every executor's preflight when it was built: a tick
             // carries those outputs out, and the roster serves once they all pass.

@@ -332,7 +332,7 @@ pub(crate) struct Inner {
     pub state: Mutex<State>,
     /// The host's clock (the memory log's `now`).
     pub clock: Clock,
-    /// The wake-up changed (the timer, or the remote log's leader, looks again).
+    /// The wake-up or the leader changed (the timer looks again).
     pub wake: Arc<Notify>,
     pub events: broadcast::Sender<Event>,
     /// The most recent host events (for callers that subscribe late).

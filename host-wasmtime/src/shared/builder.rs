@@ -19,6 +19,7 @@ use crate::error::{HostError, Result};
 use crate::event::Event;
 use crate::roster::builder::Parts;
 use crate::roster::state::{Link, State};
+use crate::roster::timers::timer;
 use crate::roster::{IntoDocument, Provisioner, Roster, RosterBuilder};
 
 impl SharedRoster<PgLogStore> {
@@ -216,6 +217,7 @@ impl SharedRosterBuilder {
         remote.catch_up(None).await;
         inner.spawn(drive(Arc::clone(&remote), subscription));
         inner.spawn(super::leader::leader(Arc::clone(&remote)));
+        inner.spawn(timer(Arc::downgrade(&inner), inner.wake.clone()));
         Ok(SharedRoster {
             roster: Roster { inner },
             remote,

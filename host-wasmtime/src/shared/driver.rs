@@ -83,12 +83,11 @@ fn copy_log_error(error: &LogError) -> LogError {
 }
 
 impl<S: LogStore + 'static> Remote<S> {
-    /// The store answered `now`: the estimate of its clock moves to it (never back);
-    /// `reset`: to it in any case (a tick was stamped before `wakeAt`).
-    pub(super) fn saw_db_now(&self, now: u64, reset: bool) {
+    /// The store answered `now`: the estimate of its clock moves to it (never back).
+    pub(super) fn saw_db_now(&self, now: u64) {
         if let Some(link) = &self.inner.link {
             let mut clock = lock(&link.db_clock);
-            if reset || now > clock.now_ms() {
+            if now > clock.now_ms() {
                 *clock = Clock::starting_at(now);
             }
         }
@@ -127,7 +126,7 @@ impl<S: LogStore + 'static> Remote<S> {
                         member.sent.insert(seq, queued.mine);
                     }
                 }
-                self.saw_db_now(appended.now, false);
+                self.saw_db_now(appended.now);
                 self.catch_up(Some(appended.last_seq)).await;
             }
             Err(error) => {

@@ -1,6 +1,6 @@
 //! Membership of a remote log beside the driver: heartbeats (and fencing,
-//! rejoining), and the leader lease with its duties: ticks at `wakeAt`, sweeps of
-//! expired instances, redoing the probes in flight (sql/PROTOCOL.md, "Leader" and
+//! rejoining), and the leader lease with its duties: sweeps of expired instances,
+//! redoing the probes in flight (its ticks at `wakeAt` are the roster's `timers`) (sql/PROTOCOL.md, "Leader" and
 //! "Heartbeats").
 
 use std::sync::Arc;
@@ -44,7 +44,7 @@ pub(super) async fn heartbeats<S: LogStore + 'static>(remote: Arc<Remote<S>>) {
         };
         match answer {
             Ok(Ok(now)) => {
-                remote.saw_db_now(now, false);
+                remote.saw_db_now(now);
                 beat_succeeded(&remote, &instance, sent);
                 rejoin(&remote).await;
             }
@@ -142,7 +142,7 @@ async fn rejoin<S: LogStore + 'static>(remote: &Arc<Remote<S>>) {
     if let Some((id, old)) = new_id {
         let sent = Instant::now();
         if let Ok(now) = remote.store.heartbeat(&id).await {
-            remote.saw_db_now(now, false);
+            remote.saw_db_now(now);
             beat_succeeded(remote, &id, sent);
         }
         // Its expiry is in the log already: the row would only be expired again.
@@ -189,26 +189,13 @@ pub(super) async fn leader<S: LogStore + 'static>(remote: Arc<Remote<S>>) {
                 next_sweep = Instant::now() + remote.config.sweep;
                 sweep(&remote, epoch, ttl_ms).await;
             }
-            tick(&remote, epoch).await;
         }
-        // Sleep until the next renewal, sweep or wakeAt (or a change of wakeAt).
-        let until = {
-            let mut st = lock(&remote.inner.state);
-            let wake_at = st.wake_at;
-            let mut until = next_lease;
-            if let Some(m) = st.member.as_mut().filter(|m| m.epoch.is_some()) {
-                until = until.min(next_sweep);
-                if let (Some(at), None) = (wake_at, m.tick_sent) {
-                    let ahead = at.saturating_sub(remote.inner.now_ms());
-                    until = until.min(Instant::now() + Duration::from_millis(ahead));
-                }
-            }
-            until
+        // Sleep until the next renewal or sweep (the ticks are the timer's: `timers`).
+        let until = match leading(&remote) {
+            Some(_) => next_lease.min(next_sweep),
+            None => next_lease,
         };
-        tokio::select! {
-            () = tokio::time::sleep_until(until) => {}
-            () = remote.inner.wake.notified() => {}
-        }
+        tokio::time::sleep_until(until).await;
     }
 }
 
@@ -247,6 +234,7 @@ async fn lease_round<S: LogStore + 'static>(
             let became = m.epoch != Some(lease.epoch);
             m.epoch = Some(lease.epoch);
             m.tick_sent = None;
+            remote.inner.wake.notify_one();
             became
         }
         None => false,
@@ -319,48 +307,6 @@ async fn sweep<S: LogStore + 'static>(remote: &Arc<Remote<S>>, epoch: u64, ttl_m
                 return;
             }
             Err(_) => return,
-        }
-    }
-}
-
-/// A `tick` once the log's clock (as estimated) passes `wakeAt`; one stamped before
-/// it just arms again.
-async fn tick<S: LogStore + 'static>(remote: &Arc<Remote<S>>, epoch: u64) {
-    let due = {
-        let mut st = lock(&remote.inner.state);
-        let wake_at = st.wake_at;
-        let now = remote.inner.now_ms();
-        match (wake_at, st.member.as_mut()) {
-            (Some(at), Some(m)) if m.tick_sent.is_none() && now >= at => {
-                m.tick_sent = Some(at);
-                Some(at)
-            }
-            _ => None,
-        }
-    };
-    let Some(at) = due else { return };
-    let (tx, stamped) = tokio::sync::oneshot::channel();
-    let tick = Input::Tick { now: 0 };
-    let queued = remote.inner.enqueue(
-        &mut lock(&remote.inner.state),
-        &tick,
-        Some(epoch),
-        Mine::Plain,
-        Some(tx),
-    );
-    let stamped = match queued {
-        Ok(()) => stamped.await,
-        Err(_) => return,
-    };
-    if let Ok(Ok(now)) = stamped {
-        if now < at {
-            remote.saw_db_now(now, true);
-        }
-    }
-    let early = !matches!(stamped, Ok(Ok(now)) if now >= at);
-    if let Some(m) = lock(&remote.inner.state).member.as_mut() {
-        if early && m.tick_sent == Some(at) {
-            m.tick_sent = None;
         }
     }
 }
