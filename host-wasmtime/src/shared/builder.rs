@@ -17,7 +17,6 @@ use crate::clock::Clock;
 use crate::engine::PolicyModule;
 use crate::error::{HostError, Result};
 use crate::event::Event;
-use crate::roster::builder::Parts;
 use crate::roster::state::{Link, State};
 use crate::roster::timers::timer;
 use crate::roster::{IntoDocument, Provisioner, Roster, RosterBuilder};
@@ -188,16 +187,7 @@ impl SharedRosterBuilder {
             read_now: Notify::new(),
             tasks: Mutex::new(Vec::new()),
         };
-        let parts = Parts {
-            provisioner: base.provisioner,
-            probe_timeout: base.probe_timeout,
-            probe_tls: base.probe_tls,
-            source: None,
-            engine,
-            link: Some(link),
-            writer: None,
-        };
-        let inner = parts.inner(state, Clock::system());
+        let inner = base.inner(state, Clock::system(), engine, None, Some(link), None);
         let remote = Arc::new(Remote {
             store,
             inner: Arc::clone(&inner),
