@@ -113,17 +113,7 @@ impl Inner {
         if matches!(kind, "reload" | "preflightResult") {
             st.invalidate_specs();
         }
-        let result = st.policy.step_value(bytes).and_then(|result| {
-            if let Some(error) = result.get("error") {
-                return Err(HostError::from_policy_json(error));
-            }
-            let outputs = match result.get("outputs") {
-                Some(Value::Array(outputs)) => outputs.clone(),
-                _ => return Err(HostError::Abi("a step result without `outputs`".into())),
-            };
-            let wake_at = result.get("wakeAt").and_then(Value::as_u64);
-            Ok(Step { outputs, wake_at })
-        });
+        let result = (st.policy.step_value(bytes)).and_then(|result| Step::from_result(&result));
         for event in st.policy.take_events() {
             self.publish(match at.seq {
                 Some(seq) => event.with("seq", seq),

@@ -248,6 +248,17 @@ impl State {
         Some(waiter)
     }
 
+    /// Ends every awaited request with `error` (a fence, a close): their ids.
+    pub fn end_waiters(&mut self, error: impl Fn() -> HostError) -> Vec<String> {
+        let ids: Vec<String> = self.waiters.keys().cloned().collect();
+        for id in &ids {
+            if let Some(waiter) = self.take_waiter(id) {
+                let _ = waiter.tx.send(Err(error()));
+            }
+        }
+        ids
+    }
+
     /// Hands a request of this instance's its outcome (nobody waits: nothing to do).
     pub fn settle(&mut self, request: &str, outcome: Result<Outcome>) {
         if let Some(member) = self.member.as_mut() {

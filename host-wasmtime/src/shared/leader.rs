@@ -1,11 +1,12 @@
 //! Membership of a remote log beside the driver: heartbeats (and fencing,
 //! rejoining), and the leader lease with its duties: sweeps of expired instances,
-//! redoing the probes in flight (its ticks at `wakeAt` are the roster's `timers`) (sql/PROTOCOL.md, "Leader" and
-//! "Heartbeats").
+//! redoing the probes in flight (sql/PROTOCOL.md, "Leader" and "Heartbeats"). Its
+//! ticks at `wakeAt` are the roster's timer's.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use rota_core::log::entry_of;
 use rota_core::{Input, Level};
 use tokio::time::Instant;
 
@@ -13,7 +14,6 @@ use super::driver::{incarnation, Remote};
 use super::log::{LogError, LogStore};
 use crate::event::Event;
 use crate::roster::state::{lock, FenceKind, Mine};
-use rota_core::log::entry_of;
 
 /// A heartbeat every `ttl / 4`; fenced once `ttl` passed since the last good one was
 /// sent (even while one hangs), or when one succeeds only after such a gap (the

@@ -295,18 +295,9 @@ impl<S: LogStore + 'static> SharedRoster<S> {
         let (instance, epoch, appended) = {
             let inner = &self.inner;
             let mut st = lock(&inner.state);
-            let ids: Vec<String> = st.waiters.keys().cloned().collect();
-            for id in ids {
-                if let Some(waiter) = st.take_waiter(&id) {
-                    let _ = waiter.tx.send(Err(HostError::Closed));
-                }
-                inner.enqueue(
-                    &mut st,
-                    &Input::Cancel { now: 0, id },
-                    None,
-                    Mine::Plain,
-                    None,
-                )?;
+            for id in st.end_waiters(|| HostError::Closed) {
+                let cancel = Input::Cancel { now: 0, id };
+                inner.enqueue(&mut st, &cancel, None, Mine::Plain, None)?;
             }
             let Some(member) = st.member.as_mut() else {
                 return Err(HostError::Closed);
