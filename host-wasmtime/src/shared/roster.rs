@@ -5,7 +5,6 @@
 //! ([`super::leader`]). The calls that change the roster are async: they wait for the
 //! log.
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,7 +18,6 @@ use super::pg::PgLogStore;
 use crate::classify::{http_facts, io_facts};
 use crate::error::{HostError, Result};
 use crate::roster::events::exclusion_from;
-use crate::roster::requests::LeaseOptions;
 use crate::roster::state::{lock, Member, Mine};
 use crate::roster::Roster;
 
@@ -28,10 +26,11 @@ use crate::roster::Roster;
 pub(super) struct Owner;
 
 /// One instance of a roster shared through a log. Cheap to clone. It is the
-/// [`Roster`] over a remote log: every query (`snapshot`, `available`, `explain`,
-/// `document`, `subscribe`, `now_ms` on the log's clock ...) is the roster's, by
-/// `Deref`; the calls that change it are async here (they wait for the log), and the
-/// membership's getters are its own.
+/// [`Roster`] over a remote log, by `Deref`: `lease`, `try_lease` and `occupy` (across
+/// every instance: `Exhausted`, `TimedOut` on the log's time, `FENCED`) and every query
+/// (`snapshot`, `available`, `explain`, `document`, `subscribe`, `now_ms` on the log's
+/// clock ...) are the roster's; the calls that change it are async here (they wait for
+/// the log), and the membership's getters are its own.
 pub struct SharedRoster<S: LogStore + 'static = PgLogStore> {
     pub(super) roster: Roster,
     pub(super) remote: Arc<Remote<S>>,
@@ -71,31 +70,20 @@ impl<S: LogStore + 'static> std::fmt::Debug for SharedRoster<S> {
     }
 }
 
-/// A lease granted through the log: the roster's [`crate::Lease`] (its accessors by
-/// `Deref`); released when dropped (or by [`Lease::release`]).
-pub struct Lease<S: LogStore + 'static = PgLogStore> {
-    lease: crate::roster::Lease,
-    log: PhantomData<fn() -> S>,
+/// A lease granted through the log: the roster's [`crate::Lease`] itself (released
+/// when dropped, or by `release()`, which appends the `release`, batched). An alias,
+/// kept for the name users have; `S` names the log as in `SharedRoster<S>`.
+pub type Lease<S = PgLogStore> = <S as LeaseOf>::Lease;
+
+/// What a lease on a log store is: the roster's [`crate::Lease`], on every store
+/// (for the [`Lease`] alias).
+pub trait LeaseOf {
+    /// The roster's lease.
+    type Lease;
 }
 
-impl<S: LogStore + 'static> std::ops::Deref for Lease<S> {
-    type Target = crate::roster::Lease;
-    fn deref(&self) -> &crate::roster::Lease {
-        &self.lease
-    }
-}
-
-impl<S: LogStore + 'static> std::fmt::Debug for Lease<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.lease.fmt(f)
-    }
-}
-
-impl<S: LogStore + 'static> Lease<S> {
-    /// Gives the slot back: appends `release` (batched, fire and forget).
-    pub fn release(self) -> Result<()> {
-        self.lease.release()
-    }
+impl<S: LogStore> LeaseOf for S {
+    type Lease = crate::roster::Lease;
 }
 
 impl<S: LogStore + 'static> SharedRoster<S> {
@@ -180,39 +168,6 @@ impl<S: LogStore + 'static> SharedRoster<S> {
         }
         self.sync().await;
         Ok(())
-    }
-
-    fn shared_lease(lease: crate::roster::Lease) -> Lease<S> {
-        Lease {
-            lease,
-            log: PhantomData,
-        }
-    }
-
-    /// Waits for a slot across every instance; `Exhausted`, `TimedOut` (the log's
-    /// time), `FENCED`. Dropping the future cancels the request.
-    pub async fn lease(&self, role: &str, options: LeaseOptions) -> Result<Lease<S>> {
-        self.roster
-            .lease(role, options)
-            .await
-            .map(Self::shared_lease)
-    }
-
-    /// A slot now (as the log orders it), or `None`.
-    pub async fn try_lease(&self, role: &str, options: LeaseOptions) -> Result<Option<Lease<S>>> {
-        let lease = self.roster.try_lease(role, options).await?;
-        Ok(lease.map(Self::shared_lease))
-    }
-
-    /// Records work already running on `executor`: it takes a slot even beyond capacity.
-    pub async fn occupy(
-        &self,
-        executor: &str,
-        role: Option<&str>,
-        hold: Option<Value>,
-    ) -> Result<Lease<S>> {
-        let lease = self.roster.occupy(executor, role, hold).await;
-        lease.map(Self::shared_lease)
     }
 
     /// Reports a failed call on `executor`: the exclusion it put in force (as the
