@@ -314,5 +314,12 @@ impl HostError {
     }
 }
 
+impl From<rota_core::Error> for HostError {
+    /// A rule of the core run natively (a shared log's entry, its genesis) refused.
+    fn from(error: rota_core::Error) -> HostError {
+        HostError::from_policy_json(&error.to_json())
+    }
+}
+
 /// The host's `Result`.
 pub type Result<T, E = HostError> = std::result::Result<T, E>;

@@ -30,7 +30,7 @@
 //!   through the roster's fold; `pg` the PostgreSQL backend; `log` the log's contract);
 //! - [`roster`]: the API, then by concept: `builder`, `requests` (and leases), `fold`
 //!   (the one output dispatcher), `machines`, `probes`, `timers`, `writer` (the state
-//!   file), `fence`, `events`, `state` (what a roster holds), `entry`, `provisioner`,
+//!   file), `fence`, `events`, `state` (what a roster holds), `provisioner`,
 //!   `document`;
 //! - [`runtime`] (one policy in its sandbox, checkpoint and journal) and
 //!   [`state_file`] (the state file's lock, read, merge and atomic write);

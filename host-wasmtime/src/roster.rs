@@ -22,8 +22,8 @@
 //! (requests, their settlement, leases), `fold` (the fold and the output dispatcher),
 //! `machines` and `probes` (the work outputs ask for), `timers` (wake-ups), `writer`
 //! (the state file), `fence` (a remote log's fencing), `state` (what a roster holds),
-//! `events` (events and what they carry), `entry` (a remote log's entries),
-//! `provisioner` and `document` (what the caller gives).
+//! `events` (events and what they carry), `provisioner` and `document` (what the
+//! caller gives). A remote log's entries are the core's (`rota_core::log`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -42,7 +42,6 @@ use crate::event::Event;
 
 pub(crate) mod builder;
 mod document;
-pub(crate) mod entry;
 pub(crate) mod events;
 pub(crate) mod fence;
 pub(crate) mod fold;

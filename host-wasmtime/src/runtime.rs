@@ -28,7 +28,7 @@ pub struct Step {
 }
 
 impl Step {
-    fn from_result(result: &Value) -> Result<Step> {
+    pub(crate) fn from_result(result: &Value) -> Result<Step> {
         if let Some(error) = result.get("error") {
             return Err(HostError::from_policy_json(error));
         }

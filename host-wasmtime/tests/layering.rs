@@ -25,7 +25,7 @@ const LAYERS: &[&[&str]] = &[
     &["shared::pg"],
     // The roster: its API, then what it is made of, then requests and leases, then
     // the fold with its one output dispatcher and the work outputs ask for, then what
-    // it holds, then what the caller gives and the remote log's entries.
+    // it holds, then what the caller gives.
     &["roster"],
     &["roster::builder"],
     &["roster::requests"],
@@ -39,7 +39,7 @@ const LAYERS: &[&[&str]] = &[
         "roster::events",
     ],
     &["roster::state"],
-    &["roster::entry", "roster::provisioner", "roster::document"],
+    &["roster::provisioner", "roster::document"],
     // One policy in its sandbox with its last good state; the state file's IO.
     &["runtime", "state_file"],
     // The wasmtime engine and its module cache; then one instance, call by call.

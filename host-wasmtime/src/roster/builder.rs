@@ -1,6 +1,7 @@
 //! [`RosterBuilder`]: where the document comes from, the options, the state file,
 //! the module and engine, the provisioner, probes and clock; `build` makes the
-//! roster on the memory log. [`Parts`] is what every roster is made of, on either log.
+//! roster on the memory log; `inner` makes what every roster's calls and tasks share,
+//! on either log.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -26,38 +27,6 @@ use crate::source::RosterSource;
 use crate::state_file::StateFile;
 use crate::telemetry;
 
-/// What a roster is made of besides its state, on either log.
-pub(crate) struct Parts {
-    pub provisioner: Arc<dyn Provisioner>,
-    pub probe_timeout: Duration,
-    pub probe_tls: Option<ProbeTls>,
-    pub source: Option<RosterSource>,
-    pub engine: HostEngine,
-    pub link: Option<Link>,
-    pub writer: Option<mpsc::UnboundedSender<WriterMsg>>,
-}
-
-impl Parts {
-    pub(crate) fn inner(self, state: State, clock: Clock) -> Arc<Inner> {
-        let (events, _) = broadcast::channel(1024);
-        Arc::new(Inner {
-            state: Mutex::new(state),
-            clock,
-            wake: Arc::new(Notify::new()),
-            events,
-            host_events: Mutex::new(Default::default()),
-            writer: self.writer,
-            provisioner: self.provisioner,
-            probe_timeout: self.probe_timeout,
-            probe_tls: self.probe_tls,
-            source: self.source,
-            engine: self.engine,
-            runtime: tokio::runtime::Handle::current(),
-            link: self.link,
-        })
-    }
-}
-
 /// Builds a [`Roster`].
 #[must_use]
 pub struct RosterBuilder {
@@ -67,11 +36,11 @@ pub struct RosterBuilder {
     state_file: Option<PathBuf>,
     state_retry: StateRetry,
     module: Option<PathBuf>,
-    pub(crate) loaded: Option<PolicyModule>,
+    loaded: Option<PolicyModule>,
     engine: Option<HostEngine>,
     pub(crate) provisioner: Arc<dyn Provisioner>,
     pub(crate) probe_timeout: Duration,
-    probe_tls: Option<ProbeTls>,
+    pub(crate) probe_tls: Option<ProbeTls>,
     clock: Option<Clock>,
     checkpoint_every: Option<usize>,
     preflight: Option<bool>,
@@ -207,24 +176,61 @@ impl RosterBuilder {
         self
     }
 
-    /// Loads the module, builds the policy, restores the state file, starts the tasks.
-    pub(crate) async fn build_inner(self) -> Result<Arc<Inner>> {
-        telemetry::describe();
-        let source = self.document.is_none().then(|| self.source.clone());
-        let (document, warnings) = match (self.document, &source) {
-            (Some(document), _) => (document?, Vec::new()),
-            (None, Some(source)) => source.load_with_warnings()?,
-            (None, None) => return Err(HostError::Closed),
-        };
+    /// The engine and the module: as given, else the shared engine and the bundled
+    /// module (or `module_path`'s).
+    pub(crate) async fn engine_and_module(&mut self) -> Result<(HostEngine, PolicyModule)> {
         let engine = match (&self.engine, &self.loaded) {
             (Some(engine), _) => engine.clone(),
             (None, Some(module)) => module.engine().clone(),
             (None, None) => HostEngine::shared()?,
         };
-        let module = match self.loaded {
+        let module = match self.loaded.take() {
             Some(module) => module,
             None => load_module(&engine, self.module.as_deref()).await?,
         };
+        Ok((engine, module))
+    }
+
+    /// What a roster's calls and tasks share, over `state` on `clock`: this builder's
+    /// provisioner and probe settings, and what its log adds (`link` for a remote log;
+    /// the memory log's `source` and state-file `writer`).
+    pub(crate) fn inner(
+        &self,
+        state: State,
+        clock: Clock,
+        engine: HostEngine,
+        source: Option<RosterSource>,
+        link: Option<Link>,
+        writer: Option<mpsc::UnboundedSender<WriterMsg>>,
+    ) -> Arc<Inner> {
+        let (events, _) = broadcast::channel(1024);
+        Arc::new(Inner {
+            state: Mutex::new(state),
+            clock,
+            wake: Arc::new(Notify::new()),
+            events,
+            host_events: Mutex::new(Default::default()),
+            writer,
+            provisioner: self.provisioner.clone(),
+            probe_timeout: self.probe_timeout,
+            probe_tls: self.probe_tls.clone(),
+            source,
+            engine,
+            runtime: tokio::runtime::Handle::current(),
+            link,
+        })
+    }
+
+    /// Loads the module, builds the policy, restores the state file, starts the tasks.
+    pub(crate) async fn build_inner(mut self) -> Result<Arc<Inner>> {
+        telemetry::describe();
+        let source = self.document.is_none().then(|| self.source.clone());
+        let (document, warnings) = match (self.document.take(), &source) {
+            (Some(document), _) => (document?, Vec::new()),
+            (None, Some(source)) => source.load_with_warnings()?,
+            (None, None) => return Err(HostError::Closed),
+        };
+        let (engine, module) = self.engine_and_module().await?;
         // The seed preflights whenever it can: at start and on reloads.
         let mut core_options = self.options.clone();
         core_options.preflight = self
@@ -242,28 +248,16 @@ impl RosterBuilder {
             policy.set_checkpoint_every(every);
         }
         let clock = self.clock.unwrap_or_else(Clock::system);
-        let state_file = self.state_file.map(StateFile::new);
-        let (writer_tx, writer_rx) = match &state_file {
-            Some(_) => {
-                let (tx, rx) = mpsc::unbounded_channel();
-                (Some(tx), Some(rx))
-            }
-            None => (None, None),
-        };
+        let state_file = self.state_file.take().map(StateFile::new);
+        let (writer_tx, writer_rx) = state_file
+            .as_ref()
+            .map(|_| mpsc::unbounded_channel())
+            .unzip();
         let mut state = State::new(policy, None);
         if let Ok(parsed) = Document::from_json(&document, None) {
             state.set_specs(parsed);
         }
-        let parts = Parts {
-            provisioner: self.provisioner,
-            probe_timeout: self.probe_timeout,
-            probe_tls: self.probe_tls,
-            source,
-            engine,
-            link: None,
-            writer: writer_tx,
-        };
-        let inner = parts.inner(state, clock);
+        let inner = self.inner(state, clock, engine, source, None, writer_tx);
         for warning in warnings {
             inner.publish(narrow_warning(&warning));
         }
@@ -271,8 +265,7 @@ impl RosterBuilder {
         if let (Some(file), Some(rx)) = (state_file, writer_rx) {
             writer::start(&inner, file, rx, self.state_retry).await?;
         }
-        let wake = inner.wake.clone();
-        inner.spawn(timer(Arc::downgrade(&inner), wake, clock));
+        inner.spawn(timer(Arc::downgrade(&inner), inner.wake.clone()));
         if preflight {
             // The core asked for every executor's preflight when it was built: a tick
             // carries those outputs out, and the roster serves once they all pass.

@@ -45,12 +45,7 @@ impl Inner {
             reason,
             since_ms: self.now_ms(),
         };
-        let ids: Vec<String> = st.waiters.keys().cloned().collect();
-        for id in &ids {
-            if let Some(waiter) = st.take_waiter(id) {
-                let _ = waiter.tx.send(Err(fence.error()));
-            }
-        }
+        let ids = st.end_waiters(|| fence.error());
         let Some(member) = st.member.as_mut() else {
             return;
         };

@@ -6,25 +6,28 @@
 
 use std::sync::Arc;
 
+use rota_core::log::{actor, entry_of, EntryFacts};
 use rota_core::{Input, Level, Output};
 use serde_json::Value;
+use tokio::sync::oneshot;
 
-use super::state::{lock, Duty, Inner, Outcome, Queued, State, WriterMsg};
+use super::state::{lock, AppendAnswer, Inner, Mine, Outcome, Queued, State, WriterMsg};
 use crate::error::{HostError, Result};
 use crate::event::Event;
 use crate::output;
 use crate::runtime::{PolicyRuntime, Step};
 use crate::telemetry;
 
-/// Where an input comes from: the memory log's append, or a remote log's entry.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct At {
+/// Where an input comes from: the memory log's append (no seq, no facts: its one
+/// instance acts on every output), or a remote log's entry.
+#[derive(Debug, Default)]
+pub(crate) struct At<'a> {
     /// The remote log's seq (events carry it).
     pub seq: Option<u64>,
-    /// This instance appended it.
-    pub by_me: bool,
-    /// It is an `expireOwner` (its machines' deletions are the appender's).
-    pub expiry: bool,
+    /// The instance that appended it.
+    pub appender: &'a str,
+    /// What the entry is, for [`actor`].
+    pub facts: EntryFacts,
 }
 
 impl Inner {
@@ -47,14 +50,9 @@ impl Inner {
         let mut first: Option<Result<Step>> = None;
         while !pending.is_empty() {
             let input = pending.remove(0);
-            let at = At {
-                seq: None,
-                by_me: true,
-                expiry: false,
-            };
             let result = serde_json::to_vec(&input)
                 .map_err(|e| HostError::Abi(format!("cannot encode an input: {e}")))
-                .and_then(|bytes| self.fold(st, input.kind(), &bytes, at));
+                .and_then(|bytes| self.fold(st, input.kind(), &bytes, &At::default()));
             if let (Err(error), Some(_)) = (&result, &first) {
                 // A follow-up (an orphaned grant's release) failed: say so.
                 self.publish(
@@ -72,25 +70,36 @@ impl Inner {
     /// machine's result): folded now on the memory log (its error, said as `what`),
     /// queued for a remote log.
     pub(crate) fn append(self: &Arc<Inner>, st: &mut State, input: Input, what: Option<&str>) {
-        match st.member.as_mut() {
-            None => {
-                let result = self.feed_locked(st, input);
-                if let (Err(error), Some(what)) = (result, what) {
-                    self.publish(Event::host(Level::Warn, what, error.to_string()));
-                }
-            }
-            Some(member) => match super::entry::entry_of(&input) {
-                Ok(entry) => {
-                    member.queue.push_back(Queued::plain(entry));
-                    if let Some(link) = &self.link {
-                        link.queued.notify_one();
-                    }
-                }
-                Err(error) => {
-                    self.publish(Event::host(Level::Warn, "entryFailed", error.to_string()))
-                }
-            },
+        let result = match st.member {
+            None => self.feed_locked(st, input).map(drop),
+            Some(_) => self.enqueue(st, &input, None, Mine::Plain, None),
+        };
+        if let (Err(error), Some(what)) = (result, what) {
+            self.publish(Event::host(Level::Warn, what, error.to_string()));
         }
+    }
+
+    /// Queues `input` as an entry of this instance's for the remote log's next batch
+    /// (`epoch`: a leader entry; `on_append`: told the append's `now`).
+    pub(crate) fn enqueue(
+        &self,
+        st: &mut State,
+        input: &Input,
+        epoch: Option<u64>,
+        mine: Mine,
+        on_append: Option<oneshot::Sender<AppendAnswer>>,
+    ) -> Result<()> {
+        let entry = entry_of(input)?;
+        if let (Some(member), Some(link)) = (st.member.as_mut(), &self.link) {
+            member.queue.push_back(Queued {
+                entry,
+                epoch,
+                mine,
+                on_append,
+            });
+            link.queued.notify_one();
+        }
+        Ok(())
     }
 
     /// Folds one input (`bytes`, of kind `kind`) and carries out its outputs.
@@ -99,22 +108,12 @@ impl Inner {
         st: &mut State,
         kind: &str,
         bytes: &[u8],
-        at: At,
+        at: &At,
     ) -> Result<Step> {
         if matches!(kind, "reload" | "preflightResult") {
             st.invalidate_specs();
         }
-        let result = st.policy.step_value(bytes).and_then(|result| {
-            if let Some(error) = result.get("error") {
-                return Err(HostError::from_policy_json(error));
-            }
-            let outputs = match result.get("outputs") {
-                Some(Value::Array(outputs)) => outputs.clone(),
-                _ => return Err(HostError::Abi("a step result without `outputs`".into())),
-            };
-            let wake_at = result.get("wakeAt").and_then(Value::as_u64);
-            Ok(Step { outputs, wake_at })
-        });
+        let result = (st.policy.step_value(bytes)).and_then(|result| Step::from_result(&result));
         for event in st.policy.take_events() {
             self.publish(match at.seq {
                 Some(seq) => event.with("seq", seq),
@@ -138,9 +137,16 @@ impl Inner {
         Ok(step)
     }
 
-    /// Carries out one output when it is this instance's to act on (`raw`: as the
-    /// guest wrote it, for what passes through).
-    fn act(self: &Arc<Inner>, st: &mut State, output: Output, raw: &Value, at: At) {
+    /// Carries out one output when it is this instance's to act on (the core's
+    /// [`actor`]; the memory log's one instance acts on all), `raw` as the guest wrote
+    /// it, for what passes through.
+    fn act(self: &Arc<Inner>, st: &mut State, output: Output, raw: &Value, at: &At) {
+        let mine = st.member.as_ref().is_none_or(|member| {
+            actor(&output, &at.facts, at.appender).is(&member.instance, member.epoch.is_some())
+        });
+        if !mine {
+            return;
+        }
         match output {
             Output::Granted {
                 request,
@@ -148,9 +154,8 @@ impl Inner {
                 executor,
                 role,
                 hold,
-                owner,
                 ..
-            } if st.owns(owner.as_deref()) => {
+            } => {
                 // (A fence ends every awaited request: the grant is released below.)
                 self.fence_if_lapsed(st, "checked before settling a grant");
                 if let Some(member) = st.member.as_mut() {
@@ -176,69 +181,36 @@ impl Inner {
                 request,
                 role,
                 reasons,
-                owner,
-            } if st.owns(owner.as_deref()) => {
-                st.settle(&request, Ok(Outcome::Exhausted { role, reasons }))
-            }
+                ..
+            } => st.settle(&request, Ok(Outcome::Exhausted { role, reasons })),
             Output::TimedOut {
-                request,
-                reasons,
-                owner,
-            } if st.owns(owner.as_deref()) => {
-                st.settle(&request, Ok(Outcome::TimedOut { reasons }))
-            }
-            Output::Unavailable { request, owner } if st.owns(owner.as_deref()) => {
-                st.settle(&request, Ok(Outcome::Unavailable))
-            }
-            Output::Cancelled { request, owner } if st.owns(owner.as_deref()) => {
-                st.settle(&request, Ok(Outcome::Cancelled))
-            }
-            // Another instance's caller's.
-            Output::Granted { .. }
-            | Output::Exhausted { .. }
-            | Output::TimedOut { .. }
-            | Output::Unavailable { .. }
-            | Output::Cancelled { .. } => {}
+                request, reasons, ..
+            } => st.settle(&request, Ok(Outcome::TimedOut { reasons })),
+            Output::Unavailable { request, .. } => st.settle(&request, Ok(Outcome::Unavailable)),
+            Output::Cancelled { request, .. } => st.settle(&request, Ok(Outcome::Cancelled)),
             // The report is for people (`explain`); nothing to do.
             Output::Waiting { .. } => {}
             Output::Probe { executor, url } => {
-                if let Some(duty) = st.duty() {
-                    if st.probing.insert(executor.clone()) {
-                        self.spawn_probe(executor, url, duty);
-                    }
+                if st.probing.insert(executor.clone()) {
+                    let epoch = st.member.as_ref().and_then(|m| m.epoch);
+                    self.spawn_probe(executor, url, epoch);
                 }
             }
             Output::CreateMachine {
-                request,
-                executor,
-                owner,
-            } => {
-                if st.owns(owner.as_deref()) || (owner.is_none() && at.by_me) {
-                    self.spawn_create(executor, request);
-                }
-            }
+                request, executor, ..
+            } => self.spawn_create(executor, request),
             Output::DeleteMachine {
                 executor,
                 hold,
                 lease,
-                owner,
-            } => {
-                let acts = if at.expiry || owner.is_none() {
-                    at.by_me
-                } else {
-                    st.owns(owner.as_deref())
-                };
-                if acts {
-                    self.spawn_delete(executor, hold, lease);
-                }
-            }
+                ..
+            } => self.spawn_delete(executor, hold, lease),
+            // (A remote log's genesis fixes `preflight` off: the memory log's alone.)
             Output::Preflight { executor } => {
-                if let Some(duty) = st.duty() {
-                    if let Some(starting) = st.starting.as_mut() {
-                        starting.awaiting.insert(executor.clone());
-                    }
-                    self.spawn_preflight(executor, duty);
+                if let Some(starting) = st.starting.as_mut() {
+                    starting.awaiting.insert(executor.clone());
                 }
+                self.spawn_preflight(executor);
             }
             Output::StartFailed { executor, error } => {
                 if let Some(done) = st.starting.take().and_then(|s| s.done) {
@@ -246,8 +218,7 @@ impl Inner {
                 }
             }
             Output::Persist { .. } => {
-                // The state-file rule (in the guest) merges it as the core wrote it;
-                // a remote log is its own persistence (no writer).
+                // The state-file rule (in the guest) merges it as the core wrote it.
                 if let Some(writer) = &self.writer {
                     let _ = writer.send(WriterMsg::Persist(raw.clone()));
                 }
@@ -267,30 +238,22 @@ impl Inner {
     pub(crate) async fn submit_result(
         self: &Arc<Inner>,
         input: Input,
-        duty: Option<Duty>,
+        epoch: Option<u64>,
         what: &str,
     ) {
         let rx = {
             let mut st = lock(&self.state);
-            match (duty, st.member.as_mut()) {
-                (Some(Duty::Epoch(epoch)), Some(member)) => {
-                    let Ok(entry) = super::entry::entry_of(&input) else {
-                        return;
-                    };
-                    let (tx, rx) = tokio::sync::oneshot::channel();
-                    member.queue.push_back(Queued {
-                        entry,
-                        epoch: Some(epoch),
-                        mine: super::state::Mine::Plain,
-                        on_append: Some(tx),
-                    });
-                    if let Some(link) = &self.link {
-                        link.queued.notify_one();
-                    }
-                    rx
-                }
-                _ => return self.append(&mut st, input, Some(what)),
+            let Some(epoch) = epoch.filter(|_| st.member.is_some()) else {
+                return self.append(&mut st, input, Some(what));
+            };
+            let (tx, rx) = oneshot::channel();
+            if self
+                .enqueue(&mut st, &input, Some(epoch), Mine::Plain, Some(tx))
+                .is_err()
+            {
+                return;
             }
+            rx
         };
         let _ = rx.await;
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rota_core::Input;
 use serde_json::Value;
 
-use super::state::{lock, Duty, Inner};
+use super::state::{lock, Inner};
 
 impl Inner {
     pub(crate) fn spawn_create(self: &Arc<Inner>, executor: String, request: String) {
@@ -64,7 +64,7 @@ impl Inner {
         });
     }
 
-    pub(crate) fn spawn_preflight(self: &Arc<Inner>, executor: String, duty: Duty) {
+    pub(crate) fn spawn_preflight(self: &Arc<Inner>, executor: String) {
         let weak = Arc::downgrade(self);
         let provisioner = self.provisioner.clone();
         self.spawn(async move {
@@ -77,7 +77,7 @@ impl Inner {
                 error: result.err(),
             };
             inner
-                .submit_result(input, Some(duty), "preflightResultRejected")
+                .submit_result(input, None, "preflightResultRejected")
                 .await;
             // The start's last preflight passed (a failure ended the start already).
             let mut st = lock(&inner.state);

@@ -1,19 +1,28 @@
 //! Health probes: an HTTP GET for a `probe` output, on whoever leads (the memory
 //! log's one instance, a remote log's leader), its result appended as the next
-//! input; and what a new leader redoes: the probes its replica has in flight.
+//! input; and what a new leader redoes: the probes its replica has in flight (the
+//! core's `probesInFlight`).
 
 use std::sync::Arc;
 
 use rota_core::{Input, Level};
-use serde_json::Value;
+use serde_json::json;
 
-use super::state::{lock, Duty, Inner, State};
+use super::state::{lock, Inner, State};
 use crate::event::Event;
+use crate::output;
 use crate::probe::{probe, probe_with, ProbeOutcome};
 use crate::telemetry;
 
 impl Inner {
-    pub(crate) fn spawn_probe(self: &Arc<Inner>, executor: String, url: String, duty: Duty) {
+    /// Probes `executor`'s health URL; the result is a leader entry at `epoch` on a
+    /// remote log.
+    pub(crate) fn spawn_probe(
+        self: &Arc<Inner>,
+        executor: String,
+        url: String,
+        epoch: Option<u64>,
+    ) {
         let weak = Arc::downgrade(self);
         let timeout = self.probe_timeout;
         let tls = self.probe_tls.clone();
@@ -37,7 +46,7 @@ impl Inner {
                 }
             }
             telemetry::probed(&executor, outcome.is_up());
-            if duty == Duty::Local {
+            if epoch.is_none() {
                 lock(&inner.state).probing.remove(&executor);
             }
             let input = Input::ProbeResult {
@@ -46,9 +55,9 @@ impl Inner {
                 up: outcome.is_up(),
             };
             inner
-                .submit_result(input, Some(duty), "probeResultRejected")
+                .submit_result(input, epoch, "probeResultRejected")
                 .await;
-            if duty != Duty::Local {
+            if epoch.is_some() {
                 lock(&inner.state).probing.remove(&executor);
             }
         });
@@ -57,30 +66,14 @@ impl Inner {
     /// A new leader's first duty: the probes its replica has in flight (their results
     /// are not in the log), run again.
     #[cfg_attr(not(feature = "shared"), allow(dead_code))]
-    pub(crate) fn redo_probes(self: &Arc<Inner>, st: &mut State, duty: Duty) {
-        let Ok(state) = st.policy.export_state() else {
+    pub(crate) fn redo_probes(self: &Arc<Inner>, st: &mut State, epoch: u64) {
+        let Ok(outputs) = st.policy.query(&json!({ "query": "probesInFlight" })) else {
             return;
         };
-        let in_flight: Vec<String> = match state.get("runtime") {
-            Some(Value::Array(pairs)) => pairs
-                .iter()
-                .filter_map(|pair| {
-                    let id = pair.get(0)?.as_str()?;
-                    let flying = pair.get(1)?.get("probeInFlight")?.as_bool()?;
-                    flying.then(|| id.to_string())
-                })
-                .collect(),
-            Some(Value::Object(map)) => map
-                .iter()
-                .filter(|(_, r)| r.get("probeInFlight").and_then(Value::as_bool) == Some(true))
-                .map(|(id, _)| id.clone())
-                .collect(),
-            _ => Vec::new(),
-        };
-        for executor in in_flight {
-            if let Some(url) = st.spec(&executor, "").health.clone() {
+        for raw in outputs.as_array().into_iter().flatten() {
+            if let Ok(rota_core::Output::Probe { executor, url }) = output::read(raw) {
                 if st.probing.insert(executor.clone()) {
-                    self.spawn_probe(executor, url, duty);
+                    self.spawn_probe(executor, url, Some(epoch));
                 }
             }
         }

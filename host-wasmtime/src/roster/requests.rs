@@ -12,9 +12,8 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use super::entry::entry_of;
 use super::events::exclusion_from;
-use super::state::{lock, Inner, Mine, Outcome, Queued, Waiter};
+use super::state::{lock, Inner, Mine, Outcome, Waiter};
 use crate::error::{HostError, Result};
 use crate::event::Event;
 
@@ -104,15 +103,6 @@ pub(crate) enum Ask {
     },
 }
 
-/// A request appended for a caller, waiting for its outcome.
-struct Asked {
-    id: String,
-    role: String,
-    label: Option<String>,
-    now: u64,
-    rx: oneshot::Receiver<Result<Outcome>>,
-}
-
 /// Ends a request whose future is dropped before it resolves: a grant that already
 /// arrived is released, a waiting request is cancelled.
 struct CancelGuard {
@@ -163,13 +153,13 @@ impl Inner {
             executor = tracing::field::Empty,
             lease = tracing::field::Empty,
         );
-        let asked = span.in_scope(|| self.append_request(ask, role, options))?;
-        span.record("request", asked.id.as_str());
-        let (id, role, label, now) = (asked.id.clone(), asked.role, asked.label, asked.now);
+        let label = options.label.clone();
+        let (id, now, rx) = span.in_scope(|| self.append_request(ask, role, options))?;
+        span.record("request", id.as_str());
         let mut guard = CancelGuard {
             inner: self.clone(),
             request: id.clone(),
-            rx: Some(asked.rx),
+            rx: Some(rx),
         };
         let outcome = match guard.rx.as_mut() {
             Some(rx) => rx.instrument(span.clone()).await,
@@ -207,7 +197,7 @@ impl Inner {
             Outcome::Exhausted { role, reasons } => Err(HostError::Exhausted { role, reasons }),
             Outcome::TimedOut { reasons } => Err(HostError::TimedOut {
                 request: id,
-                role,
+                role: role.to_string(),
                 label,
                 reasons,
             }),
@@ -219,13 +209,14 @@ impl Inner {
     }
 
     /// The request's input, its waiter registered, appended: folded now on the memory
-    /// log (a rejection is the call's error), queued for a remote log.
+    /// log (a rejection is the call's error), queued for a remote log. Its id, its
+    /// `now` and where its outcome comes.
     fn append_request(
         self: &Arc<Inner>,
         ask: Ask,
         role: &str,
         options: LeaseOptions,
-    ) -> Result<Asked> {
+    ) -> Result<(String, u64, oneshot::Receiver<Result<Outcome>>)> {
         let mut st = lock(&self.state);
         st.usable()?;
         st.next_request += 1;
@@ -245,7 +236,6 @@ impl Inner {
                 (id, Some(member.instance.clone()), None, timeout)
             }
         };
-        let label = options.label.clone();
         let input = match ask {
             Ask::Occupy {
                 executor,
@@ -288,32 +278,13 @@ impl Inner {
             requested_at: now,
         };
         st.add_waiter(id.clone(), waiter);
-        match st.member.as_mut() {
-            None => {
-                if let Err(error) = self.feed_locked(&mut st, input) {
-                    st.take_waiter(&id);
-                    return Err(error);
-                }
-            }
-            Some(member) => {
-                member.queue.push_back(Queued {
-                    entry: entry_of(&input)?,
-                    epoch: None,
-                    mine: Mine::Request(id.clone()),
-                    on_append: None,
-                });
-                if let Some(link) = &self.link {
-                    link.queued.notify_one();
-                }
-            }
+        if st.member.is_some() {
+            self.enqueue(&mut st, &input, None, Mine::Request(id.clone()), None)?;
+        } else if let Err(error) = self.feed_locked(&mut st, input) {
+            st.take_waiter(&id);
+            return Err(error);
         }
-        Ok(Asked {
-            id,
-            role: role.to_string(),
-            label,
-            now,
-            rx,
-        })
+        Ok((id, now, rx))
     }
 }
 
@@ -442,19 +413,11 @@ impl Inner {
         let rx = {
             let mut st = lock(&self.state);
             st.usable()?;
-            let Some(member) = st.member.as_mut() else {
+            if st.member.is_none() {
                 return self.feed_locked(&mut st, input).map(|step| step.outputs);
-            };
-            let (tx, rx) = oneshot::channel();
-            member.queue.push_back(Queued {
-                entry: entry_of(&input)?,
-                epoch: None,
-                mine: Mine::Call(tx),
-                on_append: None,
-            });
-            if let Some(link) = &self.link {
-                link.queued.notify_one();
             }
+            let (tx, rx) = oneshot::channel();
+            self.enqueue(&mut st, &input, None, Mine::Call(tx), None)?;
             rx
         };
         rx.await.map_err(|_| HostError::Closed)?

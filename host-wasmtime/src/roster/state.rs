@@ -85,6 +85,9 @@ pub(crate) enum Mine {
     Plain,
 }
 
+/// What an append answers an entry's `on_append`: the log's `now`, or why not.
+pub(crate) type AppendAnswer = std::result::Result<u64, String>;
+
 /// An entry waiting for the remote log's next batch.
 pub(crate) struct Queued {
     pub entry: String,
@@ -92,18 +95,7 @@ pub(crate) struct Queued {
     pub epoch: Option<u64>,
     pub mine: Mine,
     /// Told the append's `now` (or its error) once the batch is in the log.
-    pub on_append: Option<oneshot::Sender<std::result::Result<u64, String>>>,
-}
-
-impl Queued {
-    pub fn plain(entry: String) -> Queued {
-        Queued {
-            entry,
-            epoch: None,
-            mine: Mine::Plain,
-            on_append: None,
-        }
-    }
+    pub on_append: Option<oneshot::Sender<AppendAnswer>>,
 }
 
 /// Why an instance of a remote log fenced itself.
@@ -187,14 +179,6 @@ impl Member {
     }
 }
 
-/// Who carries out the leader's duties (probes, preflights) and how their results
-/// reach the log: at once (the memory log), or as leader entries at an epoch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Duty {
-    Local,
-    Epoch(u64),
-}
-
 /// The core's copy and this instance's bookkeeping, under one lock.
 pub(crate) struct State {
     pub policy: PolicyRuntime,
@@ -233,22 +217,6 @@ impl State {
         }
     }
 
-    /// Whether a request or machine of `owner` is this instance's.
-    pub fn owns(&self, owner: Option<&str>) -> bool {
-        match &self.member {
-            None => true,
-            Some(member) => owner == Some(member.instance.as_str()),
-        }
-    }
-
-    /// The leader's duty, if this instance has it.
-    pub fn duty(&self) -> Option<Duty> {
-        match &self.member {
-            None => Some(Duty::Local),
-            Some(member) => member.epoch.map(Duty::Epoch),
-        }
-    }
-
     /// A new call may go in: not closed, not fenced.
     pub fn usable(&self) -> Result<()> {
         match &self.member {
@@ -278,6 +246,17 @@ impl State {
             }
         }
         Some(waiter)
+    }
+
+    /// Ends every awaited request with `error` (a fence, a close): their ids.
+    pub fn end_waiters(&mut self, error: impl Fn() -> HostError) -> Vec<String> {
+        let ids: Vec<String> = self.waiters.keys().cloned().collect();
+        for id in &ids {
+            if let Some(waiter) = self.take_waiter(id) {
+                let _ = waiter.tx.send(Err(error()));
+            }
+        }
+        ids
     }
 
     /// Hands a request of this instance's its outcome (nobody waits: nothing to do).
@@ -364,7 +343,7 @@ pub(crate) struct Inner {
     pub state: Mutex<State>,
     /// The host's clock (the memory log's `now`).
     pub clock: Clock,
-    /// The wake-up changed (the timer, or the remote log's leader, looks again).
+    /// The wake-up or the leader changed (the timer looks again).
     pub wake: Arc<Notify>,
     pub events: broadcast::Sender<Event>,
     /// The most recent host events (for callers that subscribe late).

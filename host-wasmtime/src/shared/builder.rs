@@ -14,80 +14,61 @@ use super::log::{LogError, LogStore, SubscribeOptions};
 use super::pg::PgLogStore;
 use super::roster::{Owner, SharedRoster};
 use crate::clock::Clock;
-use crate::engine::{HostEngine, PolicyModule};
+use crate::engine::PolicyModule;
 use crate::error::{HostError, Result};
 use crate::event::Event;
-use crate::roster::builder::Parts;
 use crate::roster::state::{Link, State};
-use crate::roster::{IntoDocument, NoProvisioner, Provisioner};
+use crate::roster::timers::timer;
+use crate::roster::{IntoDocument, Provisioner, Roster, RosterBuilder};
 
 impl SharedRoster<PgLogStore> {
     /// A builder: `url`, `roster`, `document`, ... then `connect().await`.
     pub fn builder() -> SharedRosterBuilder {
-        SharedRosterBuilder::new()
+        Roster::builder().shared("", "")
     }
 }
 
-impl crate::roster::RosterBuilder {
+impl RosterBuilder {
     /// The shared form: a roster whose log is the PostgreSQL log `roster` at `url`,
     /// shared with every instance that joins it (`connect().await`). It keeps the
     /// builder's document and options (for the genesis, when the log is empty),
     /// module, provisioner and probe timeout; a shared roster has no state file (the
     /// log is its persistence) and no roster files.
     pub fn shared(self, url: impl Into<String>, roster: impl Into<String>) -> SharedRosterBuilder {
-        let mut shared = SharedRosterBuilder::new().url(url).roster(roster);
-        if let Some(document) = self.document {
-            shared.document = document;
+        SharedRosterBuilder {
+            base: self,
+            url: url.into(),
+            roster: roster.into(),
+            name: None,
+            config: SharedConfig::default(),
+            record_hashes: false,
         }
-        shared.options = self.options;
-        shared.module = self.loaded;
-        shared.provisioner = self.provisioner;
-        shared.probe_timeout = self.probe_timeout;
-        shared
     }
 }
 
 /// Builds a [`SharedRoster`]: `url` and `roster` (which log), the `document` and
 /// `options` (used only when this instance writes the genesis), timings, then
-/// `connect().await`.
+/// `connect().await`. The roster's settings are a [`RosterBuilder`]'s.
 #[must_use]
 pub struct SharedRosterBuilder {
-    url: Option<String>,
-    roster: Option<String>,
+    base: RosterBuilder,
+    url: String,
+    roster: String,
     name: Option<String>,
-    document: Result<Value>,
-    options: Options,
     config: SharedConfig,
-    module: Option<PolicyModule>,
-    provisioner: Arc<dyn Provisioner>,
-    probe_timeout: Duration,
     record_hashes: bool,
 }
 
 impl SharedRosterBuilder {
-    pub(super) fn new() -> SharedRosterBuilder {
-        SharedRosterBuilder {
-            url: None,
-            roster: None,
-            name: None,
-            document: Ok(Value::Null),
-            options: Options::default(),
-            config: SharedConfig::default(),
-            module: None,
-            provisioner: Arc::new(NoProvisioner),
-            probe_timeout: Duration::from_secs(5),
-            record_hashes: false,
-        }
-    }
     /// The PostgreSQL connection string.
     pub fn url(mut self, url: impl Into<String>) -> Self {
-        self.url = Some(url.into());
+        self.url = url.into();
         self
     }
 
     /// The roster's name: one log per name.
     pub fn roster(mut self, roster: impl Into<String>) -> Self {
-        self.roster = Some(roster.into());
+        self.roster = roster.into();
         self
     }
 
@@ -97,18 +78,35 @@ impl SharedRosterBuilder {
         self
     }
 
-    /// The roster document, written into the genesis when the log is empty: a
-    /// `serde_json::Value`, text of JSON or YAML, or a typed document
-    /// ([`IntoDocument`]).
+    /// The roster document, written into the genesis when the log is empty
+    /// ([`RosterBuilder::document`]).
     pub fn document(mut self, document: impl IntoDocument) -> Self {
-        self.document = document.into_document();
+        self.base = self.base.document(document);
         self
     }
 
-    /// The policy's options, written into the genesis (`preflight` is off: a shared
-    /// roster does not preflight in log version 1).
+    /// The policy's options, written into the genesis (which fixes `preflight` off:
+    /// a shared roster does not preflight in log version 1).
     pub fn options(mut self, options: Options) -> Self {
-        self.options = options;
+        self.base = self.base.options(options);
+        self
+    }
+
+    /// A policy module already loaded (default: the bundled one).
+    pub fn module(mut self, module: PolicyModule) -> Self {
+        self.base = self.base.module(module);
+        self
+    }
+
+    /// Who creates and deletes machines (default: [`NoProvisioner`](crate::NoProvisioner)).
+    pub fn provisioner(mut self, provisioner: Arc<dyn Provisioner>) -> Self {
+        self.base = self.base.provisioner(provisioner);
+        self
+    }
+
+    /// How long the leader's health probe may take (default 5 s).
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.base = self.base.probe_timeout(timeout);
         self
     }
 
@@ -139,24 +137,6 @@ impl SharedRosterBuilder {
         self
     }
 
-    /// A policy module already loaded (default: the bundled one).
-    pub fn module(mut self, module: PolicyModule) -> Self {
-        self.module = Some(module);
-        self
-    }
-
-    /// Who creates and deletes machines (default: [`NoProvisioner`]).
-    pub fn provisioner(mut self, provisioner: Arc<dyn Provisioner>) -> Self {
-        self.provisioner = provisioner;
-        self
-    }
-
-    /// How long the leader's health probe may take (default 5 s).
-    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
-        self.probe_timeout = timeout;
-        self
-    }
-
     #[doc(hidden)]
     /// Tests: keep `(seq, stateHash)` after every entry ([`SharedRoster::hashes`]).
     pub fn record_hashes(mut self, on: bool) -> Self {
@@ -166,27 +146,23 @@ impl SharedRosterBuilder {
 
     /// Connects to PostgreSQL (`url`, `roster`) and joins.
     pub async fn connect(self) -> Result<SharedRoster<PgLogStore>> {
-        let url = self.url.clone().ok_or_else(|| missing("url"))?;
-        let roster = self.roster.clone().ok_or_else(|| missing("roster"))?;
-        let store = PgLogStore::connect(&url, &roster).await?;
+        for (what, value) in [("url", &self.url), ("roster", &self.roster)] {
+            if value.is_empty() {
+                return Err(missing(what));
+            }
+        }
+        let store = PgLogStore::connect(&self.url, &self.roster).await?;
         self.connect_with(store).await
     }
 
     /// Joins over a store of your own.
     pub async fn connect_with<S: LogStore + 'static>(self, store: S) -> Result<SharedRoster<S>> {
-        let document = self.document?;
-        let module = match self.module {
-            Some(module) => module,
-            None => tokio::task::spawn_blocking(|| HostEngine::shared()?.load(None))
-                .await
-                .map_err(|e| HostError::Abi(format!("the module loader failed: {e}")))??,
-        };
+        let mut base = self.base;
+        let document = base.document.take().unwrap_or(Ok(Value::Null))?;
+        let (engine, module) = base.engine_and_module().await?;
         let name = self.name.unwrap_or_else(default_name);
         let instance = incarnation(&name);
-        let mut options = self.options;
-        options.preflight = false;
-        options.preflight_reloads = false;
-        let options = serde_json::to_value(&options)
+        let options = serde_json::to_value(&base.options)
             .map_err(|e| HostError::Abi(format!("cannot encode the options: {e}")))?;
         let subscription = store
             .subscribe(SubscribeOptions {
@@ -211,36 +187,29 @@ impl SharedRosterBuilder {
             read_now: Notify::new(),
             tasks: Mutex::new(Vec::new()),
         };
-        let parts = Parts {
-            provisioner: self.provisioner,
-            probe_timeout: self.probe_timeout,
-            probe_tls: None,
-            source: None,
-            engine: module.engine().clone(),
-            link: Some(link),
-            writer: None,
-        };
+        let inner = base.inner(state, Clock::system(), engine, None, Some(link), None);
         let remote = Arc::new(Remote {
             store,
-            inner: parts.inner(state, Clock::system()),
+            inner: Arc::clone(&inner),
             config: self.config,
             name,
             module,
         });
         if folded_document.as_ref() != Some(&document) && !document.is_null() {
-            remote.inner.publish(Event::host(
+            inner.publish(Event::host(
                 Level::Warn,
                 "sharedDocumentDiffers",
                 "the roster document given differs from the log's: this instance folds the log's (reload to change it for all)",
             ));
         }
         // Beating from here on: catching up with a long log may take longer than the TTL.
-        let inner = &remote.inner;
         inner.spawn(super::leader::heartbeats(Arc::clone(&remote)));
         remote.catch_up(None).await;
         inner.spawn(drive(Arc::clone(&remote), subscription));
         inner.spawn(super::leader::leader(Arc::clone(&remote)));
+        inner.spawn(timer(Arc::downgrade(&inner), inner.wake.clone()));
         Ok(SharedRoster {
+            roster: Roster { inner },
             remote,
             _owner: Arc::new(Owner),
         })

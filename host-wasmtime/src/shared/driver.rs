@@ -7,15 +7,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use rota_core::log::{fold_text, genesis_entry, read_genesis, EntryFacts};
 use rota_core::Level;
 use serde_json::Value;
 
-use super::log::{LogEntry, LogError, LogStore, Subscription};
+use super::log::{LogEntry, LogError, LogStore, Snapshot, Subscription};
 use crate::clock::Clock;
 use crate::engine::PolicyModule;
 use crate::error::{HostError, Result};
 use crate::event::Event;
-use crate::roster::entry::{entry_kind, fold_bytes, genesis_entry, read_genesis};
 use crate::roster::fold::At;
 use crate::roster::state::{lock, FenceKind, Inner, Member, Mine, Queued, State};
 use crate::runtime::PolicyRuntime;
@@ -83,43 +83,14 @@ fn copy_log_error(error: &LogError) -> LogError {
 }
 
 impl<S: LogStore + 'static> Remote<S> {
-    /// The store answered `now`: the estimate of its clock moves to it (never back);
-    /// `reset`: to it in any case (a tick was stamped before `wakeAt`).
-    pub(super) fn saw_db_now(&self, now: u64, reset: bool) {
+    /// The store answered `now`: the estimate of its clock moves to it (never back).
+    pub(super) fn saw_db_now(&self, now: u64) {
         if let Some(link) = &self.inner.link {
             let mut clock = lock(&link.db_clock);
-            if reset || now > clock.now_ms() {
+            if now > clock.now_ms() {
                 *clock = Clock::starting_at(now);
             }
         }
-    }
-
-    pub(super) fn notify(&self, read: bool) {
-        if let Some(link) = &self.inner.link {
-            match read {
-                true => link.read_now.notify_one(),
-                false => link.queued.notify_one(),
-            }
-        }
-    }
-
-    /// Queues a leader-only entry; the receiver gets the append's `now`.
-    pub(super) fn push_leader(
-        &self,
-        entry: String,
-        epoch: u64,
-    ) -> tokio::sync::oneshot::Receiver<std::result::Result<u64, String>> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        if let Some(member) = lock(&self.inner.state).member.as_mut() {
-            member.queue.push_back(Queued {
-                entry,
-                epoch: Some(epoch),
-                mine: Mine::Plain,
-                on_append: Some(tx),
-            });
-        }
-        self.notify(false);
-        rx
     }
 
     /// The next batch: queued entries with the first one's epoch, in order.
@@ -155,7 +126,7 @@ impl<S: LogStore + 'static> Remote<S> {
                         member.sent.insert(seq, queued.mine);
                     }
                 }
-                self.saw_db_now(appended.now, false);
+                self.saw_db_now(appended.now);
                 self.catch_up(Some(appended.last_seq)).await;
             }
             Err(error) => {
@@ -190,7 +161,10 @@ impl<S: LogStore + 'static> Remote<S> {
                 Mine::Call(tx) => {
                     let _ = tx.send(Err(HostError::Log(copy_log_error(error))));
                 }
-                Mine::Plain if retry && !leader => again.push(Queued::plain(queued.entry)),
+                Mine::Plain if retry && !leader => again.push(Queued {
+                    on_append: None,
+                    ..queued
+                }),
                 Mine::Plain => {}
             }
         }
@@ -279,15 +253,12 @@ impl<S: LogStore + 'static> Remote<S> {
         };
         let mine = member.sent.remove(&e.seq).unwrap_or(Mine::Plain);
         member.folded_seq = e.seq;
-        let by_me = e.instance == member.instance;
-        let kind = entry_kind(&e.entry);
-        let kind_name = kind.as_ref().map_or("", |(k, _)| k.as_str());
-        if kind_name == "genesis" {
+        let facts = EntryFacts::of(&e.entry);
+        if facts.skipped() {
             // Only seq 1 counts; a racing instance's later genesis is skipped.
             return record_hash(st, e.seq);
         }
-        let owner = kind.as_ref().and_then(|(_, o)| o.as_deref());
-        if kind_name == "expireOwner" && !by_me && owner == Some(member.instance.as_str()) {
+        if facts.expires(&member.instance, &e.instance) {
             member.expired = true;
             let reason = format!(
                 "the log expired this instance ({}) at seq {} (appended by {})",
@@ -297,14 +268,12 @@ impl<S: LogStore + 'static> Remote<S> {
         }
         let at = At {
             seq: Some(e.seq),
-            by_me,
-            expiry: kind_name == "expireOwner",
+            appender: &e.instance,
+            facts,
         };
-        // (The fold clears the specs on a `reload`, which it knows only by its kind.)
-        let reload = e.entry.starts_with(r#"{"type":"reload""#);
-        let kind_name = if reload { "reload" } else { kind_name };
         let inner = Arc::clone(&self.inner);
-        match inner.fold(st, kind_name, fold_bytes(e.now, &e.entry).as_bytes(), at) {
+        let kind = at.facts.kind.as_deref().unwrap_or_default();
+        match inner.fold(st, kind, fold_text(e.now, &e.entry).as_bytes(), &at) {
             Ok(step) => {
                 if let Mine::Call(tx) = mine {
                     self.inner
@@ -317,7 +286,7 @@ impl<S: LogStore + 'static> Remote<S> {
                 }
             }
             Err(error) => {
-                if kind_name == "version" && error.code() == Some("UNSUPPORTED_VERSION") {
+                if at.facts.halts(error.code().unwrap_or_default()) {
                     let reason = format!(
                         "the log's version entry at seq {} needs a newer policy module: {error}",
                         e.seq
@@ -330,8 +299,8 @@ impl<S: LogStore + 'static> Remote<S> {
                     Mine::Call(tx) => {
                         let _ = tx.send(Err(error));
                     }
-                    Mine::Request(id) => {
-                        if let Some(member) = st.member.as_mut() {
+                    other => {
+                        if let (Mine::Request(id), Some(member)) = (other, st.member.as_mut()) {
                             member.orphans.remove(&id);
                         }
                         self.inner.publish(
@@ -340,11 +309,6 @@ impl<S: LogStore + 'static> Remote<S> {
                                 .with("instance", e.instance.clone()),
                         )
                     }
-                    Mine::Plain => self.inner.publish(
-                        Event::host(Level::Debug, "inputRejected", error.to_string())
-                            .with("seq", e.seq)
-                            .with("instance", e.instance.clone()),
-                    ),
                 }
             }
         }
@@ -361,9 +325,7 @@ impl<S: LogStore + 'static> Remote<S> {
         let snapshot = self.store.latest_snapshot().await?.ok_or_else(|| {
             HostError::Log(LogError::NoSnapshot("no snapshot to restart from".into()))
         })?;
-        let state: Value = serde_json::from_str(&snapshot.state)
-            .map_err(|e| HostError::Abi(format!("a snapshot that is not JSON: {e}")))?;
-        let policy = PolicyRuntime::from_state(self.module.clone(), &state)?;
+        let policy = replica_of(&self.module, &snapshot)?;
         let mut st = lock(&self.inner.state);
         st.policy = policy;
         st.invalidate_specs();
@@ -460,6 +422,13 @@ pub(super) async fn drive<S: LogStore + 'static>(
     }
 }
 
+/// The replica a snapshot holds.
+fn replica_of(module: &PolicyModule, snapshot: &Snapshot) -> Result<PolicyRuntime> {
+    let state: Value = serde_json::from_str(&snapshot.state)
+        .map_err(|e| HostError::Abi(format!("a snapshot that is not JSON: {e}")))?;
+    PolicyRuntime::from_state(module.clone(), &state)
+}
+
 /// The state to start from: the latest snapshot, or the genesis (written by this
 /// instance when the log is empty). Returns it, its seq and the log's document.
 pub(super) async fn start_replica<S: LogStore>(
@@ -471,16 +440,14 @@ pub(super) async fn start_replica<S: LogStore>(
 ) -> Result<(PolicyRuntime, Member, Option<Value>)> {
     for _ in 0..3 {
         if let Some(snapshot) = store.latest_snapshot().await? {
-            let state: Value = serde_json::from_str(&snapshot.state)
-                .map_err(|e| HostError::Abi(format!("a snapshot that is not JSON: {e}")))?;
-            let mut policy = PolicyRuntime::from_state(module.clone(), &state)?;
+            let mut policy = replica_of(module, &snapshot)?;
             let folded = policy.document().ok();
             return Ok((policy, Member::new(instance.into(), snapshot.seq), folded));
         }
         if store.head().await?.last_seq == 0 {
             // Alone in its batch; when two race, seq 1 counts.
             store
-                .append(&[genesis_entry(document, options)], instance, None)
+                .append(&[genesis_entry(document, options)?], instance, None)
                 .await?;
         }
         match store.read_from(1, 1).await {
@@ -488,9 +455,11 @@ pub(super) async fn start_replica<S: LogStore>(
                 let first = entries
                     .first()
                     .ok_or_else(|| HostError::Abi("the log has no seq 1".into()))?;
-                let (document, options) = read_genesis(&first.entry)?;
-                let policy = PolicyRuntime::new(module.clone(), &document, &options)?;
-                return Ok((policy, Member::new(instance.into(), 1), Some(document)));
+                let genesis = read_genesis(&first.entry)?;
+                let policy =
+                    PolicyRuntime::new(module.clone(), &genesis.document, &genesis.options)?;
+                let document = Some(genesis.document);
+                return Ok((policy, Member::new(instance.into(), 1), document));
             }
             // Compacted meanwhile: a snapshot is there now.
             Err(LogError::Compacted(_)) => continue,

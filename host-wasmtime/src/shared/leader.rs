@@ -1,24 +1,19 @@
 //! Membership of a remote log beside the driver: heartbeats (and fencing,
-//! rejoining), and the leader lease with its duties: ticks at `wakeAt`, sweeps of
-//! expired instances, redoing the probes in flight (sql/PROTOCOL.md, "Leader" and
-//! "Heartbeats").
+//! rejoining), and the leader lease with its duties: sweeps of expired instances,
+//! redoing the probes in flight (sql/PROTOCOL.md, "Leader" and "Heartbeats"). Its
+//! ticks at `wakeAt` are the roster's timer's.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use rota_core::log::entry_of;
 use rota_core::{Input, Level};
 use tokio::time::Instant;
 
 use super::driver::{incarnation, Remote};
 use super::log::{LogError, LogStore};
 use crate::event::Event;
-use crate::roster::entry::entry_of;
-use crate::roster::state::{lock, Duty, FenceKind, Member, Queued, State};
-
-/// This instance's membership (always there on a remote log).
-fn member(st: &mut State) -> Option<&mut Member> {
-    st.member.as_mut()
-}
+use crate::roster::state::{lock, FenceKind, Mine};
 
 /// A heartbeat every `ttl / 4`; fenced once `ttl` passed since the last good one was
 /// sent (even while one hangs), or when one succeeds only after such a gap (the
@@ -29,8 +24,10 @@ pub(super) async fn heartbeats<S: LogStore + 'static>(remote: Arc<Remote<S>>) {
     let every = (ttl / 4).max(Duration::from_millis(1));
     loop {
         tokio::time::sleep(every).await;
-        let Some((instance, due)) =
-            member(&mut lock(&remote.inner.state)).map(|m| (m.instance.clone(), m.beat_sent + ttl))
+        let Some((instance, due)) = lock(&remote.inner.state)
+            .member
+            .as_mut()
+            .map(|m| (m.instance.clone(), m.beat_sent + ttl))
         else {
             return;
         };
@@ -47,7 +44,7 @@ pub(super) async fn heartbeats<S: LogStore + 'static>(remote: Arc<Remote<S>>) {
         };
         match answer {
             Ok(Ok(now)) => {
-                remote.saw_db_now(now, false);
+                remote.saw_db_now(now);
                 beat_succeeded(&remote, &instance, sent);
                 rejoin(&remote).await;
             }
@@ -68,13 +65,13 @@ fn lapse<S: LogStore + 'static>(remote: &Arc<Remote<S>>, error: &str) {
 /// from `sent`.
 fn beat_succeeded<S: LogStore + 'static>(remote: &Arc<Remote<S>>, instance: &str, sent: Instant) {
     let mut st = lock(&remote.inner.state);
-    if member(&mut st).is_none_or(|m| m.instance != instance) {
+    if st.member.as_mut().is_none_or(|m| m.instance != instance) {
         return; // the old incarnation's, answered after it rejoined under a new id
     }
     remote
         .inner
         .fence_if_lapsed(&mut st, "a heartbeat succeeded after the gap");
-    if let Some(m) = member(&mut st) {
+    if let Some(m) = st.member.as_mut() {
         m.beat_sent = m.beat_sent.max(sent);
     }
 }
@@ -83,7 +80,11 @@ fn beat_succeeded<S: LogStore + 'static>(remote: &Arc<Remote<S>>, instance: &str
 /// with a new incarnation id if the log expired it; requests of its own that no call
 /// awaits are cancelled.
 async fn rejoin<S: LogStore + 'static>(remote: &Arc<Remote<S>>) {
-    let kind = match member(&mut lock(&remote.inner.state)).and_then(|m| m.fence.as_ref()) {
+    let kind = match lock(&remote.inner.state)
+        .member
+        .as_mut()
+        .and_then(|m| m.fence.as_ref())
+    {
         Some(fence) => fence.kind,
         None => return,
     };
@@ -98,7 +99,7 @@ async fn rejoin<S: LogStore + 'static>(remote: &Arc<Remote<S>>) {
     remote.catch_up(Some(head.last_seq)).await;
     let new_id = {
         let mut st = lock(&remote.inner.state);
-        let Some(m) = member(&mut st) else { return };
+        let Some(m) = st.member.as_mut() else { return };
         if m.folded_seq < head.last_seq
             || m.beat_sent.elapsed() >= remote.config.ttl
             || m.fence
@@ -108,25 +109,24 @@ async fn rejoin<S: LogStore + 'static>(remote: &Arc<Remote<S>>) {
             return;
         }
         let old = m.instance.clone();
-        let new_id = if m.expired {
+        let orphans = std::mem::take(&mut m.orphans);
+        let new_id = m.expired.then(|| {
             // (The old id's heartbeats while fenced made its row again: `old` below.)
             m.instance = incarnation(&remote.name);
-            m.expired = false;
-            m.orphans.clear();
-            Some(m.instance.clone())
-        } else {
-            for id in std::mem::take(&mut m.orphans) {
-                if let Ok(entry) = entry_of(&Input::Cancel { now: 0, id }) {
-                    m.queue.push_back(Queued::plain(entry));
-                }
-            }
-            remote.notify(false);
-            None
-        };
+            m.instance.clone()
+        });
+        m.expired = false;
         m.fence = None;
         let instance = m.instance.clone();
         if new_id.is_some() {
             st.next_request = 0;
+        } else {
+            for id in orphans {
+                let cancel = Input::Cancel { now: 0, id };
+                let _ = remote
+                    .inner
+                    .enqueue(&mut st, &cancel, None, Mine::Plain, None);
+            }
         }
         remote.inner.publish(
             Event::host(
@@ -142,7 +142,7 @@ async fn rejoin<S: LogStore + 'static>(remote: &Arc<Remote<S>>) {
     if let Some((id, old)) = new_id {
         let sent = Instant::now();
         if let Ok(now) = remote.store.heartbeat(&id).await {
-            remote.saw_db_now(now, false);
+            remote.saw_db_now(now);
             beat_succeeded(remote, &id, sent);
         }
         // Its expiry is in the log already: the row would only be expired again.
@@ -152,11 +152,14 @@ async fn rejoin<S: LogStore + 'static>(remote: &Arc<Remote<S>>) {
 
 /// The epoch this instance leads at.
 fn leading<S: LogStore + 'static>(remote: &Remote<S>) -> Option<u64> {
-    member(&mut lock(&remote.inner.state)).and_then(|m| m.epoch)
+    lock(&remote.inner.state)
+        .member
+        .as_mut()
+        .and_then(|m| m.epoch)
 }
 
 fn set_epoch<S: LogStore + 'static>(remote: &Remote<S>, epoch: Option<u64>) {
-    if let Some(m) = member(&mut lock(&remote.inner.state)) {
+    if let Some(m) = lock(&remote.inner.state).member.as_mut() {
         m.epoch = epoch;
     }
 }
@@ -186,26 +189,13 @@ pub(super) async fn leader<S: LogStore + 'static>(remote: Arc<Remote<S>>) {
                 next_sweep = Instant::now() + remote.config.sweep;
                 sweep(&remote, epoch, ttl_ms).await;
             }
-            tick(&remote, epoch).await;
         }
-        // Sleep until the next renewal, sweep or wakeAt (or a change of wakeAt).
-        let until = {
-            let mut st = lock(&remote.inner.state);
-            let wake_at = st.wake_at;
-            let mut until = next_lease;
-            if let Some(m) = member(&mut st).filter(|m| m.epoch.is_some()) {
-                until = until.min(next_sweep);
-                if let (Some(at), None) = (wake_at, m.tick_sent) {
-                    let ahead = at.saturating_sub(remote.inner.now_ms());
-                    until = until.min(Instant::now() + Duration::from_millis(ahead));
-                }
-            }
-            until
+        // Sleep until the next renewal or sweep (the ticks are the timer's: `timers`).
+        let until = match leading(&remote) {
+            Some(_) => next_lease.min(next_sweep),
+            None => next_lease,
         };
-        tokio::select! {
-            () = tokio::time::sleep_until(until) => {}
-            () = remote.inner.wake.notified() => {}
-        }
+        tokio::time::sleep_until(until).await;
     }
 }
 
@@ -215,7 +205,9 @@ async fn lease_round<S: LogStore + 'static>(
     lease_ms: u64,
     renewed_at: &mut Instant,
 ) {
-    let Some((instance, epoch)) = member(&mut lock(&remote.inner.state))
+    let Some((instance, epoch)) = lock(&remote.inner.state)
+        .member
+        .as_mut()
         .filter(|m| m.fence.is_none() && !m.closed)
         .map(|m| (m.instance.clone(), m.epoch))
     else {
@@ -237,11 +229,12 @@ async fn lease_round<S: LogStore + 'static>(
         return;
     }
     *renewed_at = asked;
-    let became = match member(&mut lock(&remote.inner.state)) {
+    let became = match lock(&remote.inner.state).member.as_mut() {
         Some(m) => {
             let became = m.epoch != Some(lease.epoch);
             m.epoch = Some(lease.epoch);
             m.tick_sent = None;
+            remote.inner.wake.notify_one();
             became
         }
         None => false,
@@ -258,7 +251,7 @@ async fn lease_round<S: LogStore + 'static>(
         // Catch up first: what is in flight in the replica is not in the log.
         remote.catch_up(None).await;
         let mut st = lock(&remote.inner.state);
-        remote.inner.redo_probes(&mut st, Duty::Epoch(lease.epoch));
+        remote.inner.redo_probes(&mut st, lease.epoch);
     }
 }
 
@@ -270,7 +263,7 @@ async fn sweep<S: LogStore + 'static>(remote: &Arc<Remote<S>>, epoch: u64, ttl_m
         return;
     };
     for seen in expired {
-        let me = match member(&mut lock(&remote.inner.state)) {
+        let me = match lock(&remote.inner.state).member.as_mut() {
             // No leader duty once fenced or deposed.
             Some(m) if m.epoch == Some(epoch) && m.fence.is_none() => m.instance.clone(),
             _ => return,
@@ -290,7 +283,9 @@ async fn sweep<S: LogStore + 'static>(remote: &Arc<Remote<S>>, epoch: u64, ttl_m
             .await;
         match expired {
             Ok(Some(seq)) => {
-                remote.notify(true);
+                if let Some(link) = &remote.inner.link {
+                    link.read_now.notify_one();
+                }
                 remote.inner.publish(
                     Event::host(
                         Level::Info,
@@ -312,39 +307,6 @@ async fn sweep<S: LogStore + 'static>(remote: &Arc<Remote<S>>, epoch: u64, ttl_m
                 return;
             }
             Err(_) => return,
-        }
-    }
-}
-
-/// A `tick` once the log's clock (as estimated) passes `wakeAt`; one stamped before
-/// it just arms again.
-async fn tick<S: LogStore + 'static>(remote: &Arc<Remote<S>>, epoch: u64) {
-    let due = {
-        let mut st = lock(&remote.inner.state);
-        let wake_at = st.wake_at;
-        let now = remote.inner.now_ms();
-        match (wake_at, member(&mut st)) {
-            (Some(at), Some(m)) if m.tick_sent.is_none() && now >= at => {
-                m.tick_sent = Some(at);
-                Some(at)
-            }
-            _ => None,
-        }
-    };
-    let Some(at) = due else { return };
-    let Ok(entry) = entry_of(&Input::Tick { now: 0 }) else {
-        return;
-    };
-    let stamped = remote.push_leader(entry, epoch).await;
-    if let Ok(Ok(now)) = stamped {
-        if now < at {
-            remote.saw_db_now(now, true);
-        }
-    }
-    let early = !matches!(stamped, Ok(Ok(now)) if now >= at);
-    if let Some(m) = member(&mut lock(&remote.inner.state)) {
-        if early && m.tick_sent == Some(at) {
-            m.tick_sent = None;
         }
     }
 }

@@ -45,4 +45,4 @@ pub use log::{
     SubscribeOptions, Subscription, Wake,
 };
 pub use pg::{PgLogStore, SCHEMA_SQL, SCHEMA_VERSION};
-pub use roster::{Lease, SharedRoster};
+pub use roster::{Lease, LeaseOf, SharedRoster};

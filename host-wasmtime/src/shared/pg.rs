@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, Mutex};
 use tokio::time::MissedTickBehavior;
+use tokio_postgres::types::{FromSql, ToSql};
 use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Row};
 
 use super::log::{
@@ -76,25 +77,29 @@ impl PgLogStore {
         Ok(client)
     }
 
-    async fn query(
-        &self,
-        statement: &str,
-        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
-    ) -> LogResult<Vec<Row>> {
+    async fn query(&self, statement: &str, params: &[&(dyn ToSql + Sync)]) -> LogResult<Vec<Row>> {
         let client = self.client().await?;
         client.query(statement, params).await.map_err(db)
     }
 
-    async fn query_one(
-        &self,
-        statement: &str,
-        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
-    ) -> LogResult<Row> {
+    async fn query_one(&self, statement: &str, params: &[&(dyn ToSql + Sync)]) -> LogResult<Row> {
         self.query(statement, params)
             .await?
             .into_iter()
             .next()
             .ok_or_else(|| LogError::Database(format!("no row from `{statement}`").into()))
+    }
+
+    /// The one value a function answers (`SELECT rota_x(...)`).
+    async fn value<T: for<'a> FromSql<'a>>(
+        &self,
+        statement: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> LogResult<T> {
+        self.query_one(statement, params)
+            .await?
+            .try_get(0)
+            .map_err(db)
     }
 }
 
@@ -157,16 +162,12 @@ fn unsigned(value: i64) -> LogResult<u64> {
     })
 }
 
-fn signed(name: &str, value: u64) -> LogResult<i64> {
-    i64::try_from(value)
-        .map_err(|_| LogError::InvalidInput(format!("{name} is too large: {value}")))
-}
-
 fn positive(name: &str, value: u64) -> LogResult<i64> {
     if value == 0 {
         return Err(LogError::InvalidInput(format!("{name} must be positive")));
     }
-    signed(name, value)
+    i64::try_from(value)
+        .map_err(|_| LogError::InvalidInput(format!("{name} is too large: {value}")))
 }
 
 fn non_empty(name: &str, value: &str) -> LogResult<()> {
@@ -237,9 +238,8 @@ impl LogStore for PgLogStore {
     }
 
     async fn head(&self) -> LogResult<Head> {
-        let row = self
-            .query_one("SELECT * FROM rota_head($1)", &[&self.roster])
-            .await?;
+        let sql = "SELECT * FROM rota_head($1)";
+        let row = self.query_one(sql, &[&self.roster]).await?;
         Ok(Head {
             last_seq: unsigned(row.get("last_seq"))?,
             last_now: unsigned(row.get("last_now"))?,
@@ -248,8 +248,7 @@ impl LogStore for PgLogStore {
     }
 
     async fn now(&self) -> LogResult<u64> {
-        let row = self.query_one("SELECT rota_db_now() AS now", &[]).await?;
-        unsigned(row.get("now"))
+        unsigned(self.value("SELECT rota_db_now()", &[]).await?)
     }
 
     async fn subscribe(&self, options: SubscribeOptions) -> LogResult<Subscription> {
@@ -290,13 +289,8 @@ impl LogStore for PgLogStore {
 
     async fn heartbeat(&self, instance: &str) -> LogResult<u64> {
         non_empty("instance", instance)?;
-        let row = self
-            .query_one(
-                "SELECT rota_heartbeat($1, $2) AS seen",
-                &[&self.roster, &instance],
-            )
-            .await?;
-        unsigned(row.get("seen"))
+        let sql = "SELECT rota_heartbeat($1, $2)";
+        unsigned(self.value(sql, &[&self.roster, &instance]).await?)
     }
 
     async fn expired_instances(&self, ttl_ms: u64) -> LogResult<Vec<InstanceSeen>> {
@@ -346,13 +340,8 @@ impl LogStore for PgLogStore {
 
     async fn forget_instance(&self, instance: &str) -> LogResult<bool> {
         non_empty("instance", instance)?;
-        let row = self
-            .query_one(
-                "SELECT rota_forget_instance($1, $2) AS gone",
-                &[&self.roster, &instance],
-            )
-            .await?;
-        Ok(row.get("gone"))
+        let sql = "SELECT rota_forget_instance($1, $2)";
+        self.value(sql, &[&self.roster, &instance]).await
     }
 
     async fn acquire_leader(&self, instance: &str, ttl_ms: u64) -> LogResult<LeaderLease> {
@@ -376,25 +365,18 @@ impl LogStore for PgLogStore {
         non_empty("instance", instance)?;
         let epoch = positive("epoch", epoch)?;
         let ttl = positive("ttl_ms", ttl_ms)?;
-        let row = self
-            .query_one(
-                "SELECT rota_renew_leader($1, $2, $3, $4) AS expires_at",
-                &[&self.roster, &instance, &epoch, &ttl],
-            )
-            .await?;
-        unsigned(row.get("expires_at"))
+        let sql = "SELECT rota_renew_leader($1, $2, $3, $4)";
+        unsigned(
+            self.value(sql, &[&self.roster, &instance, &epoch, &ttl])
+                .await?,
+        )
     }
 
     async fn step_down(&self, instance: &str, epoch: u64) -> LogResult<bool> {
         non_empty("instance", instance)?;
         let epoch = positive("epoch", epoch)?;
-        let row = self
-            .query_one(
-                "SELECT rota_step_down($1, $2, $3) AS done",
-                &[&self.roster, &instance, &epoch],
-            )
-            .await?;
-        Ok(row.get("done"))
+        let sql = "SELECT rota_step_down($1, $2, $3)";
+        self.value(sql, &[&self.roster, &instance, &epoch]).await
     }
 
     async fn write_snapshot(&self, seq: u64, state: &str) -> LogResult<()> {
@@ -424,13 +406,8 @@ impl LogStore for PgLogStore {
 
     async fn compact(&self, through: u64) -> LogResult<u64> {
         let through = positive("through", through)?;
-        let row = self
-            .query_one(
-                "SELECT rota_compact($1, $2) AS deleted",
-                &[&self.roster, &through],
-            )
-            .await?;
-        unsigned(row.get("deleted"))
+        let sql = "SELECT rota_compact($1, $2)";
+        unsigned(self.value(sql, &[&self.roster, &through]).await?)
     }
 }
 

@@ -5,32 +5,34 @@
 //! ([`super::leader`]). The calls that change the roster are async: they wait for the
 //! log.
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rota_core::{Exclusion, ExclusionKind, ExplainRequest, Explanation, Failure, Input, Snapshot};
+use rota_core::{Exclusion, ExclusionKind, Failure, Input};
 use serde_json::Value;
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::oneshot;
 
 use super::driver::Remote;
 use super::log::{LogError, LogStore};
 use super::pg::PgLogStore;
 use crate::classify::{http_facts, io_facts};
 use crate::error::{HostError, Result};
-use crate::event::Event;
-use crate::roster::entry::entry_of;
 use crate::roster::events::exclusion_from;
-use crate::roster::requests::{Ask, LeaseOptions};
-use crate::roster::state::{lock, Member, Mine, Queued};
-use crate::runtime::PolicyRuntime;
+use crate::roster::state::{lock, Member, Mine};
+use crate::roster::Roster;
 
 /// Ends the instance's tasks when the last handle goes (as a crash would: call
 /// [`SharedRoster::close`] to leave cleanly).
 pub(super) struct Owner;
 
-/// One instance of a roster shared through a log. Cheap to clone.
+/// One instance of a roster shared through a log. Cheap to clone. It is the
+/// [`Roster`] over a remote log, by `Deref`: `lease`, `try_lease` and `occupy` (across
+/// every instance: `Exhausted`, `TimedOut` on the log's time, `FENCED`) and every query
+/// (`snapshot`, `available`, `explain`, `document`, `subscribe`, `now_ms` on the log's
+/// clock ...) are the roster's; the calls that change it are async here (they wait for
+/// the log), and the membership's getters are its own.
 pub struct SharedRoster<S: LogStore + 'static = PgLogStore> {
+    pub(super) roster: Roster,
     pub(super) remote: Arc<Remote<S>>,
     pub(super) _owner: Arc<Owner>,
 }
@@ -38,9 +40,17 @@ pub struct SharedRoster<S: LogStore + 'static = PgLogStore> {
 impl<S: LogStore + 'static> Clone for SharedRoster<S> {
     fn clone(&self) -> Self {
         SharedRoster {
+            roster: self.roster.clone(),
             remote: Arc::clone(&self.remote),
             _owner: Arc::clone(&self._owner),
         }
+    }
+}
+
+impl<S: LogStore + 'static> std::ops::Deref for SharedRoster<S> {
+    type Target = Roster;
+    fn deref(&self) -> &Roster {
+        &self.roster
     }
 }
 
@@ -60,36 +70,25 @@ impl<S: LogStore + 'static> std::fmt::Debug for SharedRoster<S> {
     }
 }
 
-/// A lease granted through the log: the roster's [`crate::Lease`] (its accessors by
-/// `Deref`); released when dropped (or by [`Lease::release`]).
-pub struct Lease<S: LogStore + 'static = PgLogStore> {
-    lease: crate::roster::Lease,
-    log: PhantomData<fn() -> S>,
+/// A lease granted through the log: the roster's [`crate::Lease`] itself (released
+/// when dropped, or by `release()`, which appends the `release`, batched). An alias,
+/// kept for the name users have; `S` names the log as in `SharedRoster<S>`.
+pub type Lease<S = PgLogStore> = <S as LeaseOf>::Lease;
+
+/// What a lease on a log store is: the roster's [`crate::Lease`], on every store
+/// (for the [`Lease`] alias).
+pub trait LeaseOf {
+    /// The roster's lease.
+    type Lease;
 }
 
-impl<S: LogStore + 'static> std::ops::Deref for Lease<S> {
-    type Target = crate::roster::Lease;
-    fn deref(&self) -> &crate::roster::Lease {
-        &self.lease
-    }
-}
-
-impl<S: LogStore + 'static> std::fmt::Debug for Lease<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.lease.fmt(f)
-    }
-}
-
-impl<S: LogStore + 'static> Lease<S> {
-    /// Gives the slot back: appends `release` (batched, fire and forget).
-    pub fn release(self) -> Result<()> {
-        self.lease.release()
-    }
+impl<S: LogStore> LeaseOf for S {
+    type Lease = crate::roster::Lease;
 }
 
 impl<S: LogStore + 'static> SharedRoster<S> {
     fn member<T>(&self, f: impl FnOnce(&Member) -> T) -> Option<T> {
-        lock(&self.remote.inner.state).member.as_ref().map(f)
+        lock(&self.inner.state).member.as_ref().map(f)
     }
 
     /// This incarnation's id (`<name>:<8 hex>`): the owner of its requests.
@@ -125,12 +124,12 @@ impl<S: LogStore + 'static> SharedRoster<S> {
 
     /// The replica's state hash (16 hex digits): equal on every replica at one seq.
     pub fn state_hash(&self) -> Result<String> {
-        lock(&self.remote.inner.state).policy.state_hash()
+        lock(&self.inner.state).policy.state_hash()
     }
 
     /// `(foldedSeq, stateHash)` read together.
     pub fn folded_hash(&self) -> Result<(u64, String)> {
-        let mut st = lock(&self.remote.inner.state);
+        let mut st = lock(&self.inner.state);
         let seq = st.member.as_ref().map_or(0, |m| m.folded_seq);
         Ok((seq, st.policy.state_hash()?))
     }
@@ -141,16 +140,6 @@ impl<S: LogStore + 'static> SharedRoster<S> {
         self.member(|m| m.hashes.clone())
             .flatten()
             .unwrap_or_default()
-    }
-
-    /// The log's clock as this instance estimates it (epoch ms).
-    pub fn now_ms(&self) -> u64 {
-        self.remote.inner.now_ms()
-    }
-
-    /// Every event from now on (the core's, with the `seq` that caused it, and the host's).
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.remote.inner.events.subscribe()
     }
 
     /// The log store.
@@ -167,16 +156,12 @@ impl<S: LogStore + 'static> SharedRoster<S> {
     /// log and folded. `Closed` when the instance ends first; `Fenced` when fenced.
     pub async fn flush(&self) -> Result<()> {
         loop {
-            let done = self.member(|m| {
-                if m.closed {
-                    return Err(HostError::Closed);
-                }
-                if let Some(fence) = &m.fence {
-                    return Err(fence.error());
-                }
-                Ok(m.queue.is_empty() && !m.appending)
-            });
-            if done.unwrap_or(Err(HostError::Closed))? {
+            let done = {
+                let st = lock(&self.inner.state);
+                st.usable()?;
+                (st.member.as_ref()).is_none_or(|m| m.queue.is_empty() && !m.appending)
+            };
+            if done {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
@@ -185,50 +170,10 @@ impl<S: LogStore + 'static> SharedRoster<S> {
         Ok(())
     }
 
-    fn shared_lease(lease: Option<crate::roster::Lease>) -> Option<Lease<S>> {
-        lease.map(|lease| Lease {
-            lease,
-            log: PhantomData,
-        })
-    }
-
-    /// Waits for a slot across every instance; `Exhausted`, `TimedOut` (the log's
-    /// time), `FENCED`. Dropping the future cancels the request.
-    pub async fn lease(&self, role: &str, options: LeaseOptions) -> Result<Lease<S>> {
-        let lease = self.remote.inner.ask(Ask::Lease, role, options).await?;
-        Self::shared_lease(lease).ok_or(HostError::Closed)
-    }
-
-    /// A slot now (as the log orders it), or `None`.
-    pub async fn try_lease(&self, role: &str, options: LeaseOptions) -> Result<Option<Lease<S>>> {
-        let lease = self.remote.inner.ask(Ask::TryLease, role, options).await?;
-        Ok(Self::shared_lease(lease))
-    }
-
-    /// Records work already running on `executor`: it takes a slot even beyond capacity.
-    pub async fn occupy(
-        &self,
-        executor: &str,
-        role: Option<&str>,
-        hold: Option<Value>,
-    ) -> Result<Lease<S>> {
-        let ask = Ask::Occupy {
-            executor: executor.to_string(),
-            role: role.map(str::to_string),
-            hold,
-        };
-        let lease = self
-            .remote
-            .inner
-            .ask(ask, role.unwrap_or_default(), LeaseOptions::default());
-        Self::shared_lease(lease.await?).ok_or(HostError::Closed)
-    }
-
     /// Reports a failed call on `executor`: the exclusion it put in force (as the
     /// embedded roster's `report`), once its entry is folded.
     pub async fn report(&self, executor: &str, failure: Failure) -> Result<Option<Exclusion>> {
         let outputs = self
-            .remote
             .inner
             .call(Input::Report {
                 now: 0,
@@ -275,59 +220,24 @@ impl<S: LogStore + 'static> SharedRoster<S> {
             reason: reason.to_string(),
             until: until_ms,
         };
-        self.remote.inner.call(input).await.map(drop)
+        self.inner.call(input).await.map(drop)
     }
 
     /// Ends an executor's exclusion, for every instance.
     pub async fn resume(&self, executor: &str) -> Result<()> {
         let executor = executor.to_string();
         let input = Input::Resume { now: 0, executor };
-        self.remote.inner.call(input).await.map(drop)
+        self.inner.call(input).await.map(drop)
     }
 
     /// Replaces the document for every instance (a bad one changes nothing).
     pub async fn reload(&self, document: Value) -> Result<()> {
         let input = Input::Reload { now: 0, document };
-        self.remote.inner.call(input).await.map(drop)
-    }
-
-    fn query<T>(&self, f: impl FnOnce(&mut PolicyRuntime) -> Result<T>) -> Result<T> {
-        self.remote.inner.query(f)
-    }
-
-    /// Every executor, lease and waiting request, as folded.
-    pub fn snapshot(&self) -> Result<Snapshot> {
-        self.query(|p| p.snapshot())
-    }
-
-    /// Free slots for `role`, as folded.
-    pub fn available(&self, role: &str) -> Result<u32> {
-        self.query(|p| p.available(role))
-    }
-
-    /// Configured slots for `role`.
-    pub fn slots(&self, role: &str) -> Result<u32> {
-        self.query(|p| p.slots(role))
-    }
-
-    /// Why each executor can or cannot take a request, as folded.
-    pub fn explain(&self, request: impl Into<ExplainRequest>) -> Result<Explanation> {
-        let request = request.into();
-        self.query(|p| p.explain(&request))
-    }
-
-    /// The running document (the log's).
-    pub fn document(&self) -> Result<Value> {
-        self.query(|p| p.document())
-    }
-
-    /// The kind the core gives `failure`, without reporting it.
-    pub fn classify(&self, failure: &Failure) -> Result<Value> {
-        self.query(|p| p.classify(failure))
+        self.inner.call(input).await.map(drop)
     }
 
     fn abort_tasks(&self) {
-        if let Some(link) = &self.remote.inner.link {
+        if let Some(link) = &self.inner.link {
             for task in lock(&link.tasks).drain(..) {
                 task.abort();
             }
@@ -338,35 +248,26 @@ impl<S: LogStore + 'static> SharedRoster<S> {
     /// `expireOwner` of itself (no epoch), forgets its heartbeat row, ends its tasks.
     pub async fn close(self) -> Result<()> {
         let (instance, epoch, appended) = {
-            let mut st = lock(&self.remote.inner.state);
-            let ids: Vec<String> = st.waiters.keys().cloned().collect();
-            let mut cancels = Vec::new();
-            for id in ids {
-                if let Some(waiter) = st.take_waiter(&id) {
-                    let _ = waiter.tx.send(Err(HostError::Closed));
-                }
-                cancels.push(Queued::plain(entry_of(&Input::Cancel { now: 0, id })?));
+            let inner = &self.inner;
+            let mut st = lock(&inner.state);
+            for id in st.end_waiters(|| HostError::Closed) {
+                let cancel = Input::Cancel { now: 0, id };
+                inner.enqueue(&mut st, &cancel, None, Mine::Plain, None)?;
             }
             let Some(member) = st.member.as_mut() else {
                 return Err(HostError::Closed);
             };
             member.closed = true;
-            member.queue.extend(cancels);
             let instance = member.instance.clone();
-            let entry = entry_of(&Input::ExpireOwner {
+            let epoch = member.epoch.take();
+            let expiry = Input::ExpireOwner {
                 now: 0,
                 owner: instance.clone(),
-            })?;
+            };
             let (tx, rx) = oneshot::channel();
-            member.queue.push_back(Queued {
-                entry,
-                epoch: None,
-                mine: Mine::Plain,
-                on_append: Some(tx),
-            });
-            (instance, member.epoch.take(), rx)
+            inner.enqueue(&mut st, &expiry, None, Mine::Plain, Some(tx))?;
+            (instance, epoch, rx)
         };
-        self.remote.notify(false);
         if let Some(epoch) = epoch {
             let _ = self.remote.store.step_down(&instance, epoch).await;
         }
@@ -388,7 +289,7 @@ impl<S: LogStore + 'static> SharedRoster<S> {
     /// Tests: dies as a crash would (no cancel, no expiry, no step-down): the other
     /// instances expire it after the TTL.
     pub fn crash(&self) {
-        if let Some(member) = lock(&self.remote.inner.state).member.as_mut() {
+        if let Some(member) = lock(&self.inner.state).member.as_mut() {
             member.closed = true;
         }
         self.abort_tasks();
