@@ -301,9 +301,18 @@ impl Roster {
         self.swap_module(module)
     }
 
-    /// As [`Roster::swap_policy`], with a module already loaded.
+    /// As [`Roster::swap_policy`], with a module already loaded. Refused on a shared
+    /// roster: every replica of a log folds it with one module (a log moves to a newer
+    /// module through its `version` entries, sql/PROTOCOL.md).
     pub fn swap_module(&self, module: PolicyModule) -> Result<()> {
-        let result = self.inner.query(|p| p.swap(module));
+        let result = if lock(&self.inner.state).member.is_some() {
+            Err(HostError::SwapRefused(
+                "a shared roster's replicas fold one module: swapping one replica's would split them"
+                    .into(),
+            ))
+        } else {
+            self.inner.query(|p| p.swap(module))
+        };
         if let Err(error) = &result {
             self.inner.publish(Event::host(
                 Level::Warn,

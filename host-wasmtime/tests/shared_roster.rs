@@ -1073,3 +1073,20 @@ async fn a_reload_that_adds_an_executor_applies_though_preflight_reloads_was_ask
     drop((held, b));
     one.close().await.expect("close");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_roster_refuses_to_swap_one_replicas_module() {
+    let Some(url) = url() else { return };
+    let name = roster("swap");
+    let module = module().await;
+    let a = join(&url, "a", &name, &module, &document(1), fast()).await;
+    let before = a.module_hash();
+    let refused = a.swap_module(module.clone());
+    assert!(
+        matches!(refused, Err(rota_host::HostError::SwapRefused(ref why)) if why.contains("replicas")),
+        "a swap on a shared roster is refused: {refused:?}"
+    );
+    assert_eq!(a.module_hash(), before);
+    let lease = take(&a, "coder").await;
+    lease.release().expect("release");
+}
