@@ -12,7 +12,6 @@ import { Appender } from '../shared/appender.js'
 import { Leader } from '../shared/leader.js'
 import { PgLogStore } from '../shared/pg-log-store.js'
 
-const LOG_VERSION = 1
 const READ_LIMIT = 1_000
 const monotonic = () => performance.now()
 const invalid = (message) => new RotaError('INVALID_INPUT', `Roster.create: shared: ${message}`)
@@ -36,27 +35,11 @@ function sharedOptions(shared) {
   return { connectionString, pool, roster, name: name ?? `${hostname()}-${process.pid}`, ...numbers }
 }
 
-/**
- * The genesis entry (seq 1): the document and the core options every replica builds
- * its Policy from. Host-only options are fixed: a shared roster does not preflight
- * (log version 1), neither at start nor on reloads.
- */
-export function genesisEntry(document, options) {
-  return JSON.stringify({ type: 'genesis', log: LOG_VERSION, document, options: { ...options, preflight: false, preflightReloads: false } })
-}
-
-/** The `type` of an entry (its first field, as every host writes it), cheaply. */
-function entryType(entry) {
-  const match = /^\{"type":"([A-Za-z]+)"/.exec(entry)
-  return match === null ? undefined : match[1]
-}
-
-function parseEntry(entry) {
-  try {
-    return JSON.parse(entry)
-  } catch {
-    return undefined
-  }
+/** A rule of the shared log, the core's (`Policy.logJson`: rota_core::log::answer): its answer, or its error thrown. */
+function logRule(api, request) {
+  const { ok, error } = JSON.parse(api.Policy.logJson(JSON.stringify(request)))
+  if (error !== undefined) throw new RotaError(error.code, error.message, error.violations === undefined ? {} : { violations: error.violations })
+  return ok
 }
 
 export class PgLog {
@@ -103,18 +86,14 @@ export class PgLog {
     const shared = sharedOptions(options.shared)
     const coreOptions = { ...options.options }
     if (coreOptions.canProbe === undefined) coreOptions.canProbe = options.probe !== false
-    const genesis = resolved === undefined ? undefined : genesisEntry(resolved.document, coreOptions)
-    if (genesis !== undefined) {
-      // Refused here, before a bad genesis could reach the log.
-      const { document, options: fixed } = JSON.parse(genesis)
-      new api.Policy(document, fixed).free?.()
-    }
+    // Refused here (no policy can be built from it), before a bad genesis could reach the log.
+    const genesis = resolved === undefined ? undefined : logRule(api, { op: 'genesis', document: resolved.document, options: coreOptions })
     // A database that cannot be reached fails the start with the store's error (DATABASE).
     const store = await PgLogStore.connect({ connectionString: shared.connectionString, pool: shared.pool, roster: shared.roster, pollMs: shared.pollMs })
     const log = new PgLog(shared, store, api)
     log.#roster = attach(log)
     try {
-      await log.#start(genesis, resolved)
+      await log.#start(genesis)
     } catch (error) {
       await store.forgetInstance(log.#instance).catch(() => {})
       await log.crash(() => {})
@@ -133,7 +112,7 @@ export class PgLog {
     this.#appender = new Appender(this.#appenderHost())
   }
 
-  async #start(genesis, resolved) {
+  async #start(genesis) {
     const store = this.#store
     const local = Date.now()
     this.#offset = (await store.now()) - local
@@ -158,7 +137,7 @@ export class PgLog {
     if (this.#fence !== null) throw fencedError(this.#fence.reason, this.#fence.since)
     const policy = this.#roster.policy()
     if (policy === null) throw new RotaError('INVALID_STATE', `the shared roster '${this.#shared.roster}' has no genesis to fold`)
-    if (resolved !== undefined && JSON.stringify(resolved.document) !== JSON.stringify(policy.document())) {
+    if (genesis !== undefined && JSON.stringify(JSON.parse(genesis).document) !== JSON.stringify(policy.document())) {
       this.#roster.event('warn', 'sharedDocumentDiffers', `the log's roster document differs from this instance's: folding the log's (reload() changes it for all)`, {
         roster: this.#shared.roster,
       })
@@ -381,49 +360,43 @@ export class PgLog {
     if (call !== undefined) this.#calls.delete(seq)
     this.#foldedSeq = seq
     if (seq === 1) return this.#genesis(entry)
-    const type = entryType(entry)
+    const facts = logRule(this.#api, { op: 'facts', entry, appender: instance, me: this.#instance, code: 'UNSUPPORTED_VERSION' })
     const policy = this.#roster.policy()
     // A genesis that lost the race to seq 1 (or one met with no replica yet): skipped.
-    if (type === 'genesis' || policy === null) return
-    const answer = JSON.parse(policy.handleJson(`{"now":${now},${entry.slice(1)}`))
+    if (facts.skipped || policy === null) return
+    const answer = JSON.parse(policy.handleJson(logRule(this.#api, { op: 'feed', now, entry })))
     if (answer.error !== undefined) {
       const { code, message, violations } = answer.error
       const error = new RotaError(code, message, violations === undefined ? {} : { violations })
-      if (type === 'version' && code === 'UNSUPPORTED_VERSION') {
+      if (facts.halt && code === 'UNSUPPORTED_VERSION') {
         this.#halted = error
         this.#fenceNow(`the log moved to a version this module does not fold (seq ${seq}): ${message}; a newer rota is needed`)
       } else if (call !== undefined) {
         this.#reject(call, error)
       } else if (this.#roster.listening()) {
-        this.#roster.event('debug', 'inputRejected', `the core rejected entry ${seq} (${type}) of ${instance}: ${message}`, { seq, input: type, code })
+        this.#roster.event('debug', 'inputRejected', `the core rejected entry ${seq} (${facts.type}) of ${instance}: ${message}`, { seq, input: facts.type, code })
       }
       return
     }
-    if (type === 'tick') this.#lastTickNow = now
-    const expire = type === 'expireOwner' ? parseEntry(entry)?.owner : undefined
-    this.#roster.fold(answer, now, { seq, appender: instance, expire }, type)
+    if (facts.type === 'tick') this.#lastTickNow = now
+    const expire = facts.type === 'expireOwner' ? (facts.owner ?? undefined) : undefined
+    this.#roster.fold(answer, now, { seq, appender: instance, expire }, facts.type)
     if (call !== undefined && call.request === undefined) call.resolve(answer.outputs)
-    if (expire === this.#instance && !mine) {
+    if (facts.expires) {
       this.#expiredByLog = true
       this.#fenceNow(`the log expired this instance (entry ${seq}, appended by ${instance}): its heartbeat lapsed`)
     }
   }
 
+  /** Seq 1: the replica is built from the genesis (the core's `readGenesis`), or the log is refused. */
   #genesis(entry) {
-    const genesis = parseEntry(entry)
-    if (genesis?.type !== 'genesis') {
-      this.#halted = new RotaError('INVALID_LOG', `the shared roster's log does not start with a genesis entry`)
-    } else if (genesis.log !== LOG_VERSION) {
-      this.#halted = new RotaError('UNSUPPORTED_VERSION', `the shared roster's log is version ${genesis.log}; this module folds version ${LOG_VERSION}`)
-    } else {
-      try {
-        this.#roster.adopt(new this.#api.Policy(genesis.document, genesis.options))
-        return
-      } catch (error) {
-        this.#halted = error
-      }
+    try {
+      const { document, options } = logRule(this.#api, { op: 'readGenesis', entry })
+      this.#roster.adopt(new this.#api.Policy(document, options))
+    } catch (error) {
+      this.#halted = error
+      this.#fenceNow(error.message)
     }
-    this.#fenceNow(this.#halted.message)
   }
 
   #afterFold() {
@@ -440,15 +413,7 @@ export class PgLog {
       lastTickNow: () => this.#lastTickNow,
       dbNow: () => this.now(),
       exportState: () => JSON.stringify(this.#roster.policy().exportState()),
-      probesInFlight: () => {
-        const policy = this.#roster.policy()
-        const runtime = policy.exportState().runtime ?? {}
-        const health = new Map((policy.document()?.executors ?? []).map((e) => [e.id, e.health]))
-        return Object.entries(runtime)
-          .filter(([, r]) => r.probeInFlight === true)
-          .map(([executor]) => ({ executor, url: health.get(executor) }))
-          .filter((p) => typeof p.url === 'string')
-      },
+      probesInFlight: () => this.#roster.policy().probesInFlight(),
       runProbe: (executor, url) => new Promise((resolve) => this.#roster.probe(executor, url, resolve)),
       pull: () => this.#pull(),
       event: (level, name, message, fields) => this.#roster.event(level, name, message, fields),
