@@ -399,7 +399,7 @@ export function defineRoster(api, platform) {
     /**
      * A request id of the roster's own, never one in use: `r<n>` in memory,
      * `<instance>/<n>` on a shared log. In memory one the core still knows (a live
-     * lease's) is skipped when the core answers DUPLICATE_REQUEST (#stepWithOwnId).
+     * lease's) is skipped when the core answers DUPLICATE_REQUEST (#submit).
      */
     #nextId() {
       const prefix = this.#remote ? `${this.#dispatcher.me}/` : 'r'
@@ -409,13 +409,61 @@ export function defineRoster(api, platform) {
       return id
     }
 
-    /** Feeds a request; a generated id the core already knows is replaced, its pending entry moved, and fed again. */
-    #stepWithOwnId(input, generated, pending) {
+    /**
+     * A lease or tryLease: in memory with a `deadline` (the hot path: mostly settled by
+     * the step in this call); on a shared log with its owner and `timeoutMs` (the log's
+     * time is the only clock).
+     */
+    #request(type, role, options) {
+      let pending
+      try {
+        this.#checkOpen()
+        const signal = checkRequest(type, options)
+        if (signal?.aborted) return Promise.reject(abortError(this.#policy, signal, { role, label: options.label }))
+        const remote = this.#remote
+        const now = this.#log.now()
+        const id = options.id ?? this.#nextId()
+        const input = remote ? { type, id, role } : { type, now, id, role }
+        const timeoutMs = requestFields(input, options)
+        if (remote) {
+          if (timeoutMs !== undefined) input.timeoutMs = timeoutMs
+          input.owner = this.#dispatcher.me
+        } else if (timeoutMs !== undefined) {
+          input.deadline = now + timeoutMs
+        }
+        pending = this.#pend(id, new PendingRequest(type, role, options.label, options.timeoutMs, input), signal)
+        pending.sentAt = now
+      } catch (error) {
+        return Promise.reject(error)
+      }
+      this.#submit(pending.input, options.id === undefined, pending)
+      return pending.promise()
+    }
+
+    /** Registers a live request under `id` (refused while another lives), with its abort and keep-alive. */
+    #pend(id, pending, signal) {
+      if (this.#pending.has(id)) throw duplicate(id)
+      if (signal !== undefined) this.#onAbort(signal, pending)
+      this.#pending.set(id, pending)
+      if (pending.timeoutMs !== undefined || signal !== undefined) this.#ledger.keepAlive(pending)
+      return pending
+    }
+
+    /**
+     * A request's input to the log: on a shared log appended (settled when its entry is
+     * folded); in memory fed at once, a refusal rejecting `pending`, and a `generated`
+     * id the core already knows replaced, its pending entry moved, and fed again.
+     */
+    #submit(input, generated, pending) {
+      if (this.#remote) return this.#log.append(JSON.stringify(input), { request: input.id })
       for (;;) {
         try {
           return this.#step(input)
         } catch (error) {
-          if (!generated || error?.code !== 'DUPLICATE_REQUEST') throw error
+          if (!generated || error?.code !== 'DUPLICATE_REQUEST') {
+            this.#ledger.settle(input.id)
+            return pending.reject(error)
+          }
           if (this.#pending.get(input.id) === pending) this.#pending.delete(input.id)
           input.id = this.#nextId()
           this.#pending.set(input.id, pending)
@@ -423,78 +471,17 @@ export function defineRoster(api, platform) {
       }
     }
 
-    /** A request on the log in memory (the hot path: fed at once, in the call). */
-    #request(type, role, options) {
-      if (this.#remote) return this.#requestRemote(type, role, options)
-      let pending
-      try {
-        if (this.#closing) throw closed()
-        const signal = checkRequest(type, options)
-        if (signal?.aborted) return Promise.reject(abortError(this.#policy, signal, { role, label: options.label }))
-        const now = this.#log.now()
-        const id = options.id ?? this.#nextId()
-        const input = { type, now, id, role }
-        const timeoutMs = requestFields(input, options)
-        if (timeoutMs !== undefined) input.deadline = now + timeoutMs
-        if (this.#pending.has(id)) throw duplicate(id)
-        pending = new PendingRequest(type, role, options.label, options.timeoutMs, input)
-        pending.sentAt = now
-        if (signal !== undefined) {
-          this.#onAbort(signal, pending, () => {
-            if (!this.#stepQuietly({ type: 'cancel', now: this.#log.now(), id: input.id })) {
-              // The core no longer knows it: settle here so nobody hangs.
-              this.#ledger.settle(input.id)?.reject(pending.abortReason)
-            }
-          })
-        }
-        this.#pending.set(id, pending)
-        if (pending.timeoutMs !== undefined || signal !== undefined) this.#ledger.keepAlive(pending)
-      } catch (error) {
-        return Promise.reject(error)
-      }
-      const input = pending.input
-      try {
-        this.#stepWithOwnId(input, options.id === undefined, pending)
-      } catch (error) {
-        this.#ledger.settle(input.id)
-        pending.reject(error)
-      }
-      // Granted (or refused) by that step, mostly: then an already settled promise.
-      return pending.promise()
-    }
-
-    /** A request on a shared log: appended with its owner and `timeoutMs` (the log's time is the only clock: no deadline). */
-    #requestRemote(type, role, options) {
-      let pending
-      try {
-        this.#checkOpen()
-        const signal = checkRequest(type, options)
-        if (signal?.aborted) return Promise.reject(abortError(this.#policy, signal, { role, label: options.label }))
-        const id = options.id ?? this.#nextId()
-        const input = { type, id, role }
-        const timeoutMs = requestFields(input, options)
-        if (timeoutMs !== undefined) input.timeoutMs = timeoutMs
-        input.owner = this.#dispatcher.me
-        if (this.#pending.has(id)) throw duplicate(id)
-        pending = new PendingRequest(type, role, options.label, options.timeoutMs, input)
-        pending.sentAt = this.#log.now()
-        if (signal !== undefined) this.#onAbort(signal, pending, () => this.#log.append({ type: 'cancel', id }))
-        this.#pending.set(id, pending)
-        if (pending.timeoutMs !== undefined || signal !== undefined) this.#ledger.keepAlive(pending)
-      } catch (error) {
-        return Promise.reject(error)
-      }
-      this.#log.append(JSON.stringify(pending.input), { request: pending.input.id })
-      return pending.promise()
-    }
-
-    /** A waiting request's `signal`: its abort cancels the request (`cancel()`), which then rejects with the signal's reason. */
-    #onAbort(signal, pending, cancel) {
+    /** A waiting request's `signal`: its abort cancels the request, which then rejects with the signal's reason. */
+    #onAbort(signal, pending) {
       const input = pending.input
       const onAbort = () => {
         if (this.#pending.get(input.id) !== pending) return
         pending.abortReason = abortError(this.#policy, signal, pending, input.id)
-        cancel()
+        if (this.#remote) this.#log.append({ type: 'cancel', id: input.id })
+        else if (!this.#stepQuietly({ type: 'cancel', now: this.#log.now(), id: input.id })) {
+          // The core no longer knows it: settle here so nobody hangs.
+          this.#ledger.settle(input.id)?.reject(pending.abortReason)
+        }
       }
       signal.addEventListener('abort', onAbort, { once: true })
       pending.cleanup = () => signal.removeEventListener('abort', onAbort)
@@ -506,31 +493,24 @@ export function defineRoster(api, platform) {
      */
     occupy(executor, options = {}) {
       const remote = this.#remote
-      let id
+      let input
       let pending
       try {
         this.#checkOpen()
         if (options === null || typeof options !== 'object') throw new RotaError('INVALID_INPUT', 'occupy options must be an object')
-        id = options.id ?? this.#nextId()
+        const now = remote ? undefined : this.#log.now()
+        input = omitUndefined({ type: 'occupy', now, id: options.id ?? this.#nextId(), executor, role: options.role, hold: options.hold, owner: this.#dispatcher.me })
         // A waiting request's id is refused before anything changes.
-        if (this.#pending.has(id)) throw duplicate(id)
-        pending = new PendingRequest('occupy', options.role, undefined, undefined, undefined)
-        this.#pending.set(id, pending)
+        pending = this.#pend(input.id, new PendingRequest('occupy', options.role, undefined, undefined, undefined))
       } catch (error) {
         if (remote) return Promise.reject(error)
         throw error
       }
-      const input = omitUndefined({ type: 'occupy', now: remote ? undefined : this.#log.now(), id, executor, role: options.role, hold: options.hold, owner: this.#dispatcher.me })
-      if (remote) {
-        this.#log.append(JSON.stringify(input), { request: id })
-        return pending.promise()
-      }
-      try {
-        this.#stepWithOwnId(input, options.id === undefined, pending)
-      } finally {
-        if (this.#pending.get(input.id) === pending) this.#pending.delete(input.id)
-      }
-      // Its lease, granted by that step (never rejected: the core refuses by throwing).
+      this.#submit(input, options.id === undefined, pending)
+      if (remote) return pending.promise()
+      if (this.#pending.get(input.id) === pending) this.#ledger.settle(input.id)
+      // Its lease, granted by that step, or the core's refusal.
+      if (pending.settled === 2) throw pending.value
       return pending.settled === 1 ? pending.value : undefined
     }
 
@@ -540,24 +520,17 @@ export function defineRoster(api, platform) {
      * is appended and a Promise settles when it is folded.
      */
     #call(build, answer = () => undefined) {
-      if (this.#remote) {
-        try {
-          this.#checkOpen()
-          const input = build()
-          return new Promise((resolve, reject) => {
-            let settled = false
-            const call = {
-              resolve: (outputs) => settled || ((settled = true), resolve(answer(outputs))),
-              reject: (error) => settled || ((settled = true), reject(error)),
-            }
-            this.#log.append(JSON.stringify(input), call)
-          })
-        } catch (error) {
-          return Promise.reject(error)
-        }
+      if (!this.#remote) {
+        this.#checkOpen()
+        return answer(this.#step(build(this.#log.now())))
       }
-      this.#checkOpen()
-      return answer(this.#step(build(this.#log.now())))
+      try {
+        this.#checkOpen()
+        const entry = JSON.stringify(build())
+        return new Promise((resolve, reject) => this.#log.append(entry, { resolve: (outputs) => resolve(answer(outputs)), reject }))
+      } catch (error) {
+        return Promise.reject(error)
+      }
     }
 
     // ---- queries (they change nothing): queries.js adds the policy's and the log's ------
