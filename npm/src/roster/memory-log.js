@@ -9,7 +9,6 @@ import { RotaError, closed } from '../errors.js'
 const MAX_TIMER_MS = 2 ** 31 - 1
 
 export class MemoryLog {
-  remote = false
   /** Every owner is this instance: outputs carry no owner, nor do inputs. */
   instance = undefined
   isLeader = true

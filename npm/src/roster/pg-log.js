@@ -43,16 +43,16 @@ function logRule(api, request) {
 }
 
 export class PgLog {
-  remote = true
   dead = false
   #shared
   /** The log's PgLogStore; the roster's side (Roster.js `#side`). */
   store
   #api
   roster
-  #name
-  #instance
-  #foldedSeq = 0
+  /** This incarnation's id, `<name>:<8 hex>`: the owner of its requests and leases. */
+  instance
+  /** The seq of the entry folded last. */
+  foldedSeq = 0
   /** The log time of the tick folded last (the leader's tick timer). */
   lastTickNow = null
   /** database clock − local clock, from every answer that carries the database's time */
@@ -97,7 +97,7 @@ export class PgLog {
     try {
       await log.#start(genesis)
     } catch (error) {
-      await store.forgetInstance(log.#instance).catch(() => {})
+      await store.forgetInstance(log.instance).catch(() => {})
       await log.crash(() => {})
       throw error
     }
@@ -108,8 +108,7 @@ export class PgLog {
     this.#shared = shared
     this.store = store
     this.#api = api
-    this.#name = shared.name
-    this.#instance = incarnation(shared.name)
+    this.instance = incarnation(shared.name)
     this.#leader = new Leader(this, shared)
     this.#appender = new Appender(this, Math.max(1, Math.floor(shared.ttlMs / 4)))
   }
@@ -119,7 +118,7 @@ export class PgLog {
     const local = Date.now()
     this.#offset = (await store.now()) - local
     const sent = monotonic()
-    await store.heartbeat(this.#instance)
+    await store.heartbeat(this.instance)
     this.#beatSucceeded(sent)
     // Beating from here on: catching up with a long log may take longer than the TTL.
     this.#heartbeatTimer = setInterval(() => this.#heartbeat(), Math.max(1, Math.floor(this.#shared.ttlMs / 4)))
@@ -130,7 +129,7 @@ export class PgLog {
         throw new RotaError('INVALID_DOCUMENT', `the shared roster '${this.#shared.roster}' has no log yet: give \`document\` or \`rosterPath\` to start it`)
       }
       // Alone in its batch: when two race, the one at seq 1 counts.
-      await store.append([genesis], { instance: this.#instance })
+      await store.append([genesis], { instance: this.instance })
       head = await store.head()
     }
     if (head.compactedThrough > 0) await this.#fromSnapshot()
@@ -153,11 +152,6 @@ export class PgLog {
 
   // ---- what the roster reads ---------------------------------------------------------
 
-  /** This incarnation's id, `<name>:<8 hex>`: the owner of its requests and leases. */
-  get instance() {
-    return this.#instance
-  }
-
   get isLeader() {
     return !this.dead && this.#fence === null && this.#leader.isLeader
   }
@@ -172,10 +166,6 @@ export class PgLog {
 
   get fence() {
     return this.#fence === null ? null : { ...this.#fence }
-  }
-
-  get foldedSeq() {
-    return this.#foldedSeq
   }
 
   /** The database clock, estimated. */
@@ -217,7 +207,7 @@ export class PgLog {
     })
     const readAgain = this.#stoppedAtOwn
     this.#stoppedAtOwn = false
-    if (this.#pulling === null && this.#foldedSeq + 1 === result.firstSeq && this.#halted === null) {
+    if (this.#pulling === null && this.foldedSeq + 1 === result.firstSeq && this.#halted === null) {
       // Nothing between the fold and our batch: the log holds these very bytes at
       // these seqs and this `now`, so they fold as read, one round trip sooner.
       for (let i = 0; i < batch.length && !this.dead && this.#halted === null; i += 1) {
@@ -285,7 +275,7 @@ export class PgLog {
       if (this.dead || this.#halted !== null) return
       let entries
       try {
-        entries = await this.store.readFrom(this.#foldedSeq + 1, { limit: READ_LIMIT })
+        entries = await this.store.readFrom(this.foldedSeq + 1, { limit: READ_LIMIT })
       } catch (error) {
         if (this.dead) return
         if (error?.code === 'COMPACTED') {
@@ -305,8 +295,8 @@ export class PgLog {
         // Read again from where the fold is; and our own entry of the batch in flight
         // waits: its calls are known once the append returns (which reads again).
         const appender = this.#appender
-        const own = appender.inFlight !== null && entry.instance === this.#instance && entry.seq > appender.sentThrough
-        stopped = entry.seq !== this.#foldedSeq + 1 || own
+        const own = appender.inFlight !== null && entry.instance === this.instance && entry.seq > appender.sentThrough
+        stopped = entry.seq !== this.foldedSeq + 1 || own
         if (own) this.#stoppedAtOwn = true
         if (stopped) break
         this.#fold(entry)
@@ -321,9 +311,9 @@ export class PgLog {
   async #fromSnapshot() {
     const snapshot = await this.store.latestSnapshot()
     if (snapshot === null) throw new RotaError('INVALID_STATE', 'the log was compacted and has no snapshot')
-    if (snapshot.seq <= this.#foldedSeq) return
+    if (snapshot.seq <= this.foldedSeq) return
     this.roster.adopt(this.#api.Policy.importState(JSON.parse(snapshot.state)))
-    this.#foldedSeq = snapshot.seq
+    this.foldedSeq = snapshot.seq
     this.#settleFromSnapshot(snapshot.seq)
   }
 
@@ -338,16 +328,16 @@ export class PgLog {
       if (call.request === undefined) call.resolve([])
     }
     const status = this.roster.policy().snapshot()
-    const waiting = new Set(status.queue.filter((q) => q.owner === this.#instance).map((q) => q.request))
+    const waiting = new Set(status.queue.filter((q) => q.owner === this.instance).map((q) => q.request))
     const granted = new Map()
     for (const executor of status.executors) {
-      for (const lease of executor.leases) if (lease.owner === this.#instance) granted.set(lease.request, { ...lease, executor: executor.id })
+      for (const lease of executor.leases) if (lease.owner === this.instance) granted.set(lease.request, { ...lease, executor: executor.id })
     }
     for (const [id, pending] of [...this.roster.requests]) {
       if (waiting.has(id) || this.#appender.unsent(id)) continue
       const lease = granted.get(id)
       if (lease !== undefined) {
-        const output = { type: 'granted', request: id, lease: lease.lease, executor: lease.executor, role: lease.role ?? pending.role, hold: lease.hold, passed: 0, occupied: lease.occupied, owner: this.#instance }
+        const output = { type: 'granted', request: id, lease: lease.lease, executor: lease.executor, role: lease.role ?? pending.role, hold: lease.hold, passed: 0, occupied: lease.occupied, owner: this.instance }
         this.roster.granted(output, lease.since)
       } else if (![...this.#calls.values()].some((c) => c.request === id)) {
         this.roster.settle(id)?.reject(new RotaError('UNKNOWN_REQUEST', `request '${id}' ended while this replica restarted from a snapshot (seq ${seq}); its outcome is not known here`))
@@ -359,12 +349,12 @@ export class PgLog {
     // Past its TTL with no heartbeat, the log may already have expired this instance
     // further on: nothing it folds now may settle a caller (fence first).
     this.#fenceIfLapsed()
-    const mine = instance === this.#instance
+    const mine = instance === this.instance
     const call = mine ? this.#calls.get(seq) : undefined
     if (call !== undefined) this.#calls.delete(seq)
-    this.#foldedSeq = seq
+    this.foldedSeq = seq
     if (seq === 1) return this.#genesis(entry)
-    const facts = logRule(this.#api, { op: 'facts', entry, appender: instance, me: this.#instance, code: 'UNSUPPORTED_VERSION' })
+    const facts = logRule(this.#api, { op: 'facts', entry, appender: instance, me: this.instance, code: 'UNSUPPORTED_VERSION' })
     const policy = this.roster.policy()
     // A genesis that lost the race to seq 1 (or one met with no replica yet): skipped.
     if (facts.skipped || policy === null) return
@@ -417,12 +407,12 @@ export class PgLog {
     try {
       if (this.#expiredByLog && this.#fence !== null) {
         // The log ended the old incarnation: a new id (its requests and leases are gone).
-        this.#instance = incarnation(this.#name)
-        this.roster.instance(this.#instance)
+        this.instance = incarnation(this.#shared.name)
+        this.roster.instance(this.instance)
         this.#expiredByLog = false
         this.#appender.forgetSent()
       }
-      const seen = await this.store.heartbeat(this.#instance)
+      const seen = await this.store.heartbeat(this.instance)
       if (this.dead) return
       this.#clock(seen, sentAt)
       // A gap of ttlMs since the last good heartbeat was sent (a paused process, a
@@ -483,20 +473,20 @@ export class PgLog {
     try {
       const head = await this.store.head()
       await this.pull()
-      if (this.dead || this.#foldedSeq < head.lastSeq || this.#expiredByLog) return
+      if (this.dead || this.foldedSeq < head.lastSeq || this.#expiredByLog) return
       const fence = this.#fence
       this.#fence = null
       this.#appender.kick()
       // Our requests the log still has waiting and that no call awaits: cancelled.
       for (const queued of this.roster.policy().snapshot().queue ?? []) {
-        if (queued.owner === this.#instance && !this.roster.requests.has(queued.request)) {
+        if (queued.owner === this.instance && !this.roster.requests.has(queued.request)) {
           this.append({ type: 'cancel', id: queued.request })
         }
       }
       this.#leader.start()
-      this.roster.event('info', 'rejoined', `this instance rejoined the log at seq ${this.#foldedSeq} as ${this.#instance}`, {
+      this.roster.event('info', 'rejoined', `this instance rejoined the log at seq ${this.foldedSeq} as ${this.instance}`, {
         fencedSince: fence?.since,
-        instance: this.#instance,
+        instance: this.instance,
       })
     } catch (error) {
       this.roster.event('debug', 'rejoinFailed', `rejoining failed: ${error?.message ?? error}`, {})
@@ -517,15 +507,15 @@ export class PgLog {
       for (const [id] of this.roster.requests) this.append({ type: 'cancel', id })
       await this.#appender.drain()
       await this.#leader.stepDown()
-      this.append({ type: 'expireOwner', owner: this.#instance })
+      this.append({ type: 'expireOwner', owner: this.instance })
       await this.#appender.drain()
       await this.pull()
     } else {
       // Fenced: its leases go if the log can still take its expiry (harmless twice).
-      await this.store.append([JSON.stringify({ type: 'expireOwner', owner: this.#instance })], { instance: this.#instance }).catch(() => {})
+      await this.store.append([JSON.stringify({ type: 'expireOwner', owner: this.instance })], { instance: this.instance }).catch(() => {})
     }
     this.#leader.stop()
-    await this.store.forgetInstance(this.#instance).catch(() => {})
+    await this.store.forgetInstance(this.instance).catch(() => {})
     this.#halt()
   }
 
