@@ -273,29 +273,17 @@ export function defineRoster(api, platform) {
       const eventsHeard = outputsHeard || (announce.listened && announce.heard('event'))
       // Without a state file, the persist outputs concern only a listener of raw outputs.
       const minLevel = (eventsHeard ? 0 : LEVEL_WARN) | (this.#state === undefined && !outputsHeard ? NO_PERSIST : 0)
-      const { outputs, wakeAt } = this.#driverStep.call(this.#policy, input, minLevel)
-      // Kept before dispatching: a listener may feed another input, whose answer is later.
-      this.#wakeAt = wakeAt
-      const type = input.type
-      if (type === 'reload' || type === 'preflightResult') this.#specs = undefined
-      // (The dispatcher's fold, with a grant settled at once: on a log in memory every
-      // output is this instance's, and no listener of raw outputs waits for it.)
-      const dispatcher = this.#dispatcher
-      const now = input.now
-      dispatcher.now = now
-      for (let i = 0; i < outputs.length; i += 1) {
-        const output = outputs[i]
-        if (output.type === 'granted' && !announce.listened) this.#granted(output, now)
-        else dispatcher.dispatch(output)
-      }
+      const answer = this.#driverStep.call(this.#policy, input, minLevel)
+      this.#folded(answer, input.now, undefined, input.type)
       this.#log.wake(this.#wakeAt)
-      return outputs
+      return answer.outputs
     }
 
-    /** An entry of a shared log folded (pg-log.js): dispatches every output. */
+    /** An entry folded (a shared log's, at `at`; in memory: here): dispatches every output. */
     #folded({ outputs, wakeAt }, now, at, type) {
+      // Kept before dispatching: a listener may feed another input, whose answer is later.
       this.#wakeAt = wakeAt ?? null
-      if (type === 'reload') this.#specs = undefined
+      if (type === 'reload' || type === 'preflightResult') this.#specs = undefined
       this.#dispatcher.fold(outputs, now, at)
     }
 

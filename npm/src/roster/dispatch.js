@@ -81,8 +81,8 @@ export class Dispatcher {
     this.state = state
   }
 
-  /** The outputs of an entry folded at `now`, appended as `at` says. */
-  fold(outputs, now, at) {
+  /** The outputs of an entry folded at `now`, appended as `at` says (in memory: here). */
+  fold(outputs, now, at = HERE) {
     this.now = now
     this.at = at
     for (const output of outputs) this.dispatch(output)
