@@ -63,6 +63,17 @@ export function defineRoster(api, platform) {
     static {
       defineQueries(this, (roster) => roster.#policy, (roster) => roster.#log)
       defineCalls(this, (roster) => roster.#side)
+      // `on('event', fn)`: every decision's event and the driver's own; `on('output', fn)`:
+      // every raw output; `off`, `once` alike. Each returns the roster.
+      for (const method of ['on', 'off', 'once']) {
+        const value = {
+          [method](name, listener) {
+            this.#announce.listen(method, name, listener)
+            return this
+          },
+        }[method]
+        Object.defineProperty(this.prototype, method, { value, writable: true, configurable: true })
+      }
     }
 
     #policy = null
@@ -111,9 +122,7 @@ export function defineRoster(api, platform) {
       settle: (id) => this.#ledger.settle(id),
       granted: (output, now) => this.#granted(output, now),
       log: () => this.#log,
-      rejectAll: (error) => {
-        for (const [id] of [...this.#pending]) this.#ledger.settle(id)?.reject(error())
-      },
+      rejectAll: (error) => this.#ledger.rejectAll(error),
       probe: (executor, url, answer) => this.#probes.run(executor, url, answer),
       preflights: () => this.#preflights,
       restore: () => this.#state?.restore((input) => this.#step(input)),
@@ -214,12 +223,7 @@ export function defineRoster(api, platform) {
       roster.#log = new MemoryLog(options.now ?? Date.now, roster.#side)
       await roster.#log.open(policy, resolved, coreOptions.preflight === true)
       if (options.watch === true) {
-        roster.#unwatch = watchFiles(platform, options, {
-          reload: () => roster.reload(),
-          closing: () => roster.#closing,
-          event: (level, name, message, fields) => roster.#announce.emit(level, name, message, fields),
-          track: (promise) => roster.#track(promise),
-        })
+        roster.#unwatch = watchFiles(platform, options, roster.#side, () => roster.reload())
       }
       return roster
     }
@@ -523,22 +527,6 @@ export function defineRoster(api, platform) {
 
     // ---- queries (they change nothing): queries.js adds the policy's and the log's ------
 
-    /** `on('event', fn)`: every decision's event and the driver's own; `on('output', fn)`: every raw output. */
-    on(name, listener) {
-      this.#announce.on(name, listener)
-      return this
-    }
-
-    off(name, listener) {
-      this.#announce.off(name, listener)
-      return this
-    }
-
-    once(name, listener) {
-      this.#announce.once(name, listener)
-      return this
-    }
-
     get closed() {
       return this.#closing
     }
@@ -598,7 +586,7 @@ export function defineRoster(api, platform) {
       this.#state?.stopRetry()
       this.#closePromise = (async () => {
         await leaving
-        for (const [id] of [...this.#pending]) this.#ledger.settle(id)?.reject(closed('the roster closed before a lease was granted'))
+        this.#ledger.rejectAll(() => closed('the roster closed before a lease was granted'))
         this.#closeController.abort(closed())
         this.#ledger.stop()
         await this.idle()
@@ -621,9 +609,7 @@ export function defineRoster(api, platform) {
       this.#closing = true
       this.#ledger.stop()
       this.#closeController.abort(closed('crashed'))
-      this.#closePromise = this.#log.crash(() => {
-        for (const [id] of [...this.#pending]) this.#ledger.settle(id)?.reject(closed('the roster crashed (test hook)'))
-      })
+      this.#closePromise = this.#log.crash(() => this.#ledger.rejectAll(() => closed('the roster crashed (test hook)')))
     }
   }
 

@@ -65,18 +65,19 @@ function duplicates(document, side) {
 }
 
 /**
- * `watch: true`: reload when a roster file changes; a bad edit is an event, the roster
- * runs on. `roster`: { reload(), closing(), event(...), track(promise) }. Returns the unwatch.
+ * `watch: true`: `reload()` when a roster file changes; a bad edit is an event, the
+ * roster runs on. `roster` (Roster.js `#side`): { closing(), event(...), track(promise) }.
+ * Returns the unwatch.
  */
-export function watchFiles(platform, options, roster) {
+export function watchFiles(platform, options, roster, reload) {
   if (platform.watchRoster === undefined) throw new RotaError('INVALID_INPUT', 'watch needs a file system (Node)')
   const paths = [options.rosterPath, options.repoRosterPath].filter((p) => p !== undefined)
   let running = Promise.resolve()
-  const reload = () => {
+  const changed = () => {
     running = running.then(async () => {
       if (roster.closing()) return
       try {
-        await roster.reload()
+        await reload()
       } catch (error) {
         if (roster.closing()) return
         roster.event('warn', 'reloadFailed', `the changed roster file was not applied: ${error?.message ?? error}`, {
@@ -89,7 +90,7 @@ export function watchFiles(platform, options, roster) {
     roster.track(running)
   }
   try {
-    return platform.watchRoster(paths, reload)
+    return platform.watchRoster(paths, changed)
   } catch (error) {
     roster.event('warn', 'watchFailed', `cannot watch ${paths.join(' and ')}: ${error?.message ?? error}`, {
       paths,
