@@ -39,7 +39,6 @@ export class MemoryLog {
     side.adopt(policy)
     // A clock that cannot give a time fails the start, not a later timer.
     this.now()
-    if (preflight) side.preflights().starting()
     side.warnings(resolved, () => policy.document())
     await side.restore()
     if (preflight) {
