@@ -14,10 +14,8 @@ const monotonic = () => performance.now()
  */
 export class Leader {
   #log
-  #ttlMs
-  #leaderTtlMs
-  #sweepMs
-  #snapshotEvery
+  /** The `shared` options: ttlMs, leaderTtlMs, sweepMs, snapshotEvery. */
+  #options
   #epoch = null
   #renewedAt = 0
   #running = false
@@ -27,23 +25,19 @@ export class Leader {
   #leasing = false
   #sweeping = false
   #snapshotting = false
-  /** The seq of the tick appended and not yet folded (one at a time). */
+  /** The seq of the tick appended and not yet folded (one at a time; Infinity while its append is in flight). */
   #tickSeq = null
-  #tickSending = false
   #lastSnapshotSeq = 0
   #expiring = new Set()
 
-  constructor(log, { ttlMs, leaderTtlMs, sweepMs, snapshotEvery }) {
+  constructor(log, options) {
     this.#log = log
-    this.#ttlMs = ttlMs
-    this.#leaderTtlMs = leaderTtlMs
-    this.#sweepMs = sweepMs
-    this.#snapshotEvery = snapshotEvery
+    this.#options = options
   }
 
   /** The epoch it leads at, or null. A lease that may have lapsed by this clock ends here. */
   get epoch() {
-    if (this.#epoch !== null && monotonic() - this.#renewedAt >= this.#leaderTtlMs) {
+    if (this.#epoch !== null && monotonic() - this.#renewedAt >= this.#options.leaderTtlMs) {
       this.#lose('its lease may have lapsed (not renewed within leaderTtlMs)')
     }
     return this.#epoch
@@ -57,10 +51,10 @@ export class Leader {
   start() {
     if (this.#running) return
     this.#running = true
-    const pace = Math.max(1, Math.floor(this.#leaderTtlMs / 3))
+    const pace = Math.max(1, Math.floor(this.#options.leaderTtlMs / 3))
     this.#leaseTimer = setInterval(() => this.#leaseRound(), pace)
     this.#leaseTimer.unref?.()
-    this.#sweepTimer = setInterval(() => this.#sweep(), this.#sweepMs)
+    this.#sweepTimer = setInterval(() => this.#sweep(), this.#options.sweepMs)
     this.#sweepTimer.unref?.()
     this.#leaseRound()
   }
@@ -80,11 +74,8 @@ export class Leader {
     const epoch = this.#epoch
     this.stop()
     if (epoch === null) return
-    try {
-      await this.#log.store.stepDown(this.#log.instance, epoch)
-    } catch {
-      // it lapses on its own
-    }
+    // (A step-down that fails: the lease lapses on its own.)
+    await this.#log.store.stepDown(this.#log.instance, epoch).catch(() => {})
   }
 
   /** A leader-only append was refused: the lease is another's. */
@@ -109,7 +100,7 @@ export class Leader {
     const askedAt = monotonic()
     try {
       if (this.epoch === null) {
-        const lease = await store.acquireLeader(instance, this.#leaderTtlMs)
+        const lease = await store.acquireLeader(instance, this.#options.leaderTtlMs)
         if (this.#running && lease.acquired && instance === this.#log.instance) {
           this.#epoch = lease.epoch
           this.#renewedAt = askedAt
@@ -117,7 +108,7 @@ export class Leader {
         }
       } else {
         const epoch = this.#epoch
-        await store.renewLeader(instance, epoch, this.#leaderTtlMs)
+        await store.renewLeader(instance, epoch, this.#options.leaderTtlMs)
         if (this.#epoch === epoch) this.#renewedAt = askedAt
       }
     } catch (error) {
@@ -149,7 +140,7 @@ export class Leader {
     const seq = this.#log.foldedSeq
     if (this.#tickSeq !== null && seq >= this.#tickSeq) this.#tickSeq = null
     this.#armTick()
-    if (!this.#snapshotting && seq - this.#lastSnapshotSeq >= this.#snapshotEvery) this.#snapshot()
+    if (!this.#snapshotting && seq - this.#lastSnapshotSeq >= this.#options.snapshotEvery) this.#snapshot()
   }
 
   // ---- ticks ---------------------------------------------------------------------
@@ -158,7 +149,7 @@ export class Leader {
     clearTimeout(this.#tickTimer)
     this.#tickTimer = undefined
     const wakeAt = this.#log.roster.wakeAt()
-    if (wakeAt === null || wakeAt === undefined || this.#tickSeq !== null || this.#tickSending) return
+    if (wakeAt === null || wakeAt === undefined || this.#tickSeq !== null) return
     let delay = wakeAt - this.#log.now()
     // A tick stamped before `wakeAt` (this clock's estimate ran ahead): wait for the rest.
     const last = this.#log.lastTickNow
@@ -169,15 +160,10 @@ export class Leader {
 
   async #tick() {
     this.#tickTimer = undefined
-    if (!this.isLeader || this.#tickSeq !== null || this.#tickSending) return
-    this.#tickSending = true
-    try {
-      this.#tickSeq = await this.#log.appendLeader('{"type":"tick"}')
-    } catch {
-      // refused or lost: the next leader ticks
-    } finally {
-      this.#tickSending = false
-    }
+    if (!this.isLeader || this.#tickSeq !== null) return
+    this.#tickSeq = Infinity
+    // (Refused or lost: null, and the next leader ticks.)
+    this.#tickSeq = await this.#log.appendLeader('{"type":"tick"}').catch(() => null)
     if (this.#tickSeq !== null && this.#log.foldedSeq >= this.#tickSeq) this.folded()
   }
 
@@ -188,7 +174,7 @@ export class Leader {
     this.#sweeping = true
     try {
       const me = this.#log.instance
-      const gone = await this.#log.store.expiredInstances(this.#ttlMs)
+      const gone = await this.#log.store.expiredInstances(this.#options.ttlMs)
       for (const { instance } of gone) {
         if (instance === me || this.#expiring.has(instance) || !this.isLeader) continue
         this.#expiring.add(instance)
@@ -210,16 +196,16 @@ export class Leader {
     if (epoch === null) return
     try {
       const entry = JSON.stringify({ type: 'expireOwner', owner: instance })
-      const seq = await this.#log.store.expireInstance(instance, this.#ttlMs, { leader: this.#log.instance, epoch }, entry)
+      const seq = await this.#log.store.expireInstance(instance, this.#options.ttlMs, { leader: this.#log.instance, epoch }, entry)
       if (seq === null) return
-      this.#log.roster.event('info', 'instanceExpired', `instance ${instance} missed its heartbeats for ${this.#ttlMs} ms: expired (entry ${seq})`, {
+      this.#log.roster.event('info', 'instanceExpired', `instance ${instance} missed its heartbeats for ${this.#options.ttlMs} ms: expired (entry ${seq})`, {
         instance,
         seq,
       })
       Promise.resolve(this.#log.pull()).catch(() => {})
     } catch (error) {
       // refused (no longer the leader) or the database is away: the next sweep tries again
-      if (error?.code === 'STALE_EPOCH' && this.#epoch !== null) this.#lose(error.message)
+      this.refused(error)
     }
   }
 
