@@ -213,7 +213,7 @@ export class PgLog {
       for (let i = 0; i < batch.length && !this.dead && this.#halted === null; i += 1) {
         this.#fold({ seq: result.firstSeq + i, now: result.now, instance, entry: batch[i].text })
       }
-      this.#afterFold()
+      if (this.#fence === null) this.#leader.folded()
       // Entries after it may have been seen (and their wake spent) by a read that
       // stopped at it: read them now, not at the next poll.
       if (readAgain) this.pull()
@@ -302,7 +302,7 @@ export class PgLog {
         this.#fold(entry)
         if (this.#halted !== null || this.dead) return
       }
-      this.#afterFold()
+      if (this.#fence === null) this.#leader.folded()
       if (stopped || entries.length < READ_LIMIT) return
     }
   }
@@ -391,10 +391,6 @@ export class PgLog {
       this.#halted = error
       this.#fenceNow(error.message)
     }
-  }
-
-  #afterFold() {
-    if (this.#fence === null) this.#leader.folded()
   }
 
   // ---- heartbeats, fencing, rejoining ---------------------------------------------------
