@@ -204,10 +204,10 @@ export function defineRoster(api, platform) {
         throw new RotaError('INVALID_INPUT', 'Roster.create takes an options object')
       }
       checkOptions(options)
-      if (options.shared !== undefined) return Roster.#createShared(options)
-      const resolved = await resolveDocument(options, true)
       const coreOptions = { ...options.options }
       if (coreOptions.canProbe === undefined) coreOptions.canProbe = options.probe !== false
+      if (options.shared !== undefined) return Roster.#createShared(options, coreOptions)
+      const resolved = await resolveDocument(options, true)
       // The seed preflights whenever it can: at start, and (the core's default) on reloads.
       if (coreOptions.preflight === undefined) coreOptions.preflight = typeof options.preflight === 'function'
       const policy = buildPolicy(resolved, coreOptions, options.options?.kinds)
@@ -229,25 +229,17 @@ export function defineRoster(api, platform) {
     }
 
     /** `shared`: a replica of a log on PostgreSQL (pg-log.js, loaded only here: the browser never loads `pg`). */
-    static async #createShared(options) {
+    static async #createShared(options, coreOptions) {
       if (platform.sharedRoster === undefined) {
         throw new RotaError('INVALID_INPUT', `Roster.create: a shared roster needs Node (PostgreSQL through the 'pg' package); this is the ${platform.name} build`)
       }
-      const wrong = []
-      if (options.statePath !== undefined || options.state !== undefined) {
-        wrong.push('a shared roster has no state file (statePath, state): the log on PostgreSQL is its persistence')
-      }
-      if (options.preflight !== undefined) wrong.push('a shared roster does not preflight (log version 1): drop preflight')
-      if (options.watch === true) wrong.push('a shared roster does not watch roster files: call reload()')
-      if (options.now !== undefined) wrong.push("a shared roster runs on the log's clock (the database's): drop now")
-      if (wrong.length > 0) throw new RotaError('INVALID_INPUT', `Roster.create: ${wrong.join('; ')}`)
       const { PgLog } = await platform.sharedRoster()
       const hasDocument = ['document', 'repoDocument', 'rosterPath', 'repoRosterPath'].some((k) => options[k] !== undefined)
       const resolved = hasDocument ? await resolveDocument(options) : undefined
       const roster = new Roster(constructing, options)
       roster.#remote = true
       roster.#announce.listened = true
-      await PgLog.open(options, resolved, api, (log) => {
+      await PgLog.open(options.shared, resolved, coreOptions, api, (log) => {
         roster.#log = log
         roster.#dispatcher.me = log.instance
         return roster.#side

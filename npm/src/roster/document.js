@@ -5,7 +5,7 @@
 import { RotaError, invalidDocument } from '../errors.js'
 import { list } from './requests.js'
 
-/** The driver's own options, checked up front (the core checks `options.options`). */
+/** The driver's own options, checked up front (the core checks `options.options`); a shared roster's refusals too. */
 export function checkOptions(options) {
   const wrong = []
   const fn = (name, value) => value === undefined || typeof value === 'function' || wrong.push(`${name} must be a function`)
@@ -46,6 +46,14 @@ export function checkOptions(options) {
   const state = options.state
   if (state !== undefined && (state === null || typeof state.load !== 'function' || typeof state.save !== 'function')) {
     wrong.push('state must be { load, save }')
+  }
+  if (options.shared !== undefined) {
+    if (options.statePath !== undefined || state !== undefined) {
+      wrong.push('a shared roster has no state file (statePath, state): the log on PostgreSQL is its persistence')
+    }
+    if (options.preflight !== undefined) wrong.push('a shared roster does not preflight (log version 1): drop preflight')
+    if (options.watch === true) wrong.push('a shared roster does not watch roster files: call reload()')
+    if (options.now !== undefined) wrong.push("a shared roster runs on the log's clock (the database's): drop now")
   }
   if (wrong.length > 0) throw new RotaError('INVALID_INPUT', `Roster.create: ${wrong.join('; ')}`)
 }

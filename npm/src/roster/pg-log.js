@@ -84,10 +84,8 @@ export class PgLog {
    * or the latest snapshot, then the log up to its head. `attach(log)` gives the
    * roster's side (Roster.js `#side`).
    */
-  static async open(options, resolved, api, attach) {
-    const shared = sharedOptions(options.shared)
-    const coreOptions = { ...options.options }
-    if (coreOptions.canProbe === undefined) coreOptions.canProbe = options.probe !== false
+  static async open(options, resolved, coreOptions, api, attach) {
+    const shared = sharedOptions(options)
     // Refused here (no policy can be built from it), before a bad genesis could reach the log.
     const genesis = resolved === undefined ? undefined : logRule(api, { op: 'genesis', document: resolved.document, options: coreOptions })
     // A database that cannot be reached fails the start with the store's error (DATABASE).
