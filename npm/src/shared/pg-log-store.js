@@ -244,14 +244,8 @@ export class PgLogStore {
       close() {
         closed = true
         clearInterval(timer)
-        if (relisten !== null) clearTimeout(relisten)
-        relisten = null
-        if (client !== null) {
-          const c = client
-          client = null
-          c.off('notification', onNotification)
-          c.release(true)
-        }
+        clearTimeout(relisten)
+        drop()
       },
     }
   }
