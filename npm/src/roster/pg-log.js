@@ -404,7 +404,7 @@ export class PgLog {
         this.instance = incarnation(this.#shared.name)
         this.roster.instance(this.instance)
         this.#expiredByLog = false
-        this.#appender.forgetSent()
+        this.#appender.sentThrough = 0
       }
       const seen = await this.store.heartbeat(this.instance)
       if (this.dead) return

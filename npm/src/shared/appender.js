@@ -30,14 +30,14 @@ export class Appender {
   /** Queues an entry (JSON text) for the next batch; `call` comes back in `appended`. */
   push(text, call) {
     this.#queue.push({ text, call })
-    this.#kick()
+    this.kick()
   }
 
   /** A leader-only entry; resolves with its seq, rejects when refused or not the leader. */
   pushLeader(text) {
     return new Promise((resolve, reject) => {
       this.#leaderQueue.push({ text, resolve, reject })
-      this.#kick()
+      this.kick()
     })
   }
 
@@ -59,11 +59,6 @@ export class Appender {
     return this.#queue.some(match) || this.inFlight?.some(match) === true
   }
 
-  /** Sends what is queued (after a failure: once the retry delay is over). */
-  kick() {
-    this.#kick()
-  }
-
   /** Resolves once nothing is queued or in flight (or the appends stopped on a failure). */
   async drain() {
     while (this.#running !== null) await this.#running
@@ -75,11 +70,8 @@ export class Appender {
     this.#retry = undefined
   }
 
-  forgetSent() {
-    this.sentThrough = 0
-  }
-
-  #kick() {
+  /** Sends what is queued (after a failure: once the retry delay is over). */
+  kick() {
     if (this.#running !== null || this.#stopped || this.#retry !== undefined) return
     if (this.#queue.length === 0 && this.#leaderQueue.length === 0) return
     // Assigned after the call: a loop that ends at once must not leave a stale promise.
@@ -87,7 +79,7 @@ export class Appender {
       if (this.#running !== run) return
       this.#running = null
       // What was queued between the loop's last check and here is sent now.
-      this.#kick()
+      this.kick()
     })
     this.#running = run
   }
@@ -124,7 +116,7 @@ export class Appender {
         log.appendFailed(error, batch.filter((item) => item.call !== undefined))
         this.#retry = setTimeout(() => {
           this.#retry = undefined
-          this.#kick()
+          this.kick()
         }, this.#retryMs)
         this.#retry.unref?.()
         return
