@@ -61,7 +61,7 @@ export function defineRoster(api, platform) {
 
   class Roster {
     static {
-      defineQueries(this, (roster) => roster.#policy, (roster) => roster.#log)
+      defineQueries(this, (roster) => roster.#side)
       defineCalls(this, (roster) => roster.#side)
       // `on('event', fn)`: every decision's event and the driver's own; `on('output', fn)`:
       // every raw output; `off`, `once` alike. Each returns the roster.
@@ -118,6 +118,8 @@ export function defineRoster(api, platform) {
         this.#requestSeq = 0
       },
       requests: this.#pending,
+      ledger: this.#ledger,
+      metrics: () => this.#metrics,
       request: (id) => this.#pending.get(id),
       settle: (id) => this.#ledger.settle(id),
       granted: (output, now) => this.#granted(output, now),
@@ -517,25 +519,10 @@ export function defineRoster(api, platform) {
       }
     }
 
-    // ---- queries (they change nothing): queries.js adds the policy's and the log's ------
+    // ---- queries (they change nothing): queries.js adds the rest -----------------------
 
     get closed() {
       return this.#closing
-    }
-
-    /** Lease requests waiting in the queue (all roles; shared: this instance's). */
-    get waiting() {
-      return this.#ledger.queuedTotal
-    }
-
-    /** Leases held (granted or occupied, not yet released; shared: by this instance). */
-    get leased() {
-      return this.#ledger.heldTotal
-    }
-
-    /** `{ waiting, leased }` of one role. */
-    counts(role) {
-      return this.#ledger.counts(role)
     }
 
     /** Waiting requests of every role of the running document (for the queue-length gauge). */
@@ -543,15 +530,6 @@ export function defineRoster(api, platform) {
       const queued = this.#ledger.queued
       const roles = this.#closed || this.#log.dead ? [...queued.keys()] : this.#policy.snapshot().roles
       return new Map(roles.map((role) => [role, queued.get(role) ?? 0]))
-    }
-
-    /**
-     * The roster's metrics as Prometheus text: rota_leases_granted_total,
-     * rota_lease_wait_seconds, rota_exclusions_total{kind}, rota_probes_total,
-     * rota_queue_length{role}, rota_state_writes_total.
-     */
-    metrics() {
-      return this.#metrics.prometheus()
     }
 
     // ---- lifecycle -------------------------------------------------------------------------
