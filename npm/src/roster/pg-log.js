@@ -455,8 +455,7 @@ export class PgLog {
     for (const call of this.#calls.values()) call.reject?.(error())
     this.#calls.clear()
     // Queued calls are dropped (rejected); a queued release or cancel is still sent.
-    for (const item of this.#appender.takeCalls()) item.call.reject?.(error())
-    this.#appender.dropLeader(error())
+    this.#appender.dropCalls(error)
     this.roster.event('warn', 'fenced', `this instance is fenced: ${reason}`, { reason, since })
   }
 

@@ -41,16 +41,11 @@ export class Appender {
     })
   }
 
-  /** Takes the queued items that carry a call (their calls fail); the rest stays queued. */
-  takeCalls() {
-    const calls = this.#queue.filter((item) => item.call !== undefined)
+  /** Drops the queued calls (a call's `reject`, when it has one) and leader entries with `error()`; the rest stays queued. */
+  dropCalls(error) {
+    for (const item of this.#queue) item.call?.reject?.(error())
     this.#queue = this.#queue.filter((item) => item.call === undefined)
-    return calls
-  }
-
-  /** Rejects every queued leader entry. */
-  dropLeader(error) {
-    for (const item of this.#leaderQueue.splice(0)) item.reject(error)
+    for (const item of this.#leaderQueue.splice(0)) item.reject(error())
   }
 
   /** Whether a call for request `id` is queued or in flight (not in the log as far as we know). */
