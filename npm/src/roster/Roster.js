@@ -161,7 +161,6 @@ export function defineRoster(api, platform) {
       },
     }
 
-
     /** Use `Roster.create`. */
     constructor(token, options, store) {
       if (token !== constructing) throw new TypeError('use Roster.create(options)')
