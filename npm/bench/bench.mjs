@@ -41,7 +41,7 @@ import { gzipSync } from 'node:zlib'
 import genericPool from 'generic-pool'
 import pLimit from 'p-limit'
 import PQueue from 'p-queue'
-import { DRIVER_STEP, HANDLE_AT_LEVEL, NO_PERSIST } from '../src/driver.js'
+import { DRIVER_STEP, HANDLE_AT_LEVEL, NO_PERSIST } from '../src/roster/Roster.js'
 import { Policy, Roster } from '../src/node.js'
 
 const args = process.argv.slice(2)

@@ -19,7 +19,7 @@
 // over (generic-pool's 1.2 µs became 4.9), as bench.mjs notes.
 
 import genericPool from 'generic-pool'
-import { HANDLE_AT_LEVEL } from '../src/driver.js'
+import { HANDLE_AT_LEVEL } from '../src/roster/Roster.js'
 import { Policy } from '../src/node.js'
 import { takeOption } from './options.mjs'
 

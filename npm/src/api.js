@@ -2,7 +2,9 @@
 // (Node and browser) re-export this with their platform.
 
 import { failureFacts, parseRetryAfter, FAILURE_KINDS } from './classify.js'
-import { DRIVER_STEP, HANDLE_AT_LEVEL, Lease, NO_PERSIST, combineUpdates, defineRoster } from './driver.js'
+import { DRIVER_STEP, HANDLE_AT_LEVEL, NO_PERSIST, defineRoster } from './roster/Roster.js'
+import { Lease } from './roster/requests.js'
+import { combineUpdates } from './roster/state.js'
 import { ERROR_CODES, RotaError } from './errors.js'
 import { binaryStep } from './binary.js'
 import { stateRule } from './state-rule.js'

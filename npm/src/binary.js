@@ -15,7 +15,7 @@
 // step's. The answer is deep-equal to `JSON.parse(handleJson(...))`: the same
 // keys in the same order, the same values.
 
-import { NO_PERSIST } from './driver.js'
+import { NO_PERSIST } from './roster/Roster.js'
 
 /** Where a policy keeps its buffer's address and size and its string slots. */
 const IO = Symbol('rota.io')
@@ -93,7 +93,7 @@ export function binaryStep(wasm) {
   const [S_LONG, S_SLOT, S_SET_SLOT, S_INPUT_ID, S_PLACE, S_SET_PLACE] = [S.long, S.slot, S.setSlot, S.inputId, S.place, S.setPlace]
   const [V_NULL, V_FALSE, V_TRUE, V_NUMBER, V_STRING] = [V.null, V.false, V.true, V.number, V.string]
   /**
-   * `__step`'s level byte for the driver's `minLevel` (driver.js: 0 debug, 1 info,
+   * `__step`'s level byte for the driver's `minLevel` (roster/Roster.js: 0 debug, 1 info,
    * 2 warn, and its bit `NO_PERSIST`), by `minLevel`.
    */
   const STEP_LEVEL = []
@@ -366,7 +366,7 @@ export function binaryStep(wasm) {
   }
 
   /**
-   * `encode` of an input the driver built (driver.js): a lease or tryLease input from
+   * `encode` of an input the driver built (roster/Roster.js): a lease or tryLease input from
    * `#requestInput`, a release from `#releaseLease`, a report from `report()` (its
    * failure from `failureFacts`), each an object literal of its type's keys (data
    * properties, `undefined` for an absent field), whatever values it carries. Such an
@@ -584,7 +584,7 @@ export function binaryStep(wasm) {
 
   /**
    * One input through the binary step: the answer, or `undefined` for the JSON path.
-   * `minLevel` (driver.js: 0 debug, 1 info, 2 warn) leaves the events below it out of
+   * `minLevel` (roster/Roster.js: 0 debug, 1 info, 2 warn) leaves the events below it out of
    * the answer (for a driver nobody listens to; `Policy#handle` takes every output);
    * with the bit `NO_PERSIST` set, the `persist` outputs too (a driver with no state
    * file).

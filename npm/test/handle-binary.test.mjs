@@ -16,7 +16,7 @@ import { test } from 'node:test'
 import { Policy, RotaError } from 'rota'
 
 const START = Date.UTC(2026, 0, 1)
-/** The driver's step that may leave out events below a level (src/driver.js). */
+/** The driver's step that may leave out events below a level (src/roster/Roster.js). */
 const HANDLE_AT_LEVEL = Symbol.for('rota.handleAtLevel')
 /** Its bit that leaves out the persist outputs too. */
 const NO_PERSIST = 4

@@ -61,8 +61,19 @@ export function defineRoster(api, platform) {
 
   class Roster {
     static {
-      defineQueries(this, (roster) => roster.#policy, (roster) => roster.#log)
+      defineQueries(this, (roster) => roster.#side)
       defineCalls(this, (roster) => roster.#side)
+      // `on('event', fn)`: every decision's event and the driver's own; `on('output', fn)`:
+      // every raw output; `off`, `once` alike. Each returns the roster.
+      for (const method of ['on', 'off', 'once']) {
+        const value = {
+          [method](name, listener) {
+            this.#announce.listen(method, name, listener)
+            return this
+          },
+        }[method]
+        Object.defineProperty(this.prototype, method, { value, writable: true, configurable: true })
+      }
     }
 
     #policy = null
@@ -107,13 +118,13 @@ export function defineRoster(api, platform) {
         this.#requestSeq = 0
       },
       requests: this.#pending,
+      ledger: this.#ledger,
+      metrics: () => this.#metrics,
       request: (id) => this.#pending.get(id),
       settle: (id) => this.#ledger.settle(id),
       granted: (output, now) => this.#granted(output, now),
       log: () => this.#log,
-      rejectAll: (error) => {
-        for (const [id] of [...this.#pending]) this.#ledger.settle(id)?.reject(error())
-      },
+      rejectAll: (error) => this.#ledger.rejectAll(error),
       probe: (executor, url, answer) => this.#probes.run(executor, url, answer),
       preflights: () => this.#preflights,
       restore: () => this.#state?.restore((input) => this.#step(input)),
@@ -149,7 +160,6 @@ export function defineRoster(api, platform) {
         return resolved.document
       },
     }
-
 
     /** Use `Roster.create`. */
     constructor(token, options, store) {
@@ -195,10 +205,10 @@ export function defineRoster(api, platform) {
         throw new RotaError('INVALID_INPUT', 'Roster.create takes an options object')
       }
       checkOptions(options)
-      if (options.shared !== undefined) return Roster.#createShared(options)
-      const resolved = await resolveDocument(options, true)
       const coreOptions = { ...options.options }
       if (coreOptions.canProbe === undefined) coreOptions.canProbe = options.probe !== false
+      if (options.shared !== undefined) return Roster.#createShared(options, coreOptions)
+      const resolved = await resolveDocument(options, true)
       // The seed preflights whenever it can: at start, and (the core's default) on reloads.
       if (coreOptions.preflight === undefined) coreOptions.preflight = typeof options.preflight === 'function'
       const policy = buildPolicy(resolved, coreOptions, options.options?.kinds)
@@ -214,36 +224,23 @@ export function defineRoster(api, platform) {
       roster.#log = new MemoryLog(options.now ?? Date.now, roster.#side)
       await roster.#log.open(policy, resolved, coreOptions.preflight === true)
       if (options.watch === true) {
-        roster.#unwatch = watchFiles(platform, options, {
-          reload: () => roster.reload(),
-          closing: () => roster.#closing,
-          event: (level, name, message, fields) => roster.#announce.emit(level, name, message, fields),
-          track: (promise) => roster.#track(promise),
-        })
+        roster.#unwatch = watchFiles(platform, options, roster.#side, () => roster.reload())
       }
       return roster
     }
 
     /** `shared`: a replica of a log on PostgreSQL (pg-log.js, loaded only here: the browser never loads `pg`). */
-    static async #createShared(options) {
+    static async #createShared(options, coreOptions) {
       if (platform.sharedRoster === undefined) {
         throw new RotaError('INVALID_INPUT', `Roster.create: a shared roster needs Node (PostgreSQL through the 'pg' package); this is the ${platform.name} build`)
       }
-      const wrong = []
-      if (options.statePath !== undefined || options.state !== undefined) {
-        wrong.push('a shared roster has no state file (statePath, state): the log on PostgreSQL is its persistence')
-      }
-      if (options.preflight !== undefined) wrong.push('a shared roster does not preflight (log version 1): drop preflight')
-      if (options.watch === true) wrong.push('a shared roster does not watch roster files: call reload()')
-      if (options.now !== undefined) wrong.push("a shared roster runs on the log's clock (the database's): drop now")
-      if (wrong.length > 0) throw new RotaError('INVALID_INPUT', `Roster.create: ${wrong.join('; ')}`)
       const { PgLog } = await platform.sharedRoster()
       const hasDocument = ['document', 'repoDocument', 'rosterPath', 'repoRosterPath'].some((k) => options[k] !== undefined)
       const resolved = hasDocument ? await resolveDocument(options) : undefined
       const roster = new Roster(constructing, options)
       roster.#remote = true
       roster.#announce.listened = true
-      await PgLog.open(options, resolved, api, (log) => {
+      await PgLog.open(options.shared, resolved, coreOptions, api, (log) => {
         roster.#log = log
         roster.#dispatcher.me = log.instance
         return roster.#side
@@ -273,29 +270,17 @@ export function defineRoster(api, platform) {
       const eventsHeard = outputsHeard || (announce.listened && announce.heard('event'))
       // Without a state file, the persist outputs concern only a listener of raw outputs.
       const minLevel = (eventsHeard ? 0 : LEVEL_WARN) | (this.#state === undefined && !outputsHeard ? NO_PERSIST : 0)
-      const { outputs, wakeAt } = this.#driverStep.call(this.#policy, input, minLevel)
-      // Kept before dispatching: a listener may feed another input, whose answer is later.
-      this.#wakeAt = wakeAt
-      const type = input.type
-      if (type === 'reload' || type === 'preflightResult') this.#specs = undefined
-      // (The dispatcher's fold, with a grant settled at once: on a log in memory every
-      // output is this instance's, and no listener of raw outputs waits for it.)
-      const dispatcher = this.#dispatcher
-      const now = input.now
-      dispatcher.now = now
-      for (let i = 0; i < outputs.length; i += 1) {
-        const output = outputs[i]
-        if (output.type === 'granted' && !announce.listened) this.#granted(output, now)
-        else dispatcher.dispatch(output)
-      }
+      const answer = this.#driverStep.call(this.#policy, input, minLevel)
+      this.#folded(answer, input.now, undefined, input.type)
       this.#log.wake(this.#wakeAt)
-      return outputs
+      return answer.outputs
     }
 
-    /** An entry of a shared log folded (pg-log.js): dispatches every output. */
+    /** An entry folded (a shared log's, at `at`; in memory: here): dispatches every output. */
     #folded({ outputs, wakeAt }, now, at, type) {
+      // Kept before dispatching: a listener may feed another input, whose answer is later.
       this.#wakeAt = wakeAt ?? null
-      if (type === 'reload') this.#specs = undefined
+      if (type === 'reload' || type === 'preflightResult') this.#specs = undefined
       this.#dispatcher.fold(outputs, now, at)
     }
 
@@ -399,7 +384,7 @@ export function defineRoster(api, platform) {
     /**
      * A request id of the roster's own, never one in use: `r<n>` in memory,
      * `<instance>/<n>` on a shared log. In memory one the core still knows (a live
-     * lease's) is skipped when the core answers DUPLICATE_REQUEST (#stepWithOwnId).
+     * lease's) is skipped when the core answers DUPLICATE_REQUEST (#submit).
      */
     #nextId() {
       const prefix = this.#remote ? `${this.#dispatcher.me}/` : 'r'
@@ -409,13 +394,61 @@ export function defineRoster(api, platform) {
       return id
     }
 
-    /** Feeds a request; a generated id the core already knows is replaced, its pending entry moved, and fed again. */
-    #stepWithOwnId(input, generated, pending) {
+    /**
+     * A lease or tryLease: in memory with a `deadline` (the hot path: mostly settled by
+     * the step in this call); on a shared log with its owner and `timeoutMs` (the log's
+     * time is the only clock).
+     */
+    #request(type, role, options) {
+      let pending
+      try {
+        this.#checkOpen()
+        const signal = checkRequest(type, options)
+        if (signal?.aborted) return Promise.reject(abortError(this.#policy, signal, { role, label: options.label }))
+        const remote = this.#remote
+        const now = this.#log.now()
+        const id = options.id ?? this.#nextId()
+        const input = remote ? { type, id, role } : { type, now, id, role }
+        const timeoutMs = requestFields(input, options)
+        if (remote) {
+          if (timeoutMs !== undefined) input.timeoutMs = timeoutMs
+          input.owner = this.#dispatcher.me
+        } else if (timeoutMs !== undefined) {
+          input.deadline = now + timeoutMs
+        }
+        pending = this.#pend(id, new PendingRequest(type, role, options.label, options.timeoutMs, input), signal)
+        pending.sentAt = now
+      } catch (error) {
+        return Promise.reject(error)
+      }
+      this.#submit(pending.input, options.id === undefined, pending)
+      return pending.promise()
+    }
+
+    /** Registers a live request under `id` (refused while another lives), with its abort and keep-alive. */
+    #pend(id, pending, signal) {
+      if (this.#pending.has(id)) throw duplicate(id)
+      if (signal !== undefined) this.#onAbort(signal, pending)
+      this.#pending.set(id, pending)
+      if (pending.timeoutMs !== undefined || signal !== undefined) this.#ledger.keepAlive(pending)
+      return pending
+    }
+
+    /**
+     * A request's input to the log: on a shared log appended (settled when its entry is
+     * folded); in memory fed at once, a refusal rejecting `pending`, and a `generated`
+     * id the core already knows replaced, its pending entry moved, and fed again.
+     */
+    #submit(input, generated, pending) {
+      if (this.#remote) return this.#log.append(JSON.stringify(input), { request: input.id })
       for (;;) {
         try {
           return this.#step(input)
         } catch (error) {
-          if (!generated || error?.code !== 'DUPLICATE_REQUEST') throw error
+          if (!generated || error?.code !== 'DUPLICATE_REQUEST') {
+            this.#ledger.settle(input.id)
+            return pending.reject(error)
+          }
           if (this.#pending.get(input.id) === pending) this.#pending.delete(input.id)
           input.id = this.#nextId()
           this.#pending.set(input.id, pending)
@@ -423,78 +456,17 @@ export function defineRoster(api, platform) {
       }
     }
 
-    /** A request on the log in memory (the hot path: fed at once, in the call). */
-    #request(type, role, options) {
-      if (this.#remote) return this.#requestRemote(type, role, options)
-      let pending
-      try {
-        if (this.#closing) throw closed()
-        const signal = checkRequest(type, options)
-        if (signal?.aborted) return Promise.reject(abortError(this.#policy, signal, { role, label: options.label }))
-        const now = this.#log.now()
-        const id = options.id ?? this.#nextId()
-        const input = { type, now, id, role }
-        const timeoutMs = requestFields(input, options)
-        if (timeoutMs !== undefined) input.deadline = now + timeoutMs
-        if (this.#pending.has(id)) throw duplicate(id)
-        pending = new PendingRequest(type, role, options.label, options.timeoutMs, input)
-        pending.sentAt = now
-        if (signal !== undefined) {
-          this.#onAbort(signal, pending, () => {
-            if (!this.#stepQuietly({ type: 'cancel', now: this.#log.now(), id: input.id })) {
-              // The core no longer knows it: settle here so nobody hangs.
-              this.#ledger.settle(input.id)?.reject(pending.abortReason)
-            }
-          })
-        }
-        this.#pending.set(id, pending)
-        if (pending.timeoutMs !== undefined || signal !== undefined) this.#ledger.keepAlive(pending)
-      } catch (error) {
-        return Promise.reject(error)
-      }
-      const input = pending.input
-      try {
-        this.#stepWithOwnId(input, options.id === undefined, pending)
-      } catch (error) {
-        this.#ledger.settle(input.id)
-        pending.reject(error)
-      }
-      // Granted (or refused) by that step, mostly: then an already settled promise.
-      return pending.promise()
-    }
-
-    /** A request on a shared log: appended with its owner and `timeoutMs` (the log's time is the only clock: no deadline). */
-    #requestRemote(type, role, options) {
-      let pending
-      try {
-        this.#checkOpen()
-        const signal = checkRequest(type, options)
-        if (signal?.aborted) return Promise.reject(abortError(this.#policy, signal, { role, label: options.label }))
-        const id = options.id ?? this.#nextId()
-        const input = { type, id, role }
-        const timeoutMs = requestFields(input, options)
-        if (timeoutMs !== undefined) input.timeoutMs = timeoutMs
-        input.owner = this.#dispatcher.me
-        if (this.#pending.has(id)) throw duplicate(id)
-        pending = new PendingRequest(type, role, options.label, options.timeoutMs, input)
-        pending.sentAt = this.#log.now()
-        if (signal !== undefined) this.#onAbort(signal, pending, () => this.#log.append({ type: 'cancel', id }))
-        this.#pending.set(id, pending)
-        if (pending.timeoutMs !== undefined || signal !== undefined) this.#ledger.keepAlive(pending)
-      } catch (error) {
-        return Promise.reject(error)
-      }
-      this.#log.append(JSON.stringify(pending.input), { request: pending.input.id })
-      return pending.promise()
-    }
-
-    /** A waiting request's `signal`: its abort cancels the request (`cancel()`), which then rejects with the signal's reason. */
-    #onAbort(signal, pending, cancel) {
+    /** A waiting request's `signal`: its abort cancels the request, which then rejects with the signal's reason. */
+    #onAbort(signal, pending) {
       const input = pending.input
       const onAbort = () => {
         if (this.#pending.get(input.id) !== pending) return
         pending.abortReason = abortError(this.#policy, signal, pending, input.id)
-        cancel()
+        if (this.#remote) this.#log.append({ type: 'cancel', id: input.id })
+        else if (!this.#stepQuietly({ type: 'cancel', now: this.#log.now(), id: input.id })) {
+          // The core no longer knows it: settle here so nobody hangs.
+          this.#ledger.settle(input.id)?.reject(pending.abortReason)
+        }
       }
       signal.addEventListener('abort', onAbort, { once: true })
       pending.cleanup = () => signal.removeEventListener('abort', onAbort)
@@ -506,31 +478,24 @@ export function defineRoster(api, platform) {
      */
     occupy(executor, options = {}) {
       const remote = this.#remote
-      let id
+      let input
       let pending
       try {
         this.#checkOpen()
         if (options === null || typeof options !== 'object') throw new RotaError('INVALID_INPUT', 'occupy options must be an object')
-        id = options.id ?? this.#nextId()
+        const now = remote ? undefined : this.#log.now()
+        input = omitUndefined({ type: 'occupy', now, id: options.id ?? this.#nextId(), executor, role: options.role, hold: options.hold, owner: this.#dispatcher.me })
         // A waiting request's id is refused before anything changes.
-        if (this.#pending.has(id)) throw duplicate(id)
-        pending = new PendingRequest('occupy', options.role, undefined, undefined, undefined)
-        this.#pending.set(id, pending)
+        pending = this.#pend(input.id, new PendingRequest('occupy', options.role, undefined, undefined, undefined))
       } catch (error) {
         if (remote) return Promise.reject(error)
         throw error
       }
-      const input = omitUndefined({ type: 'occupy', now: remote ? undefined : this.#log.now(), id, executor, role: options.role, hold: options.hold, owner: this.#dispatcher.me })
-      if (remote) {
-        this.#log.append(JSON.stringify(input), { request: id })
-        return pending.promise()
-      }
-      try {
-        this.#stepWithOwnId(input, options.id === undefined, pending)
-      } finally {
-        if (this.#pending.get(input.id) === pending) this.#pending.delete(input.id)
-      }
-      // Its lease, granted by that step (never rejected: the core refuses by throwing).
+      this.#submit(input, options.id === undefined, pending)
+      if (remote) return pending.promise()
+      if (this.#pending.get(input.id) === pending) this.#ledger.settle(input.id)
+      // Its lease, granted by that step, or the core's refusal.
+      if (pending.settled === 2) throw pending.value
       return pending.settled === 1 ? pending.value : undefined
     }
 
@@ -540,61 +505,23 @@ export function defineRoster(api, platform) {
      * is appended and a Promise settles when it is folded.
      */
     #call(build, answer = () => undefined) {
-      if (this.#remote) {
-        try {
-          this.#checkOpen()
-          const input = build()
-          return new Promise((resolve, reject) => {
-            let settled = false
-            const call = {
-              resolve: (outputs) => settled || ((settled = true), resolve(answer(outputs))),
-              reject: (error) => settled || ((settled = true), reject(error)),
-            }
-            this.#log.append(JSON.stringify(input), call)
-          })
-        } catch (error) {
-          return Promise.reject(error)
-        }
+      if (!this.#remote) {
+        this.#checkOpen()
+        return answer(this.#step(build(this.#log.now())))
       }
-      this.#checkOpen()
-      return answer(this.#step(build(this.#log.now())))
+      try {
+        this.#checkOpen()
+        const entry = JSON.stringify(build())
+        return new Promise((resolve, reject) => this.#log.append(entry, { resolve: (outputs) => resolve(answer(outputs)), reject }))
+      } catch (error) {
+        return Promise.reject(error)
+      }
     }
 
-    // ---- queries (they change nothing): queries.js adds the policy's and the log's ------
-
-    /** `on('event', fn)`: every decision's event and the driver's own; `on('output', fn)`: every raw output. */
-    on(name, listener) {
-      this.#announce.on(name, listener)
-      return this
-    }
-
-    off(name, listener) {
-      this.#announce.off(name, listener)
-      return this
-    }
-
-    once(name, listener) {
-      this.#announce.once(name, listener)
-      return this
-    }
+    // ---- queries (they change nothing): queries.js adds the rest -----------------------
 
     get closed() {
       return this.#closing
-    }
-
-    /** Lease requests waiting in the queue (all roles; shared: this instance's). */
-    get waiting() {
-      return this.#ledger.queuedTotal
-    }
-
-    /** Leases held (granted or occupied, not yet released; shared: by this instance). */
-    get leased() {
-      return this.#ledger.heldTotal
-    }
-
-    /** `{ waiting, leased }` of one role. */
-    counts(role) {
-      return this.#ledger.counts(role)
     }
 
     /** Waiting requests of every role of the running document (for the queue-length gauge). */
@@ -602,15 +529,6 @@ export function defineRoster(api, platform) {
       const queued = this.#ledger.queued
       const roles = this.#closed || this.#log.dead ? [...queued.keys()] : this.#policy.snapshot().roles
       return new Map(roles.map((role) => [role, queued.get(role) ?? 0]))
-    }
-
-    /**
-     * The roster's metrics as Prometheus text: rota_leases_granted_total,
-     * rota_lease_wait_seconds, rota_exclusions_total{kind}, rota_probes_total,
-     * rota_queue_length{role}, rota_state_writes_total.
-     */
-    metrics() {
-      return this.#metrics.prometheus()
     }
 
     // ---- lifecycle -------------------------------------------------------------------------
@@ -637,7 +555,7 @@ export function defineRoster(api, platform) {
       this.#state?.stopRetry()
       this.#closePromise = (async () => {
         await leaving
-        for (const [id] of [...this.#pending]) this.#ledger.settle(id)?.reject(closed('the roster closed before a lease was granted'))
+        this.#ledger.rejectAll(() => closed('the roster closed before a lease was granted'))
         this.#closeController.abort(closed())
         this.#ledger.stop()
         await this.idle()
@@ -660,9 +578,7 @@ export function defineRoster(api, platform) {
       this.#closing = true
       this.#ledger.stop()
       this.#closeController.abort(closed('crashed'))
-      this.#closePromise = this.#log.crash(() => {
-        for (const [id] of [...this.#pending]) this.#ledger.settle(id)?.reject(closed('the roster crashed (test hook)'))
-      })
+      this.#closePromise = this.#log.crash(() => this.#ledger.rejectAll(() => closed('the roster crashed (test hook)')))
     }
   }
 

@@ -20,21 +20,13 @@ export class Announcer {
     this.#time = time
     this.#instance = instance
     this.metrics = new Metrics(meter, queueByRole)
-    if (typeof onEvent === 'function') this.on('event', onEvent)
+    if (typeof onEvent === 'function') this.listen('on', 'event', onEvent)
   }
 
-  on(name, listener) {
-    this.listened = true
-    this.#emitter.on(name, listener)
-  }
-
-  off(name, listener) {
-    this.#emitter.off(name, listener)
-  }
-
-  once(name, listener) {
-    this.listened = true
-    this.#emitter.once(name, listener)
+  /** `on`, `off` or `once` of the emitter; a listener added sets `listened`. */
+  listen(method, name, listener) {
+    if (method !== 'off') this.listened = true
+    this.#emitter[method](name, listener)
   }
 
   /** Whether anyone listens for `name` ('event' or 'output'). */

@@ -16,32 +16,17 @@ export const HERE = Object.freeze({ seq: undefined, appender: undefined, expire:
  * `dispatch` settles it first, its owner's). An output of a type not here is said as a
  * warn `unknownOutput` event, never dropped without a word.
  */
+/** A caller output: its request settles as `how` says, when this instance owns it. */
+const caller = (how) => (d, output) => {
+  const pending = output.owner === d.me ? d.ledger.settle(output.request) : undefined
+  if (pending !== undefined) how(pending, output, d.roster.policy())
+}
+
 const HANDLERS = new Map([
-  [
-    'exhausted',
-    (d, output) => {
-      if (output.owner !== d.me) return
-      const pending = d.ledger.settle(output.request)
-      pending?.reject(exhaustedError(d.roster.policy(), output, pending))
-    },
-  ],
-  [
-    'timedOut',
-    (d, output) => {
-      if (output.owner !== d.me) return
-      const pending = d.ledger.settle(output.request)
-      pending?.reject(timeoutError(d.roster.policy(), output.request, pending, undefined, output.reasons))
-    },
-  ],
-  ['unavailable', (d, output) => output.owner === d.me && d.ledger.settle(output.request)?.resolve(undefined)],
-  [
-    'cancelled',
-    (d, output) => {
-      if (output.owner !== d.me) return
-      const pending = d.ledger.settle(output.request)
-      pending?.reject(pending.abortReason ?? closed('the roster closed before a lease was granted'))
-    },
-  ],
+  ['exhausted', caller((pending, output, policy) => pending.reject(exhaustedError(policy, output, pending)))],
+  ['timedOut', caller((pending, output, policy) => pending.reject(timeoutError(policy, output.request, pending, undefined, output.reasons)))],
+  ['unavailable', caller((pending) => pending.resolve(undefined))],
+  ['cancelled', caller((pending) => pending.reject(pending.abortReason ?? closed('the roster closed before a lease was granted')))],
   ['waiting', (d, output) => output.owner === d.me && d.ledger.waiting(output)],
   // The leader's (a log in memory is always its own leader).
   ['probe', (d, { executor, url }) => d.roster.log().probe(executor, url)],
@@ -81,8 +66,8 @@ export class Dispatcher {
     this.state = state
   }
 
-  /** The outputs of an entry folded at `now`, appended as `at` says. */
-  fold(outputs, now, at) {
+  /** The outputs of an entry folded at `now`, appended as `at` says (in memory: here). */
+  fold(outputs, now, at = HERE) {
     this.now = now
     this.at = at
     for (const output of outputs) this.dispatch(output)

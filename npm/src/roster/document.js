@@ -5,7 +5,7 @@
 import { RotaError, invalidDocument } from '../errors.js'
 import { list } from './requests.js'
 
-/** The driver's own options, checked up front (the core checks `options.options`). */
+/** The driver's own options, checked up front (the core checks `options.options`); a shared roster's refusals too. */
 export function checkOptions(options) {
   const wrong = []
   const fn = (name, value) => value === undefined || typeof value === 'function' || wrong.push(`${name} must be a function`)
@@ -47,6 +47,14 @@ export function checkOptions(options) {
   if (state !== undefined && (state === null || typeof state.load !== 'function' || typeof state.save !== 'function')) {
     wrong.push('state must be { load, save }')
   }
+  if (options.shared !== undefined) {
+    if (options.statePath !== undefined || state !== undefined) {
+      wrong.push('a shared roster has no state file (statePath, state): the log on PostgreSQL is its persistence')
+    }
+    if (options.preflight !== undefined) wrong.push('a shared roster does not preflight (log version 1): drop preflight')
+    if (options.watch === true) wrong.push('a shared roster does not watch roster files: call reload()')
+    if (options.now !== undefined) wrong.push("a shared roster runs on the log's clock (the database's): drop now")
+  }
   if (wrong.length > 0) throw new RotaError('INVALID_INPUT', `Roster.create: ${wrong.join('; ')}`)
 }
 
@@ -65,18 +73,19 @@ function duplicates(document, side) {
 }
 
 /**
- * `watch: true`: reload when a roster file changes; a bad edit is an event, the roster
- * runs on. `roster`: { reload(), closing(), event(...), track(promise) }. Returns the unwatch.
+ * `watch: true`: `reload()` when a roster file changes; a bad edit is an event, the
+ * roster runs on. `roster` (Roster.js `#side`): { closing(), event(...), track(promise) }.
+ * Returns the unwatch.
  */
-export function watchFiles(platform, options, roster) {
+export function watchFiles(platform, options, roster, reload) {
   if (platform.watchRoster === undefined) throw new RotaError('INVALID_INPUT', 'watch needs a file system (Node)')
   const paths = [options.rosterPath, options.repoRosterPath].filter((p) => p !== undefined)
   let running = Promise.resolve()
-  const reload = () => {
+  const changed = () => {
     running = running.then(async () => {
       if (roster.closing()) return
       try {
-        await roster.reload()
+        await reload()
       } catch (error) {
         if (roster.closing()) return
         roster.event('warn', 'reloadFailed', `the changed roster file was not applied: ${error?.message ?? error}`, {
@@ -89,7 +98,7 @@ export function watchFiles(platform, options, roster) {
     roster.track(running)
   }
   try {
-    return platform.watchRoster(paths, reload)
+    return platform.watchRoster(paths, changed)
   } catch (error) {
     roster.event('warn', 'watchFailed', `cannot watch ${paths.join(' and ')}: ${error?.message ?? error}`, {
       paths,

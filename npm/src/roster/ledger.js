@@ -34,6 +34,11 @@ export class Ledger {
     return pending
   }
 
+  /** Settles every pending request with `error()` (one error each). */
+  rejectAll(error) {
+    for (const [id] of [...this.pending]) this.settle(id)?.reject(error())
+  }
+
   /** A `waiting` output: the core's report kept, the request counted once as waiting. */
   waiting(output) {
     const pending = this.pending.get(output.request)

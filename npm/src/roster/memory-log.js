@@ -4,12 +4,11 @@
 // that stamps each input's `now` and the one timer that feeds a `tick` at the core's
 // wake-up time.
 
-import { RotaError, closed } from '../errors.js'
+import { RotaError } from '../errors.js'
 
 const MAX_TIMER_MS = 2 ** 31 - 1
 
 export class MemoryLog {
-  remote = false
   /** Every owner is this instance: outputs carry no owner, nor do inputs. */
   instance = undefined
   isLeader = true
@@ -40,7 +39,6 @@ export class MemoryLog {
     side.adopt(policy)
     // A clock that cannot give a time fails the start, not a later timer.
     this.now()
-    if (preflight) side.preflights().starting()
     side.warnings(resolved, () => policy.document())
     await side.restore()
     if (preflight) {
@@ -111,15 +109,10 @@ export class MemoryLog {
     if (typeof this.#timer === 'object') this.#timer.unref?.()
   }
 
-  /** Leaves (close): every waiting request cancelled (one the core no longer knows rejects CLOSED), the timer stopped. */
+  /** Leaves (close): every waiting request cancelled (one the core no longer knows: the roster's close rejects it CLOSED), the timer stopped. */
   leave() {
-    const side = this.#side
-    const requests = side.requests
-    for (const [id, pending] of [...requests]) {
-      if (requests.get(id) === pending && !side.feed({ type: 'cancel', id })) {
-        side.settle(id)?.reject(closed('the roster closed before a lease was granted'))
-      }
-    }
+    const requests = this.#side.requests
+    for (const [id, pending] of [...requests]) if (requests.get(id) === pending) this.#side.feed({ type: 'cancel', id })
     this.stop()
   }
 

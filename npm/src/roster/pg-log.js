@@ -12,7 +12,6 @@ import { Appender } from '../shared/appender.js'
 import { Leader } from '../shared/leader.js'
 import { PgLogStore } from '../shared/pg-log-store.js'
 
-const LOG_VERSION = 1
 const READ_LIMIT = 1_000
 const monotonic = () => performance.now()
 const invalid = (message) => new RotaError('INVALID_INPUT', `Roster.create: shared: ${message}`)
@@ -36,40 +35,26 @@ function sharedOptions(shared) {
   return { connectionString, pool, roster, name: name ?? `${hostname()}-${process.pid}`, ...numbers }
 }
 
-/**
- * The genesis entry (seq 1): the document and the core options every replica builds
- * its Policy from. Host-only options are fixed: a shared roster does not preflight
- * (log version 1), neither at start nor on reloads.
- */
-export function genesisEntry(document, options) {
-  return JSON.stringify({ type: 'genesis', log: LOG_VERSION, document, options: { ...options, preflight: false, preflightReloads: false } })
-}
-
-/** The `type` of an entry (its first field, as every host writes it), cheaply. */
-function entryType(entry) {
-  const match = /^\{"type":"([A-Za-z]+)"/.exec(entry)
-  return match === null ? undefined : match[1]
-}
-
-function parseEntry(entry) {
-  try {
-    return JSON.parse(entry)
-  } catch {
-    return undefined
-  }
+/** A rule of the shared log, the core's (`Policy.logJson`: rota_core::log::answer): its answer, or its error thrown. */
+function logRule(api, request) {
+  const { ok, error } = JSON.parse(api.Policy.logJson(JSON.stringify(request)))
+  if (error !== undefined) throw new RotaError(error.code, error.message, error.violations === undefined ? {} : { violations: error.violations })
+  return ok
 }
 
 export class PgLog {
-  remote = true
   dead = false
   #shared
-  #store
+  /** The log's PgLogStore; the roster's side (Roster.js `#side`). */
+  store
   #api
-  #roster
-  #name
-  #instance
-  #foldedSeq = 0
-  #lastTickNow = null
+  roster
+  /** This incarnation's id, `<name>:<8 hex>`: the owner of its requests and leases. */
+  instance
+  /** The seq of the entry folded last. */
+  foldedSeq = 0
+  /** The log time of the tick folded last (the leader's tick timer). */
+  lastTickNow = null
   /** database clock − local clock, from every answer that carries the database's time */
   #offset = 0
   /** seq of an entry of ours → the call waiting for it to be folded ({ request } or { resolve, reject }) */
@@ -99,24 +84,18 @@ export class PgLog {
    * or the latest snapshot, then the log up to its head. `attach(log)` gives the
    * roster's side (Roster.js `#side`).
    */
-  static async open(options, resolved, api, attach) {
-    const shared = sharedOptions(options.shared)
-    const coreOptions = { ...options.options }
-    if (coreOptions.canProbe === undefined) coreOptions.canProbe = options.probe !== false
-    const genesis = resolved === undefined ? undefined : genesisEntry(resolved.document, coreOptions)
-    if (genesis !== undefined) {
-      // Refused here, before a bad genesis could reach the log.
-      const { document, options: fixed } = JSON.parse(genesis)
-      new api.Policy(document, fixed).free?.()
-    }
+  static async open(options, resolved, coreOptions, api, attach) {
+    const shared = sharedOptions(options)
+    // Refused here (no policy can be built from it), before a bad genesis could reach the log.
+    const genesis = resolved === undefined ? undefined : logRule(api, { op: 'genesis', document: resolved.document, options: coreOptions })
     // A database that cannot be reached fails the start with the store's error (DATABASE).
     const store = await PgLogStore.connect({ connectionString: shared.connectionString, pool: shared.pool, roster: shared.roster, pollMs: shared.pollMs })
     const log = new PgLog(shared, store, api)
-    log.#roster = attach(log)
+    log.roster = attach(log)
     try {
-      await log.#start(genesis, resolved)
+      await log.#start(genesis)
     } catch (error) {
-      await store.forgetInstance(log.#instance).catch(() => {})
+      await store.forgetInstance(log.instance).catch(() => {})
       await log.crash(() => {})
       throw error
     }
@@ -125,20 +104,19 @@ export class PgLog {
 
   constructor(shared, store, api) {
     this.#shared = shared
-    this.#store = store
+    this.store = store
     this.#api = api
-    this.#name = shared.name
-    this.#instance = incarnation(shared.name)
-    this.#leader = new Leader(this.#leaderHost(), shared)
-    this.#appender = new Appender(this.#appenderHost())
+    this.instance = incarnation(shared.name)
+    this.#leader = new Leader(this, shared)
+    this.#appender = new Appender(this, Math.max(1, Math.floor(shared.ttlMs / 4)))
   }
 
-  async #start(genesis, resolved) {
-    const store = this.#store
+  async #start(genesis) {
+    const store = this.store
     const local = Date.now()
     this.#offset = (await store.now()) - local
     const sent = monotonic()
-    await store.heartbeat(this.#instance)
+    await store.heartbeat(this.instance)
     this.#beatSucceeded(sent)
     // Beating from here on: catching up with a long log may take longer than the TTL.
     this.#heartbeatTimer = setInterval(() => this.#heartbeat(), Math.max(1, Math.floor(this.#shared.ttlMs / 4)))
@@ -149,33 +127,28 @@ export class PgLog {
         throw new RotaError('INVALID_DOCUMENT', `the shared roster '${this.#shared.roster}' has no log yet: give \`document\` or \`rosterPath\` to start it`)
       }
       // Alone in its batch: when two race, the one at seq 1 counts.
-      await store.append([genesis], { instance: this.#instance })
+      await store.append([genesis], { instance: this.instance })
       head = await store.head()
     }
     if (head.compactedThrough > 0) await this.#fromSnapshot()
-    await this.#pull()
+    await this.pull()
     if (this.#halted !== null) throw this.#halted
     if (this.#fence !== null) throw fencedError(this.#fence.reason, this.#fence.since)
-    const policy = this.#roster.policy()
+    const policy = this.roster.policy()
     if (policy === null) throw new RotaError('INVALID_STATE', `the shared roster '${this.#shared.roster}' has no genesis to fold`)
-    if (resolved !== undefined && JSON.stringify(resolved.document) !== JSON.stringify(policy.document())) {
-      this.#roster.event('warn', 'sharedDocumentDiffers', `the log's roster document differs from this instance's: folding the log's (reload() changes it for all)`, {
+    if (genesis !== undefined && JSON.stringify(JSON.parse(genesis).document) !== JSON.stringify(policy.document())) {
+      this.roster.event('warn', 'sharedDocumentDiffers', `the log's roster document differs from this instance's: folding the log's (reload() changes it for all)`, {
         roster: this.#shared.roster,
       })
     }
-    this.#subscription = store.subscribe(() => this.#pull(), {
+    this.#subscription = store.subscribe(() => this.pull(), {
       pollMs: this.#shared.pollMs,
-      onError: (error) => this.#roster.event('debug', 'listenLost', `the LISTEN connection dropped: ${error.message}`, {}),
+      onError: (error) => this.roster.event('debug', 'listenLost', `the LISTEN connection dropped: ${error.message}`, {}),
     })
     this.#leader.start()
   }
 
   // ---- what the roster reads ---------------------------------------------------------
-
-  /** This incarnation's id, `<name>:<8 hex>`: the owner of its requests and leases. */
-  get instance() {
-    return this.#instance
-  }
 
   get isLeader() {
     return !this.dead && this.#fence === null && this.#leader.isLeader
@@ -193,10 +166,6 @@ export class PgLog {
     return this.#fence === null ? null : { ...this.#fence }
   }
 
-  get foldedSeq() {
-    return this.#foldedSeq
-  }
-
   /** The database clock, estimated. */
   now() {
     return Date.now() + this.#offset
@@ -211,6 +180,14 @@ export class PgLog {
     this.#appender.push(typeof entry === 'string' ? entry : JSON.stringify(entry), call)
   }
 
+  /** A leader-only entry (with the epoch); resolves with its seq (appender.js `pushLeader`). */
+  appendLeader(text) {
+    return this.#appender.pushLeader(text).catch((error) => {
+      this.#leader.refused(error)
+      throw error
+    })
+  }
+
   /** A `probe` output: the leader's (it appends the result with its epoch). */
   probe(executor, url) {
     if (this.#fence === null) this.#leader.probe(executor, url)
@@ -220,46 +197,40 @@ export class PgLog {
 
   // ---- appends -------------------------------------------------------------------------
 
-  #appenderHost() {
-    return {
-      store: this.#store,
-      instance: () => this.#instance,
-      epoch: () => (this.#fence === null ? this.#leader.epoch : null),
-      retryMs: Math.max(1, Math.floor(this.#shared.ttlMs / 4)),
-      appended: (batch, result, sentAt, instance) => {
-        this.#clock(result.now, sentAt)
-        batch.forEach((item, i) => {
-          if (item.call !== undefined) this.#calls.set(result.firstSeq + i, item.call)
-        })
-        const readAgain = this.#stoppedAtOwn
-        this.#stoppedAtOwn = false
-        if (this.#pulling === null && this.#foldedSeq + 1 === result.firstSeq && this.#halted === null) {
-          // Nothing between the fold and our batch: the log holds these very bytes at
-          // these seqs and this `now`, so they fold as read, one round trip sooner.
-          for (let i = 0; i < batch.length && !this.dead && this.#halted === null; i += 1) {
-            this.#fold({ seq: result.firstSeq + i, now: result.now, instance, entry: batch[i].text })
-          }
-          this.#afterFold()
-          // Entries after it may have been seen (and their wake spent) by a read that
-          // stopped at it: read them now, not at the next poll.
-          if (readAgain) this.#pull()
-        } else {
-          // Read up to it at once (no wait for the notification).
-          this.#pull()
-        }
-      },
-      failed: (error, calls) => {
-        const reason = `an append to the log failed: ${error?.message ?? error}`
-        for (const item of calls) this.#reject(item.call, fencedError(reason, Date.now()))
-        this.#fenceNow(reason)
-      },
-      refused: (error) => this.#leader.refused(error),
+  /** A batch of ours appended (appender.js): its calls wait for their seqs; it is folded at once when nothing came between. */
+  appended(batch, result, sentAt, instance) {
+    this.#clock(result.now, sentAt)
+    batch.forEach((item, i) => {
+      if (item.call !== undefined) this.#calls.set(result.firstSeq + i, item.call)
+    })
+    const readAgain = this.#stoppedAtOwn
+    this.#stoppedAtOwn = false
+    if (this.#pulling === null && this.foldedSeq + 1 === result.firstSeq && this.#halted === null) {
+      // Nothing between the fold and our batch: the log holds these very bytes at
+      // these seqs and this `now`, so they fold as read, one round trip sooner.
+      for (let i = 0; i < batch.length && !this.dead && this.#halted === null; i += 1) {
+        this.#fold({ seq: result.firstSeq + i, now: result.now, instance, entry: batch[i].text })
+      }
+      if (this.#fence === null) this.#leader.folded()
+      // Entries after it may have been seen (and their wake spent) by a read that
+      // stopped at it: read them now, not at the next poll.
+      if (readAgain) this.pull()
+    } else {
+      // Read up to it at once (no wait for the notification).
+      this.pull()
     }
+  }
+
+  /** A plain batch's append failed (whether it landed is unknown): its calls reject, the instance fences. */
+  appendFailed(error, calls) {
+    const reason = `an append to the log failed: ${error?.message ?? error}`
+    for (const item of calls) this.#reject(item.call, fencedError(reason, Date.now()))
+    this.#fenceNow(reason)
   }
 
   /** A call's refusal: a request's pending entry, or the call itself. */
   #reject(call, error) {
-    if (call.request !== undefined) this.#roster.settle(call.request)?.reject(error)
+    if (call.request !== undefined) this.roster.settle(call.request)?.reject(error)
     else call.reject(error)
   }
 
@@ -271,7 +242,7 @@ export class PgLog {
   // ---- the reader and the fold ------------------------------------------------------
 
   /** Reads and folds what is new; one read at a time (a wake meanwhile reads again after). */
-  #pull() {
+  pull() {
     if (this.dead || this.#halted !== null) return Promise.resolve()
     if (this.#pulling !== null) {
       this.#pullAgain = true
@@ -291,7 +262,7 @@ export class PgLog {
       if (this.#pulling !== run) return
       this.#pulling = null
       // A wake between the loop's last check and here is not lost.
-      if (this.#pullAgain) this.#pull()
+      if (this.#pullAgain) this.pull()
     })
     this.#pulling = run
     return run
@@ -302,7 +273,7 @@ export class PgLog {
       if (this.dead || this.#halted !== null) return
       let entries
       try {
-        entries = await this.#store.readFrom(this.#foldedSeq + 1, { limit: READ_LIMIT })
+        entries = await this.store.readFrom(this.foldedSeq + 1, { limit: READ_LIMIT })
       } catch (error) {
         if (this.dead) return
         if (error?.code === 'COMPACTED') {
@@ -322,25 +293,25 @@ export class PgLog {
         // Read again from where the fold is; and our own entry of the batch in flight
         // waits: its calls are known once the append returns (which reads again).
         const appender = this.#appender
-        const own = appender.inFlight !== null && entry.instance === this.#instance && entry.seq > appender.sentThrough
-        stopped = entry.seq !== this.#foldedSeq + 1 || own
+        const own = appender.inFlight !== null && entry.instance === this.instance && entry.seq > appender.sentThrough
+        stopped = entry.seq !== this.foldedSeq + 1 || own
         if (own) this.#stoppedAtOwn = true
         if (stopped) break
         this.#fold(entry)
         if (this.#halted !== null || this.dead) return
       }
-      this.#afterFold()
+      if (this.#fence === null) this.#leader.folded()
       if (stopped || entries.length < READ_LIMIT) return
     }
   }
 
   /** Starts the replica again from the latest snapshot (a read below the compaction point). */
   async #fromSnapshot() {
-    const snapshot = await this.#store.latestSnapshot()
+    const snapshot = await this.store.latestSnapshot()
     if (snapshot === null) throw new RotaError('INVALID_STATE', 'the log was compacted and has no snapshot')
-    if (snapshot.seq <= this.#foldedSeq) return
-    this.#roster.adopt(this.#api.Policy.importState(JSON.parse(snapshot.state)))
-    this.#foldedSeq = snapshot.seq
+    if (snapshot.seq <= this.foldedSeq) return
+    this.roster.adopt(this.#api.Policy.importState(JSON.parse(snapshot.state)))
+    this.foldedSeq = snapshot.seq
     this.#settleFromSnapshot(snapshot.seq)
   }
 
@@ -354,20 +325,20 @@ export class PgLog {
       this.#calls.delete(at)
       if (call.request === undefined) call.resolve([])
     }
-    const status = this.#roster.policy().snapshot()
-    const waiting = new Set(status.queue.filter((q) => q.owner === this.#instance).map((q) => q.request))
+    const status = this.roster.policy().snapshot()
+    const waiting = new Set(status.queue.filter((q) => q.owner === this.instance).map((q) => q.request))
     const granted = new Map()
     for (const executor of status.executors) {
-      for (const lease of executor.leases) if (lease.owner === this.#instance) granted.set(lease.request, { ...lease, executor: executor.id })
+      for (const lease of executor.leases) if (lease.owner === this.instance) granted.set(lease.request, { ...lease, executor: executor.id })
     }
-    for (const [id, pending] of [...this.#roster.requests]) {
+    for (const [id, pending] of [...this.roster.requests]) {
       if (waiting.has(id) || this.#appender.unsent(id)) continue
       const lease = granted.get(id)
       if (lease !== undefined) {
-        const output = { type: 'granted', request: id, lease: lease.lease, executor: lease.executor, role: lease.role ?? pending.role, hold: lease.hold, passed: 0, occupied: lease.occupied, owner: this.#instance }
-        this.#roster.granted(output, lease.since)
+        const output = { type: 'granted', request: id, lease: lease.lease, executor: lease.executor, role: lease.role ?? pending.role, hold: lease.hold, passed: 0, occupied: lease.occupied, owner: this.instance }
+        this.roster.granted(output, lease.since)
       } else if (![...this.#calls.values()].some((c) => c.request === id)) {
-        this.#roster.settle(id)?.reject(new RotaError('UNKNOWN_REQUEST', `request '${id}' ended while this replica restarted from a snapshot (seq ${seq}); its outcome is not known here`))
+        this.roster.settle(id)?.reject(new RotaError('UNKNOWN_REQUEST', `request '${id}' ended while this replica restarted from a snapshot (seq ${seq}); its outcome is not known here`))
       }
     }
   }
@@ -376,82 +347,47 @@ export class PgLog {
     // Past its TTL with no heartbeat, the log may already have expired this instance
     // further on: nothing it folds now may settle a caller (fence first).
     this.#fenceIfLapsed()
-    const mine = instance === this.#instance
+    const mine = instance === this.instance
     const call = mine ? this.#calls.get(seq) : undefined
     if (call !== undefined) this.#calls.delete(seq)
-    this.#foldedSeq = seq
+    this.foldedSeq = seq
     if (seq === 1) return this.#genesis(entry)
-    const type = entryType(entry)
-    const policy = this.#roster.policy()
+    const facts = logRule(this.#api, { op: 'facts', entry, appender: instance, me: this.instance, code: 'UNSUPPORTED_VERSION' })
+    const policy = this.roster.policy()
     // A genesis that lost the race to seq 1 (or one met with no replica yet): skipped.
-    if (type === 'genesis' || policy === null) return
-    const answer = JSON.parse(policy.handleJson(`{"now":${now},${entry.slice(1)}`))
+    if (facts.skipped || policy === null) return
+    const answer = JSON.parse(policy.handleJson(logRule(this.#api, { op: 'feed', now, entry })))
     if (answer.error !== undefined) {
       const { code, message, violations } = answer.error
       const error = new RotaError(code, message, violations === undefined ? {} : { violations })
-      if (type === 'version' && code === 'UNSUPPORTED_VERSION') {
+      if (facts.halt && code === 'UNSUPPORTED_VERSION') {
         this.#halted = error
         this.#fenceNow(`the log moved to a version this module does not fold (seq ${seq}): ${message}; a newer rota is needed`)
       } else if (call !== undefined) {
         this.#reject(call, error)
-      } else if (this.#roster.listening()) {
-        this.#roster.event('debug', 'inputRejected', `the core rejected entry ${seq} (${type}) of ${instance}: ${message}`, { seq, input: type, code })
+      } else if (this.roster.listening()) {
+        this.roster.event('debug', 'inputRejected', `the core rejected entry ${seq} (${facts.type}) of ${instance}: ${message}`, { seq, input: facts.type, code })
       }
       return
     }
-    if (type === 'tick') this.#lastTickNow = now
-    const expire = type === 'expireOwner' ? parseEntry(entry)?.owner : undefined
-    this.#roster.fold(answer, now, { seq, appender: instance, expire }, type)
+    if (facts.type === 'tick') this.lastTickNow = now
+    const expire = facts.type === 'expireOwner' ? (facts.owner ?? undefined) : undefined
+    this.roster.fold(answer, now, { seq, appender: instance, expire }, facts.type)
     if (call !== undefined && call.request === undefined) call.resolve(answer.outputs)
-    if (expire === this.#instance && !mine) {
+    if (facts.expires) {
       this.#expiredByLog = true
       this.#fenceNow(`the log expired this instance (entry ${seq}, appended by ${instance}): its heartbeat lapsed`)
     }
   }
 
+  /** Seq 1: the replica is built from the genesis (the core's `readGenesis`), or the log is refused. */
   #genesis(entry) {
-    const genesis = parseEntry(entry)
-    if (genesis?.type !== 'genesis') {
-      this.#halted = new RotaError('INVALID_LOG', `the shared roster's log does not start with a genesis entry`)
-    } else if (genesis.log !== LOG_VERSION) {
-      this.#halted = new RotaError('UNSUPPORTED_VERSION', `the shared roster's log is version ${genesis.log}; this module folds version ${LOG_VERSION}`)
-    } else {
-      try {
-        this.#roster.adopt(new this.#api.Policy(genesis.document, genesis.options))
-        return
-      } catch (error) {
-        this.#halted = error
-      }
-    }
-    this.#fenceNow(this.#halted.message)
-  }
-
-  #afterFold() {
-    if (this.#fence === null) this.#leader.folded()
-  }
-
-  #leaderHost() {
-    return {
-      store: this.#store,
-      instance: () => this.#instance,
-      appendLeader: (text) => this.#appender.pushLeader(text),
-      foldedSeq: () => this.#foldedSeq,
-      wakeAt: () => this.#roster.wakeAt(),
-      lastTickNow: () => this.#lastTickNow,
-      dbNow: () => this.now(),
-      exportState: () => JSON.stringify(this.#roster.policy().exportState()),
-      probesInFlight: () => {
-        const policy = this.#roster.policy()
-        const runtime = policy.exportState().runtime ?? {}
-        const health = new Map((policy.document()?.executors ?? []).map((e) => [e.id, e.health]))
-        return Object.entries(runtime)
-          .filter(([, r]) => r.probeInFlight === true)
-          .map(([executor]) => ({ executor, url: health.get(executor) }))
-          .filter((p) => typeof p.url === 'string')
-      },
-      runProbe: (executor, url) => new Promise((resolve) => this.#roster.probe(executor, url, resolve)),
-      pull: () => this.#pull(),
-      event: (level, name, message, fields) => this.#roster.event(level, name, message, fields),
+    try {
+      const { document, options } = logRule(this.#api, { op: 'readGenesis', entry })
+      this.roster.adopt(new this.#api.Policy(document, options))
+    } catch (error) {
+      this.#halted = error
+      this.#fenceNow(error.message)
     }
   }
 
@@ -465,12 +401,12 @@ export class PgLog {
     try {
       if (this.#expiredByLog && this.#fence !== null) {
         // The log ended the old incarnation: a new id (its requests and leases are gone).
-        this.#instance = incarnation(this.#name)
-        this.#roster.instance(this.#instance)
+        this.instance = incarnation(this.#shared.name)
+        this.roster.instance(this.instance)
         this.#expiredByLog = false
-        this.#appender.forgetSent()
+        this.#appender.sentThrough = 0
       }
-      const seen = await this.#store.heartbeat(this.#instance)
+      const seen = await this.store.heartbeat(this.instance)
       if (this.dead) return
       this.#clock(seen, sentAt)
       // A gap of ttlMs since the last good heartbeat was sent (a paused process, a
@@ -482,7 +418,7 @@ export class PgLog {
       if (this.#fence !== null) this.#rejoin()
       else this.#appender.kick()
     } catch (error) {
-      if (!this.dead) this.#roster.event('debug', 'heartbeatFailed', `a heartbeat failed: ${error?.message ?? error}`, {})
+      if (!this.dead) this.roster.event('debug', 'heartbeatFailed', `a heartbeat failed: ${error?.message ?? error}`, {})
     } finally {
       this.#beating = false
     }
@@ -515,13 +451,12 @@ export class PgLog {
     this.#fence = { reason, since }
     this.#leader.stop()
     const error = () => fencedError(reason, since)
-    this.#roster.rejectAll(error)
+    this.roster.rejectAll(error)
     for (const call of this.#calls.values()) call.reject?.(error())
     this.#calls.clear()
     // Queued calls are dropped (rejected); a queued release or cancel is still sent.
-    for (const item of this.#appender.takeCalls()) item.call.reject?.(error())
-    this.#appender.dropLeader(error())
-    this.#roster.event('warn', 'fenced', `this instance is fenced: ${reason}`, { reason, since })
+    this.#appender.dropCalls(error)
+    this.roster.event('warn', 'fenced', `this instance is fenced: ${reason}`, { reason, since })
   }
 
   /** Once heartbeats succeed again: catch up with the log, cancel orphans, serve again. */
@@ -529,25 +464,25 @@ export class PgLog {
     if (this.#rejoining || this.#halted !== null) return
     this.#rejoining = true
     try {
-      const head = await this.#store.head()
-      await this.#pull()
-      if (this.dead || this.#foldedSeq < head.lastSeq || this.#expiredByLog) return
+      const head = await this.store.head()
+      await this.pull()
+      if (this.dead || this.foldedSeq < head.lastSeq || this.#expiredByLog) return
       const fence = this.#fence
       this.#fence = null
       this.#appender.kick()
       // Our requests the log still has waiting and that no call awaits: cancelled.
-      for (const queued of this.#roster.policy().snapshot().queue ?? []) {
-        if (queued.owner === this.#instance && !this.#roster.requests.has(queued.request)) {
+      for (const queued of this.roster.policy().snapshot().queue ?? []) {
+        if (queued.owner === this.instance && !this.roster.requests.has(queued.request)) {
           this.append({ type: 'cancel', id: queued.request })
         }
       }
       this.#leader.start()
-      this.#roster.event('info', 'rejoined', `this instance rejoined the log at seq ${this.#foldedSeq} as ${this.#instance}`, {
+      this.roster.event('info', 'rejoined', `this instance rejoined the log at seq ${this.foldedSeq} as ${this.instance}`, {
         fencedSince: fence?.since,
-        instance: this.#instance,
+        instance: this.instance,
       })
     } catch (error) {
-      this.#roster.event('debug', 'rejoinFailed', `rejoining failed: ${error?.message ?? error}`, {})
+      this.roster.event('debug', 'rejoinFailed', `rejoining failed: ${error?.message ?? error}`, {})
     } finally {
       this.#rejoining = false
     }
@@ -562,25 +497,25 @@ export class PgLog {
   async leave() {
     if (this.dead) return
     if (this.#fence === null) {
-      for (const [id] of this.#roster.requests) this.append({ type: 'cancel', id })
+      for (const [id] of this.roster.requests) this.append({ type: 'cancel', id })
       await this.#appender.drain()
       await this.#leader.stepDown()
-      this.append({ type: 'expireOwner', owner: this.#instance })
+      this.append({ type: 'expireOwner', owner: this.instance })
       await this.#appender.drain()
-      await this.#pull()
+      await this.pull()
     } else {
       // Fenced: its leases go if the log can still take its expiry (harmless twice).
-      await this.#store.append([JSON.stringify({ type: 'expireOwner', owner: this.#instance })], { instance: this.#instance }).catch(() => {})
+      await this.store.append([JSON.stringify({ type: 'expireOwner', owner: this.instance })], { instance: this.instance }).catch(() => {})
     }
     this.#leader.stop()
-    await this.#store.forgetInstance(this.#instance).catch(() => {})
+    await this.store.forgetInstance(this.instance).catch(() => {})
     this.#halt()
   }
 
   /** Ends its connections (after `leave`). */
   async end() {
     this.#halt()
-    await this.#store.close().catch(() => {})
+    await this.store.close().catch(() => {})
   }
 
   #halt() {
@@ -602,6 +537,6 @@ export class PgLog {
     settle()
     for (const call of this.#calls.values()) call.reject?.(closed('the roster crashed (test hook)'))
     this.#calls.clear()
-    return this.#store.close().catch(() => {})
+    return this.store.close().catch(() => {})
   }
 }

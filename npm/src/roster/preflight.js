@@ -10,8 +10,9 @@ import { omitUndefined } from './requests.js'
 export class Preflights {
   #preflight
   #context
-  /** The start's preflights still awaited, while the roster starts: { awaiting, failed?, resolve?, reject? }. */
-  #starting
+  /** The preflights running, and the start's failure (a `startFailed` output). */
+  #runs = new Set()
+  #failed
   /** The document of a reload that waits for its preflights. */
   pendingDocument
 
@@ -21,31 +22,14 @@ export class Preflights {
     this.#context = context
   }
 
-  /** The roster starts with preflights: they are collected from the first answer. */
-  starting() {
-    this.#starting = { awaiting: new Set() }
-  }
-
-  /** Waits for the start's preflights (after the first tick was fed); throws PREFLIGHT_FAILED. */
+  /** Waits for the start's preflights (the first tick asked for them); throws PREFLIGHT_FAILED once one failed. */
   async started() {
-    const starting = this.#starting
-    if (starting === undefined) return
-    const done = new Promise((resolve, reject) => Object.assign(starting, { resolve, reject }))
-    if (starting.failed === undefined && starting.awaiting.size === 0) {
-      this.#starting = undefined
-      return
-    }
-    try {
-      if (starting.failed !== undefined) throw starting.failed
-      await done
-    } finally {
-      this.#starting = undefined
-    }
+    while (this.#failed === undefined && this.#runs.size > 0) await Promise.race(this.#runs)
+    if (this.#failed !== undefined) throw this.#failed
   }
 
   /** A `preflight` output: run it, feed its result. */
   run({ executor }) {
-    this.#starting?.awaiting.add(executor)
     const context = this.#context
     const preflight = this.#preflight
     const run = (async () => {
@@ -65,29 +49,17 @@ export class Preflights {
         error = String(cause?.message ?? cause)
       }
       context.feed(omitUndefined({ type: 'preflightResult', executor, ok, error }))
-      this.#answered(executor)
     })()
+    this.#runs.add(run)
+    run.then(() => this.#runs.delete(run))
     context.track(run)
-  }
-
-  #answered(executor) {
-    const starting = this.#starting
-    if (starting === undefined || starting.failed !== undefined) return
-    starting.awaiting.delete(executor)
-    if (starting.awaiting.size === 0) {
-      this.#starting = undefined
-      starting.resolve?.()
-    }
   }
 
   /** A `startFailed` output. */
   failed({ executor, error }) {
-    const starting = this.#starting
-    if (starting === undefined) return
-    starting.failed = new RotaError('PREFLIGHT_FAILED', `the roster does not start: the preflight of ${executor} failed (${error})`, {
+    this.#failed = new RotaError('PREFLIGHT_FAILED', `the roster does not start: the preflight of ${executor} failed (${error})`, {
       executor,
       error,
     })
-    starting.reject?.(starting.failed)
   }
 }

@@ -1,7 +1,8 @@
 // What a roster answers without changing anything: the policy's queries (from the
-// replica as folded, on a shared log) and the log's membership (a log in memory is its
-// own leader, never fenced). Defined on the Roster's prototype, non-enumerable as class
-// methods are; `policyOf(roster)` and `logOf(roster)` reach its private fields.
+// replica as folded, on a shared log), the log's membership (a log in memory is its
+// own leader, never fenced), the ledger's counts and the metrics. Defined on the
+// Roster's prototype, non-enumerable as class methods are; `sideOf(roster)` gives its
+// side (Roster.js `#side`).
 
 import { list } from './requests.js'
 
@@ -19,13 +20,24 @@ const QUERIES = {
 /** The log's membership: `instance` (`<name>:<8 hex>`, shared), `isLeader`, `leaderEpoch`, `fenced`, `fence`, `foldedSeq`. */
 const MEMBERSHIP = ['instance', 'isLeader', 'leaderEpoch', 'fenced', 'fence', 'foldedSeq']
 
-export function defineQueries(Class, policyOf, logOf) {
+export function defineQueries(Class, sideOf) {
   const define = (name, descriptor) => Object.defineProperty(Class.prototype, name, { configurable: true, enumerable: false, ...descriptor })
   for (const [name, query] of Object.entries(QUERIES)) {
-    define(name, { writable: true, value: { [name](...args) { return query(policyOf(this), ...args) } }[name] })
+    define(name, { writable: true, value: { [name](...args) { return query(sideOf(this).policy(), ...args) } }[name] })
   }
   // The running roster document, and its executors (the seed's `executors`).
-  define('document', { get: function document() { return policyOf(this).document() } })
-  define('executors', { get: function executors() { return policyOf(this).document()?.executors ?? [] } })
-  for (const name of MEMBERSHIP) define(name, { get: { [name]() { return logOf(this)[name] } }[name] })
+  define('document', { get: function document() { return sideOf(this).policy().document() } })
+  define('executors', { get: function executors() { return sideOf(this).policy().document()?.executors ?? [] } })
+  for (const name of MEMBERSHIP) define(name, { get: { [name]() { return sideOf(this).log()[name] } }[name] })
+  // Lease requests waiting in the queue and leases held (granted or occupied, not yet
+  // released): all roles, or `{ waiting, leased }` of one (shared: this instance's).
+  define('waiting', { get: function waiting() { return sideOf(this).ledger.queuedTotal } })
+  define('leased', { get: function leased() { return sideOf(this).ledger.heldTotal } })
+  define('counts', { writable: true, value: function counts(role) { return sideOf(this).ledger.counts(role) } })
+  /**
+   * The roster's metrics as Prometheus text: rota_leases_granted_total,
+   * rota_lease_wait_seconds, rota_exclusions_total{kind}, rota_probes_total,
+   * rota_queue_length{role}, rota_state_writes_total.
+   */
+  define('metrics', { writable: true, value: function metrics() { return sideOf(this).metrics().prometheus() } })
 }

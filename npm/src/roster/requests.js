@@ -65,19 +65,12 @@ export const list = (value, what) => {
   throw new RotaError('INVALID_INPUT', `${what} must be a list of executor ids`)
 }
 
-/** An AbortSignal, or one like it (a polyfill's): `aborted` and `addEventListener`. */
-export const isAbortSignal = (value) =>
-  value !== null &&
-  typeof value === 'object' &&
-  typeof value.aborted === 'boolean' &&
-  typeof value.addEventListener === 'function' &&
-  typeof value.removeEventListener === 'function'
-
-/** A lease's options, checked: its signal (or undefined). */
+/** A lease's options, checked: its signal (or undefined), an AbortSignal or one like it (a polyfill's). */
 export function checkRequest(type, options) {
   if (options === null || typeof options !== 'object') throw new RotaError('INVALID_INPUT', `${type} options must be an object`)
   const signal = options.signal
-  if (signal !== undefined && !isAbortSignal(signal)) {
+  const methods = typeof signal?.addEventListener === 'function' && typeof signal.removeEventListener === 'function'
+  if (signal !== undefined && !(signal !== null && typeof signal === 'object' && typeof signal.aborted === 'boolean' && methods)) {
     throw new RotaError('INVALID_INPUT', `signal must be an AbortSignal, not ${signal === null ? 'null' : typeof signal}`)
   }
   return signal

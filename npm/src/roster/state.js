@@ -31,8 +31,6 @@ export class StateWriter {
     this.#context = context
   }
 
-  #event = (level, name, message, fields) => this.#context.event(level, name, message, fields)
-
   #pathField() {
     return this.#store.path === undefined ? {} : { path: this.#store.path }
   }
@@ -54,10 +52,10 @@ export class StateWriter {
     while (this.#queue.length > 0) {
       const update = combineUpdates(this.#queue.splice(0))
       try {
-        await this.#store.save(update, { now: context.now(), event: this.#event })
+        await this.#store.save(update, { now: context.now(), event: this.#context.event })
         context.written()
         if (this.#failures > 0) {
-          this.#event('info', 'stateFileRecovered', `the roster state is written again after ${this.#failures} failed attempts`, {
+          this.#context.event('info', 'stateFileRecovered', `the roster state is written again after ${this.#failures} failed attempts`, {
             ...this.#pathField(),
             attempts: this.#failures,
           })
@@ -70,7 +68,7 @@ export class StateWriter {
         const retryInMs = Math.min(firstMs * 2 ** Math.min(this.#failures - 1, 20), maxMs)
         const closing = context.closing()
         const again = closing ? 'the roster is closing, not retrying' : `retrying in ${retryInMs} ms`
-        this.#event(
+        this.#context.event(
           'warn',
           error?.code === 'STATE_FILE_UNREADABLE' ? 'stateFileUnreadable' : 'stateFileWriteFailed',
           `could not save the roster state (${error?.message ?? error}): ${update.ids.length} changed executors kept; ${again}`,
@@ -105,12 +103,12 @@ export class StateWriter {
     const context = this.#context
     let state
     try {
-      state = await this.#store.load({ now: context.now(), event: this.#event })
+      state = await this.#store.load({ now: context.now(), event: this.#context.event })
     } catch (error) {
       // Never written over: saves read it again (and retry) until it can be read.
       // (Another failure, a lock held too long say, is named as a failed write is.)
       const name = error?.code === 'STATE_FILE_UNREADABLE' || error?.code === undefined ? 'stateFileUnreadable' : 'stateFileWriteFailed'
-      this.#event('warn', name, `could not read the roster state; starting without it: ${error?.message ?? error}`, {
+      this.#context.event('warn', name, `could not read the roster state; starting without it: ${error?.message ?? error}`, {
         ...this.#pathField(),
         error: String(error?.message ?? error),
       })
@@ -122,9 +120,9 @@ export class StateWriter {
     } catch (error) {
       const message = `the roster state is not one rota reads (${error.message})`
       if (typeof this.#store.discard === 'function') {
-        await this.#store.discard(message, { now: context.now(), event: this.#event })
+        await this.#store.discard(message, { now: context.now(), event: this.#context.event })
       } else {
-        this.#event('warn', 'stateFileCorrupt', `${message}; starting clean`, { error: error.message })
+        this.#context.event('warn', 'stateFileCorrupt', `${message}; starting clean`, { error: error.message })
       }
     }
   }

@@ -4,12 +4,14 @@
 // the epoch, first.
 
 /**
- * `host`: { store, instance(), epoch() (the leader epoch or null), retryMs,
- * appended(batch, result, sentAt, instance), failed(error) (a plain batch's append
- * failed: whether it landed is unknown), refused(error) (a leader batch's) }.
+ * `log`: the instance's PgLog (pg-log.js): its `store`, `instance`, `leaderEpoch`, and
+ * `appended(batch, result, sentAt, instance)`, `appendFailed(error, calls)` (a plain
+ * batch's append failed: whether it landed is unknown). A refused leader batch rejects
+ * its entries (`pushLeader`).
  */
 export class Appender {
-  #host
+  #log
+  #retryMs
   #queue = []
   #leaderQueue = []
   #running = null
@@ -20,45 +22,36 @@ export class Appender {
   /** The last seq of this instance's latest append that returned: its entries above it are in flight. */
   sentThrough = 0
 
-  constructor(host) {
-    this.#host = host
+  constructor(log, retryMs) {
+    this.#log = log
+    this.#retryMs = retryMs
   }
 
   /** Queues an entry (JSON text) for the next batch; `call` comes back in `appended`. */
   push(text, call) {
     this.#queue.push({ text, call })
-    this.#kick()
+    this.kick()
   }
 
   /** A leader-only entry; resolves with its seq, rejects when refused or not the leader. */
   pushLeader(text) {
     return new Promise((resolve, reject) => {
       this.#leaderQueue.push({ text, resolve, reject })
-      this.#kick()
+      this.kick()
     })
   }
 
-  /** Takes the queued items that carry a call (their calls fail); the rest stays queued. */
-  takeCalls() {
-    const calls = this.#queue.filter((item) => item.call !== undefined)
+  /** Drops the queued calls (a call's `reject`, when it has one) and leader entries with `error()`; the rest stays queued. */
+  dropCalls(error) {
+    for (const item of this.#queue) item.call?.reject?.(error())
     this.#queue = this.#queue.filter((item) => item.call === undefined)
-    return calls
-  }
-
-  /** Rejects every queued leader entry. */
-  dropLeader(error) {
-    for (const item of this.#leaderQueue.splice(0)) item.reject(error)
+    for (const item of this.#leaderQueue.splice(0)) item.reject(error())
   }
 
   /** Whether a call for request `id` is queued or in flight (not in the log as far as we know). */
   unsent(id) {
     const match = (item) => item.call?.request === id
     return this.#queue.some(match) || this.inFlight?.some(match) === true
-  }
-
-  /** Sends what is queued (after a failure: once the retry delay is over). */
-  kick() {
-    this.#kick()
   }
 
   /** Resolves once nothing is queued or in flight (or the appends stopped on a failure). */
@@ -72,11 +65,8 @@ export class Appender {
     this.#retry = undefined
   }
 
-  forgetSent() {
-    this.sentThrough = 0
-  }
-
-  #kick() {
+  /** Sends what is queued (after a failure: once the retry delay is over). */
+  kick() {
     if (this.#running !== null || this.#stopped || this.#retry !== undefined) return
     if (this.#queue.length === 0 && this.#leaderQueue.length === 0) return
     // Assigned after the call: a loop that ends at once must not leave a stale promise.
@@ -84,27 +74,27 @@ export class Appender {
       if (this.#running !== run) return
       this.#running = null
       // What was queued between the loop's last check and here is sent now.
-      this.#kick()
+      this.kick()
     })
     this.#running = run
   }
 
   async #loop() {
-    const host = this.#host
+    const log = this.#log
     while (!this.#stopped && (this.#queue.length > 0 || this.#leaderQueue.length > 0)) {
       const leader = this.#leaderQueue.length > 0
       const batch = leader ? this.#leaderQueue.splice(0) : this.#queue.splice(0)
-      const epoch = leader ? host.epoch() : undefined
+      const epoch = leader ? log.leaderEpoch : undefined
       if (epoch === null) {
         for (const item of batch) item.reject(Object.assign(new Error('not the leader any more'), { code: 'STALE_EPOCH' }))
         continue
       }
-      const instance = host.instance()
+      const instance = log.instance
       this.inFlight = batch
       const sentAt = Date.now()
       let result
       try {
-        result = await host.store.append(
+        result = await log.store.append(
           batch.map((item) => item.text),
           epoch === undefined ? { instance } : { instance, epoch },
         )
@@ -113,25 +103,24 @@ export class Appender {
         if (this.#stopped) return
         if (leader) {
           for (const item of batch) item.reject(error)
-          host.refused(error)
           continue
         }
         // Whether it landed is unknown: what needs no answer (a release, a cancel:
-        // harmless twice) is sent again later; the calls fail (host.failed fences).
+        // harmless twice) is sent again later; the calls fail (appendFailed fences).
         this.#queue.unshift(...batch.filter((item) => item.call === undefined))
-        host.failed(error, batch.filter((item) => item.call !== undefined))
+        log.appendFailed(error, batch.filter((item) => item.call !== undefined))
         this.#retry = setTimeout(() => {
           this.#retry = undefined
-          this.#kick()
-        }, host.retryMs)
+          this.kick()
+        }, this.#retryMs)
         this.#retry.unref?.()
         return
       }
       this.inFlight = null
       if (this.#stopped) return
-      if (instance === host.instance()) this.sentThrough = result.lastSeq
+      if (instance === log.instance) this.sentThrough = result.lastSeq
       batch.forEach((item, i) => item.resolve?.(result.firstSeq + i))
-      host.appended(batch, result, sentAt, instance)
+      log.appended(batch, result, sentAt, instance)
     }
   }
 }

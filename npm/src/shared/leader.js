@@ -9,19 +9,13 @@ const monotonic = () => performance.now()
 
 /**
  * The duties of one instance; they run only while it holds the lease by its own clock
- * (renewed less than `leaderTtlMs` ago) and the roster is not fenced.
- *
- * `host` is the roster's side: { store, instance(), appendLeader(text) → Promise<seq>,
- * foldedSeq(), wakeAt(), lastTickNow(), dbNow(), exportState() → text, probesInFlight()
- * → [{ executor, url }], runProbe(executor, url) → Promise<boolean>, pull() (catch up),
- * event(level, name, message, fields) }.
+ * (renewed less than `leaderTtlMs` ago) and the roster is not fenced. `log`: the
+ * instance's PgLog (pg-log.js).
  */
 export class Leader {
-  #host
-  #ttlMs
-  #leaderTtlMs
-  #sweepMs
-  #snapshotEvery
+  #log
+  /** The `shared` options: ttlMs, leaderTtlMs, sweepMs, snapshotEvery. */
+  #options
   #epoch = null
   #renewedAt = 0
   #running = false
@@ -31,24 +25,19 @@ export class Leader {
   #leasing = false
   #sweeping = false
   #snapshotting = false
-  /** The seq of the tick appended and not yet folded (one at a time). */
+  /** The seq of the tick appended and not yet folded (one at a time; Infinity while its append is in flight). */
   #tickSeq = null
-  #tickSending = false
   #lastSnapshotSeq = 0
   #expiring = new Set()
-  #probing = new Set()
 
-  constructor(host, { ttlMs, leaderTtlMs, sweepMs, snapshotEvery }) {
-    this.#host = host
-    this.#ttlMs = ttlMs
-    this.#leaderTtlMs = leaderTtlMs
-    this.#sweepMs = sweepMs
-    this.#snapshotEvery = snapshotEvery
+  constructor(log, options) {
+    this.#log = log
+    this.#options = options
   }
 
   /** The epoch it leads at, or null. A lease that may have lapsed by this clock ends here. */
   get epoch() {
-    if (this.#epoch !== null && monotonic() - this.#renewedAt >= this.#leaderTtlMs) {
+    if (this.#epoch !== null && monotonic() - this.#renewedAt >= this.#options.leaderTtlMs) {
       this.#lose('its lease may have lapsed (not renewed within leaderTtlMs)')
     }
     return this.#epoch
@@ -62,10 +51,10 @@ export class Leader {
   start() {
     if (this.#running) return
     this.#running = true
-    const pace = Math.max(1, Math.floor(this.#leaderTtlMs / 3))
+    const pace = Math.max(1, Math.floor(this.#options.leaderTtlMs / 3))
     this.#leaseTimer = setInterval(() => this.#leaseRound(), pace)
     this.#leaseTimer.unref?.()
-    this.#sweepTimer = setInterval(() => this.#sweep(), this.#sweepMs)
+    this.#sweepTimer = setInterval(() => this.#sweep(), this.#options.sweepMs)
     this.#sweepTimer.unref?.()
     this.#leaseRound()
   }
@@ -85,11 +74,8 @@ export class Leader {
     const epoch = this.#epoch
     this.stop()
     if (epoch === null) return
-    try {
-      await this.#host.store.stepDown(this.#host.instance(), epoch)
-    } catch {
-      // it lapses on its own
-    }
+    // (A step-down that fails: the lease lapses on its own.)
+    await this.#log.store.stepDown(this.#log.instance, epoch).catch(() => {})
   }
 
   /** A leader-only append was refused: the lease is another's. */
@@ -103,26 +89,26 @@ export class Leader {
     this.#tickSeq = null
     clearTimeout(this.#tickTimer)
     this.#tickTimer = undefined
-    this.#host.event('info', 'leaderLost', `no longer the leader at epoch ${epoch}: ${why}`, { epoch })
+    this.#log.roster.event('info', 'leaderLost', `no longer the leader at epoch ${epoch}: ${why}`, { epoch })
   }
 
   async #leaseRound() {
     if (!this.#running || this.#leasing) return
     this.#leasing = true
-    const store = this.#host.store
-    const instance = this.#host.instance()
+    const store = this.#log.store
+    const instance = this.#log.instance
     const askedAt = monotonic()
     try {
       if (this.epoch === null) {
-        const lease = await store.acquireLeader(instance, this.#leaderTtlMs)
-        if (this.#running && lease.acquired && instance === this.#host.instance()) {
+        const lease = await store.acquireLeader(instance, this.#options.leaderTtlMs)
+        if (this.#running && lease.acquired && instance === this.#log.instance) {
           this.#epoch = lease.epoch
           this.#renewedAt = askedAt
           await this.#became()
         }
       } else {
         const epoch = this.#epoch
-        await store.renewLeader(instance, epoch, this.#leaderTtlMs)
+        await store.renewLeader(instance, epoch, this.#options.leaderTtlMs)
         if (this.#epoch === epoch) this.#renewedAt = askedAt
       }
     } catch (error) {
@@ -134,27 +120,27 @@ export class Leader {
 
   async #became() {
     const epoch = this.#epoch
-    this.#host.event('info', 'leader', `this instance leads the roster at epoch ${epoch}`, { epoch })
+    this.#log.roster.event('info', 'leader', `this instance leads the roster at epoch ${epoch}`, { epoch })
     try {
-      this.#lastSnapshotSeq = (await this.#host.store.latestSnapshot())?.seq ?? 0
+      this.#lastSnapshotSeq = (await this.#log.store.latestSnapshot())?.seq ?? 0
     } catch {
       this.#lastSnapshotSeq = 0
     }
     // A probe the old leader started and never answered would stay in flight for good:
     // run again once caught up (its result may be in the log already).
-    await this.#host.pull()
+    await this.#log.pull()
     if (this.#epoch !== epoch) return
-    for (const { executor, url } of this.#host.probesInFlight()) this.probe(executor, url)
+    for (const { executor, url } of this.#log.roster.policy().probesInFlight()) this.probe(executor, url)
     this.folded()
   }
 
   /** After the replica folded entries: ticks, snapshots. */
   folded() {
     if (!this.isLeader) return
-    const seq = this.#host.foldedSeq()
+    const seq = this.#log.foldedSeq
     if (this.#tickSeq !== null && seq >= this.#tickSeq) this.#tickSeq = null
     this.#armTick()
-    if (!this.#snapshotting && seq - this.#lastSnapshotSeq >= this.#snapshotEvery) this.#snapshot()
+    if (!this.#snapshotting && seq - this.#lastSnapshotSeq >= this.#options.snapshotEvery) this.#snapshot()
   }
 
   // ---- ticks ---------------------------------------------------------------------
@@ -162,11 +148,11 @@ export class Leader {
   #armTick() {
     clearTimeout(this.#tickTimer)
     this.#tickTimer = undefined
-    const wakeAt = this.#host.wakeAt()
-    if (wakeAt === null || wakeAt === undefined || this.#tickSeq !== null || this.#tickSending) return
-    let delay = wakeAt - this.#host.dbNow()
+    const wakeAt = this.#log.roster.wakeAt()
+    if (wakeAt === null || wakeAt === undefined || this.#tickSeq !== null) return
+    let delay = wakeAt - this.#log.now()
     // A tick stamped before `wakeAt` (this clock's estimate ran ahead): wait for the rest.
-    const last = this.#host.lastTickNow()
+    const last = this.#log.lastTickNow
     if (last !== null && last < wakeAt) delay = Math.max(delay, Math.min(wakeAt - last, 50), 1)
     this.#tickTimer = setTimeout(() => this.#tick(), Math.min(Math.max(0, delay), 2 ** 31 - 1))
     this.#tickTimer.unref?.()
@@ -174,16 +160,11 @@ export class Leader {
 
   async #tick() {
     this.#tickTimer = undefined
-    if (!this.isLeader || this.#tickSeq !== null || this.#tickSending) return
-    this.#tickSending = true
-    try {
-      this.#tickSeq = await this.#host.appendLeader('{"type":"tick"}')
-    } catch {
-      // refused or lost: the next leader ticks
-    } finally {
-      this.#tickSending = false
-    }
-    if (this.#tickSeq !== null && this.#host.foldedSeq() >= this.#tickSeq) this.folded()
+    if (!this.isLeader || this.#tickSeq !== null) return
+    this.#tickSeq = Infinity
+    // (Refused or lost: null, and the next leader ticks.)
+    this.#tickSeq = await this.#log.appendLeader('{"type":"tick"}').catch(() => null)
+    if (this.#tickSeq !== null && this.#log.foldedSeq >= this.#tickSeq) this.folded()
   }
 
   // ---- sweeps --------------------------------------------------------------------
@@ -192,8 +173,8 @@ export class Leader {
     if (!this.isLeader || this.#sweeping) return
     this.#sweeping = true
     try {
-      const me = this.#host.instance()
-      const gone = await this.#host.store.expiredInstances(this.#ttlMs)
+      const me = this.#log.instance
+      const gone = await this.#log.store.expiredInstances(this.#options.ttlMs)
       for (const { instance } of gone) {
         if (instance === me || this.#expiring.has(instance) || !this.isLeader) continue
         this.#expiring.add(instance)
@@ -215,30 +196,27 @@ export class Leader {
     if (epoch === null) return
     try {
       const entry = JSON.stringify({ type: 'expireOwner', owner: instance })
-      const seq = await this.#host.store.expireInstance(instance, this.#ttlMs, { leader: this.#host.instance(), epoch }, entry)
+      const seq = await this.#log.store.expireInstance(instance, this.#options.ttlMs, { leader: this.#log.instance, epoch }, entry)
       if (seq === null) return
-      this.#host.event('info', 'instanceExpired', `instance ${instance} missed its heartbeats for ${this.#ttlMs} ms: expired (entry ${seq})`, {
+      this.#log.roster.event('info', 'instanceExpired', `instance ${instance} missed its heartbeats for ${this.#options.ttlMs} ms: expired (entry ${seq})`, {
         instance,
         seq,
       })
-      Promise.resolve(this.#host.pull()).catch(() => {})
+      Promise.resolve(this.#log.pull()).catch(() => {})
     } catch (error) {
       // refused (no longer the leader) or the database is away: the next sweep tries again
-      if (error?.code === 'STALE_EPOCH' && this.#epoch !== null) this.#lose(error.message)
+      this.refused(error)
     }
   }
 
   // ---- probes --------------------------------------------------------------------
 
-  /** A `probe` output folded while leading: run it, append its result with the epoch. */
+  /** A `probe` output folded while leading: run it (one per executor: probes.js), append its result with the epoch. */
   probe(executor, url) {
-    if (!this.isLeader || this.#probing.has(executor)) return
-    this.#probing.add(executor)
-    this.#host
-      .runProbe(executor, url)
-      .then((up) => (this.isLeader ? this.#host.appendLeader(JSON.stringify({ type: 'probeResult', executor, up })) : undefined))
-      .catch(() => {})
-      .finally(() => this.#probing.delete(executor))
+    if (!this.isLeader) return
+    this.#log.roster.probe(executor, url, (up) => {
+      if (this.isLeader) this.#log.appendLeader(JSON.stringify({ type: 'probeResult', executor, up })).catch(() => {})
+    })
   }
 
   // ---- snapshots -----------------------------------------------------------------
@@ -246,16 +224,16 @@ export class Leader {
   async #snapshot() {
     this.#snapshotting = true
     try {
-      const seq = this.#host.foldedSeq()
-      const state = this.#host.exportState()
-      const store = this.#host.store
+      const seq = this.#log.foldedSeq
+      const state = JSON.stringify(this.#log.roster.policy().exportState())
+      const store = this.#log.store
       await store.writeSnapshot(seq, state)
       const previous = this.#lastSnapshotSeq
       this.#lastSnapshotSeq = seq
-      this.#host.event('debug', 'snapshotWritten', `snapshot at seq ${seq}`, { seq })
+      this.#log.roster.event('debug', 'snapshotWritten', `snapshot at seq ${seq}`, { seq })
       if (previous > 0) await store.compact(previous)
     } catch (error) {
-      this.#host.event('warn', 'snapshotFailed', `writing a snapshot or compacting failed: ${error?.message ?? error}`, {
+      this.#log.roster.event('warn', 'snapshotFailed', `writing a snapshot or compacting failed: ${error?.message ?? error}`, {
         error: String(error?.message ?? error),
       })
     } finally {

@@ -56,21 +56,6 @@ function name(what, value) {
   return value
 }
 
-const entryRow = (r) => ({
-  seq: int(r.seq),
-  now: int(r.now_ms),
-  instance: r.instance,
-  epoch: r.epoch === null ? null : int(r.epoch),
-  entry: r.entry,
-})
-
-const leaseRow = (r) => ({
-  acquired: r.acquired === true,
-  instance: r.instance,
-  epoch: int(r.epoch),
-  expiresAt: int(r.expires_at),
-})
-
 export class PgLogStore {
   #pool
   #ownsPool
@@ -79,11 +64,9 @@ export class PgLogStore {
 
   /**
    * Connects, applies the schema when the database has none yet, and returns the
-   * store of one roster.
-   * @param {{ connectionString?: string, pool?: import('pg').Pool, roster: string,
-   *           pollMs?: number, max?: number }} options `pool` is used as it is (and
-   *   not ended by `close`); otherwise a pool of `max` (default 4) connections to
-   *   `connectionString`. `pollMs` (default 1000): how often readers poll.
+   * store of one roster (types/shared.d.ts has the types). `pool` is used as it is
+   * (and not ended by `close`); otherwise a pool of `max` (default 4) connections to
+   * `connectionString`. `pollMs` (default 1000): how often readers poll.
    */
   static async connect({ connectionString, pool, roster, pollMs = 1000, max = 4 } = {}) {
     name('roster', roster)
@@ -132,7 +115,7 @@ export class PgLogStore {
 
   async #query(text, values) {
     try {
-      return await this.#pool.query(text, [this.#roster, ...values])
+      return await this.#pool.query(text, values === null ? [] : [this.#roster, ...values])
     } catch (error) {
       throw wrap(error)
     }
@@ -142,10 +125,7 @@ export class PgLogStore {
    * Appends a batch in one transaction: the entries get the next seqs, in order, and
    * one `now` from the database clock. With `epoch` the batch is leader-only (ticks,
    * probe results, owner expiries) and refused with STALE_EPOCH unless `instance`
-   * holds the leader lease at that epoch.
-   * @param {string[]} entries
-   * @param {{ instance: string, epoch?: number }} options
-   * @returns {Promise<{ firstSeq: number, lastSeq: number, now: number }>}
+   * holds the leader lease at that epoch. Returns `{ firstSeq, lastSeq, now }`.
    */
   async append(entries, { instance, epoch } = {}) {
     if (!Array.isArray(entries) || entries.length === 0) throw invalid('append takes a non-empty array of entries')
@@ -160,16 +140,15 @@ export class PgLogStore {
   /**
    * Entries with seq >= `seq`, in order, at most `limit`. COMPACTED when `seq` is at
    * or below the compaction point.
-   * @returns {Promise<Array<{ seq: number, now: number, instance: string, epoch: number | null, entry: string }>>}
    */
   async readFrom(seq, { limit = 1000 } = {}) {
     positive('seq', seq)
     positive('limit', limit)
     const r = await this.#query('SELECT * FROM rota_read($1, $2, $3)', [seq, limit])
-    return r.rows.map(entryRow)
+    return r.rows.map((r) => ({ seq: int(r.seq), now: int(r.now_ms), instance: r.instance, epoch: r.epoch === null ? null : int(r.epoch), entry: r.entry }))
   }
 
-  /** @returns {Promise<{ lastSeq: number, lastNow: number, compactedThrough: number }>} */
+  /** `{ lastSeq, lastNow, compactedThrough }`. */
   async head() {
     const r = await this.#query('SELECT * FROM rota_head($1)', [])
     const row = r.rows[0]
@@ -178,11 +157,7 @@ export class PgLogStore {
 
   /** The database clock, epoch ms. */
   async now() {
-    try {
-      return int((await this.#pool.query('SELECT rota_db_now() AS now')).rows[0].now)
-    } catch (error) {
-      throw wrap(error)
-    }
+    return int((await this.#query('SELECT rota_db_now() AS now', null)).rows[0].now)
   }
 
   /**
@@ -190,9 +165,7 @@ export class PgLogStore {
    * (with the newest seq), 'listen' (after LISTEN took, so what came before it is
    * read), and 'poll' every `pollMs` as the backstop. A dropped LISTEN connection is
    * made again. The caller reads with {@link readFrom}; wakes carry no entries.
-   * @param {(wake: { reason: 'notify' | 'listen' | 'poll', seq?: number }) => void} onWake
-   * @param {{ pollMs?: number, listen?: boolean, onError?: (error: Error) => void }} [options]
-   *   `listen: false` polls only. `onError` hears of lost LISTEN connections.
+   * `listen: false` polls only. `onError` hears of lost LISTEN connections.
    */
   subscribe(onWake, { pollMs = this.#pollMs, listen = true, onError = () => {} } = {}) {
     if (typeof onWake !== 'function') throw invalid('subscribe takes a function')
@@ -271,14 +244,8 @@ export class PgLogStore {
       close() {
         closed = true
         clearInterval(timer)
-        if (relisten !== null) clearTimeout(relisten)
-        relisten = null
-        if (client !== null) {
-          const c = client
-          client = null
-          c.off('notification', onNotification)
-          c.release(true)
-        }
+        clearTimeout(relisten)
+        drop()
       },
     }
   }
@@ -294,7 +261,6 @@ export class PgLogStore {
    * Instances whose last heartbeat is `ttlMs` or more ago, by name. A heartbeat from
    * before the database server started counts as made at its start (no mass expiry
    * after the database itself was down).
-   * @returns {Promise<Array<{ instance: string, lastSeen: number }>>}
    */
   async expiredInstances(ttlMs) {
     positive('ttlMs', ttlMs)
@@ -307,8 +273,8 @@ export class PgLogStore {
    * heartbeat is still lapsed for `ttlMs` (grace after a database restart included),
    * appends `entry` (its `expireOwner`) as a leader-only entry at `epoch` (STALE_EPOCH
    * when that lease was lost) and forgets the instance. A heartbeat either lands first
-   * (and this returns null: nothing appended) or waits for this to commit.
-   * @returns {Promise<number | null>} the entry's seq, or null when not expired
+   * (and this returns null: nothing appended) or waits for this to commit. Returns
+   * the entry's seq.
    */
   async expireInstance(instance, ttlMs, { leader, epoch }, entry) {
     name('instance', instance)
@@ -330,12 +296,12 @@ export class PgLogStore {
   /**
    * Takes the leader lease for `ttlMs` when it is free (none, stepped down or lapsed),
    * at the next epoch; the holder asking again keeps its epoch and extends.
-   * @returns {Promise<{ acquired: boolean, instance: string | null, epoch: number, expiresAt: number }>}
    */
   async acquireLeader(instance, ttlMs) {
     name('instance', instance)
     positive('ttlMs', ttlMs)
-    return leaseRow((await this.#query('SELECT * FROM rota_acquire_leader($1, $2, $3)', [instance, ttlMs])).rows[0])
+    const r = (await this.#query('SELECT * FROM rota_acquire_leader($1, $2, $3)', [instance, ttlMs])).rows[0]
+    return { acquired: r.acquired === true, instance: r.instance, epoch: int(r.epoch), expiresAt: int(r.expires_at) }
   }
 
   /** Extends the lease held at `epoch`; STALE_EPOCH once it was lost. Returns the new expiry. */
@@ -361,7 +327,7 @@ export class PgLogStore {
     await this.#query('SELECT rota_write_snapshot($1, $2, $3)', [seq, state])
   }
 
-  /** @returns {Promise<{ seq: number, state: string, createdAt: number } | null>} the newest snapshot */
+  /** The newest snapshot `{ seq, state, createdAt }`, or null. */
   async latestSnapshot() {
     const r = await this.#query('SELECT * FROM rota_latest_snapshot($1)', [])
     if (r.rows.length === 0) return null

@@ -14,19 +14,6 @@ const PLACES = [
   new URL(`../../sql/${FILE}`, import.meta.url), // the installed package: <package>/sql
 ]
 
-let text
-/** The schema file's text. */
-export function schemaSql() {
-  if (text === undefined) {
-    const place = PLACES.find((url) => existsSync(url))
-    if (place === undefined) {
-      throw new Error(`the shared-roster schema ${FILE} is missing from this installation (looked in ${PLACES.map((u) => u.pathname).join(', ')})`)
-    }
-    text = readFileSync(place, 'utf8')
-  }
-  return text
-}
-
 // Serializes concurrent first applications across instances (any fixed key: 'rota').
 const APPLY_LOCK = 0x726f7461
 
@@ -49,7 +36,13 @@ export async function applySchema(client, makeError) {
     if (found > SCHEMA_VERSION) {
       throw makeError('SCHEMA_TOO_NEW', `the database's rota log schema is version ${found}; this package speaks version ${SCHEMA_VERSION}`)
     }
-    if (found < SCHEMA_VERSION) await client.query(schemaSql())
+    if (found < SCHEMA_VERSION) {
+      const place = PLACES.find((url) => existsSync(url))
+      if (place === undefined) {
+        throw new Error(`the shared-roster schema ${FILE} is missing from this installation (looked in ${PLACES.map((u) => u.pathname).join(', ')})`)
+      }
+      await client.query(readFileSync(place, 'utf8'))
+    }
     await client.query('COMMIT')
     return found
   } catch (error) {
