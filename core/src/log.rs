@@ -250,8 +250,7 @@ pub enum Actor {
     Leader,
     /// Every instance (events, to its own listeners).
     Everyone,
-    /// Nobody (`persist`: the log is the persistence; `preflight`: never in log
-    /// version 1).
+    /// Nobody (`persist`: the log is the persistence).
     Nobody,
 }
 
@@ -281,7 +280,10 @@ impl Actor {
 /// (PROTOCOL.md, "Who acts on an output"): the output's `owner` (caller outputs,
 /// machines), else the appender; the appender for every `deleteMachine` of an
 /// `expireOwner` (its outputs name the gone owner); the leader for `probe`; everyone
-/// for `event`; nobody for `persist` (and `preflight`, `startFailed`).
+/// for `event`; nobody for `persist`. A `preflight` (and a `startFailed`) names no
+/// owner either, so the appender runs it: only a log whose genesis predates
+/// [`genesis_options`] asks for preflights (a reload's, appended by the instance that
+/// reloads), and they must be answered for its reload to apply.
 pub fn actor(output: &Output, entry: &EntryFacts, appender: &str) -> Actor {
     let owner_or_appender = |owner: &Option<String>| {
         Actor::Instance(owner.clone().unwrap_or_else(|| appender.to_string()))
@@ -300,9 +302,10 @@ pub fn actor(output: &Output, entry: &EntryFacts, appender: &str) -> Actor {
         Output::DeleteMachine { owner, .. } => owner_or_appender(owner),
         Output::Probe { .. } => Actor::Leader,
         Output::Event { .. } => Actor::Everyone,
-        Output::Persist { .. } | Output::Preflight { .. } | Output::StartFailed { .. } => {
-            Actor::Nobody
+        Output::Preflight { .. } | Output::StartFailed { .. } => {
+            Actor::Instance(appender.to_string())
         }
+        Output::Persist { .. } => Actor::Nobody,
     }
 }
 

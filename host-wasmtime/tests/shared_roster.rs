@@ -1090,3 +1090,46 @@ async fn a_shared_roster_refuses_to_swap_one_replicas_module() {
     let lease = take(&a, "coder").await;
     lease.release().expect("release");
 }
+
+/// A log whose genesis was written before the genesis fixed `preflightReloads` off
+/// (by an older rota) still asks for a reload's preflights: the instance that
+/// appended the reload runs them, once, and the reload applies on every instance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_whose_genesis_asks_for_reload_preflights_has_them_run_by_the_reloader() {
+    let Some(url) = url() else { return };
+    let (module, name) = (module().await, roster("old-genesis"));
+    let store = PgLogStore::connect(&url, &name).await.expect("connect");
+    let only_a = json!({ "executors": [ { "id": "a", "harness": "claude", "roles": ["coder"], "slots": 1 } ] });
+    let genesis = json!({ "type": "genesis", "log": 1, "document": only_a,
+        "options": { "canProbe": false, "preflight": false, "preflightReloads": true } });
+    store
+        .append(&[genesis.to_string()], "writer:00000000", None)
+        .await
+        .expect("the old genesis");
+    let one = join(&url, "one", &name, &module, &Value::Null, fast()).await;
+    let two = join(&url, "two", &name, &module, &Value::Null, fast()).await;
+    let with_b = json!({ "executors": [
+        { "id": "a", "harness": "claude", "roles": ["coder"], "slots": 1 },
+        { "id": "b", "harness": "codex", "roles": ["coder"], "slots": 1 },
+    ] });
+    one.reload(with_b).await.expect("reload");
+    until("the reload to apply on both instances", 10, || async {
+        one.sync().await;
+        two.sync().await;
+        one.slots("coder").unwrap_or(0) == 2 && two.slots("coder").unwrap_or(0) == 2
+    })
+    .await;
+    let results: Vec<String> = read_all(&store)
+        .await
+        .into_iter()
+        .filter(|e| e.entry.starts_with("{\"type\":\"preflightResult\""))
+        .map(|e| e.instance)
+        .collect();
+    assert_eq!(
+        results,
+        [one.instance()],
+        "one preflight result, the reloader's"
+    );
+    one.close().await.expect("close");
+    two.close().await.expect("close");
+}

@@ -127,6 +127,15 @@ fn who_acts_on_each_output() {
         url: "u".into(),
     };
     assert_eq!(actor(&probe, &facts, "a:1"), Actor::Leader);
+    // A reload's preflight (a genesis from before genesis_options): its appender's.
+    let reload = EntryFacts::of("{\"type\":\"reload\",\"document\":{}}");
+    let preflight = Output::Preflight {
+        executor: "b".into(),
+    };
+    assert_eq!(
+        actor(&preflight, &reload, "a:1"),
+        Actor::Instance("a:1".into())
+    );
     assert!(Actor::Leader.is("x", true) && !Actor::Leader.is("x", false));
     assert!(!Actor::Nobody.is("x", true) && Actor::Everyone.is("x", false));
 }

@@ -205,7 +205,7 @@ impl Inner {
                 lease,
                 ..
             } => self.spawn_delete(executor, hold, lease),
-            // (A remote log's genesis fixes `preflight` off: the memory log's alone.)
+            // (A remote log's: only a genesis from before `log::genesis_options` asks.)
             Output::Preflight { executor } => {
                 if let Some(starting) = st.starting.as_mut() {
                     starting.awaiting.insert(executor.clone());

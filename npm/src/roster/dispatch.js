@@ -1,49 +1,39 @@
-// Who acts on each of the core's outputs (sql/PROTOCOL.md, "Who acts on an output"),
-// one path for both logs: caller outputs and machines concern their `owner` (the
-// instance that issued the request; with none named, the one that appended the entry),
-// an owner's expiry is acted on by the instance that appended it, probes by the leader,
-// a state file's writes by whoever has one. A log in memory names no owner and is its
-// own leader: there this instance acts on every output.
+// The one output dispatcher, for both logs. Who acts on an output of a shared log's
+// entry is the core's rule (sql/PROTOCOL.md, "Who acts on an output"; `Policy.logJson`
+// `actors`, one per output: `{ instance }`, `leader`, `everyone` or `nobody`): the
+// fold passes them in `at.actors`, and this instance acts on an output only when the
+// core names it. A log in memory has one instance, its own leader: it acts on every
+// output (`at.actors` undefined).
 
 import { closed } from '../errors.js'
 import { exhaustedError, timeoutError } from './requests.js'
 
-/** Where an entry of a log in memory was folded: appended by this instance, no seq. */
-export const HERE = Object.freeze({ seq: undefined, appender: undefined, expire: undefined })
+/** Where an entry of a log in memory was folded: appended by this instance, no seq, no actors. */
+export const HERE = Object.freeze({ seq: undefined, appender: undefined, actors: undefined })
 
-/**
- * One entry per output type of the protocol but `granted` (the output of every lease:
- * `dispatch` settles it first, its owner's). An output of a type not here is said as a
- * warn `unknownOutput` event, never dropped without a word.
- */
-/** A caller output: its request settles as `how` says, when this instance owns it. */
+/** A caller output: its request settles as `how` says. */
 const caller = (how) => (d, output) => {
-  const pending = output.owner === d.me ? d.ledger.settle(output.request) : undefined
+  const pending = d.ledger.settle(output.request)
   if (pending !== undefined) how(pending, output, d.roster.policy())
 }
 
+/**
+ * One entry per output type of the protocol but `granted` (the output of every lease:
+ * `dispatch` settles it first). An output of a type not here is said as a warn
+ * `unknownOutput` event, never dropped without a word.
+ */
 const HANDLERS = new Map([
   ['exhausted', caller((pending, output, policy) => pending.reject(exhaustedError(policy, output, pending)))],
   ['timedOut', caller((pending, output, policy) => pending.reject(timeoutError(policy, output.request, pending, undefined, output.reasons)))],
   ['unavailable', caller((pending) => pending.resolve(undefined))],
   ['cancelled', caller((pending) => pending.reject(pending.abortReason ?? closed('the roster closed before a lease was granted')))],
-  ['waiting', (d, output) => output.owner === d.me && d.ledger.waiting(output)],
-  // The leader's (a log in memory is always its own leader).
+  ['waiting', (d, output) => d.ledger.waiting(output)],
   ['probe', (d, { executor, url }) => d.roster.log().probe(executor, url)],
-  ['createMachine', (d, output) => (output.owner ?? d.at.appender) === d.me && d.machines.create(output)],
-  [
-    'deleteMachine',
-    (d, output) => {
-      // An expiry's outputs name the gone owner: the instance that appended it acts.
-      const at = d.at
-      if ((at.expire !== undefined ? at.appender : (output.owner ?? at.appender)) === d.me) d.machines.delete(output)
-    },
-  ],
-  // An output with no owner: the instance that appended the entry (a log whose genesis
-  // predates the fixed `preflightReloads: false` may still ask for preflights).
-  ['preflight', (d, output) => d.at.appender === d.me && d.preflights.run(output)],
-  ['startFailed', (d, output) => d.at.appender === d.me && d.preflights.failed(output)],
-  // A shared log is its own persistence: only a state file writes these.
+  ['createMachine', (d, output) => d.machines.create(output)],
+  ['deleteMachine', (d, output) => d.machines.delete(output)],
+  ['preflight', (d, output) => d.preflights.run(output)],
+  ['startFailed', (d, output) => d.preflights.failed(output)],
+  // Only a state file writes these (a shared log's are nobody's: it is its own persistence).
   ['persist', (d, { ids, state }) => d.state?.persist({ ids, state })],
   ['event', (d, output) => d.announce.core(output, d.now, d.at.seq)],
 ])
@@ -51,7 +41,7 @@ const HANDLERS = new Map([
 export class Dispatcher {
   /** This instance's id as the owner of its requests (undefined for a log in memory: outputs name none). */
   me = undefined
-  /** Where the entry being folded came from ({ seq, appender, expire }), and its time. */
+  /** Where the entry being folded came from ({ seq, appender, actors }), and its time. */
   at = HERE
   now = 0
 
@@ -70,16 +60,27 @@ export class Dispatcher {
   fold(outputs, now, at = HERE) {
     this.now = now
     this.at = at
-    for (const output of outputs) this.dispatch(output)
+    const actors = at.actors
+    for (let i = 0; i < outputs.length; i++) {
+      if (actors === undefined || this.#named(actors[i])) this.dispatch(outputs[i])
+      else if (this.announce.listened) this.announce.output(outputs[i], at.seq)
+    }
     this.at = HERE
   }
 
-  /** One output of the entry being folded. */
+  /** Whether the core's actor for an output names this instance. */
+  #named(actor) {
+    if (actor === 'everyone') return true
+    if (actor === 'leader') return this.roster.log().isLeader
+    return actor?.instance !== undefined && actor.instance === this.me
+  }
+
+  /** One output this instance acts on. */
   dispatch(output) {
     if (this.announce.listened) this.announce.output(output, this.at.seq)
     // A grant, the output of every lease, without the table's lookup and call.
     if (output.type === 'granted') {
-      if (output.owner === this.me) this.granted(output, this.now)
+      this.granted(output, this.now)
       return undefined
     }
     const handle = HANDLERS.get(output.type)

@@ -371,8 +371,8 @@ export class PgLog {
       return
     }
     if (facts.type === 'tick') this.lastTickNow = now
-    const expire = facts.type === 'expireOwner' ? (facts.owner ?? undefined) : undefined
-    this.roster.fold(answer, now, { seq, appender: instance, expire }, facts.type)
+    const actors = logRule(this.#api, { op: 'actors', entry, appender: instance, outputs: answer.outputs })
+    this.roster.fold(answer, now, { seq, appender: instance, actors }, facts.type)
     if (call !== undefined && call.request === undefined) call.resolve(answer.outputs)
     if (facts.expires) {
       this.#expiredByLog = true
