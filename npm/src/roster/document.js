@@ -4,12 +4,15 @@
 
 import { RotaError, invalidDocument } from '../errors.js'
 import { list } from './requests.js'
+import { schedulerProblems } from './scheduler.js'
 
 /** The driver's own options, checked up front (the core checks `options.options`). */
 export function checkOptions(options) {
   const wrong = []
   const fn = (name, value) => value === undefined || typeof value === 'function' || wrong.push(`${name} must be a function`)
   fn('now', options.now)
+  wrong.push(...schedulerProblems(options.scheduler))
+  if (options.scheduler !== undefined && options.now !== undefined) wrong.push('give the clock once: scheduler.now or now, not both')
   fn('onEvent', options.onEvent)
   fn('preflight', options.preflight)
   if (!(options.probe === undefined || options.probe === false || typeof options.probe === 'function')) {
