@@ -181,7 +181,8 @@ export const makeRoster = Effect.fn('rota/effect/makeRoster')(function* (options
     change('report', id, () => roster.report(id, error)).pipe(
       Effect.map((answer) => {
         if (answer === undefined) return undefined
-        if (answer.value !== undefined) return exclusionOf(id, answer.value)
+        // (A health exclusion's next probe time is the snapshot's.)
+        if (answer.value !== undefined) return answer.value.kind === 'health' ? inForce(id) : exclusionOf(id, answer.value)
         // Earned, but a stronger or later one stays in force: the seed returned what it earned; rota's answer is the one in force.
         const kept = answer.seen.some((e) => KEPT_EVENTS.has(e.name) && e.fields?.executor === id)
         return kept ? inForce(id) : undefined

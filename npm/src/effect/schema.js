@@ -72,6 +72,11 @@ export class Info extends Schema.TaggedClass()('Info', {
   message: Schema.String,
 }) {}
 
-/** An `Exclusion` from the core's `{ id, kind, reason, until? }` (any extra fields dropped). */
-export const exclusionOf = (id, { kind, reason, until }) =>
-  Exclusion.make(until === undefined || until === null ? { id, kind, reason } : { id, kind, reason, until })
+/**
+ * An `Exclusion` from the core's `{ id, kind, reason, until?, nextProbeAt? }` (other
+ * fields dropped). A `health` one's `until` is its next probe time, as in the seed.
+ */
+export const exclusionOf = (id, { kind, reason, until, nextProbeAt }) => {
+  const at = until ?? (kind === 'health' ? nextProbeAt : undefined)
+  return Exclusion.make(at === undefined || at === null ? { id, kind, reason } : { id, kind, reason, until: at })
+}
