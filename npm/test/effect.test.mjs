@@ -5,7 +5,8 @@
 // to test another 4.x release) linked into its node_modules.
 
 import assert from 'node:assert/strict'
-import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { test } from 'node:test'
 
@@ -282,6 +283,24 @@ test('makeRoster works outside a Scope (the roster lives on; its Node roster can
   const id = await Effect.runPromise(Effect.scoped(Effect.map(roster.lease('coder'), (lease) => lease.executor.id)))
   assert.equal(id, 'a')
   await roster.roster.close()
+})
+
+test("on Effect's live Clock, a roster no Scope closes does not keep the process alive", () => {
+  const script = join(project, 'test', 'effect-live-exit.mjs')
+  writeFileSync(
+    script,
+    `import * as Effect from 'effect/Effect'
+import { ExecutorSpec, makeRoster } from 'rota/effect'
+const roster = await Effect.runPromise(makeRoster({ executors: [ExecutorSpec.make({ id: 'a', harness: 'pi', roles: ['coder'] })], events: { publish: () => Effect.void } }))
+const exclusion = await Effect.runPromise(roster.report('a', { _tag: 'UsageLimitError', message: 'limit' }))
+console.log(exclusion.until - Date.now() > 29 * 60_000 ? 'excluded' : 'wrong')
+`,
+  )
+  // (A wake-up is armed for the exclusion's end, 30 minutes on: it must not hold the process.)
+  const child = spawnSync(process.execPath, [script], { cwd: project, encoding: 'utf8', timeout: 20_000 })
+  assert.equal(child.signal, null, 'the process was still running after 20 s')
+  assert.equal(child.status, 0, child.stderr)
+  assert.equal(child.stdout.trim(), 'excluded')
 })
 
 test('the seed helpers answer from the core', () => {

@@ -3,7 +3,8 @@
 // module adapts shapes and carries out effects on Effect's runtime:
 // - time is Effect's `Clock` and every timer of the roster sleeps on Effect's
 //   scheduler (the roster's `scheduler` seam), so `TestClock.adjust` fires exclusion
-//   ends, probes and deadlines;
+//   ends, probes and deadlines (on the live Clock, the roster's own Node timers: the
+//   same clock, and no timer holds the process);
 // - a lease is a scoped Effect: its release is the Scope's finalizer (idempotent); an
 //   interrupted wait cancels the request; `RosterExhausted` is a tagged failure;
 // - the state store, the probe and the events are the caller's Effects, run with the
@@ -56,8 +57,12 @@ export const makeRoster = Effect.fn('rota/effect/makeRoster')(function* (options
   const clock = yield* Clock.clockWith(Effect.succeed)
   const now = () => clock.currentTimeMillisUnsafe()
 
-  // The roster's timers, on Effect's scheduler (so a TestClock moves them).
-  const scheduler = {
+  // The roster's timers, on Effect's scheduler (so a TestClock moves them). On Effect's
+  // live Clock (Date.now and setTimeout, as Node's) they are the Node roster's own
+  // instead: the same times, but its wake-up timer does not keep a process alive (an
+  // Effect sleep would, until the next exclusion ends, for a roster no Scope closes).
+  const live = clock.constructor === Clock.Clock.defaultValue().constructor
+  const scheduler = live ? undefined : {
     now,
     setTimer: (at, fn) =>
       runFork(
