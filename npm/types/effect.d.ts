@@ -2,8 +2,10 @@
 // Node roster, for Effect v4 (`effect` >= 4.0.0 < 5, an optional peer dependency).
 
 import type { YieldableError } from 'effect/Cause'
+import type * as Context from 'effect/Context'
 import type * as Duration from 'effect/Duration'
 import type * as Effect from 'effect/Effect'
+import type * as Layer from 'effect/Layer'
 import * as Schema from 'effect/Schema'
 import type * as Scope from 'effect/Scope'
 import type { Roster as NodeRoster, RotaError } from './index.js'
@@ -201,3 +203,68 @@ export interface RosterOptions {
 
 /** The roster over rota's Node roster; inside a Scope it closes with the Scope. */
 export declare const makeRoster: (options: RosterOptions) => Effect.Effect<RosterShape, RotaError>
+
+// ---- the scheduler seed's worker slots (@usine/orchestrator) ----------------------------
+
+/** A worker of the orchestrator's `workers` declaration (usine.yaml), either spelling of the slot count. */
+export interface WorkerDeclaration {
+  readonly name: string
+  readonly kind?: string | undefined
+  readonly maxConcurrentAttempts?: number | undefined
+  readonly max_concurrent_attempts?: number | undefined
+}
+
+/** A slot held for a run: frees with `release` (idempotent). */
+export interface WorkerLease {
+  readonly worker: string
+  readonly release: Effect.Effect<void>
+}
+
+/** Where a run stands in the queue: lower `rank` first (unranked after ranked), then `eventTime` (epoch ms), then arrival. */
+export interface RunPosition {
+  readonly rank?: number | undefined
+  readonly eventTime?: number | undefined
+}
+
+export interface WorkerSlotsStatus {
+  readonly slots: ReadonlyArray<{ readonly worker: string; readonly capacity: number; readonly leased: number }>
+  readonly queue: ReadonlyArray<{ readonly runId: string; readonly ahead: number; readonly worker?: string }>
+  readonly preflights: ReadonlyArray<{ readonly worker: string; readonly ok: boolean; readonly at?: number; readonly error?: string }>
+}
+
+export interface WorkersReloadRefused extends YieldableError {
+  readonly _tag: 'WorkersReloadRefused'
+  readonly worker?: string
+  readonly message: string
+}
+export declare const WorkersReloadRefused: {
+  new (fields: { readonly worker?: string; readonly message: string }): WorkersReloadRefused
+  make(fields: { readonly worker?: string; readonly message: string }): WorkersReloadRefused
+}
+
+export interface WorkerSlotsShape {
+  /** A slot for `runId`: on `worker` when given (it waits even while that worker is undeclared), else the first declared free one. Interrupting the wait cancels it. */
+  readonly reserve: (runId: string, options?: { readonly worker?: string | undefined; readonly position?: RunPosition | undefined }) => Effect.Effect<WorkerLease>
+  /** Work already running on `worker` after a restart: a slot even beyond capacity; an undeclared worker takes none. */
+  readonly occupy: (worker: string, attemptId?: string) => Effect.Effect<WorkerLease>
+  readonly status: Effect.Effect<WorkerSlotsStatus>
+  /** Replaces the declaration live; with a preflight, added or grown workers pass it first, or nothing changes. */
+  readonly reload: (workers: ReadonlyArray<WorkerDeclaration>) => Effect.Effect<void, WorkersReloadRefused>
+  /** rota's Node roster underneath. */
+  readonly roster: NodeRoster
+}
+
+export interface WorkerSlotsOptions {
+  readonly workers: ReadonlyArray<WorkerDeclaration>
+  /** Fails when the worker cannot run attempts: every worker at start (a failure fails the service), and each one a reload adds or grows. */
+  readonly preflight?: ((worker: { readonly id: string; readonly kind?: string; readonly slots?: number }) => Effect.Effect<unknown, unknown>) | undefined
+  /** The worker kinds this host runs (another is refused). */
+  readonly kinds?: ReadonlyArray<string> | undefined
+}
+
+export declare const WorkerSlots: Context.Service<WorkerSlots, WorkerSlotsShape>
+export interface WorkerSlots {
+  readonly _: unique symbol
+}
+export declare const makeWorkerSlots: (options: WorkerSlotsOptions) => Effect.Effect<WorkerSlotsShape, RotaError>
+export declare const workerSlotsLayer: (options: WorkerSlotsOptions) => Layer.Layer<WorkerSlots, RotaError>

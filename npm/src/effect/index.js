@@ -38,3 +38,4 @@ export {
 } from './helpers.js'
 export { makeRosterStateStore } from './state.js'
 export { makeRoster } from './roster.js'
+export { WorkerSlots, WorkersReloadRefused, layer as workerSlotsLayer, makeWorkerSlots } from './worker-slots.js'

@@ -11,12 +11,9 @@
 //   services `makeRoster` was made with;
 // - `report`, `exclude` and `resume` return once the state store holds their write.
 
-import * as Clock from 'effect/Clock'
-import * as Duration from 'effect/Duration'
 import * as Effect from 'effect/Effect'
-import * as Option from 'effect/Option'
-import * as Scope from 'effect/Scope'
 import { Roster } from 'rota'
+import { closeWithScope, runtime } from './runtime.js'
 import { Info, RosterExhausted, exclusionOf } from './schema.js'
 
 /** The roster's events the seed published (as `Info` "roster: …" lines), by rota's name. */
@@ -51,29 +48,8 @@ export const makeRoster = Effect.fn('rota/effect/makeRoster')(function* (options
   const wrong = checkOptions(options)
   if (wrong.length > 0) return yield* Effect.die(new TypeError(`makeRoster: ${wrong.join('; ')}`))
   const { executors, events } = options
-  const services = yield* Effect.context()
-  const runFork = Effect.runForkWith(services)
-  const runPromise = Effect.runPromiseWith(services)
-  const clock = yield* Clock.clockWith(Effect.succeed)
-  const now = () => clock.currentTimeMillisUnsafe()
-
-  // The roster's timers, on Effect's scheduler (so a TestClock moves them). On Effect's
-  // live Clock (Date.now and setTimeout, as Node's) they are the Node roster's own
-  // instead: the same times, but its wake-up timer does not keep a process alive (an
-  // Effect sleep would, until the next exclusion ends, for a roster no Scope closes).
-  const live = clock.constructor === Clock.Clock.defaultValue().constructor
-  const scheduler = live ? undefined : {
-    now,
-    setTimer: (at, fn) =>
-      runFork(
-        Effect.yieldNow.pipe(
-          Effect.andThen(Effect.suspend(() => Effect.sleep(Duration.millis(Math.max(0, at - now()))))),
-          Effect.andThen(Effect.sync(fn)),
-          Effect.andThen(Effect.suspend(() => publish)),
-        ),
-      ),
-    clearTimer: (fiber) => fiber.interruptUnsafe(),
-  }
+  // Time and timers: Effect's Clock, through the Node roster's `scheduler` option (runtime.js).
+  const { runFork, runPromise, scheduler } = yield* runtime(() => publish)
 
   // The roster's events: the seed's lines are published as `Info`, in order, by the
   // fiber whose call made them (or, for those of a timer or a callback, a fiber of their own).
@@ -109,8 +85,7 @@ export const makeRoster = Effect.fn('rota/effect/makeRoster')(function* (options
     catch: (error) => error,
   })
   yield* publish
-  const scope = yield* Effect.serviceOption(Scope.Scope)
-  if (Option.isSome(scope)) yield* Scope.addFinalizer(scope.value, Effect.promise(() => roster.close()))
+  yield* closeWithScope(roster)
 
   const specs = new Map(executors.map((spec) => [spec.id, spec]))
   const specOf = (id) => specs.get(id)
