@@ -54,7 +54,8 @@ export const makeRoster = Effect.fn('rota/effect/makeRoster')(function* (options
   // The roster's events: the seed's lines are published as `Info`, in order, by the
   // fiber whose call made them (or, for those of a timer or a callback, a fiber of their own).
   const lines = []
-  let heard = []
+  /** The events of the call that changes state (report's answer reads them), only while it runs. */
+  let heard
   let publishing = false
   const publish = Effect.suspend(() => {
     if (lines.length === 0) return Effect.void
@@ -62,7 +63,7 @@ export const makeRoster = Effect.fn('rota/effect/makeRoster')(function* (options
     return Effect.forEach(batch, (message) => events.publish(Info.make({ message: `roster: ${message}` })), { discard: true })
   })
   const onEvent = (event) => {
-    heard.push(event)
+    heard?.push(event)
     if (!SEED_EVENTS.has(event.name)) return
     lines.push(event.message)
     if (!publishing) {
@@ -141,11 +142,12 @@ export const makeRoster = Effect.fn('rota/effect/makeRoster')(function* (options
       try {
         value = call()
       } catch (error) {
+        heard = undefined
         if (error?.code !== 'UNKNOWN_EXECUTOR') return Effect.die(error)
         return Effect.logWarning(`rota/effect: ${what} of '${id}' ignored: no executor '${id}' in the roster`).pipe(Effect.as(undefined))
       }
       const seen = heard
-      heard = []
+      heard = undefined
       return Effect.promise(() => roster.flush().catch(() => {})).pipe(
         Effect.andThen(publish),
         Effect.as({ value, seen }),
