@@ -8,7 +8,7 @@
 //   node test/run.mjs [--keep] [test-file-name-filter]
 
 import { spawnSync } from 'node:child_process'
-import { cpSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { PACKAGE_ROOT as root, packAndInstall, requireBuild } from './pack.mjs'
@@ -108,6 +108,17 @@ try {
       })
       if (using.status !== 0) failed = true
     }
+
+    step('rota/effect: a program written against the roster seed\'s types compiles (--strict, exactOptionalPropertyTypes)')
+    // `effect` is an optional peer dependency: the project gets the dev copy (or ROTA_EFFECT_MODULES').
+    const effectLink = join(project, 'node_modules', 'effect')
+    if (!existsSync(effectLink)) symlinkSync(join(process.env.ROTA_EFFECT_MODULES ?? join(root, 'node_modules'), 'effect'), effectLink, 'dir')
+    const effectTypes = spawnSync(
+      process.execPath,
+      [tsc, '-p', join(project, 'tsconfig.effect.json'), '--typeRoots', typeRoots],
+      { cwd: project, stdio: 'inherit' },
+    )
+    if (effectTypes.status !== 0) failed = true
 
     step('exactOptionalPropertyTypes: options given as `undefined` compile, and run as absent ones')
     const exact = spawnSync(

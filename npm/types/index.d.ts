@@ -811,8 +811,15 @@ export interface RosterOptions {
   watch?: boolean | undefined
   /** Record the metrics through this OpenTelemetry Meter too (`roster.metrics()` gives Prometheus text either way). */
   meter?: MeterLike | undefined
-  /** The clock: epoch ms (default Date.now). Tests pass a virtual clock and call `tick()`. */
+  /** The clock: epoch ms (default Date.now). Tests pass a virtual clock and call `tick()`. Not with `scheduler`. */
   now?: (() => number) | undefined
+  /**
+   * The clock and the timers of the roster (default: the platform's `Date.now` and
+   * `setTimeout`): the wake-up timer (exclusion ends, deadlines, probe times), the state
+   * writer's retry and each probe's timeout go through it. rota/effect passes Effect's
+   * Clock and sleeps. A scheduler without the three functions is INVALID_INPUT.
+   */
+  scheduler?: RosterScheduler | undefined
   /** The core's options. */
   options?: PolicyOptions | undefined
 }
@@ -842,8 +849,21 @@ export interface SharedOptions {
   pollMs?: number | undefined
 }
 
+/**
+ * A roster's clock and timers (`RosterOptions.scheduler`). `setTimer` must not call `fn`
+ * before it returns; a handle may be anything `clearTimer` takes.
+ */
+export interface RosterScheduler<Handle = unknown> {
+  /** Whole epoch milliseconds. */
+  now(): number
+  /** Calls `fn` once at `at` (epoch ms) or later; returns its handle. */
+  setTimer(at: number, fn: () => void): Handle
+  /** Cancels a timer not yet fired (a fired or cleared one: nothing). */
+  clearTimer(handle: Handle): void
+}
+
 /** The options of a shared roster: the embedded roster's, minus what the log replaces. */
-export type SharedRosterOptions = Omit<RosterOptions, 'statePath' | 'state' | 'stateRetry' | 'preflight' | 'watch' | 'now'> & {
+export type SharedRosterOptions = Omit<RosterOptions, 'statePath' | 'state' | 'stateRetry' | 'preflight' | 'watch' | 'now' | 'scheduler'> & {
   shared: SharedOptions
 }
 
@@ -971,6 +991,11 @@ export declare class Roster<R extends string = Role> implements AsyncDisposable 
   tick(): void
   /** Resolves when no probe, machine callback or state write is in flight. */
   idle(): Promise<void>
+  /**
+   * Resolves once every state write decided so far is in the store (a failed one is
+   * written at once); rejects with the store's error when it fails (retried as before).
+   */
+  flush(): Promise<void>
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
   /** A listener that throws is thrown again on a fresh task (an uncaught error), after the roster's step is done. */

@@ -30,6 +30,7 @@ import {
   requestFields,
 } from './requests.js'
 import { StateWriter } from './state.js'
+import { platformScheduler, schedulerOf } from './scheduler.js'
 
 /**
  * `policy[HANDLE_AT_LEVEL](input, minLevel)`: `handle`, but the answer leaves out the
@@ -98,6 +99,8 @@ export function defineRoster(api, platform) {
     #machines
     #preflights
     #state
+    /** The clock and timers (scheduler.js): the option's, or the platform's; a shared roster's are the platform's. */
+    #scheduler
     /** Who acts on each output (its `me`, and the time of the entry folded last: `now`). */
     #dispatcher
     /** The core's latest wake-up. */
@@ -146,6 +149,7 @@ export function defineRoster(api, platform) {
       feed: (input) => this.#feed(input),
       call: (build, answer) => this.#call(build, answer),
       now: () => this.#log.now(),
+      scheduler: () => this.#scheduler,
       remote: () => this.#remote,
       /** A reload's document, resolved as at create; its warnings said. */
       resolve: async (document) => {
@@ -165,6 +169,7 @@ export function defineRoster(api, platform) {
     constructor(token, options, store) {
       if (token !== constructing) throw new TypeError('use Roster.create(options)')
       this.#options = options
+      this.#scheduler = options.shared === undefined ? schedulerOf(options) : platformScheduler()
       this.#announce = new Announcer(platform.emitter?.() ?? emitterOverTarget(), {
         meter: options.meter,
         onEvent: options.onEvent,
@@ -221,7 +226,7 @@ export function defineRoster(api, platform) {
       }
       const roster = new Roster(constructing, options, store)
       roster.#remote = false
-      roster.#log = new MemoryLog(options.now ?? Date.now, roster.#side)
+      roster.#log = new MemoryLog(roster.#scheduler, roster.#side)
       await roster.#log.open(policy, resolved, coreOptions.preflight === true)
       if (options.watch === true) {
         roster.#unwatch = watchFiles(platform, options, roster.#side, () => roster.reload())
@@ -536,6 +541,15 @@ export function defineRoster(api, platform) {
     /** Resolves when no probe, machine callback or state write is in flight. */
     async idle() {
       while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight])
+    }
+
+    /**
+     * Resolves once every state write decided so far is in the store (a write in
+     * flight, and at once what a failed write left). Rejects with the store's error
+     * when that write fails; the roster keeps retrying it (stateRetry).
+     */
+    async flush() {
+      await this.#state?.settled()
     }
 
     /**

@@ -4,12 +4,15 @@
 
 import { RotaError, invalidDocument } from '../errors.js'
 import { list } from './requests.js'
+import { schedulerProblems } from './scheduler.js'
 
 /** The driver's own options, checked up front (the core checks `options.options`); a shared roster's refusals too. */
 export function checkOptions(options) {
   const wrong = []
   const fn = (name, value) => value === undefined || typeof value === 'function' || wrong.push(`${name} must be a function`)
   fn('now', options.now)
+  wrong.push(...schedulerProblems(options.scheduler))
+  if (options.scheduler !== undefined && options.now !== undefined) wrong.push('give the clock once: scheduler.now or now, not both')
   fn('onEvent', options.onEvent)
   fn('preflight', options.preflight)
   if (!(options.probe === undefined || options.probe === false || typeof options.probe === 'function')) {
@@ -54,6 +57,7 @@ export function checkOptions(options) {
     if (options.preflight !== undefined) wrong.push('a shared roster does not preflight (log version 1): drop preflight')
     if (options.watch === true) wrong.push('a shared roster does not watch roster files: call reload()')
     if (options.now !== undefined) wrong.push("a shared roster runs on the log's clock (the database's): drop now")
+    if (options.scheduler !== undefined) wrong.push("a shared roster runs on the log's clock and its own timers: drop scheduler")
   }
   if (wrong.length > 0) throw new RotaError('INVALID_INPUT', `Roster.create: ${wrong.join('; ')}`)
 }

@@ -18,14 +18,16 @@ export class MemoryLog {
   /** The roster closed: no timer is armed any more. */
   closed = false
   #clock
+  #scheduler
   #side
   #timer
   #timerAt
   #lastTickAt
 
-  /** `side`: the roster's (Roster.js `#side`). */
-  constructor(clock, side) {
-    this.#clock = clock
+  /** `scheduler`: `{ now(), setTimer(at, fn), clearTimer(handle) }` (scheduler.js); `side`: the roster's (Roster.js `#side`). */
+  constructor(scheduler, side) {
+    this.#scheduler = scheduler
+    this.#clock = () => scheduler.now()
     this.#side = side
   }
 
@@ -100,11 +102,11 @@ export class MemoryLog {
     // A wake-up at or before a time already ticked would spin: wait a second instead.
     const delay = this.#lastTickAt !== undefined && at <= this.#lastTickAt ? 1_000 : at - now
     this.#timerAt = at
-    this.#timer = setTimeout(() => {
+    this.#timer = this.#scheduler.setTimer(now + Math.min(Math.max(0, delay), MAX_TIMER_MS), () => {
       this.#timer = undefined
       this.#timerAt = undefined
       this.#side.tick()
-    }, Math.min(Math.max(0, delay), MAX_TIMER_MS))
+    })
     // The timer never keeps a process alive on its own (probes, exclusion ends).
     if (typeof this.#timer === 'object') this.#timer.unref?.()
   }
@@ -117,7 +119,7 @@ export class MemoryLog {
   }
 
   stop() {
-    clearTimeout(this.#timer)
+    if (this.#timer !== undefined) this.#scheduler.clearTimer(this.#timer)
     this.#timer = undefined
     this.#timerAt = undefined
   }

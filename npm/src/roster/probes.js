@@ -3,6 +3,8 @@
 // `probeResult`. One probe per executor at a time; each ends at `probeTimeoutMs` (or
 // close), even when the probe function ignores its signal.
 
+import { timeoutSignal } from './scheduler.js'
+
 export const DEFAULT_PROBE_TIMEOUT_MS = 5_000
 
 /**
@@ -45,7 +47,7 @@ export class Probes {
   #timeoutMs
   #context
 
-  /** `context`: { signal (close), event(level, name, message, fields), track(promise), probed() }. */
+  /** `context`: { signal (close), scheduler(), event(level, name, message, fields), track(promise), probed() }. */
   constructor(probe, timeoutMs, context) {
     this.#probe = probe
     this.#timeoutMs = timeoutMs
@@ -63,7 +65,7 @@ export class Probes {
     }
     this.#probing.add(executor)
     const timeoutMs = this.#timeoutMs
-    const timeout = AbortSignal.timeout(timeoutMs)
+    const { signal: timeout, clear } = timeoutSignal(this.#context.scheduler(), timeoutMs)
     const close = this.#context.signal
     const signal = typeof AbortSignal.any === 'function' ? AbortSignal.any([timeout, close]) : timeout
     const ended = untilAborted([timeout, close])
@@ -78,6 +80,7 @@ export class Probes {
         })
       }
       ended.cancel()
+      clear()
       this.#probing.delete(executor)
       answer(up)
     })()

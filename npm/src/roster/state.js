@@ -23,8 +23,10 @@ export class StateWriter {
   /** Failed write attempts in a row, and the timer of the next one. */
   #failures = 0
   #retryTimer
+  /** The last write's error (`settled()` rejects with it). */
+  #lastError
 
-  /** `context`: { now(), event(level, name, message, fields), track(promise), closing(), closed(), written() }. */
+  /** `context`: { now(), scheduler(), event(level, name, message, fields), track(promise), closing(), closed(), written() }. */
   constructor(store, retry, context) {
     this.#store = store
     this.#retry = retry
@@ -63,6 +65,7 @@ export class StateWriter {
         }
       } catch (error) {
         this.#queue.unshift(update)
+        this.#lastError = error
         this.#failures += 1
         const { firstMs = 500, maxMs = 30_000 } = this.#retry ?? {}
         const retryInMs = Math.min(firstMs * 2 ** Math.min(this.#failures - 1, 20), maxMs)
@@ -77,10 +80,10 @@ export class StateWriter {
         if (!closing) {
           // Kept referenced: unwritten changes keep the process alive until they land
           // (or `close()` gives up after one more try).
-          this.#retryTimer = setTimeout(() => {
+          this.#retryTimer = context.scheduler().setTimer(context.now() + retryInMs, () => {
             this.#retryTimer = undefined
             if (this.#saving === undefined && !context.closed()) this.#saving = context.track(this.#drain())
-          }, retryInMs)
+          })
         }
         break
       }
@@ -90,12 +93,25 @@ export class StateWriter {
 
   /** Stops retrying (close); `flush()` then tries once more. */
   stopRetry() {
-    clearTimeout(this.#retryTimer)
+    if (this.#retryTimer !== undefined) this.#context.scheduler().clearTimer(this.#retryTimer)
     this.#retryTimer = undefined
   }
 
   async flush() {
     if (this.#queue.length > 0) await this.#context.track(this.#drain())
+  }
+
+  /**
+   * Resolves once every update persisted so far is in the store: waits for the write
+   * in flight, and writes at once what a failed write left (instead of at its retry).
+   * Rejects with the store's error when that write fails (it is retried as before).
+   */
+  async settled() {
+    while (this.#saving !== undefined) await this.#saving
+    if (this.#queue.length === 0) return
+    this.stopRetry()
+    await (this.#saving = this.#context.track(this.#drain()))
+    if (this.#queue.length > 0) throw this.#lastError
   }
 
   /** Loads the state and feeds it to `step` as `restore`; what cannot be read or restored is said, never written over. */

@@ -1,0 +1,82 @@
+// The roster seed's Schema classes (@llm4ts/flow 2.9.1, Roster.ts), field for field, so
+// code that builds or decodes them keeps working with its import changed; and its
+// tagged error, `RosterExhausted`. Shapes only: every rule about them is the core's
+// (helpers.js).
+
+import * as Schema from 'effect/Schema'
+
+export const roles = ['planner', 'coder', 'reviewer', 'judge', 'verifier']
+
+export const Role = Schema.Literals(roles)
+
+/** How long each exclusion lasts, as duration strings ("30 minutes"). */
+export class Cooldown extends Schema.Class('Cooldown')({
+  usageLimit: Schema.optionalKey(Schema.String),
+  rateLimit: Schema.optionalKey(Schema.String),
+  outage: Schema.optionalKey(Schema.String),
+}) {}
+
+/** One executor: a harness and a model, the roles it takes, its slots and priorities. */
+export class ExecutorSpec extends Schema.Class('ExecutorSpec')({
+  id: Schema.String,
+  harness: Schema.String,
+  model: Schema.optionalKey(Schema.String),
+  flags: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  env: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  baseUrl: Schema.optionalKey(Schema.String),
+  roles: Schema.Array(Schema.String),
+  slots: Schema.optionalKey(Schema.Number),
+  coderSlots: Schema.optionalKey(Schema.Number),
+  priority: Schema.optionalKey(Schema.Union([Schema.Number, Schema.Record(Schema.String, Schema.Number)])),
+  health: Schema.optionalKey(Schema.String),
+  cooldown: Schema.optionalKey(Cooldown),
+  disabled: Schema.optionalKey(Schema.Boolean),
+}) {}
+
+export class RosterDocument extends Schema.Class('RosterDocument')({
+  executors: Schema.Array(ExecutorSpec),
+}) {}
+
+export const ExclusionKind = Schema.Literals(['until', 'health', 'run', 'manual'])
+
+/**
+ * Why an executor is out of the pick-up round, and until when: `until` an instant,
+ * `health` its health URL answers, `run` the end of this run, `manual` an operator's
+ * resume.
+ */
+export class Exclusion extends Schema.Class('Exclusion')({
+  id: Schema.String,
+  reason: Schema.String,
+  kind: ExclusionKind,
+  until: Schema.optionalKey(Schema.Number),
+}) {}
+
+export const RosterStateVersion = 1
+
+export class RosterState extends Schema.Class('RosterState')({
+  exclusions: Schema.Array(Exclusion),
+}) {}
+
+/** No executor outside `avoid` can ever take `role`: `reasons` says why, one per executor. */
+export class RosterExhausted extends Schema.TaggedError()('RosterExhausted', {
+  role: Schema.String,
+  reasons: Schema.Array(Schema.String),
+}) {
+  get message() {
+    return `no executor can ever take ${this.role}: ${this.reasons.join('; ')}`
+  }
+}
+
+/** The seed's `Info` event (`@llm4ts/flow/FlowEvents`): the same tag and field. */
+export class Info extends Schema.TaggedClass()('Info', {
+  message: Schema.String,
+}) {}
+
+/**
+ * An `Exclusion` from the core's `{ id, kind, reason, until?, nextProbeAt? }` (other
+ * fields dropped). A `health` one's `until` is its next probe time, as in the seed.
+ */
+export const exclusionOf = (id, { kind, reason, until, nextProbeAt }) => {
+  const at = until ?? (kind === 'health' ? nextProbeAt : undefined)
+  return Exclusion.make(at === undefined || at === null ? { id, kind, reason } : { id, kind, reason, until: at })
+}
