@@ -266,17 +266,8 @@ impl JsPolicy {
     }
 }
 
-/// A shared roster's log (`rota_core::log`): the fold and what a new leader redoes.
 #[wasm_bindgen(js_class = Policy)]
 impl JsPolicy {
-    /// The `probe` outputs of the probes in flight: what a new leader redoes.
-    #[wasm_bindgen(js_name = probesInFlight)]
-    pub fn probes_in_flight(&self) -> JsValue {
-        // Through the answer's writer (no second serializer for outputs in the module).
-        let text = rota_core::json::answer_text(&self.inner.probes_in_flight(), None);
-        Reflect::get(&parse_text(&text), &JsValue::from_str("outputs")).unwrap_or(JsValue::NULL)
-    }
-
     /// The executor ids `document` lists twice, as violations at `<side>:
     /// executors[i].id` (`rota_core::duplicate_ids`): a roster refuses them before it
     /// merges (merging keeps one entry per id).
@@ -285,6 +276,21 @@ impl JsPolicy {
         read(&document, "the document")
             .map(|document| to_js_value(&rota_core::duplicate_ids(&document, side)))
             .map_err(|e| to_js_error(&e))
+    }
+}
+
+/// A shared roster's log (`rota_core::log`): the fold and what a new leader redoes.
+/// Feature `log`: the Node module's (a shared roster runs on PostgreSQL, from Node);
+/// the browser module leaves them out (about 4.8 KB gzipped).
+#[cfg(feature = "log")]
+#[wasm_bindgen(js_class = Policy)]
+impl JsPolicy {
+    /// The `probe` outputs of the probes in flight: what a new leader redoes.
+    #[wasm_bindgen(js_name = probesInFlight)]
+    pub fn probes_in_flight(&self) -> JsValue {
+        // Through the answer's writer (no second serializer for outputs in the module).
+        let text = rota_core::json::answer_text(&self.inner.probes_in_flight(), None);
+        Reflect::get(&parse_text(&text), &JsValue::from_str("outputs")).unwrap_or(JsValue::NULL)
     }
 
     /// A shared log's rule asked as JSON text (`rota_core::log::answer`: `{"op":

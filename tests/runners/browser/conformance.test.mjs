@@ -108,6 +108,12 @@ test('every vector on the web build in Chromium', { timeout: 120_000 }, async ()
   assert.deepEqual(pageErrors, [], 'the page logged errors')
   assert.ok(result.count >= 60, `expected at least 60 vectors, found ${result.count}`)
   assert.equal(result.failures.length, 0, `${result.failures.length} of ${result.count} vectors failed in the browser:\n\n${result.failures.join('\n\n')}`)
+  // The browser build leaves out the shared log's rules (Node's, feature `log`): only
+  // the vectors that ask them are left out, and each of those is run by Node and wasmtime.
+  assert.equal(result.hasLog, false, 'the web build has no Policy.logJson')
+  assert.ok(result.askTheLog.length >= 3, `the shared log's vectors: ${result.askTheLog}`)
+  assert.deepEqual(result.skipped, result.askTheLog)
+  console.log(`browser: ${result.count - result.skipped.length} vectors run; left out (the shared log's rules are the Node build's): ${result.skipped.join(', ')}`)
 })
 
 test('every state-file vector on the web build in Chromium', { timeout: 60_000 }, async () => {
