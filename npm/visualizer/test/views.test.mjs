@@ -237,14 +237,22 @@ describe('the visualizer views', () => {
         const labels = await page.$$eval('#chart .axis text', (ts) => ts.map((t) => t.textContent))
         assert.ok(labels.length >= 3, `${axis}: at least three ticks (${labels.join(', ')})`)
         assert.deepEqual(await crowded(page, '#chart .axis text', 6), [], `${axis}: ${labels.join(', ')}`)
-        const inside = await page.$$eval('#chart .axis text', (ts) => {
-          const box = document.querySelector('#chart').getBoundingClientRect()
-          return ts.every((t) => {
-            const r = t.getBoundingClientRect()
-            return r.left >= box.left - 0.5 && r.right <= box.right + 0.5
-          })
-        })
-        assert.ok(inside, `${axis}: every label inside the chart`)
+        // Waited for, not sampled once: the chart lays the new axis out after the
+        // switch, and a loaded machine may measure it mid-layout.
+        const inside = await page
+          .waitForFunction(
+            () => {
+              const box = document.querySelector('#chart').getBoundingClientRect()
+              return [...document.querySelectorAll('#chart .axis text')].every((t) => {
+                const r = t.getBoundingClientRect()
+                return r.left >= box.left - 0.5 && r.right <= box.right + 0.5
+              })
+            },
+            null,
+            { timeout: 10_000 },
+          )
+          .then(() => true, () => false)
+        assert.ok(inside, `${axis}: every label inside the chart (waited 10 s)`)
         if (axis === 'time') assert.match(labels.join(' '), /\+1d/, 'a run over a day counts from its start')
         await page.locator('#chart').scrollIntoViewIfNeeded()
         await b.shot(`14c-chart-ticks-${axis}`)
