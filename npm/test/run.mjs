@@ -72,12 +72,13 @@ try {
     step('tsc --noEmit: the declarations and a typed usage example')
     const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
     const typeRoots = join(root, 'node_modules', '@types')
-    const check = spawnSync(
-      process.execPath,
-      [tsc, '-p', join(project, 'tsconfig.json'), '--typeRoots', typeRoots],
-      { cwd: project, stdio: 'inherit' },
-    )
-    if (check.status !== 0) failed = true
+    /** tsc on the project's `config`; then, when it compiles, `emitted` (a file tsc wrote) run on this Node. Whether both passed. */
+    const compile = (config, emitted) => {
+      const tscRun = spawnSync(process.execPath, [tsc, '-p', join(project, config), '--typeRoots', typeRoots], { cwd: project, stdio: 'inherit' })
+      if (tscRun.status !== 0) return false
+      return emitted === undefined || spawnSync(process.execPath, [join(project, emitted)], { cwd: project, stdio: 'inherit' }).status === 0
+    }
+    if (!compile('tsconfig.json')) failed = true
 
     step('tsc --noEmit: a misspelt role must fail to compile (the document narrows Role)')
     const misspelt = spawnSync(
@@ -94,44 +95,16 @@ try {
     }
 
     step('`using` in TypeScript, lowered by tsc, run on this Node')
-    const emit = spawnSync(
-      process.execPath,
-      [tsc, '-p', join(project, 'tsconfig.using.json'), '--typeRoots', typeRoots],
-      { cwd: project, stdio: 'inherit' },
-    )
-    if (emit.status !== 0) {
-      failed = true
-    } else {
-      const using = spawnSync(process.execPath, [join(project, 'out', 'using.js')], {
-        cwd: project,
-        stdio: 'inherit',
-      })
-      if (using.status !== 0) failed = true
-    }
+    if (!compile('tsconfig.using.json', join('out', 'using.js'))) failed = true
 
     step('rota/effect: a program written against the roster seed\'s types compiles (--strict, exactOptionalPropertyTypes)')
     // `effect` is an optional peer dependency: the project gets the dev copy (or ROTA_EFFECT_MODULES').
     const effectLink = join(project, 'node_modules', 'effect')
     if (!existsSync(effectLink)) symlinkSync(join(process.env.ROTA_EFFECT_MODULES ?? join(root, 'node_modules'), 'effect'), effectLink, 'dir')
-    const effectTypes = spawnSync(
-      process.execPath,
-      [tsc, '-p', join(project, 'tsconfig.effect.json'), '--typeRoots', typeRoots],
-      { cwd: project, stdio: 'inherit' },
-    )
-    if (effectTypes.status !== 0) failed = true
+    if (!compile('tsconfig.effect.json')) failed = true
 
     step('exactOptionalPropertyTypes: options given as `undefined` compile, and run as absent ones')
-    const exact = spawnSync(
-      process.execPath,
-      [tsc, '-p', join(project, 'tsconfig.exact.json'), '--typeRoots', typeRoots],
-      { cwd: project, stdio: 'inherit' },
-    )
-    if (exact.status !== 0) {
-      failed = true
-    } else {
-      const run = spawnSync(process.execPath, [join(project, 'out-exact', 'exact.js')], { cwd: project, stdio: 'inherit' })
-      if (run.status !== 0) failed = true
-    }
+    if (!compile('tsconfig.exact.json', join('out-exact', 'exact.js'))) failed = true
   }
 } catch (error) {
   console.error(error)
