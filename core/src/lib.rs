@@ -227,8 +227,8 @@ pub mod write;
 
 pub use classify::{classify, probe_is_up, Classification, Rule, Signals};
 pub use document::{
-    duplicate_ids, merge, merge_owned, narrow, validate, Document, ExecutorSpec, Narrowed,
-    Violation,
+    duplicate_ids, merge, merge_owned, narrow, validate, CoderSlotsDefault, Document, ExecutorSpec,
+    Narrowed, PreferRule, Rules, Violation,
 };
 pub use duration::{format_duration, format_seed_duration, parse_duration};
 pub use error::Error;
