@@ -87,9 +87,8 @@ pub use rota_core::status::{
 };
 pub use rota_core::{
     Check, Choice, CoderSlotsDefault, Document, Exclusion, ExclusionKind, ExecutorSpec,
-    ExpiredOwnerLeases, ExplainRequest, Explanation, Failure, FailureKind, Fields, Level,
-    Options, Output, PersistedState, Plan, PreferRule, Rules, Snapshot, SortedMap, Unservable,
-    Violation,
+    ExpiredOwnerLeases, ExplainRequest, Explanation, Failure, FailureKind, Fields, Level, Options,
+    Output, PersistedState, Plan, PreferRule, Rules, Snapshot, SortedMap, Unservable, Violation,
 };
 
 pub use clock::Clock;
