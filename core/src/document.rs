@@ -124,6 +124,54 @@ pub enum Form {
     Workers,
 }
 
+/// Which generation of the roster seed's rules a document follows (its top-level
+/// `rules`): `seed` (@llm4ts/flow 2.9.1, the default) or `upstream` (the rules its
+/// upstream adopted later). The switch sets the default of every rule that has its
+/// own field (`prefer`, `coderSlotsDefault`); a rule's own field wins over it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Rules {
+    #[default]
+    Seed,
+    Upstream,
+}
+
+/// What a request's `prefer` does (the document's `prefer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PreferRule {
+    /// The preferred executor is taken first while free, whatever its priority (the
+    /// roster seed).
+    #[default]
+    First,
+    /// It breaks ties only: taken while its priority for the role is no worse than
+    /// the best free executor's (the upstream, 2.9.7: "continuity breaks ties, it
+    /// never overrides a priority the operator changed").
+    TieBreak,
+}
+
+/// The default of an executor's `coderSlots` (the document's `coderSlotsDefault`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CoderSlotsDefault {
+    /// `slots - 1` on an executor that codes and also reasons with more than one
+    /// slot: one slot stays free for reasoning (the roster seed).
+    #[default]
+    SlotsMinusOne,
+    /// `slots`: a slot is a clone, every one may code (the upstream, ADR 0033).
+    Slots,
+}
+
+crate::read::unit_names!(Rules {
+    Seed = "seed",
+    Upstream = "upstream"
+});
+crate::read::unit_names!(PreferRule {
+    First = "first",
+    TieBreak = "tieBreak"
+});
+crate::read::unit_names!(CoderSlotsDefault {
+    SlotsMinusOne = "slotsMinusOne",
+    Slots = "slots"
+});
+
 /// A validated roster document.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Document {
@@ -135,6 +183,11 @@ pub struct Document {
     /// The document's own `choice` and `unservable`, if it gives them.
     pub choice: Option<Choice>,
     pub unservable: Option<Unservable>,
+    /// The document's `rules` switch and the rules' own fields, if it gives them
+    /// ([`Document::prefer_rule`], [`Document::coder_slots_default`] resolve them).
+    pub rules: Option<Rules>,
+    pub prefer: Option<PreferRule>,
+    pub coder_slots_default: Option<CoderSlotsDefault>,
     /// The signal table failures are classified with: the seed's, extended by the
     /// document's top-level `signals` (`crate::classify`).
     pub signals: Signals,
@@ -244,6 +297,7 @@ impl Document {
         let mut parser = Parser {
             violations: Vec::new(),
             executors_raw_later: raw_later,
+            coder_slots_default: CoderSlotsDefault::default(),
         };
         let document = parser.document(value, kinds);
         if parser.violations.is_empty() {
@@ -291,6 +345,32 @@ impl Document {
                 Form::Workers => Unservable::Wait,
             })
     }
+}
+
+impl Document {
+    /// What a request's `prefer` does: the document's `prefer`, else its `rules`'.
+    pub fn prefer_rule(&self) -> PreferRule {
+        self.prefer.unwrap_or(match self.rules {
+            Some(Rules::Upstream) => PreferRule::TieBreak,
+            _ => PreferRule::First,
+        })
+    }
+
+    /// The default of an executor's `coderSlots`: the document's
+    /// `coderSlotsDefault`, else its `rules`'.
+    pub fn coder_slots_default(&self) -> CoderSlotsDefault {
+        resolve_coder_slots_default(self.coder_slots_default, self.rules)
+    }
+}
+
+fn resolve_coder_slots_default(
+    own: Option<CoderSlotsDefault>,
+    rules: Option<Rules>,
+) -> CoderSlotsDefault {
+    own.unwrap_or(match rules {
+        Some(Rules::Upstream) => CoderSlotsDefault::Slots,
+        _ => CoderSlotsDefault::SlotsMinusOne,
+    })
 }
 
 /// Every violation of a document, in one pass (empty when it is valid).

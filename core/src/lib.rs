@@ -69,13 +69,17 @@
 //!   write it, with `slots` (alias `maxConcurrentAttempts`), `coderSlots`/`roleSlots`
 //!   caps, `priority` (a number or per role with `default`; lower first), `health`,
 //!   `cooldown` durations ([`parse_duration`]), `provision`, `kind`, `disabled`. Unknown
-//!   fields are kept. [`validate`] lists every violation with its place; [`merge`] lays
+//!   fields are kept. A top-level `rules` ([`Rules`]: the roster seed's, or its
+//!   upstream's later ones) sets the defaults of `prefer` ([`PreferRule`]) and
+//!   `coderSlotsDefault` ([`CoderSlotsDefault`]), each its own field too. [`validate`] lists every violation with its place; [`merge`] lays
 //!   a repository roster over the user's; [`narrow`] keeps the named executors.
 //! * **Requests and the queue**: waiting requests form one queue in lease order — rank
 //!   (ranked first), then event time, then arrival. After every input the core grants,
 //!   in that order, every request that a free slot can serve; a request no free slot
-//!   can serve does not block those behind it. Among free executors: `prefer` first,
-//!   else the lowest priority for the role, ties to the one leased least recently.
+//!   can serve does not block those behind it. Among free executors: `prefer` first
+//!   (with the document's `prefer: "tieBreak"`, only while its priority is no worse
+//!   than the best free one's), else the lowest priority for the role, ties to the
+//!   one leased least recently.
 //!   A request nothing outside its `avoid` can ever serve ends as `exhausted` with a
 //!   reason per executor. `pin` waits for one executor, even an undeclared one.
 //! * **Exclusions**: `until` an instant, `health` until the health URL answers, `run`
@@ -227,8 +231,8 @@ pub mod write;
 
 pub use classify::{classify, probe_is_up, Classification, Rule, Signals};
 pub use document::{
-    duplicate_ids, merge, merge_owned, narrow, validate, Document, ExecutorSpec, Narrowed,
-    Violation,
+    duplicate_ids, merge, merge_owned, narrow, validate, CoderSlotsDefault, Document, ExecutorSpec,
+    Narrowed, PreferRule, Rules, Violation,
 };
 pub use duration::{format_duration, format_seed_duration, parse_duration};
 pub use error::Error;

@@ -86,9 +86,9 @@ pub use rota_core::status::{
     PauseStatus, PendingReloadStatus, PlannedGrant, PreflightRecord, QueuedRequest, Resize,
 };
 pub use rota_core::{
-    Check, Choice, Document, Exclusion, ExclusionKind, ExecutorSpec, ExpiredOwnerLeases,
-    ExplainRequest, Explanation, Failure, FailureKind, Fields, Level, Options, Output,
-    PersistedState, Plan, Snapshot, SortedMap, Unservable, Violation,
+    Check, Choice, CoderSlotsDefault, Document, Exclusion, ExclusionKind, ExecutorSpec,
+    ExpiredOwnerLeases, ExplainRequest, Explanation, Failure, FailureKind, Fields, Level, Options,
+    Output, PersistedState, Plan, PreferRule, Rules, Snapshot, SortedMap, Unservable, Violation,
 };
 
 pub use clock::Clock;

@@ -44,9 +44,14 @@ fn every_type_is_named_through_rota_host(
     let _: Vec<rota_host::ExecutorExplanation> = explanation.executors;
     let _: Vec<rota_host::Resize> = plan.resized;
     let _: Vec<rota_host::PlannedGrant> = plan.granted;
+    let _: rota_host::PreferRule = document.prefer_rule();
+    let _: rota_host::CoderSlotsDefault = document.coder_slots_default();
     let _: rota_host::Form = document.form;
     let _: Option<rota_host::Choice> = document.choice;
     let _: Option<rota_host::Unservable> = document.unservable;
+    let _: Option<rota_host::Rules> = document.rules;
+    let _: Option<rota_host::PreferRule> = document.prefer;
+    let _: Option<rota_host::CoderSlotsDefault> = document.coder_slots_default;
     let _: rota_host::Signals = document.signals;
     for spec in document.executors {
         let _: rota_host::ExecutorSpec = spec.clone();

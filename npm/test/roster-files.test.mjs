@@ -116,6 +116,9 @@ test('the JSON Schema ships in the package and accepts what the core accepts', {
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], cooldown: { outages: '1m' } }] },
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], health: 'ftp://x' }] },
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], env: { KEY: 1 } }] },
+    { rules: 'latest', executors: [] },
+    { prefer: true, executors: [] },
+    { coderSlotsDefault: 2, executors: [] },
     {},
   ]) {
     assert.equal(check(bad), false, `the schema accepts ${JSON.stringify(bad)}`)

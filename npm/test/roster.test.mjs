@@ -83,6 +83,29 @@ test('lease, tryLease, release (idempotent), available, slots', async (t) => {
   assert.equal(roster.available('coder'), 3)
 })
 
+test("rules: 'upstream' (issue 43): prefer breaks ties only, coderSlots defaults to slots; each rule's own field wins", async (t) => {
+  const executors = [
+    executor('a', { roles: ['coder', 'reviewer'], slots: 2, priority: 0 }),
+    executor('b', { priority: 5 }),
+  ]
+  const seed = await create({ executors })
+  t.after(() => seed.close())
+  assert.equal(seed.slots('coder'), 2, "the seed's default: a keeps a slot for reasoning")
+  assert.equal((await seed.lease('coder', { prefer: 'b' })).executorId, 'b', "the seed's prefer beats a better priority")
+  const upstream = await create({ rules: 'upstream', executors })
+  t.after(() => upstream.close())
+  assert.equal(upstream.document.rules, 'upstream')
+  assert.equal(upstream.slots('coder'), 3, 'coderSlots defaults to slots')
+  assert.equal((await upstream.lease('coder', { prefer: 'b' })).executorId, 'a', 'prefer does not beat a better free priority')
+  const own = await create({ rules: 'upstream', prefer: 'first', coderSlotsDefault: 'slotsMinusOne', executors })
+  t.after(() => own.close())
+  assert.equal(own.slots('coder'), 2)
+  assert.equal((await own.lease('coder', { prefer: 'b' })).executorId, 'b')
+  const refused = await rejection(create({ rules: 'latest', executors }))
+  assert.equal(refused.code, 'INVALID_DOCUMENT')
+  assert.deepEqual(refused.violations, [{ path: 'rules', message: '`rules` is "seed" or "upstream"' }])
+})
+
 test('1,000 concurrent lease() calls on 8 slots are all served, in lease order', async (t) => {
   const roster = await create(document(executor('a', { slots: 4 }), executor('b', { slots: 2 }), executor('c', { slots: 2 })))
   t.after(() => roster.close())

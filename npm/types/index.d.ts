@@ -80,8 +80,34 @@ export interface RosterDocument {
   executors: readonly ExecutorSpec[]
   /** Extends the seed's signal lists that failures are classified with. */
   signals?: Signals | undefined
+  /** Which of the equal free executors takes a request (wins over the options'). */
+  choice?: Choice | undefined
+  /** A request nothing can ever serve (wins over the options'). */
+  unservable?: Unservable | undefined
+  /**
+   * The roster seed's rules (`'seed'`, @llm4ts/flow 2.9.1, the default) or its
+   * upstream's later ones (`'upstream'`: `prefer: 'tieBreak'` and `coderSlotsDefault:
+   * 'slots'` at once). Each rule's own field wins over it.
+   */
+  rules?: Rules | undefined
+  /**
+   * What a lease's `prefer` does: `'first'` (taken first while free, whatever its
+   * priority) or `'tieBreak'` (taken only while its priority for the role is no worse
+   * than the best free executor's). Absent: by `rules`.
+   */
+  prefer?: PreferRule | undefined
+  /**
+   * An executor's `coderSlots` when it gives none: `'slotsMinusOne'` (one slot stays
+   * free for reasoning on an executor that codes and reasons) or `'slots'`. Absent: by `rules`.
+   */
+  coderSlotsDefault?: CoderSlotsDefault | undefined
   [field: string]: unknown
 }
+
+export type Rules = 'seed' | 'upstream'
+export type PreferRule = 'first' | 'tieBreak'
+export type CoderSlotsDefault = 'slotsMinusOne' | 'slots'
+
 
 /** Signals added to the seed's (which always apply); matched case-insensitively. */
 export interface Signals {

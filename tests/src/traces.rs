@@ -262,6 +262,13 @@ fn random_document(r: &mut SplitMix64) -> Value {
     if own_roles {
         doc["roles"] = json!(roles);
     }
+    // The upstream's later rules (issue 43): the switch, or one rule's own field.
+    match r.below(8) {
+        0 => doc["rules"] = json!("upstream"),
+        1 => doc["prefer"] = json!("tieBreak"),
+        2 => doc["coderSlotsDefault"] = json!("slots"),
+        _ => {}
+    }
     doc
 }
 

@@ -10,7 +10,8 @@ use crate::sorted::SortedMap;
 use crate::write::to_text;
 
 use super::{
-    Cooldowns, Document, ExecutorSpec, Form, Priority, Violation, CODER_ROLE, DEFAULT_ROLES,
+    resolve_coder_slots_default, CoderSlotsDefault, Cooldowns, Document, ExecutorSpec, Form,
+    PreferRule, Priority, Rules, Violation, CODER_ROLE, DEFAULT_ROLES,
 };
 
 /// Where an executor is declared: its path (`executors[2]`, `workers.a`), its number
@@ -30,6 +31,8 @@ pub(super) struct Parser {
     /// The `executors` entries' objects are moved into their specs' `raw` after the
     /// parse (`Document::from_owned_json`): not copied here.
     pub(super) executors_raw_later: bool,
+    /// The document's default of an executor's `coderSlots` (read before them).
+    pub(super) coder_slots_default: CoderSlotsDefault,
 }
 
 impl Parser {
@@ -112,26 +115,22 @@ impl Parser {
                 return None;
             }
         }
-        let choice = match object.get("choice") {
-            None | Some(Value::Null) => None,
-            Some(v) => match Choice::from_json(v) {
-                Ok(choice) => Some(choice),
-                Err(_) => {
-                    self.fail("choice", "`choice` is \"roundRobin\" or \"declared\"");
-                    None
-                }
-            },
-        };
-        let unservable = match object.get("unservable") {
-            None | Some(Value::Null) => None,
-            Some(v) => match Unservable::from_json(v) {
-                Ok(unservable) => Some(unservable),
-                Err(_) => {
-                    self.fail("unservable", "`unservable` is \"exhaust\" or \"wait\"");
-                    None
-                }
-            },
-        };
+        let choice = self.named(object, "choice", Choice::from_json, Choice::NAMES);
+        let unservable = self.named(
+            object,
+            "unservable",
+            Unservable::from_json,
+            Unservable::NAMES,
+        );
+        let rules = self.named(object, "rules", Rules::from_json, Rules::NAMES);
+        let prefer = self.named(object, "prefer", PreferRule::from_json, PreferRule::NAMES);
+        let coder_slots_default = self.named(
+            object,
+            "coderSlotsDefault",
+            CoderSlotsDefault::from_json,
+            CoderSlotsDefault::NAMES,
+        );
+        self.coder_slots_default = resolve_coder_slots_default(coder_slots_default, rules);
         if entries.len() > limits::MAX_EXECUTORS {
             self.fail(
                 "executors",
@@ -180,10 +179,37 @@ impl Parser {
             form,
             choice,
             unservable,
+            rules,
+            prefer,
+            coder_slots_default,
             signals,
             raw: Value::Null,
             executors_in_specs: None,
         })
+    }
+
+    /// A top-level field that names one of `names` (absent or `null`: `None`); any
+    /// other value is a violation naming the field and every allowed value.
+    fn named<T>(
+        &mut self,
+        object: &Map<String, Value>,
+        field: &str,
+        read: fn(&Value) -> crate::read::Read<T>,
+        names: &[&str],
+    ) -> Option<T> {
+        let value = object.get(field).filter(|v| !v.is_null())?;
+        let read = read(value).ok();
+        if read.is_none() {
+            let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+            let (last, rest) = quoted.split_last()?;
+            let allowed = if rest.is_empty() {
+                last.clone()
+            } else {
+                format!("{} or {last}", rest.join(", "))
+            };
+            self.fail(field, format!("`{field}` is {allowed}"));
+        }
+        read
     }
 
     fn roles(&mut self, value: Option<&Value>) -> Vec<String> {
@@ -487,10 +513,12 @@ impl Parser {
                 ),
             }
         }
-        // One slot stays free for reasoning on an executor that codes and reasons.
+        // One slot stays free for reasoning on an executor that codes and reasons
+        // (the seed's default; `coderSlotsDefault: "slots"` keeps none).
         let codes = own_roles.iter().any(|r| r == CODER_ROLE);
         let reasons = own_roles.iter().any(|r| r != CODER_ROLE);
-        if codes && reasons && slots > 1 && !role_caps.contains_key(CODER_ROLE) {
+        let reserve = self.coder_slots_default == CoderSlotsDefault::SlotsMinusOne;
+        if reserve && codes && reasons && slots > 1 && !role_caps.contains_key(CODER_ROLE) {
             role_caps.insert(CODER_ROLE.to_string(), slots - 1);
         }
 

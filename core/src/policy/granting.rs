@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use crate::document::PreferRule;
 use crate::error::Error;
 use crate::protocol::{LeaseRequest, Level, Output};
 use crate::sorted;
@@ -201,22 +202,31 @@ impl Policy {
         x.has_role(r) && x.free_for(r) && x.runtime.exclusion.is_none()
     }
 
-    /// Among the free executors for a request: `prefer` first; else the lowest
-    /// priority for the role; ties to the one leased least recently.
+    /// Among the free executors for a request: `prefer` first (with the document's
+    /// `prefer: "tieBreak"`, only while its priority for the role is no worse than
+    /// the best free one's); else the lowest priority for the role; ties to the one
+    /// leased least recently (or the first declared).
     pub(super) fn pick(&self, req: &Request, r: usize) -> Option<usize> {
+        let best = || {
+            self.roster.ready[r]
+                .find_first(|k| !req.avoids(&self.roster.executors[k[2] as usize].spec.id))
+                .map(|k| k[2] as usize)
+        };
         if let Some(prefer) = req.prefer() {
             if let Some(e) = self.roster.index.get(prefer) {
-                if self.roster.executors[e].has_role(r)
-                    && self.roster.executors[e].ready_for(r)
-                    && !req.avoids(prefer)
-                {
-                    return Some(e);
+                let x = &self.roster.executors[e];
+                if x.has_role(r) && x.ready_for(r) && !req.avoids(prefer) {
+                    if self.roster.prefer == PreferRule::First {
+                        return Some(e);
+                    }
+                    // It is free and not avoided, so there is a best free one.
+                    let best = best()?;
+                    let ranks = x.priority(r) <= self.roster.executors[best].priority(r);
+                    return Some(if ranks { e } else { best });
                 }
             }
         }
-        self.roster.ready[r]
-            .find_first(|k| !req.avoids(&self.roster.executors[k[2] as usize].spec.id))
-            .map(|k| k[2] as usize)
+        best()
     }
 
     /// Takes a slot on `e` for the request in slot `s`: a lease, or a machine creation first.

@@ -365,6 +365,7 @@ impl Policy {
         let roles = self.document.roles.clone();
         self.roster.choice = self.document.choice(&self.options);
         self.roster.unservable = self.document.unservable(&self.options);
+        self.roster.prefer = self.document.prefer_rule();
         self.roster.derive(&roles);
         for lease in self.leases.open.values().filter(|lease| lease.counted) {
             let r = lease

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use serde::Serialize;
 
-use crate::document::ExecutorSpec;
+use crate::document::{ExecutorSpec, PreferRule};
 use crate::protocol::{Choice, ExclusionKind, Unservable};
 
 use super::exclusions::ActiveExclusion;
@@ -314,6 +314,8 @@ pub(super) struct Roster {
     /// of a request nothing can serve (resolved with the options on every rebuild).
     pub(super) choice: Choice,
     pub(super) unservable: Unservable,
+    /// What a request's `prefer` does (the document's, resolved on every rebuild).
+    pub(super) prefer: PreferRule,
     /// Per document role, the waiting report of a request with no avoid list and no
     /// pin, as last written (a lease that waits is a hot path). It names each member's
     /// state: removed, cap 0, excluded, paused, waiting for the startup preflight, or
