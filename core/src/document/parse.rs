@@ -487,10 +487,12 @@ impl Parser {
                 ),
             }
         }
-        // One slot stays free for reasoning on an executor that codes and reasons.
+        // One slot stays free for reasoning on an executor that codes and reasons
+        // (the roster seed's coderSlotsOf); a scheduler worker takes every run up to
+        // its slots, whatever the role (the scheduler seed's workerFor).
         let codes = own_roles.iter().any(|r| r == CODER_ROLE);
         let reasons = own_roles.iter().any(|r| r != CODER_ROLE);
-        if codes && reasons && slots > 1 && !role_caps.contains_key(CODER_ROLE) {
+        if !worker && codes && reasons && slots > 1 && !role_caps.contains_key(CODER_ROLE) {
             role_caps.insert(CODER_ROLE.to_string(), slots - 1);
         }
 
