@@ -28,6 +28,24 @@ async fn build(document: Value) -> Roster {
         .expect("roster")
 }
 
+/// Issue 43: a `workers` document's lease carries the worker's declaration as the
+/// scheduler seed reads usine.yaml (`name`, `kind`, `maxConcurrentAttempts`), also
+/// for a map keyed by name (whose entries do not write their name).
+#[tokio::test]
+async fn a_worker_lease_gives_the_worker_declaration() {
+    let roster = build(json!({ "workers": { "a": { "kind": "docker", "max_concurrent_attempts": 2, "image": "usine:1" } } })).await;
+    let lease = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    assert_eq!(lease.executor(), "a");
+    assert_eq!(lease.field("name"), Some(&json!("a")));
+    assert_eq!(lease.field("kind"), Some(&json!("docker")));
+    assert_eq!(lease.field("maxConcurrentAttempts"), Some(&json!(2)));
+    assert_eq!(lease.field("image"), Some(&json!("usine:1")));
+    assert_eq!(lease.spec().slots, 2);
+}
+
 #[tokio::test]
 async fn a_lease_gives_the_executor_entry_and_a_reload_updates_it() {
     let entry = json!({

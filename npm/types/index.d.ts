@@ -37,7 +37,12 @@ export interface Cooldown {
   outage?: DurationString | undefined
 }
 
-/** One executor: a harness and a model (or a worker machine), its roles, slots and priorities. */
+/**
+ * One executor: a harness and a model (or a worker machine), its roles, slots and priorities.
+ * What `preflight`, `lease.executor` and `roster.executors` get of a `workers` document is
+ * the worker's declaration (`name`, `kind`, `maxConcurrentAttempts`, …, as the scheduler
+ * reads usine.yaml), with its `id` (the name); it has no `harness`.
+ */
 export interface ExecutorSpec {
   id: string
   /** A CLI harness (`pi`, `claude`, `codex`, `opencode` …) or an API provider. */

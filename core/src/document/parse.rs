@@ -539,7 +539,9 @@ impl Parser {
             disabled,
             provision,
             kind,
-            raw: if self.executors_raw_later && !worker {
+            raw: if worker {
+                super::worker_entry(object, key)
+            } else if self.executors_raw_later {
                 Map::new()
             } else {
                 object.clone()
