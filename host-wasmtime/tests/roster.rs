@@ -594,6 +594,46 @@ async fn a_corrupt_state_file_is_moved_aside_with_an_event() {
     assert_eq!(file["value"]["exclusions"][0]["id"], "a");
 }
 
+/// Issue 43: a file that parses as JSON but is neither envelope rota knows (a
+/// `version: 1` object without `exclusions`) is set aside, never read as empty and
+/// written over.
+#[tokio::test]
+async fn a_version_1_object_without_exclusions_is_set_aside_not_written_over() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = dir.path().join("state.json");
+    let theirs = r#"{"version": 1, "data": {"exclusions": [{"id": "a", "kind": "manual", "reason": "kept"}]}}"#;
+    std::fs::write(&state, theirs).expect("write");
+    let roster = Roster::builder()
+        .document(roster())
+        .state_file(&state)
+        .module(policy())
+        .build()
+        .await
+        .expect("no reason to fail");
+    let event = roster
+        .host_events()
+        .into_iter()
+        .find(|e| e.name == "stateFileCorrupt")
+        .expect("an event says so");
+    assert!(
+        event.message.contains("`exclusions` is missing"),
+        "{}",
+        event.message
+    );
+    let aside = event.fields["movedTo"]
+        .as_str()
+        .expect("where it went")
+        .to_string();
+    roster
+        .exclude("b", ExclusionKind::Manual, "pause", None)
+        .expect("exclude");
+    roster.flush().await.expect("flushed");
+    assert_eq!(std::fs::read_to_string(&aside).expect("kept aside"), theirs);
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).expect("rewritten")).expect("json");
+    assert_eq!(file["value"]["exclusions"][0]["id"], "b");
+}
+
 #[tokio::test]
 async fn unreadable_roster_files_and_bad_documents_are_errors() {
     let error = Roster::builder()
