@@ -15,9 +15,11 @@ use crate::protocol::{Choice, Options, Unservable};
 use crate::sorted::SortedMap;
 use crate::write::to_text;
 
+mod fields;
 mod merge;
 mod parse;
 
+pub use fields::misspelt;
 pub use merge::{duplicate_ids, merge, merge_owned, narrow, Narrowed};
 use parse::Parser;
 

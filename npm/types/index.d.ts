@@ -539,8 +539,13 @@ export declare class Policy {
 
 /** Every violation of a document (empty when valid). */
 export declare function validate(document: unknown, kinds?: string[] | null): Violation[]
-/** `validate`'s violations and, beside them, warnings of a document that stays valid (a literal secret in `env`). */
-export declare function check(document: unknown, kinds?: string[] | null): { violations: Violation[]; warnings: Violation[] }
+/** A warning of `check`, and the warn event a roster announces it under. */
+export interface CheckWarning extends Violation {
+  /** `literalSecret` (a literal secret in `env`) or `unknownField` (an unknown field close to a known one: "did you mean"). */
+  event: 'literalSecret' | 'unknownField'
+}
+/** `validate`'s violations and, beside them, warnings of a document that stays valid (a literal secret in `env`, a misspelt field). */
+export declare function check(document: unknown, kinds?: string[] | null): { violations: Violation[]; warnings: CheckWarning[] }
 /** The document with every `env` value that is not a `${VAR}` reference replaced by "[redacted]". */
 export declare function redact<D>(document: D): D
 /** A repository roster over the user's: same id replaces, `disabled: true` removes, new ids add. */
