@@ -15,9 +15,11 @@ use crate::protocol::{Choice, Options, Unservable};
 use crate::sorted::SortedMap;
 use crate::write::to_text;
 
+mod fields;
 mod merge;
 mod parse;
 
+pub use fields::misspelt;
 pub use merge::{duplicate_ids, merge, merge_owned, narrow, Narrowed};
 use parse::Parser;
 
@@ -379,4 +381,65 @@ pub fn validate(value: &Value, kinds: Option<&[String]>) -> Vec<Violation> {
     Document::parse(value, kinds, true)
         .err()
         .unwrap_or_default()
+}
+
+/// A scheduler worker's declaration as the scheduler seed reads `usine.yaml`: as
+/// written, with its `name` (a map's key names it) and `maxConcurrentAttempts` (the
+/// YAML's `max_concurrent_attempts`). Its spec's `raw`, and what hosts hand their
+/// callbacks (issue 43: they were given `{ id }` only).
+pub(crate) fn worker_entry(object: &Map<String, Value>, key: Option<&str>) -> Map<String, Value> {
+    let mut entry = object.clone();
+    if let Some(key) = key {
+        entry
+            .entry("name")
+            .or_insert_with(|| Value::String(key.to_string()));
+    }
+    if let Some(slots) = object.get("max_concurrent_attempts") {
+        entry
+            .entry("maxConcurrentAttempts")
+            .or_insert_with(|| slots.clone());
+    }
+    entry
+}
+
+/// Each executor's id and entry, in the document's order (`executors`, then
+/// `workers`), as a host hands them to its callbacks (`preflight`, a lease's
+/// executor, the roster's `executors`): an `executors` entry as written; a worker's
+/// declaration (`worker_entry`) with its `id` (its name). The document need not be
+/// valid: an entry without a string id is left out.
+pub fn entries(document: &Value) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for item in document
+        .get("executors")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(id) = item.get("id").and_then(Value::as_str) {
+            out.push((id.to_string(), item.clone()));
+        }
+    }
+    let mut worker = |object: &Value, key: Option<&str>| {
+        let Some(object) = object.as_object() else {
+            return;
+        };
+        let mut entry = worker_entry(object, key);
+        let Some(id) = entry
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            return;
+        };
+        entry
+            .entry("id")
+            .or_insert_with(|| Value::String(id.clone()));
+        out.push((id, Value::Object(entry)));
+    };
+    match document.get("workers") {
+        Some(Value::Array(items)) => items.iter().for_each(|item| worker(item, None)),
+        Some(Value::Object(map)) => map.iter().for_each(|(key, item)| worker(item, Some(key))),
+        _ => {}
+    }
+    out
 }

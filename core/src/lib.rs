@@ -241,7 +241,7 @@ pub use protocol::{
     Choice, Exclusion, ExclusionKind, ExpiredOwnerLeases, ExplainRequest, Failure, FailureKind,
     Fields, Input, LeaseRequest, Level, Options, Output, PersistedState, Unservable, LOG_VERSION,
 };
-pub use secrets::{check, Check};
+pub use secrets::{check, Check, Warning};
 pub use sorted::SortedMap;
 pub use status::{Explanation, Plan, Snapshot};
 pub use time::iso as iso_time;

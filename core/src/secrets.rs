@@ -4,7 +4,7 @@
 //! document leaves the process (traces, the visualizer): env values decide nothing,
 //! so a redacted document replays to the same outputs.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::document::{validate, Violation};
@@ -124,18 +124,44 @@ fn high_entropy(value: &str) -> bool {
 }
 
 /// A document's violations and, beside them, its warnings: things a valid
-/// document should not do (a literal secret in `env`).
+/// document should not do (a literal secret in `env`, a misspelt field).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct Check {
     pub violations: Vec<Violation>,
-    pub warnings: Vec<Violation>,
+    pub warnings: Vec<Warning>,
+}
+
+/// One warning of `check`: where, what, and the event hosts announce it under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    pub path: String,
+    pub message: String,
+    /// `literalSecret` (a literal secret in `env`) or `unknownField` (an unknown
+    /// field close to a known one: "did you mean"). A module before 1.4 wrote none:
+    /// its warnings were all literal secrets.
+    #[serde(default = "literal_secret")]
+    pub event: String,
+}
+
+fn literal_secret() -> String {
+    "literalSecret".into()
 }
 
 /// `validate`, and the warnings of a document that may well be valid.
 pub fn check(value: &Value, kinds: Option<&[String]>) -> Check {
+    let named = |event: &str, found: Vec<Violation>| {
+        let event = event.to_string();
+        found.into_iter().map(move |v| Warning {
+            path: v.path,
+            message: v.message,
+            event: event.clone(),
+        })
+    };
     Check {
         violations: validate(value, kinds),
-        warnings: warnings(value),
+        warnings: named("literalSecret", warnings(value))
+            .chain(named("unknownField", crate::document::misspelt(value)))
+            .collect(),
     }
 }
 

@@ -137,12 +137,18 @@ pub fn parse(text: &str) -> Result<StateFile, StateFileError> {
         let list = inner
             .get("exclusions")
             .ok_or_else(|| envelope("`value.exclusions` is missing"))?;
-        (Format::Seed, Some(list), "value.exclusions")
+        (Format::Seed, list, "value.exclusions")
     } else if let Some(version) = top.get("version") {
         if version.as_u64() != Some(u64::from(STATE_VERSION)) {
             return Err(envelope(&format!("`version` is {version}")));
         }
-        (Format::Rota, top.get("exclusions"), "exclusions")
+        // Its `exclusions` as required as the seed's `value.exclusions`: a `version: 1`
+        // object without it is another program's file, set aside, not read as empty
+        // (and then written over: issue 43).
+        let list = top
+            .get("exclusions")
+            .ok_or_else(|| envelope("`version` is 1, but `exclusions` is missing"))?;
+        (Format::Rota, list, "exclusions")
     } else {
         const SHOWN: usize = 5;
         let mut keys: Vec<String> = top.keys().take(SHOWN).map(|k| format!("`{k}`")).collect();
@@ -159,9 +165,8 @@ pub fn parse(text: &str) -> Result<StateFile, StateFileError> {
         }));
     };
     let items = match list {
-        None => &[][..],
-        Some(Value::Array(items)) => &items[..],
-        Some(other) => {
+        Value::Array(items) => &items[..],
+        other => {
             return Err(envelope(&format!(
                 "`{place}` is {}, not an array",
                 json_kind(other)

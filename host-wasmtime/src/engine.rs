@@ -623,17 +623,20 @@ pub(crate) fn check_of(mut result: serde_json::Value) -> Result<rota_core::Check
     if let Some(error) = result.get("error") {
         return Err(HostError::from_policy_json(error));
     }
-    let mut list = |key: &str| -> Result<Vec<rota_core::Violation>> {
+    fn list<T: serde::de::DeserializeOwned>(
+        result: &mut serde_json::Value,
+        key: &str,
+    ) -> Result<Vec<T>> {
         let value = result
             .get_mut("ok")
             .and_then(|ok| ok.get_mut(key))
             .map(serde_json::Value::take)
             .unwrap_or_default();
         serde_json::from_value(value).map_err(|e| HostError::Abi(format!("rota_check: {key}: {e}")))
-    };
+    }
     Ok(rota_core::Check {
-        violations: list("violations")?,
-        warnings: list("warnings")?,
+        violations: list(&mut result, "violations")?,
+        warnings: list(&mut result, "warnings")?,
     })
 }
 

@@ -530,7 +530,10 @@ fn check(cli: &Cli, args: &RosterArgs, strict: bool) -> Result<Report, Failure> 
     // the narrowing's.
     let check = module.check(&document, &args.options())?;
     let violations = check.violations;
-    warnings.extend(check.warnings);
+    warnings.extend(check.warnings.into_iter().map(|w| Violation {
+        path: w.path,
+        message: w.message,
+    }));
     if !violations.is_empty() {
         let failure = Failure::violations(&args.label(), &violations);
         return Err(match failure {

@@ -224,6 +224,43 @@ fn check_warns_about_a_literal_secret_in_env_and_strict_fails_on_it() {
 }
 
 #[test]
+fn check_warns_about_a_misspelt_field_and_strict_fails_on_it() {
+    // Issue 43: `priorty: 2` or `helth:` passed `rota check`, even `--strict`.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let roster = write(
+        dir.path(),
+        "typo.json",
+        &json!({ "signal": { "outage": ["x"] }, "executors": [
+            { "id": "a", "harness": "pi", "roles": ["coder"], "image": "mine" },
+            { "id": "b", "harness": "pi", "roles": ["coder"], "priorty": 2 },
+        ] })
+        .to_string(),
+    );
+    let out = rota(&["check", &roster]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "still valid: {stderr}");
+    assert!(
+        stderr.contains("executors[1]: unknown field 'priorty' — did you mean 'priority'?"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("unknown field 'signal' — did you mean 'signals'?"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("image"),
+        "a field of the user's own: {stderr}"
+    );
+    let out = rota(&["check", &roster, "--strict"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("2 warnings in"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
 fn unreadable_paths_exit_2() {
     let out = rota(&["check", "/nonexistent/roster.json"]);
     assert_eq!(out.status.code(), Some(2));

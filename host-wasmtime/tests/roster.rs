@@ -28,6 +28,24 @@ async fn build(document: Value) -> Roster {
         .expect("roster")
 }
 
+/// Issue 43: a `workers` document's lease carries the worker's declaration as the
+/// scheduler seed reads usine.yaml (`name`, `kind`, `maxConcurrentAttempts`), also
+/// for a map keyed by name (whose entries do not write their name).
+#[tokio::test]
+async fn a_worker_lease_gives_the_worker_declaration() {
+    let roster = build(json!({ "workers": { "a": { "kind": "docker", "max_concurrent_attempts": 2, "image": "usine:1" } } })).await;
+    let lease = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    assert_eq!(lease.executor(), "a");
+    assert_eq!(lease.field("name"), Some(&json!("a")));
+    assert_eq!(lease.field("kind"), Some(&json!("docker")));
+    assert_eq!(lease.field("maxConcurrentAttempts"), Some(&json!(2)));
+    assert_eq!(lease.field("image"), Some(&json!("usine:1")));
+    assert_eq!(lease.spec().slots, 2);
+}
+
 #[tokio::test]
 async fn a_lease_gives_the_executor_entry_and_a_reload_updates_it() {
     let entry = json!({
@@ -574,6 +592,46 @@ async fn a_corrupt_state_file_is_moved_aside_with_an_event() {
     let file: Value =
         serde_json::from_str(&std::fs::read_to_string(&state).expect("rewritten")).expect("json");
     assert_eq!(file["value"]["exclusions"][0]["id"], "a");
+}
+
+/// Issue 43: a file that parses as JSON but is neither envelope rota knows (a
+/// `version: 1` object without `exclusions`) is set aside, never read as empty and
+/// written over.
+#[tokio::test]
+async fn a_version_1_object_without_exclusions_is_set_aside_not_written_over() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = dir.path().join("state.json");
+    let theirs = r#"{"version": 1, "data": {"exclusions": [{"id": "a", "kind": "manual", "reason": "kept"}]}}"#;
+    std::fs::write(&state, theirs).expect("write");
+    let roster = Roster::builder()
+        .document(roster())
+        .state_file(&state)
+        .module(policy())
+        .build()
+        .await
+        .expect("no reason to fail");
+    let event = roster
+        .host_events()
+        .into_iter()
+        .find(|e| e.name == "stateFileCorrupt")
+        .expect("an event says so");
+    assert!(
+        event.message.contains("`exclusions` is missing"),
+        "{}",
+        event.message
+    );
+    let aside = event.fields["movedTo"]
+        .as_str()
+        .expect("where it went")
+        .to_string();
+    roster
+        .exclude("b", ExclusionKind::Manual, "pause", None)
+        .expect("exclude");
+    roster.flush().await.expect("flushed");
+    assert_eq!(std::fs::read_to_string(&aside).expect("kept aside"), theirs);
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).expect("rewritten")).expect("json");
+    assert_eq!(file["value"]["exclusions"][0]["id"], "b");
 }
 
 #[tokio::test]

@@ -152,6 +152,7 @@ export function buildApi(wasm, platform) {
     narrow: (document, ids = []) => wasm.narrow(document, typeof ids === 'string' ? ids.split(',').map((s) => s.trim()).filter(Boolean) : ids).document,
     check: (document, kinds) => wasm.check(document, kinds),
     redact: (document) => wasm.redact(document),
+    executorEntries: (document) => wasm.executorEntries(document),
     parseDuration: (text) => wasm.parseDuration(text),
     formatDuration: (ms) => wasm.formatDuration(ms),
     defaultOptions: () => wasm.defaultOptions(),

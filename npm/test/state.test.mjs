@@ -8,8 +8,8 @@ import assert from 'node:assert/strict'
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { Roster, memoryState } from 'rota'
-import { document, executor, nextEvent, tempDir, virtualClock } from './helpers.mjs'
+import { Roster, memoryState, stateFile } from 'rota'
+import { START, document, executor, nextEvent, tempDir, virtualClock } from './helpers.mjs'
 
 const roster = document(executor('a'), executor('b'), executor('c'))
 /** The exclusions of a state file (the seed's envelope). */
@@ -135,6 +135,31 @@ test('valid JSON the core cannot read as state is moved aside too', async (t) =>
   t.after(() => other.close())
   assert.ok(again.includes('stateFileCorrupt'))
   assert.ok(existsSync(aside(statePath, clock())))
+})
+
+test('a { version: 1 } object without exclusions is set aside, never read as empty and written over (issue 43)', async (t) => {
+  const dir = tempDir(t)
+  const statePath = join(dir, 'state.json')
+  const theirs = JSON.stringify({ version: 1, data: { exclusions: [{ id: 'a', kind: 'manual', reason: 'kept' }] } })
+  writeFileSync(statePath, theirs)
+  const clock = virtualClock()
+  const corrupt = []
+  const r = await Roster.create({ document: roster, statePath, now: clock, probe: false, onEvent: (e) => e.name === 'stateFileCorrupt' && corrupt.push(e) })
+  t.after(() => r.close())
+  assert.equal(corrupt.length, 1)
+  assert.match(corrupt[0].message, /`exclusions` is missing/)
+  assert.equal(readFileSync(aside(statePath, clock()), 'utf8'), theirs, 'kept, not lost')
+  r.exclude('b', { reason: 'x' })
+  await r.idle()
+  assert.deepEqual(read(statePath).exclusions.map((e) => e.id), ['b'])
+  assert.equal(readFileSync(aside(statePath, clock()), 'utf8'), theirs, 'still kept after a write')
+})
+
+test('stateFile.restore: a { version: 1 } object without exclusions, or no text at all, is an error, not an empty restore', () => {
+  assert.throws(() => stateFile.restore('{"version": 1, "data": {}}', START), (e) => e.code === 'STATE_FILE_CORRUPT')
+  assert.throws(() => stateFile.restore('{"version": 1}', START), (e) => e.code === 'STATE_FILE_CORRUPT')
+  assert.throws(() => stateFile.restore({}, START), (e) => e.code === 'INVALID_INPUT')
+  assert.deepEqual(stateFile.restore('{"version": 1, "exclusions": []}', START), { version: 1, exclusions: [] })
 })
 
 test('an unreadable state path is left alone, reported, and retried until the write lands', async (t) => {

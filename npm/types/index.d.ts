@@ -37,7 +37,12 @@ export interface Cooldown {
   outage?: DurationString | undefined
 }
 
-/** One executor: a harness and a model (or a worker machine), its roles, slots and priorities. */
+/**
+ * One executor: a harness and a model (or a worker machine), its roles, slots and priorities.
+ * What `preflight`, `lease.executor` and `roster.executors` get of a `workers` document is
+ * the worker's declaration (`name`, `kind`, `maxConcurrentAttempts`, …, as the scheduler
+ * reads usine.yaml), with its `id` (the name); it has no `harness`.
+ */
 export interface ExecutorSpec {
   id: string
   /** A CLI harness (`pi`, `claude`, `codex`, `opencode` …) or an API provider. */
@@ -560,8 +565,13 @@ export declare class Policy {
 
 /** Every violation of a document (empty when valid). */
 export declare function validate(document: unknown, kinds?: string[] | null): Violation[]
-/** `validate`'s violations and, beside them, warnings of a document that stays valid (a literal secret in `env`). */
-export declare function check(document: unknown, kinds?: string[] | null): { violations: Violation[]; warnings: Violation[] }
+/** A warning of `check`, and the warn event a roster announces it under. */
+export interface CheckWarning extends Violation {
+  /** `literalSecret` (a literal secret in `env`) or `unknownField` (an unknown field close to a known one: "did you mean"). */
+  event: 'literalSecret' | 'unknownField'
+}
+/** `validate`'s violations and, beside them, warnings of a document that stays valid (a literal secret in `env`, a misspelt field). */
+export declare function check(document: unknown, kinds?: string[] | null): { violations: Violation[]; warnings: CheckWarning[] }
 /** The document with every `env` value that is not a `${VAR}` reference replaced by "[redacted]". */
 export declare function redact<D>(document: D): D
 /** A repository roster over the user's: same id replaces, `disabled: true` removes, new ids add. */

@@ -140,9 +140,11 @@ export function errorAnswer(error) {
  * shape onto the class's methods and answers `{"ok": value}` or `{"error": ...}`.
  */
 export class PolicyHost {
-  constructor(Policy, name) {
+  /** `module`: the package's other exports a query asks (`check`). */
+  constructor(Policy, name, module = {}) {
     this.Policy = Policy
     this.name = name
+    this.module = module
     this.policy = null
     /** Whether the module has the shared log's rules (the Node build; not the browser's). */
     this.hasLog = typeof Policy.logJson === 'function'
@@ -181,6 +183,7 @@ export class PolicyHost {
           case 'classify': return p.classify(query.failure)
           case 'probesInFlight': return p.probesInFlight()
           case 'duplicateIds': return this.Policy.duplicateIds(query.document, query.side)
+          case 'check': return this.module.check(query.document, query.kinds ?? null)
           case 'log': {
             // Answered whole by the module (`{"ok"}` or `{"error"}`), as the plain ABI does.
             const answer = JSON.parse(this.Policy.logJson(JSON.stringify(query.request ?? null)))

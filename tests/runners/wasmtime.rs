@@ -96,6 +96,21 @@ impl Host for WasmtimeHost {
             return json!({"error": {"code": "INVALID_INPUT", "message": "the query is not JSON"}})
                 .to_string();
         };
+        if query.get("query").and_then(Value::as_str) == Some("check") {
+            // The module's `rota_check` (what `rota check` and the roster's warnings use).
+            let options = match query.get("kinds") {
+                Some(kinds) => json!({ "kinds": kinds }),
+                None => json!({}),
+            };
+            let document = query.get("document").cloned().unwrap_or(Value::Null);
+            return match self.runtime.as_mut().map(|r| r.check(&document, &options)) {
+                Some(Ok(check)) => json!({ "ok": check }).to_string(),
+                Some(Err(error)) => error_text(&error),
+                None => {
+                    json!({"error": {"code": "NO_POLICY", "message": "create first"}}).to_string()
+                }
+            };
+        }
         match self.runtime.as_mut().map(|r| r.query(&query)) {
             Some(Ok(value)) => json!({ "ok": value }).to_string(),
             Some(Err(error)) => error_text(&error),

@@ -252,6 +252,17 @@ pub fn native_query(policy: &Policy, query: &str) -> Value {
         "duplicateIds" => ok(string_arg("side").map(|side| {
             rota_core::duplicate_ids(query.get("document").unwrap_or(&Value::Null), &side)
         })),
+        // `check` of a document (its violations and warnings); the policy is not read.
+        "check" => {
+            let kinds: Option<Vec<String>> = query
+                .get("kinds")
+                .and_then(|k| serde_json::from_value(k.clone()).ok());
+            let check = rota_core::check(
+                query.get("document").unwrap_or(&Value::Null),
+                kinds.as_deref(),
+            );
+            json!({ "ok": check })
+        }
         "classify" => {
             match rota_core::Failure::from_json(query.get("failure").unwrap_or(&Value::Null)) {
                 Ok(failure) => json!({ "ok": policy.classify(&failure).to_json() }),

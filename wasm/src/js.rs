@@ -345,6 +345,16 @@ pub fn check(document: JsValue, kinds: JsValue) -> JsResult<JsValue> {
     Ok(to_js_value(&run().map_err(|e| to_js_error(&e))?))
 }
 
+/// Each executor's `[id, entry]`, in the document's order: an `executors` entry as
+/// written, a worker's declaration with its `name`, `id` and `maxConcurrentAttempts`
+/// (`rota_core::document::entries`): what the driver hands `preflight`, a lease's
+/// `executor` and `roster.executors`.
+#[wasm_bindgen(js_name = executorEntries)]
+pub fn executor_entries(document: JsValue) -> JsResult<JsValue> {
+    let document = read(&document, "the document").map_err(|e| to_js_error(&e))?;
+    Ok(to_js_value(&rota_core::document::entries(&document)))
+}
+
 /// The document with every `env` value that is not a `${VAR}` reference replaced by
 /// `[redacted]`: for traces, logs and displays (env values decide nothing).
 #[wasm_bindgen]

@@ -514,11 +514,13 @@ impl Parser {
             }
         }
         // One slot stays free for reasoning on an executor that codes and reasons
-        // (the seed's default; `coderSlotsDefault: "slots"` keeps none).
+        // (the roster seed's coderSlotsOf; `coderSlotsDefault: "slots"` keeps none); a
+        // scheduler worker takes every run up to its slots, whatever the role (the
+        // scheduler seed's workerFor).
         let codes = own_roles.iter().any(|r| r == CODER_ROLE);
         let reasons = own_roles.iter().any(|r| r != CODER_ROLE);
         let reserve = self.coder_slots_default == CoderSlotsDefault::SlotsMinusOne;
-        if reserve && codes && reasons && slots > 1 && !role_caps.contains_key(CODER_ROLE) {
+        if reserve && !worker && codes && reasons && slots > 1 && !role_caps.contains_key(CODER_ROLE) {
             role_caps.insert(CODER_ROLE.to_string(), slots - 1);
         }
 
@@ -565,7 +567,9 @@ impl Parser {
             disabled,
             provision,
             kind,
-            raw: if self.executors_raw_later && !worker {
+            raw: if worker {
+                super::worker_entry(object, key)
+            } else if self.executors_raw_later {
                 Map::new()
             } else {
                 object.clone()

@@ -58,10 +58,16 @@ impl Policy {
                 self.keep_report(r, &report);
             }
             let role = self.role_name(r).to_string();
-            // A pin to an executor the roster does not declare waits at warn (the seed).
+            // A pin to an executor the roster does not declare waits at warn (both
+            // seeds): one it never had, or one a reload removed (draining: the
+            // scheduler seed's worker of capacity 0).
             let unknown_pin = pin
                 .as_ref()
-                .filter(|pin| !self.roster.index.contains_key(pin.as_str()));
+                .and_then(|pin| match self.roster.index.get(pin) {
+                    None => Some((pin, false)),
+                    Some(e) if self.roster.executors[e].draining => Some((pin, true)),
+                    Some(_) => None,
+                });
             let level = if unknown_pin.is_some() {
                 Level::Warn
             } else {
@@ -96,10 +102,14 @@ impl Policy {
                 message.push_str(&format!(" for {label}"));
             }
             message.push_str(&format!(": {report}"));
-            if let Some(pin) = unknown_pin {
-                message.push_str(&format!(
+            match unknown_pin {
+                Some((pin, false)) => message.push_str(&format!(
                     " ({pin} is not in the roster; the request waits until a reload declares it or it is cancelled)"
-                ));
+                )),
+                Some((pin, true)) => message.push_str(&format!(
+                    " (the request waits until a reload declares {pin} again or it is cancelled)"
+                )),
+                None => {}
             }
             // The seed's position fields: the rank is rota's pipeline position.
             let mut fields = vec![

@@ -58,8 +58,10 @@ pub(crate) fn exclusion_from(outputs: &[Value], executor: &str) -> Option<Exclus
     })
 }
 
-/// A literal secret in an executor's `env` (the core's `check` finds it): a warning
-/// event per value, naming its place, never the value. The document still runs.
+/// The core's `check` warnings: a literal secret in an executor's `env` (naming its
+/// place, never the value), a misspelt field ("did you mean"): a warning event each,
+/// under the name the core gives it (`literalSecret`, `unknownField`). The document
+/// still runs.
 pub(crate) fn secret_warnings(
     policy: &mut PolicyRuntime,
     document: &Value,
@@ -72,12 +74,8 @@ pub(crate) fn secret_warnings(
         .warnings
         .into_iter()
         .map(|w| {
-            Event::host(
-                Level::Warn,
-                "literalSecret",
-                format!("roster: {}", w.message),
-            )
-            .with("path", w.path)
+            Event::host(Level::Warn, &w.event, format!("roster: {}", w.message))
+                .with("path", w.path)
         })
         .collect()
 }

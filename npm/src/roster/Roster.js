@@ -146,6 +146,8 @@ export function defineRoster(api, platform) {
         if (this.#closing) throw closed()
       },
       spec: (id) => this.#spec(id),
+      entries: () => this.#entries(),
+      entriesOf: (document) => api.executorEntries(document),
       feed: (input) => this.#feed(input),
       call: (build, answer) => this.#call(build, answer),
       now: () => this.#log.now(),
@@ -327,12 +329,14 @@ export function defineRoster(api, platform) {
       this.#announce.warnings(resolved, () => api.check(typeof document === 'function' ? document() : document, this.#options.options?.kinds).warnings)
     }
 
+    /** The running document's entries by id: an executor's as written, a worker's declaration (the core's `executorEntries`). */
+    #entries() {
+      this.#specs ??= new Map(api.executorEntries(this.#policy.document() ?? {}))
+      return this.#specs
+    }
+
     #spec(id) {
-      if (this.#specs === undefined) {
-        this.#specs = new Map()
-        for (const spec of this.#policy.document()?.executors ?? []) this.#specs.set(spec.id, spec)
-      }
-      return this.#specs.get(id) ?? { id }
+      return this.#entries().get(id) ?? { id }
     }
 
     #granted(output, now) {

@@ -59,7 +59,8 @@ export class Announcer {
   /**
    * A resolved document's warnings: `executors` named ids the roster does not have
    * (ignored, as the seed does) and, from `check()` (the core's), each literal secret
-   * in an executor's `env`, naming its place, never the value. The document still runs.
+   * in an executor's `env` (naming its place, never the value) and each misspelt field
+   * ("did you mean"), under the event name the core gives it. The document still runs.
    */
   warnings({ unknown, warnings }, check) {
     for (const warning of warnings ?? []) this.emit('warn', 'narrowIgnored', `roster: ${warning.message}`, { executors: unknown ?? [] })
@@ -71,6 +72,6 @@ export class Announcer {
     } catch {
       return
     }
-    for (const warning of found ?? []) this.emit('warn', 'literalSecret', `roster: ${warning.message}`, { path: warning.path })
+    for (const warning of found ?? []) this.emit('warn', warning.event ?? 'literalSecret', `roster: ${warning.message}`, { path: warning.path })
   }
 }

@@ -37,7 +37,8 @@ export class Preflights {
       let error
       try {
         if (typeof preflight === 'function') {
-          const spec = this.pendingDocument?.executors?.find((e) => e.id === executor) ?? context.spec(executor)
+          const pending = this.pendingDocument === undefined ? undefined : context.entriesOf(this.pendingDocument).find(([id]) => id === executor)
+          const spec = pending?.[1] ?? context.spec(executor)
           const result = await preflight({ executor, spec, signal: context.signal })
           if (result === false) {
             ok = false

@@ -27,7 +27,8 @@ export function defineQueries(Class, sideOf) {
   }
   // The running roster document, and its executors (the seed's `executors`).
   define('document', { get: function document() { return sideOf(this).policy().document() } })
-  define('executors', { get: function executors() { return sideOf(this).policy().document()?.executors ?? [] } })
+  // (A worker's entry is its declaration: `name`, `kind`, `maxConcurrentAttempts`, …, and its `id`.)
+  define('executors', { get: function executors() { return [...sideOf(this).entries().values()] } })
   for (const name of MEMBERSHIP) define(name, { get: { [name]() { return sideOf(this).log()[name] } }[name] })
   // Lease requests waiting in the queue and leases held (granted or occupied, not yet
   // released): all roles, or `{ waiting, leased }` of one (shared: this instance's).

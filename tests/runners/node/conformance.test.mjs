@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { Policy, stateFile } from 'rota'
+import { Policy, check, stateFile } from 'rota'
 import { PolicyHost, replayTraces, runStateFileVectors, runVectors } from './shared.mjs'
 
 const vectorsDir = process.env.ROTA_VECTORS
@@ -23,7 +23,7 @@ function loadVectors() {
 test('every vector on node (the npm package, handleJson)', () => {
   const vectors = loadVectors()
   assert.ok(vectors.length >= 60, `expected at least 60 vectors, found ${vectors.length}`)
-  const host = new PolicyHost(Policy, 'node')
+  const host = new PolicyHost(Policy, 'node', { check })
   // The Node module has the shared log's rules (wasm feature `log`): every vector runs.
   assert.ok(host.hasLog, 'the Node build answers Policy.logJson')
   const failures = runVectors(host, vectors)
@@ -45,7 +45,7 @@ test('every state-file vector on node (the npm package, stateFile.json)', () => 
 test('random traces on node match native, byte for byte', () => {
   const file = JSON.parse(readFileSync(tracesFile, 'utf8'))
   assert.equal(file.traces.length, file.count)
-  const failures = replayTraces(new PolicyHost(Policy, 'node'), file)
+  const failures = replayTraces(new PolicyHost(Policy, 'node', { check }), file)
   assert.equal(failures.length, 0, `random traces differ between native and node (seed ${file.seed}):\n\n${failures.join('\n\n')}`)
 })
 
