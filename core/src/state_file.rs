@@ -463,7 +463,9 @@ mod tests {
         let old = parse(r#"{"version":1,"exclusions":[{"id":"a","reason":"r","kind":"manual"}]}"#)
             .unwrap();
         assert_eq!(old.format, Format::Rota);
-        assert!(parse(r#"{"version":1}"#).unwrap().exclusions.is_empty());
+        // As required as the seed's `value.exclusions`: never read as empty.
+        let missing = parse(r#"{"version":1}"#).unwrap_err().to_string();
+        assert!(missing.contains("`exclusions` is missing"), "{missing}");
         let bad = parse(
             r#"{"schemaVersion":1,"value":{"exclusions":[{"id":"a","reason":"r","kind":"x"}]}}"#,
         )

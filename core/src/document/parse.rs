@@ -520,7 +520,13 @@ impl Parser {
         let codes = own_roles.iter().any(|r| r == CODER_ROLE);
         let reasons = own_roles.iter().any(|r| r != CODER_ROLE);
         let reserve = self.coder_slots_default == CoderSlotsDefault::SlotsMinusOne;
-        if reserve && !worker && codes && reasons && slots > 1 && !role_caps.contains_key(CODER_ROLE) {
+        if reserve
+            && !worker
+            && codes
+            && reasons
+            && slots > 1
+            && !role_caps.contains_key(CODER_ROLE)
+        {
             role_caps.insert(CODER_ROLE.to_string(), slots - 1);
         }
 
