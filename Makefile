@@ -41,11 +41,12 @@ setup-postgres:
 	@scripts/setup.sh postgres
 
 # ---- build -------------------------------------------------------------------------
-wasm: setup-wasm
+# The browser's module goes through wasm-opt from npm/'s devDependencies (setup-node).
+wasm: setup-wasm setup-node
 	@scripts/build-wasm.sh abi js
 wasm-abi: setup-wasm
 	@scripts/build-wasm.sh abi
-wasm-js: setup-wasm
+wasm-js: setup-wasm setup-node
 	@scripts/build-wasm.sh js
 
 # ---- tests -------------------------------------------------------------------------

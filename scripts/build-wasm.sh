@@ -9,10 +9,10 @@
 #         the package's Node entry compiles synchronously from the file (made for the
 #         cost per input; Node reads it from disk)
 #   web   --features js, profile `wasm-small` (opt-level "z", the std built for size),
-#         then wasm-bindgen --target web -> npm/pkg/web: the browser entry's module
-#         (made for download size: the Node module is about 1.6 times larger gzipped;
-#         without the shared log's rules, feature `log`: a browser cannot reach
-#         PostgreSQL)
+#         then wasm-bindgen --target web and wasm-opt (npm's binaryen) -> npm/pkg/web:
+#         the browser entry's module (made for download size: the Node module is
+#         about 1.6 times larger gzipped; without the shared log's rules, feature
+#         `log`: a browser cannot reach PostgreSQL)
 #         Both: + rota_wasm_embedded.js, the module's bytes as base64 (embed-wasm.mjs)
 #   js    node and web
 #
@@ -93,11 +93,15 @@ build_bindgen() {
   # The name section is about half the module (what `strip` would have removed);
   # ROTA_WASM_BINDGEN_FLAGS= (empty) keeps it, for readable stack traces.
   local flags="${ROTA_WASM_BINDGEN_FLAGS---remove-name-section --remove-producers-section}"
-  local dir="$PKG/$name" stamp t0
+  local dir="$PKG/$name" stamp t0 made
+  # What made the output, for the stamp: the CLI, its flags, and the web module's
+  # wasm-opt (a new binaryen redoes it).
+  made="$have $flags"
+  [ "$name" != web ] || made="$made, $("$ROOT/npm/node_modules/.bin/wasm-opt" --version 2>/dev/null || echo no wasm-opt)"
   # The stamp records the CLI version and flags; redo when the input is newer than
   # the stamp, the CLI or flags changed, or the output went missing.
   stamp="$ROOT/target/wasm-$name/bindgen.stamp"
-  if [ -f "$stamp" ] && [ "$stamp" -nt "$in" ] && [ "$(cat "$stamp")" = "$have $flags" ] &&
+  if [ -f "$stamp" ] && [ "$stamp" -nt "$in" ] && [ "$(cat "$stamp")" = "$made" ] &&
      [ -f "$dir/rota_wasm_bg.wasm" ] && [ -f "$dir/rota_wasm.js" ]; then
     note "wasm-bindgen ($name): up to date (${dir#"$ROOT"/})"
     embed "$name"
@@ -109,9 +113,26 @@ build_bindgen() {
   mkdir -p "$dir"
   # shellcheck disable=SC2086  # $flags is a list of flags
   wasm-bindgen --target web --out-dir "$dir" $flags "$in"
-  echo "$have $flags" >"$stamp"
+  [ "$name" != web ] || shrink "$dir/rota_wasm_bg.wasm"
+  echo "$made" >"$stamp"
   note "done in $((SECONDS - t0)) s ($(wc -c <"$dir/rota_wasm_bg.wasm") bytes wasm)"
   embed "$name"
+}
+
+# wasm-opt (npm's `binaryen`, a devDependency of npm/) on the browser's module, in
+# place. Without inlining: inlining makes the module smaller raw but larger gzipped,
+# and gzipped is what the budget counts (about 5 KB less than rustc's opt-level "z"
+# alone). The features are rustc's defaults for wasm32 (wasm-bindgen drops the section
+# that would name them).
+shrink() {
+  local opt="$ROOT/npm/node_modules/.bin/wasm-opt" t0=$SECONDS
+  [ -x "$opt" ] || die "no $opt: run 'make setup-node' (npm's binaryen)"
+  "$opt" "$1" -o "$1" -O2 --shrink-level 1 \
+    --always-inline-max-function-size 0 --flexible-inline-max-function-size 0 \
+    --one-caller-inline-max-function-size 0 \
+    --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    --enable-mutable-globals --enable-multivalue --enable-reference-types
+  note "wasm-opt: $(wc -c <"$1") bytes in $((SECONDS - t0)) s"
 }
 
 # The module's bytes as a JS module next to the glue (scripts/embed-wasm.mjs): the
