@@ -39,6 +39,10 @@ pub struct LeaseRequest {
     /// Who asks, for events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// What the call is for beyond its role (a review lens): its lease carries it, and
+    /// its events and lines say it ("… for story a · adversarial lens").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<String>,
     /// Give up at this instant (epoch ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<u64>,
@@ -342,6 +346,16 @@ impl LeaseRequest {
                     )
                 })
             })
+            .or_else(|| {
+                let purpose = self.purpose.as_deref().unwrap_or_default();
+                (purpose.len() > limits::MAX_PURPOSE_BYTES).then(|| {
+                    format!(
+                        "`purpose` is {} bytes long; the most is {}",
+                        purpose.len(),
+                        limits::MAX_PURPOSE_BYTES
+                    )
+                })
+            })
             .or_else(|| beyond_json("deadline", self.deadline))
             .or_else(|| beyond_json("timeoutMs", self.timeout_ms))
             .or_else(|| self.owner.as_deref().and_then(owner_violation))
@@ -416,6 +430,10 @@ pub enum Output {
         request: String,
         lease: u64,
         executor: String,
+        /// Its clone number on the executor, when the document numbers clones
+        /// (`clones: "numbered"`): `clone_name(executor, clone)` is `codex#2`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        clone: Option<u32>,
         role: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         hold: Option<Value>,

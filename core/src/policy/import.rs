@@ -118,7 +118,7 @@ impl Policy {
                 has_event_time: q.event_time.is_some(),
                 label: q.label.map(String::into_boxed_str),
                 owner: q.owner.map(String::into_boxed_str),
-                extra: request_extra(q.avoid, q.prefer, q.pin, q.deadline),
+                extra: request_extra(q.avoid, q.prefer, q.pin, q.deadline, q.purpose),
                 creating: match q.state {
                     RequestState::Waiting => None,
                     RequestState::Creating { executor, passed } => {
@@ -212,6 +212,20 @@ impl Policy {
                     "leases.{id}: it holds a slot on '{}', which the roster does not have",
                     lease.executor
                 ));
+            }
+            if lease.clone == Some(0) {
+                return Err(format!("leases.{id}: clone 0 (clone numbers start at 1)"));
+            }
+            if let Some(n) = lease.clone.filter(|_| lease.counted) {
+                let twice = self.leases.open.iter().find(|(other, l)| {
+                    *other < id && l.counted && l.clone == Some(n) && l.executor == lease.executor
+                });
+                if let Some((other, _)) = twice {
+                    return Err(format!(
+                        "leases.{id}: clone {n} of '{}' is lease {other}'s too",
+                        lease.executor
+                    ));
+                }
             }
             if lease.deleting {
                 // Released: its request id is free, and its machine is the pool's.
@@ -419,6 +433,7 @@ fn check_export(x: &Exported) -> Result<(), String> {
             rank: q.rank,
             event_time: q.event_time,
             label: q.label.clone(),
+            purpose: q.purpose.clone(),
             deadline: q.deadline,
             timeout_ms: None,
             owner: q.owner.clone(),

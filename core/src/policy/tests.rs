@@ -22,6 +22,7 @@ fn lease(now: u64, id: &str, role: &str) -> LeaseRequest {
         rank: None,
         event_time: None,
         label: None,
+        purpose: None,
         deadline: None,
         owner: None,
         timeout_ms: None,
