@@ -336,26 +336,8 @@ impl LeaseRequest {
             .or_else(|| too_long("prefer", self.prefer.as_deref()))
             .or_else(|| too_long("pin", self.pin.as_deref()))
             .or_else(|| beyond_json("eventTime", self.event_time))
-            .or_else(|| {
-                let label = self.label.as_deref().unwrap_or_default();
-                (label.len() > limits::MAX_LABEL_BYTES).then(|| {
-                    format!(
-                        "`label` is {} bytes long; the most is {}",
-                        label.len(),
-                        limits::MAX_LABEL_BYTES
-                    )
-                })
-            })
-            .or_else(|| {
-                let purpose = self.purpose.as_deref().unwrap_or_default();
-                (purpose.len() > limits::MAX_PURPOSE_BYTES).then(|| {
-                    format!(
-                        "`purpose` is {} bytes long; the most is {}",
-                        purpose.len(),
-                        limits::MAX_PURPOSE_BYTES
-                    )
-                })
-            })
+            .or_else(|| text_too_long("label", &self.label, limits::MAX_LABEL_BYTES))
+            .or_else(|| text_too_long("purpose", &self.purpose, limits::MAX_PURPOSE_BYTES))
             .or_else(|| beyond_json("deadline", self.deadline))
             .or_else(|| beyond_json("timeoutMs", self.timeout_ms))
             .or_else(|| self.owner.as_deref().and_then(owner_violation))
@@ -364,6 +346,12 @@ impl LeaseRequest {
                     .then(|| "give `deadline` or `timeoutMs`, not both".to_string())
             })
     }
+}
+
+/// "`label` is 4097 bytes long; the most is 4096", when it is.
+fn text_too_long(field: &str, text: &Option<String>, most: usize) -> Option<String> {
+    let len = text.as_deref().map_or(0, str::len);
+    (len > most).then(|| format!("`{field}` is {len} bytes long; the most is {most}"))
 }
 
 /// An owner is an id: non-empty, and no longer than one.

@@ -213,16 +213,14 @@ impl Policy {
                     lease.executor
                 ));
             }
-            if lease.clone == Some(0) {
-                return Err(format!("leases.{id}: clone 0 (clone numbers start at 1)"));
-            }
-            if let Some(n) = lease.clone.filter(|_| lease.counted) {
-                let twice = self.leases.open.iter().find(|(other, l)| {
-                    *other < id && l.counted && l.clone == Some(n) && l.executor == lease.executor
+            if let Some(n) = lease.clone {
+                // Numbers start at 1, and no two leases of an executor share one.
+                let twice = self.leases.open.iter().any(|(other, l)| {
+                    other < id && l.counted && l.clone == Some(n) && l.executor == lease.executor
                 });
-                if let Some((other, _)) = twice {
+                if n == 0 || (twice && lease.counted) {
                     return Err(format!(
-                        "leases.{id}: clone {n} of '{}' is lease {other}'s too",
+                        "leases.{id}: clone {n} of '{}' is 0 or another lease's",
                         lease.executor
                     ));
                 }

@@ -24,7 +24,8 @@ impl Policy {
         let role = self.roster.roles.shared_name(req.role);
         let purpose = req.purpose().map(str::to_string);
         // A request that was announced waiting: how long it waited (typed events).
-        let waited = (self.roster.typed && req.announced).then(|| self.now - req.since);
+        let waited =
+            (self.roster.typed && req.announced).then(|| self.now.saturating_sub(req.since));
         let clone = match at {
             Some(e) if self.roster.numbered => Some(self.roster.executors[e].take_clone()),
             _ => None,
