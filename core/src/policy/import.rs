@@ -213,18 +213,6 @@ impl Policy {
                     lease.executor
                 ));
             }
-            if let Some(n) = lease.clone {
-                // Numbers start at 1, and no two leases of an executor share one.
-                let twice = self.leases.open.iter().any(|(other, l)| {
-                    other < id && l.counted && l.clone == Some(n) && l.executor == lease.executor
-                });
-                if n == 0 || (twice && lease.counted) {
-                    return Err(format!(
-                        "leases.{id}: clone {n} of '{}' is 0 or another lease's",
-                        lease.executor
-                    ));
-                }
-            }
             if lease.deleting {
                 // Released: its request id is free, and its machine is the pool's.
                 if !lease.counted || lease.hold.is_none() {

@@ -533,7 +533,7 @@ fn clone_numbers_and_purposes_survive_export_and_import() {
     assert!(
         error
             .to_string()
-            .contains("leases.3: clone 2 of 'a' is 0 or another lease's"),
+            .contains("invariant `clones` broken: executor a holds clone numbers [2, 2]"),
         "{error}"
     );
 }
