@@ -214,10 +214,7 @@ impl Policy {
                 distinct && held.first() != Some(&0) && x.clones == *held,
                 "clones",
                 || {
-                    format!(
-                        "executor {id} holds clone numbers {held:?}, counted as {:?}",
-                        x.clones
-                    )
+                    format!("executor {id}: its leases' clone numbers repeat, include 0 or are miscounted")
                 },
             )?;
             ensure(x.busy == busy[e], "busy", || {

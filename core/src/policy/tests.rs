@@ -533,7 +533,7 @@ fn clone_numbers_and_purposes_survive_export_and_import() {
     assert!(
         error
             .to_string()
-            .contains("invariant `clones` broken: executor a holds clone numbers [2, 2]"),
+            .contains("invariant `clones` broken: executor a: its leases' clone numbers repeat"),
         "{error}"
     );
 }
