@@ -196,53 +196,61 @@ fn write_released_message(executor: &str, out: &mut String) {
 /// label and purpose ("codex#2's slot is released (reviewer for story a · adversarial
 /// lens)").
 pub(super) fn released_detailed(level: Level, lease_id: u64, lease: &Lease, typed: bool) -> Output {
-    let mut message = String::from(&*lease.executor);
-    if let Some(n) = lease.clone {
-        message.push('#');
-        crate::write::push_u64(&mut message, u64::from(n));
-    }
-    message.push_str("'s slot is released");
-    let detail = typed || lease.purpose.is_some();
-    let role = lease.role.as_deref().filter(|_| detail);
-    let label = lease.label.as_deref().filter(|_| detail);
-    if detail {
-        message.push_str(" (");
-        message.push_str(role.unwrap_or("no role"));
-        if let Some(label) = label {
-            message.push_str(" for ");
-            message.push_str(label);
-        }
-        if let Some(purpose) = &lease.purpose {
-            message.push_str(" · ");
-            message.push_str(purpose);
-        }
-        message.push(')');
-    }
-    let mut fields = Fields::with_capacity(6);
-    if let Some(n) = lease.clone {
-        fields.push_sorted("clone", Value::from(n));
-    }
-    fields.push_sorted("executor", Value::String(lease.executor.to_string()));
-    if let Some(label) = label {
-        fields.push_sorted("label", Value::String(label.to_string()));
-    }
-    fields.push_sorted("lease", Value::from(lease_id));
-    if let Some(purpose) = &lease.purpose {
-        fields.push_sorted("purpose", Value::String(purpose.clone()));
-    }
-    if let Some(role) = role {
-        fields.push_sorted("role", Value::String(role.to_string()));
-    }
-    event_output(level, EventName::Released, message, fields)
+    let detail = (typed || lease.purpose.is_some()).then(|| {
+        (
+            lease.role.as_deref().unwrap_or("no role"),
+            lease.label.as_deref(),
+            lease.purpose.as_deref(),
+        )
+    });
+    released_output(level, &lease.executor, lease_id, lease.clone, detail)
 }
 
 /// A plain release's `released` event.
 pub(super) fn released_event(level: Level, executor: &str, lease: u64) -> Output {
-    let mut message = String::new();
-    write_released_message(executor, &mut message);
-    let mut fields = Fields::with_capacity(2);
+    released_output(level, executor, lease, None, None)
+}
+
+/// The `released` event: the executor (and clone) and the lease, and with `detail` the
+/// lease's role, label and purpose.
+fn released_output(
+    level: Level,
+    executor: &str,
+    lease: u64,
+    clone: Option<u32>,
+    detail: Option<(&str, Option<&str>, Option<&str>)>,
+) -> Output {
+    let mut message = String::from(executor);
+    if let Some(n) = clone {
+        message.push('#');
+        crate::write::push_u64(&mut message, u64::from(n));
+    }
+    message.push_str("'s slot is released");
+    let mut fields = Fields::with_capacity(6);
+    if let Some(n) = clone {
+        fields.push_sorted("clone", Value::from(n));
+    }
     fields.push_sorted("executor", Value::String(executor.to_string()));
+    let (role, label, purpose) = detail.unwrap_or_default();
+    if let Some(label) = label {
+        fields.push_sorted("label", Value::String(label.to_string()));
+    }
     fields.push_sorted("lease", Value::from(lease));
+    if let Some(purpose) = purpose {
+        fields.push_sorted("purpose", Value::String(purpose.to_string()));
+    }
+    if detail.is_some() {
+        fields.push_sorted("role", Value::String(role.to_string()));
+        message.push_str(" (");
+        message.push_str(role);
+        for (sep, text) in [(" for ", label), (" · ", purpose)] {
+            if let Some(text) = text {
+                message.push_str(sep);
+                message.push_str(text);
+            }
+        }
+        message.push(')');
+    }
     event_output(level, EventName::Released, message, fields)
 }
 
