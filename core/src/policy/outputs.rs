@@ -196,13 +196,11 @@ fn write_released_message(executor: &str, out: &mut String) {
 /// label and purpose ("codex#2's slot is released (reviewer for story a · adversarial
 /// lens)").
 pub(super) fn released_detailed(level: Level, lease_id: u64, lease: &Lease, typed: bool) -> Output {
-    let detail = (typed || lease.purpose.is_some()).then(|| {
-        (
-            lease.role.as_deref().unwrap_or("no role"),
-            lease.label.as_deref(),
-            lease.purpose.as_deref(),
-        )
-    });
+    let detail = (typed || lease.purpose.is_some()).then_some((
+        lease.role.as_deref(),
+        lease.label.as_deref(),
+        lease.purpose.as_deref(),
+    ));
     released_output(level, &lease.executor, lease_id, lease.clone, detail)
 }
 
@@ -218,7 +216,7 @@ fn released_output(
     executor: &str,
     lease: u64,
     clone: Option<u32>,
-    detail: Option<(&str, Option<&str>, Option<&str>)>,
+    detail: Option<(Option<&str>, Option<&str>, Option<&str>)>,
 ) -> Output {
     let mut message = String::from(executor);
     if let Some(n) = clone {
@@ -239,10 +237,12 @@ fn released_output(
     if let Some(purpose) = purpose {
         fields.push_sorted("purpose", Value::String(purpose.to_string()));
     }
-    if detail.is_some() {
+    if let Some(role) = role {
         fields.push_sorted("role", Value::String(role.to_string()));
+    }
+    if detail.is_some() {
         message.push_str(" (");
-        message.push_str(role);
+        message.push_str(role.unwrap_or("no role"));
         for (sep, text) in [(" for ", label), (" · ", purpose)] {
             if let Some(text) = text {
                 message.push_str(sep);
