@@ -123,6 +123,7 @@ fn lease(now: u64, id: &str) -> Input {
         rank: None,
         event_time: None,
         label: None,
+        purpose: None,
         deadline: None,
         owner: None,
         timeout_ms: None,

@@ -161,6 +161,37 @@ pub enum CoderSlotsDefault {
     Slots,
 }
 
+/// Whether leases carry clone numbers (the document's `clones`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClonesRule {
+    /// Leases name the executor only (the roster seed).
+    #[default]
+    Unnumbered,
+    /// Each lease takes the lowest free clone number of its executor, from 1, and its
+    /// grant, events and messages name it (`codex#2`; the upstream, ADR 0033).
+    Numbered,
+}
+
+/// What the lease events carry (the document's `leaseEvents`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LeaseEventsRule {
+    /// The seed's fields: `released` names the executor and the lease.
+    #[default]
+    Plain,
+    /// Typed for a dashboard (the upstream's `ExecutorLeased`, `ExecutorReleased`,
+    /// `ExecutorResumed`, `Timed`): `released` with the role and label too, a waited
+    /// grant with `waitedMs`, an executor back in the round with `why`.
+    Typed,
+}
+
+crate::read::unit_names!(ClonesRule {
+    Unnumbered = "unnumbered",
+    Numbered = "numbered"
+});
+crate::read::unit_names!(LeaseEventsRule {
+    Plain = "plain",
+    Typed = "typed"
+});
 crate::read::unit_names!(Rules {
     Seed = "seed",
     Upstream = "upstream"
@@ -190,6 +221,10 @@ pub struct Document {
     pub rules: Option<Rules>,
     pub prefer: Option<PreferRule>,
     pub coder_slots_default: Option<CoderSlotsDefault>,
+    /// The document's `clones` and `leaseEvents`, if it gives them
+    /// ([`Document::clones_rule`], [`Document::lease_events_rule`] resolve them).
+    pub clones: Option<ClonesRule>,
+    pub lease_events: Option<LeaseEventsRule>,
     /// The signal table failures are classified with: the seed's, extended by the
     /// document's top-level `signals` (`crate::classify`).
     pub signals: Signals,
@@ -363,6 +398,33 @@ impl Document {
     pub fn coder_slots_default(&self) -> CoderSlotsDefault {
         resolve_coder_slots_default(self.coder_slots_default, self.rules)
     }
+}
+
+impl Document {
+    /// Whether leases carry clone numbers: the document's `clones`, else its `rules`'.
+    pub fn clones_rule(&self) -> ClonesRule {
+        self.clones.unwrap_or(match self.rules {
+            Some(Rules::Upstream) => ClonesRule::Numbered,
+            _ => ClonesRule::Unnumbered,
+        })
+    }
+
+    /// What the lease events carry: the document's `leaseEvents`, else its `rules`'.
+    pub fn lease_events_rule(&self) -> LeaseEventsRule {
+        self.lease_events.unwrap_or(match self.rules {
+            Some(Rules::Upstream) => LeaseEventsRule::Typed,
+            _ => LeaseEventsRule::Plain,
+        })
+    }
+}
+
+/// A clone's name: its executor's id and its number (`codex#2`, the upstream's).
+pub fn clone_name(id: &str, n: u32) -> String {
+    let mut name = String::with_capacity(id.len() + 4);
+    name.push_str(id);
+    name.push('#');
+    crate::write::push_u64(&mut name, u64::from(n));
+    name
 }
 
 fn resolve_coder_slots_default(

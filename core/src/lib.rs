@@ -34,7 +34,7 @@
 //!
 //! let request = |id: &str, now| LeaseRequest {
 //!     now, id: id.into(), role: "reviewer".into(), avoid: vec![], prefer: None,
-//!     pin: None, rank: None, event_time: None, label: None, deadline: None,
+//!     pin: None, rank: None, event_time: None, label: None, purpose: None, deadline: None,
 //!     timeout_ms: None, owner: None,
 //! };
 //! let mut leases = Vec::new();
@@ -71,7 +71,9 @@
 //!   `cooldown` durations ([`parse_duration`]), `provision`, `kind`, `disabled`. Unknown
 //!   fields are kept. A top-level `rules` ([`Rules`]: the roster seed's, or its
 //!   upstream's later ones) sets the defaults of `prefer` ([`PreferRule`]) and
-//!   `coderSlotsDefault` ([`CoderSlotsDefault`]), each its own field too. [`validate`] lists every violation with its place; [`merge`] lays
+//!   `coderSlotsDefault` ([`CoderSlotsDefault`]), `clones` ([`ClonesRule`]: clone
+//!   numbers, [`clone_name`]) and `leaseEvents` ([`LeaseEventsRule`]), each its own
+//!   field too. [`validate`] lists every violation with its place; [`merge`] lays
 //!   a repository roster over the user's; [`narrow`] keeps the named executors.
 //! * **Requests and the queue**: waiting requests form one queue in lease order — rank
 //!   (ranked first), then event time, then arrival. After every input the core grants,
@@ -231,8 +233,8 @@ pub mod write;
 
 pub use classify::{classify, probe_is_up, Classification, Rule, Signals};
 pub use document::{
-    duplicate_ids, merge, merge_owned, narrow, validate, CoderSlotsDefault, Document, ExecutorSpec,
-    Narrowed, PreferRule, Rules, Violation,
+    clone_name, duplicate_ids, merge, merge_owned, narrow, validate, ClonesRule, CoderSlotsDefault,
+    Document, ExecutorSpec, LeaseEventsRule, Narrowed, PreferRule, Rules, Violation,
 };
 pub use duration::{format_duration, format_seed_duration, parse_duration};
 pub use error::Error;

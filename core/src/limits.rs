@@ -24,6 +24,10 @@ pub const MAX_ID_BYTES: usize = 1_024;
 /// long sentence about who asks, not a payload.
 pub const MAX_LABEL_BYTES: usize = 4_096;
 
+/// The longest lease purpose (a review lens), in UTF-8 bytes: like a label, it only
+/// goes into events, lines and the lease.
+pub const MAX_PURPOSE_BYTES: usize = MAX_LABEL_BYTES;
+
 /// The most executors one document declares. A decision costs O(log executors), a
 /// reload or a validation O(executors); 100,000 (a document of megabytes) is far
 /// beyond any pool a roster describes and keeps a reload well under a second.

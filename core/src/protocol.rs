@@ -39,6 +39,10 @@ pub struct LeaseRequest {
     /// Who asks, for events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// What the call is for beyond its role (a review lens): its lease carries it, and
+    /// its events and lines say it ("… for story a · adversarial lens").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<String>,
     /// Give up at this instant (epoch ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<u64>,
@@ -332,16 +336,8 @@ impl LeaseRequest {
             .or_else(|| too_long("prefer", self.prefer.as_deref()))
             .or_else(|| too_long("pin", self.pin.as_deref()))
             .or_else(|| beyond_json("eventTime", self.event_time))
-            .or_else(|| {
-                let label = self.label.as_deref().unwrap_or_default();
-                (label.len() > limits::MAX_LABEL_BYTES).then(|| {
-                    format!(
-                        "`label` is {} bytes long; the most is {}",
-                        label.len(),
-                        limits::MAX_LABEL_BYTES
-                    )
-                })
-            })
+            .or_else(|| text_too_long("label", &self.label, limits::MAX_LABEL_BYTES))
+            .or_else(|| text_too_long("purpose", &self.purpose, limits::MAX_PURPOSE_BYTES))
             .or_else(|| beyond_json("deadline", self.deadline))
             .or_else(|| beyond_json("timeoutMs", self.timeout_ms))
             .or_else(|| self.owner.as_deref().and_then(owner_violation))
@@ -350,6 +346,12 @@ impl LeaseRequest {
                     .then(|| "give `deadline` or `timeoutMs`, not both".to_string())
             })
     }
+}
+
+/// "`label` is 4097 bytes long; the most is 4096", when it is.
+fn text_too_long(field: &str, text: &Option<String>, most: usize) -> Option<String> {
+    let len = text.as_deref().map_or(0, str::len);
+    (len > most).then(|| format!("`{field}` is {len} bytes long; the most is {most}"))
 }
 
 /// An owner is an id: non-empty, and no longer than one.
@@ -416,6 +418,10 @@ pub enum Output {
         request: String,
         lease: u64,
         executor: String,
+        /// Its clone number on the executor, when the document numbers clones
+        /// (`clones: "numbered"`): `clone_name(executor, clone)` is `codex#2`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        clone: Option<u32>,
         role: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         hold: Option<Value>,

@@ -103,6 +103,12 @@ pub struct LeaseStatus {
     pub role: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// What the call is for beyond its role, when its request said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<String>,
+    /// Its clone number, when the document numbers clones (`clones: "numbered"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clone: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold: Option<Value>,
     pub since: u64,
@@ -126,6 +132,9 @@ pub struct QueuedRequest {
     pub event_time: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// What the call is for beyond its role, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pin: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -195,6 +204,9 @@ pub struct Explanation {
     pub pick: Option<String>,
     /// Whether any executor outside `avoid` can ever serve it.
     pub can_ever_serve: bool,
+    /// The explained waiting request's purpose, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<String>,
     pub executors: Vec<ExecutorExplanation>,
 }
 

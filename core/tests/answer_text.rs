@@ -62,6 +62,7 @@ fn every_output_kind_with_awkward_strings_and_values() {
             request: s.clone(),
             lease: i as u64,
             executor: s.clone(),
+            clone: (i % 2 == 1).then_some(i as u32),
             role: s.clone(),
             hold: (i % 2 == 0).then(|| value.clone()),
             passed: i as u32,

@@ -249,6 +249,7 @@ fn inputs_built_in_rust_are_checked_by_check_limits() {
         rank: None,
         event_time: None,
         label: None,
+        purpose: None,
         deadline: None,
         owner: None,
         timeout_ms: None,

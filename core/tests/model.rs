@@ -659,6 +659,7 @@ impl Tr {
                     rank: t.rank,
                     event_time: t.event_back_ms.map(|b| base.saturating_sub(b)),
                     label: Some(format!("label-{}", t.id)),
+                    purpose: None,
                     deadline: t.deadline_in_ms.map(|d| base + d),
                     owner: None,
                     timeout_ms: None,

@@ -85,6 +85,7 @@ pub use rota_core::status::{
     CreatingRequest, ExclusionStatus, ExecutorExplanation, ExecutorStatus, LeaseStatus,
     PauseStatus, PendingReloadStatus, PlannedGrant, PreflightRecord, QueuedRequest, Resize,
 };
+pub use rota_core::{clone_name, ClonesRule, LeaseEventsRule};
 pub use rota_core::{
     Check, Choice, CoderSlotsDefault, Document, Exclusion, ExclusionKind, ExecutorSpec,
     ExpiredOwnerLeases, ExplainRequest, Explanation, Failure, FailureKind, Fields, Level, Options,

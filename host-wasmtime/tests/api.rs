@@ -46,6 +46,11 @@ fn every_type_is_named_through_rota_host(
     let _: Vec<rota_host::PlannedGrant> = plan.granted;
     let _: rota_host::PreferRule = document.prefer_rule();
     let _: rota_host::CoderSlotsDefault = document.coder_slots_default();
+    let _: rota_host::ClonesRule = document.clones_rule();
+    let _: rota_host::LeaseEventsRule = document.lease_events_rule();
+    let _: Option<rota_host::ClonesRule> = document.clones;
+    let _: Option<rota_host::LeaseEventsRule> = document.lease_events;
+    assert_eq!(rota_host::clone_name("codex", 2), "codex#2");
     let _: rota_host::Form = document.form;
     let _: Option<rota_host::Choice> = document.choice;
     let _: Option<rota_host::Unservable> = document.unservable;

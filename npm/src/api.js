@@ -181,4 +181,7 @@ export function buildApi(wasm, platform) {
   }
 }
 
+/** A clone's name: its executor's id and its clone number (`codex#2`, as the core names it). */
+export const cloneName = (id, n) => `${id}#${n}`
+
 export { failureFacts, parseRetryAfter, FAILURE_KINDS, ERROR_CODES, RotaError }

@@ -40,4 +40,5 @@ export {
   FAILURE_KINDS,
   ERROR_CODES,
   RotaError,
+  cloneName,
 } from './api.js'

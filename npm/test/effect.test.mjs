@@ -330,3 +330,17 @@ test('the seed helpers answer from the core', () => {
   assert.equal(R.exclusionFor(rate, a, 0, 2), undefined)
   assert.deepEqual({ ...R.exclusionFor(rate, a, 0, 3) }, { id: 'a', kind: 'until', until: 10 * 60_000, reason: '3 rate limits within 10m' })
 })
+
+test("a lease's purpose (the upstream's LeaseOptions.purpose) is on the lease and in the seed's granted Info line", async () => {
+  await run({ executors: [spec('a', { roles: ['reviewer'] })] }, (roster, lines) =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const lease = yield* roster.lease('reviewer', { label: 'story a', purpose: 'adversarial lens' })
+        assert.equal(lease.purpose, 'adversarial lens')
+        const plain = yield* Effect.scoped(roster.tryLease('reviewer'))
+        assert.equal(plain, undefined)
+        assert.deepEqual(lines.slice(0, 1), ['Info: roster: a takes reviewer for story a · adversarial lens'])
+      }),
+    ),
+  )
+})

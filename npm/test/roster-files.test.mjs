@@ -119,6 +119,8 @@ test('the JSON Schema ships in the package and accepts what the core accepts', {
     { rules: 'latest', executors: [] },
     { prefer: true, executors: [] },
     { coderSlotsDefault: 2, executors: [] },
+    { clones: 'on', executors: [] },
+    { leaseEvents: true, executors: [] },
     {},
   ]) {
     assert.equal(check(bad), false, `the schema accepts ${JSON.stringify(bad)}`)

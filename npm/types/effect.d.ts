@@ -148,12 +148,16 @@ export interface Lease {
   readonly role: Role
   /** Frees the slot; idempotent, and also run when the lease's scope closes. */
   readonly release: Effect.Effect<void>
+  /** What the call is for (the upstream's `purpose`), when its request said. */
+  readonly purpose?: string
 }
 
 export interface LeaseOptions {
   readonly avoid?: ReadonlyArray<string> | undefined
   readonly prefer?: string | undefined
   readonly label?: string | undefined
+  /** What the call is for beyond its role (the upstream's, a review lens): in the granted line. */
+  readonly purpose?: string | undefined
 }
 
 export interface ExecutorStatus {

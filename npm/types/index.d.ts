@@ -106,12 +106,26 @@ export interface RosterDocument {
    * free for reasoning on an executor that codes and reasons) or `'slots'`. Absent: by `rules`.
    */
   coderSlotsDefault?: CoderSlotsDefault | undefined
+  /**
+   * `'numbered'`: each lease takes the lowest clone number free on its executor, from 1
+   * (`lease.clone`, `cloneName(id, n)`: `codex#2`). `'unnumbered'`: none. Absent: by `rules`.
+   */
+  clones?: ClonesRule | undefined
+  /**
+   * `'typed'`: a waited grant's event has `waitedMs`, `released` its role and label,
+   * `back`/`resumed` a `why`. `'plain'`: the seed's fields. Absent: by `rules`.
+   */
+  leaseEvents?: LeaseEventsRule | undefined
   [field: string]: unknown
 }
 
 export type Rules = 'seed' | 'upstream'
 export type PreferRule = 'first' | 'tieBreak'
 export type CoderSlotsDefault = 'slotsMinusOne' | 'slots'
+export type ClonesRule = 'unnumbered' | 'numbered'
+export type LeaseEventsRule = 'plain' | 'typed'
+/** A clone's name: `codex#2` for executor `codex`, clone 2. */
+export declare function cloneName(id: string, n: number): string
 
 
 /** Signals added to the seed's (which always apply); matched case-insensitively. */
@@ -263,6 +277,8 @@ export interface LeaseRequestInput {
   rank?: number | undefined
   eventTime?: number | undefined
   label?: string | undefined
+  /** What the call is for beyond its role (a review lens); at most 4,096 bytes. */
+  purpose?: string | undefined
   /** Give up at this instant (epoch ms). Not with `timeoutMs`. */
   deadline?: number | undefined
   /** Give up this long after the input's `now` (the log's time). Not with `deadline`. */
@@ -307,6 +323,8 @@ export interface GrantedOutput {
   request: string
   lease: number
   executor: string
+  /** Its clone number on the executor (`clones: 'numbered'`). */
+  clone?: number
   role: Role
   hold?: unknown
   /** Earlier waiting requests (lease order) of the roles this executor takes, which it passed. */
@@ -373,6 +391,9 @@ export interface LeaseStatus {
   request: string
   role?: Role
   label?: string
+  purpose?: string
+  /** Its clone number (`clones: 'numbered'`). */
+  clone?: number
   hold?: unknown
   since: number
   occupied: boolean
@@ -414,6 +435,7 @@ export interface QueuedRequest {
   rank?: number
   eventTime?: number
   label?: string
+  purpose?: string
   pin?: string
   avoid?: string[]
   prefer?: string
@@ -469,6 +491,8 @@ export interface Explanation {
   role: Role
   pick?: string
   canEverServe: boolean
+  /** The explained waiting request's purpose, when it has one. */
+  purpose?: string
   executors: ExecutorExplanation[]
 }
 
@@ -628,15 +652,28 @@ export interface CoreEventFields {
     position?: number
     pin?: string
     label?: string
+    purpose?: string
   }
   creatingMachine: { request: string; executor: string; role: Role; passed: number; label?: string }
-  granted: { request: string; lease: number; executor: string; role: Role; passed: number; label?: string }
+  granted: {
+    request: string
+    lease: number
+    executor: string
+    role: Role
+    passed: number
+    label?: string
+    purpose?: string
+    clone?: number
+    /** How long the request waited, in ms (`leaseEvents: 'typed'`, a request that waited). */
+    waitedMs?: number
+  }
   cancelled: { request: string; label?: string }
   /** `reasons`: each executor's state at the deadline ("a busy", "b until …"). */
   timedOut: { request: string; reasons: string[]; label?: string }
   exhausted: { request: string; role: Role; label?: string }
   left: { executor: string }
-  released: { executor: string; lease: number }
+  /** `role`, `label`: with `leaseEvents: 'typed'` or a purpose. */
+  released: { executor: string; lease: number; clone?: number; role?: Role; label?: string; purpose?: string }
   deletingMachine: { executor: string; hold: unknown; lease: number }
   machineDeleteFailed: { executor: string; hold: unknown; lease?: number; error?: string }
   retired: { executor: string; running: number; slots: number }
@@ -650,12 +687,12 @@ export interface CoreEventFields {
   excluded: { executor: string; kind: ExclusionKind; reason: string; until?: number }
   exclusionChanged: { executor: string }
   /** Executors whose exclusions ended together: one event ("a, b back in the round"). */
-  back: { executors: string[] }
+  back: { executors: string[]; why?: 'expired' | 'health' }
   /** Every executor of `role` is out of the round; `nextBackAt` the earliest timed end, if any. */
   roleOut: { role: Role; executors: string[]; nextBackAt?: number }
   /** A role that had no executor in the round has `executor` back. */
   roleBack: { role: Role; executor: string }
-  resumed: { executor: string }
+  resumed: { executor: string; why?: 'resumed' }
   probeIgnored: { executor: string }
   probeDown: { executor: string }
   machineDiscarded: { request: string; executor: string }
@@ -916,6 +953,8 @@ export interface LeaseOptions {
   eventTime?: number | Date | undefined
   /** Who asks, for events. */
   label?: string | undefined
+  /** What the call is for beyond its role (a review lens), for the lease and its events. */
+  purpose?: string | undefined
   /**
    * Aborting cancels the request; the promise rejects with `signal.reason` (as `fetch`
    * does), or TIMEOUT for an `AbortSignal.timeout()` signal. A waiting lease with a
@@ -941,6 +980,10 @@ export declare class Lease<R extends string = Role> implements Disposable, Async
   readonly hold?: unknown
   readonly passed: number
   readonly occupied: boolean
+  /** Its clone number on the executor, when the document numbers clones (`clones: 'numbered'`). */
+  readonly clone?: number
+  /** What the call is for, as its request said. */
+  readonly purpose?: string
   /** Epoch ms. */
   readonly grantedAt: number
   readonly released: boolean

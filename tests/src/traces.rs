@@ -267,6 +267,8 @@ fn random_document(r: &mut SplitMix64) -> Value {
         0 => doc["rules"] = json!("upstream"),
         1 => doc["prefer"] = json!("tieBreak"),
         2 => doc["coderSlotsDefault"] = json!("slots"),
+        3 => doc["clones"] = json!("numbered"),
+        4 => doc["leaseEvents"] = json!("typed"),
         _ => {}
     }
     doc
@@ -418,6 +420,9 @@ fn lease_input(r: &mut SplitMix64, seen: &mut Seen, kind: &str) -> Value {
     }
     if r.chance(30) {
         input["label"] = json!(format!("story-{}", r.below(9)));
+    }
+    if r.chance(20) {
+        input["purpose"] = json!(format!("lens {}", r.below(3)));
     }
     // A deadline, or (issue 18) a timeout relative to the input's `now`; now and then
     // both, which the core refuses.

@@ -74,7 +74,8 @@
 //!
 //! The outputs of a lease, a release and a report have records; the rarer ones
 //! (`cancelled`, `exhausted`, `probe`, ...) are `json`, and so is an output that names
-//! an `owner` (a shared roster's) and the event after such a grant. Inputs with an `owner` or a `timeoutMs` take the JSON step.
+//! an `owner` (a shared roster's) or a `clone` number and the event after such a grant.
+//! Inputs with an `owner`, a `timeoutMs` or a `purpose` take the JSON step.
 //!
 //! A field value ([`value`]): null, false, true, a number (f64), a string, or anything
 //! else (its JSON text, a string).
@@ -336,6 +337,8 @@ pub(crate) fn read_input(buf: &[u8]) -> Option<Input> {
                 rank,
                 event_time,
                 label,
+                // A purpose takes the JSON step (`binary.js`).
+                purpose: None,
                 deadline,
                 // An owner or a `timeoutMs` takes the JSON step (`binary.js`).
                 timeout_ms: None,
@@ -785,14 +788,14 @@ impl<'a> Writer<'a> {
         let previous = last_grant.take();
         match output {
             OutputRef::Output(output) => self.output(output),
-            OutputRef::Granted(grant) if grant.owner.is_none() => {
+            OutputRef::Granted(grant) if grant.owner.is_none() && grant.clone.is_none() => {
                 self.granted(grant);
                 *last_grant = Some(grant.lease);
             }
             OutputRef::GrantedEvent(level, grant)
                 if grant.owner.is_none()
                     && previous == Some(grant.lease)
-                    && grant.label.is_none() =>
+                    && !grant.has_extra_fields() =>
             {
                 // The grant's event: its fields are the grant's (JS takes them from it).
                 self.fixed([output_kind::GRANTED_EVENT, *level as u8]);
@@ -809,8 +812,9 @@ impl<'a> Writer<'a> {
                 self.f64(*lease as f64);
                 self.message(output, table::RELEASED, Some(*at));
             }
-            // A shared roster's grant (it names its owner), or an event whose fields
-            // are not the grant's before it: built, and written as any output.
+            // A shared roster's grant (it names its owner) or a numbered clone's, or an
+            // event whose fields are not the grant's before it: built, and written as
+            // any output.
             OutputRef::Granted(grant) => self.output(&grant.output()),
             OutputRef::GrantedEvent(level, grant) => self.output(&grant.event(*level)),
         }
@@ -823,6 +827,7 @@ impl<'a> Writer<'a> {
                 request,
                 lease,
                 executor,
+                clone: None,
                 role,
                 hold,
                 passed,
@@ -839,6 +844,9 @@ impl<'a> Writer<'a> {
                 occupied: *occupied,
                 label: None,
                 owner: None,
+                clone: None,
+                purpose: None,
+                waited_ms: None,
             }),
             Output::Waiting {
                 request,

@@ -19,6 +19,8 @@ const TOP: &[&str] = &[
     "rules",
     "prefer",
     "coderSlotsDefault",
+    "clones",
+    "leaseEvents",
     "$schema",
 ];
 

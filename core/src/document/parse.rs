@@ -10,8 +10,8 @@ use crate::sorted::SortedMap;
 use crate::write::to_text;
 
 use super::{
-    resolve_coder_slots_default, CoderSlotsDefault, Cooldowns, Document, ExecutorSpec, Form,
-    PreferRule, Priority, Rules, Violation, CODER_ROLE, DEFAULT_ROLES,
+    resolve_coder_slots_default, ClonesRule, CoderSlotsDefault, Cooldowns, Document, ExecutorSpec,
+    Form, LeaseEventsRule, PreferRule, Priority, Rules, Violation, CODER_ROLE, DEFAULT_ROLES,
 };
 
 /// Where an executor is declared: its path (`executors[2]`, `workers.a`), its number
@@ -131,6 +131,13 @@ impl Parser {
             CoderSlotsDefault::NAMES,
         );
         self.coder_slots_default = resolve_coder_slots_default(coder_slots_default, rules);
+        let clones = self.named(object, "clones", ClonesRule::from_json, ClonesRule::NAMES);
+        let lease_events = self.named(
+            object,
+            "leaseEvents",
+            LeaseEventsRule::from_json,
+            LeaseEventsRule::NAMES,
+        );
         if entries.len() > limits::MAX_EXECUTORS {
             self.fail(
                 "executors",
@@ -182,6 +189,8 @@ impl Parser {
             rules,
             prefer,
             coder_slots_default,
+            clones,
+            lease_events,
             signals,
             raw: Value::Null,
             executors_in_specs: None,

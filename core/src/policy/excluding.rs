@@ -354,12 +354,12 @@ impl Policy {
         } else {
             format!("{} back in the round", ids.join(", "))
         };
-        self.event(
-            Level::Info,
-            EventName::Back,
-            message,
-            vec![("executors", json!(ids))],
-        );
+        let mut fields = vec![("executors", json!(ids))];
+        if self.roster.typed {
+            // Why they came back (the upstream's `ExecutorResumed.why`).
+            fields.push(("why", json!(if answered { "health" } else { "expired" })));
+        }
+        self.event(Level::Info, EventName::Back, message, fields);
         for e in back {
             self.set_exclusion(e, None);
         }
@@ -423,11 +423,15 @@ impl Policy {
             self.take_over(e, &exclusion, end, reason, Some(executor));
             return;
         }
+        let mut fields = vec![("executor", json!(executor))];
+        if self.roster.typed {
+            fields.push(("why", json!("resumed")));
+        }
         self.event(
             Level::Info,
             EventName::Resumed,
             format!("{executor} resumed"),
-            vec![("executor", json!(executor))],
+            fields,
         );
         self.set_exclusion(e, None);
     }

@@ -106,6 +106,7 @@ impl Policy {
             rank: q.rank(),
             event_time: q.event_time(),
             label: q.label().map(str::to_string),
+            purpose: q.purpose().map(str::to_string),
             deadline: q.deadline(),
             owner: q.owner().map(str::to_string),
             key: key_parts(&q.key),
@@ -147,6 +148,9 @@ pub(super) struct ExportedRequest {
     pub(super) rank: Option<i64>,
     pub(super) event_time: Option<u64>,
     pub(super) label: Option<String>,
+    /// Not written when absent (an export without purposes reads as before).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) purpose: Option<String>,
     pub(super) deadline: Option<u64>,
     /// Not written when absent (an export without owners reads as before).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -318,6 +322,7 @@ impl ExportedRequest {
             rank: o.opt("rank", read::i64)?,
             event_time: o.opt("eventTime", read::u64)?,
             label: o.opt("label", read::string)?,
+            purpose: o.opt("purpose", read::string)?,
             deadline: o.opt("deadline", read::u64)?,
             owner: o.opt("owner", read::string)?,
             key,
@@ -337,6 +342,8 @@ impl Lease {
             executor: shared(o.req("executor", read::string)?),
             role: o.opt("role", read::string)?.map(shared),
             label: o.opt("label", read::string)?,
+            purpose: o.opt("purpose", read::string)?,
+            clone: o.opt("clone", read::u32)?,
             hold: o.opt("hold", read::value)?,
             since: o.req("since", read::u64)?,
             occupied: o.req("occupied", read::bool)?,

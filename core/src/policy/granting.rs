@@ -54,7 +54,13 @@ impl Policy {
             has_event_time: request.event_time.is_some(),
             label: request.label.map(String::into_boxed_str),
             owner: request.owner.map(String::into_boxed_str),
-            extra: request_extra(request.avoid, request.prefer, request.pin, deadline),
+            extra: request_extra(
+                request.avoid,
+                request.prefer,
+                request.pin,
+                deadline,
+                request.purpose,
+            ),
             creating: None,
         };
         // A free slot now: granted at once, without a trip through `requests`.
@@ -106,6 +112,7 @@ impl Policy {
                 request.avoid.clone(),
                 request.prefer.clone(),
                 request.pin.clone(),
+                None,
                 None,
             ),
             creating: None,

@@ -118,7 +118,7 @@ impl Policy {
                 has_event_time: q.event_time.is_some(),
                 label: q.label.map(String::into_boxed_str),
                 owner: q.owner.map(String::into_boxed_str),
-                extra: request_extra(q.avoid, q.prefer, q.pin, q.deadline),
+                extra: request_extra(q.avoid, q.prefer, q.pin, q.deadline, q.purpose),
                 creating: match q.state {
                     RequestState::Waiting => None,
                     RequestState::Creating { executor, passed } => {
@@ -419,6 +419,7 @@ fn check_export(x: &Exported) -> Result<(), String> {
             rank: q.rank,
             event_time: q.event_time,
             label: q.label.clone(),
+            purpose: q.purpose.clone(),
             deadline: q.deadline,
             timeout_ms: None,
             owner: q.owner.clone(),

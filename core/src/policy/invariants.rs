@@ -127,6 +127,7 @@ impl Policy {
         let executors = &self.roster.executors;
         let mut busy = vec![0u32; executors.len()];
         let mut by_role = vec![vec![0u32; roles.len()]; executors.len()];
+        let mut clones = vec![Vec::new(); executors.len()];
         let table = &self.leases.open;
         ensure(
             table.slots.windows(2).all(|w| w[0].0 < w[1].0) && table.live == table.values().count(),
@@ -167,6 +168,7 @@ impl Policy {
                 });
             };
             busy[e] += 1;
+            clones[e].extend(lease.clone);
             if let Some(r) = lease
                 .role
                 .as_ref()
@@ -204,6 +206,17 @@ impl Policy {
         }
         for (e, x) in executors.iter().enumerate() {
             let id = &x.spec.id;
+            // Clone numbers: from 1, one lease each, as the executor counts them.
+            clones[e].sort_unstable();
+            let distinct = clones[e].windows(2).all(|w| w[0] < w[1]);
+            let held = &clones[e];
+            ensure(
+                distinct && held.first() != Some(&0) && x.clones == *held,
+                "clones",
+                || {
+                    format!("executor {id}: its leases' clone numbers repeat, include 0 or are miscounted")
+                },
+            )?;
             ensure(x.busy == busy[e], "busy", || {
                 format!(
                     "executor {id} counts {} busy slots where {} are held",

@@ -15,6 +15,14 @@ pub(super) struct Lease {
     pub(super) executor: SharedName,
     pub(super) role: Option<SharedName>,
     pub(super) label: Option<String>,
+    /// What the call is for beyond its role (a review lens). Not written when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) purpose: Option<String>,
+    /// Its clone number on its executor (the lowest free from 1), taken while the
+    /// document numbers clones (`clones: "numbered"`). Not written when absent, so an
+    /// export of a roster that does not number them reads as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) clone: Option<u32>,
     pub(super) hold: Option<Value>,
     pub(super) since: u64,
     pub(super) occupied: bool,

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::events::EventName;
 use super::keys::{shared, SharedName};
 use super::leases::{Lease, Place};
-use super::outputs::Queued;
+use super::outputs::{released_detailed, Grant, Queued};
 use super::requests::Request;
 use super::Policy;
 
@@ -22,12 +22,21 @@ impl Policy {
     ) {
         let lease = self.leases.allocate();
         let role = self.roster.roles.shared_name(req.role);
+        let purpose = req.purpose().map(str::to_string);
+        // A request that was announced waiting: how long it waited (typed events).
+        let waited =
+            (self.roster.typed && req.announced).then(|| self.now.saturating_sub(req.since));
+        let clone = match at {
+            Some(e) if self.roster.numbered => Some(self.roster.executors[e].take_clone()),
+            _ => None,
+        };
         let label = req.label.map(String::from);
         let owner = req.owner.map(String::from);
         let id = String::from(req.id);
         // Queued as references to the lease (`outputs.rs`): built only when read.
         self.outputs.push_back(Queued::Granted { lease, passed });
-        if self.wants_event(Level::Debug) {
+        let event = self.wants_event(Level::Debug);
+        if event && waited.is_none() {
             self.outputs
                 .push_back(Queued::GrantedEvent { lease, passed });
         }
@@ -38,6 +47,8 @@ impl Policy {
                 executor: executor_id,
                 role: Some(role),
                 label,
+                purpose,
+                clone,
                 hold,
                 since: self.now,
                 occupied: false,
@@ -48,6 +59,13 @@ impl Policy {
             }),
             &mut self.queue.requests,
         );
+        if let (true, Some(ms)) = (event, waited) {
+            // Its `waitedMs` is not the lease's: the event is built now.
+            if let Some(open) = self.leases.open.get(lease) {
+                let built = Grant::waited(lease, open, passed, ms).event(Level::Debug);
+                self.outputs.push_back(Queued::Built(built));
+            }
+        }
     }
 
     /// Frees one slot on `e` (and its role count), and offers it to the queue.
@@ -179,14 +197,21 @@ impl Policy {
             .role
             .as_ref()
             .and_then(|role| self.document.roles.iter().position(|x| **x == **role));
-        let x = &self.roster.executors[e];
+        let x = &mut self.roster.executors[e];
+        if let Some(n) = lease.clone {
+            x.free_clone(n);
+        }
         let over = x.busy > x.spec.slots && !x.draining;
         self.free_slot(e, r);
         let x = &self.roster.executors[e];
         if !(x.draining || over) {
             // The common case: a plain release, whose event is built only when wanted.
             // Queued as a reference to the executor (`outputs.rs`): built only when read.
-            if self.wants_event(Level::Debug) {
+            let detailed = self.roster.typed || lease.clone.is_some() || lease.purpose.is_some();
+            if detailed && self.wants_event(Level::Debug) {
+                let built = released_detailed(Level::Debug, lease_id, lease, self.roster.typed);
+                self.push_output(built);
+            } else if self.wants_event(Level::Debug) {
                 self.outputs.push_back(Queued::Released {
                     executor: e,
                     lease: lease_id,
@@ -242,6 +267,10 @@ impl Policy {
         let r = role.as_ref().and_then(|role| self.role_index(role).ok());
         let lease = self.leases.allocate();
         let place = self.roster.index.get(&executor);
+        let clone = match place {
+            Some(e) if self.roster.numbered => Some(self.roster.executors[e].take_clone()),
+            _ => None,
+        };
         let counted = match place {
             Some(e) => {
                 self.roster.unready(e);
@@ -297,6 +326,8 @@ impl Policy {
                 executor: shared(executor),
                 role: role.map(shared),
                 label: None,
+                purpose: None,
+                clone,
                 hold,
                 since: self.now,
                 occupied: true,

@@ -77,6 +77,12 @@ pub struct Grant<'a> {
     /// The request's label (in the event's fields and message, not in the grant).
     pub label: Option<&'a str>,
     pub owner: Option<&'a str>,
+    /// Its clone number (`clones: "numbered"`): in the grant, the event and the message.
+    pub clone: Option<u32>,
+    /// Its request's purpose (in the event's fields and message, not in the grant).
+    pub purpose: Option<&'a str>,
+    /// How long its request waited, in ms (typed lease events): in the event only.
+    pub waited_ms: Option<u64>,
 }
 
 impl Grant<'_> {
@@ -92,7 +98,27 @@ impl Grant<'_> {
             occupied: lease.occupied,
             label: lease.label.as_deref(),
             owner: lease.owner.as_deref(),
+            clone: lease.clone,
+            purpose: lease.purpose.as_deref(),
+            waited_ms: None,
         }
+    }
+
+    /// The same, with how long its request waited (a grant whose event is built at once).
+    pub(super) fn waited(lease_id: u64, lease: &Lease, passed: u32, waited_ms: u64) -> Grant<'_> {
+        Grant {
+            waited_ms: Some(waited_ms),
+            ..Grant::of(lease_id, lease, passed)
+        }
+    }
+
+    /// Whether its event has more than the seed's fields (a host that writes the
+    /// seed's event from the grant's fields cannot write this one so).
+    pub fn has_extra_fields(&self) -> bool {
+        self.label.is_some()
+            || self.clone.is_some()
+            || self.purpose.is_some()
+            || self.waited_ms.is_some()
     }
 
     pub fn output(&self) -> Output {
@@ -105,6 +131,7 @@ impl Grant<'_> {
             passed: self.passed,
             occupied: self.occupied,
             owner: self.owner.map(str::to_string),
+            clone: self.clone,
         }
     }
 
@@ -112,11 +139,19 @@ impl Grant<'_> {
     /// out itself reuses one buffer for it).
     pub fn write_message(&self, out: &mut String) {
         out.push_str(self.executor);
+        if let Some(n) = self.clone {
+            out.push('#');
+            crate::write::push_u64(out, u64::from(n));
+        }
         out.push_str(" takes ");
         out.push_str(self.role);
         if let Some(label) = self.label {
             out.push_str(" for ");
             out.push_str(label);
+        }
+        if let Some(purpose) = self.purpose {
+            out.push_str(" · ");
+            out.push_str(purpose);
         }
         if self.hold.is_some() {
             out.push_str(" with a new machine");
@@ -129,14 +164,23 @@ impl Grant<'_> {
         let mut message = String::new();
         self.write_message(&mut message);
         let mut fields = Fields::with_capacity(5 + usize::from(label.is_some()));
+        if let Some(n) = self.clone {
+            fields.push_sorted("clone", Value::from(n));
+        }
         fields.push_sorted("executor", Value::String(self.executor.to_string()));
         if let Some(label) = label {
             fields.push_sorted("label", Value::String(label.to_string()));
         }
         fields.push_sorted("lease", Value::from(self.lease));
         fields.push_sorted("passed", Value::from(self.passed));
+        if let Some(purpose) = self.purpose {
+            fields.push_sorted("purpose", Value::String(purpose.to_string()));
+        }
         fields.push_sorted("request", Value::String(self.request.to_string()));
         fields.push_sorted("role", Value::String(self.role.to_string()));
+        if let Some(ms) = self.waited_ms {
+            fields.push_sorted("waitedMs", Value::from(ms));
+        }
         event_output(level, EventName::Granted, message, fields)
     }
 }
@@ -147,13 +191,66 @@ fn write_released_message(executor: &str, out: &mut String) {
     out.push_str("'s slot is released");
 }
 
+/// A release's `released` event with what the lease carried: its clone (in the name
+/// and the fields), and, when the lease events are typed or it has a purpose, its role,
+/// label and purpose ("codex#2's slot is released (reviewer for story a · adversarial
+/// lens)").
+pub(super) fn released_detailed(level: Level, lease_id: u64, lease: &Lease, typed: bool) -> Output {
+    let detail = (typed || lease.purpose.is_some()).then_some((
+        lease.role.as_deref(),
+        lease.label.as_deref(),
+        lease.purpose.as_deref(),
+    ));
+    released_output(level, &lease.executor, lease_id, lease.clone, detail)
+}
+
 /// A plain release's `released` event.
 pub(super) fn released_event(level: Level, executor: &str, lease: u64) -> Output {
-    let mut message = String::new();
-    write_released_message(executor, &mut message);
-    let mut fields = Fields::with_capacity(2);
+    released_output(level, executor, lease, None, None)
+}
+
+/// The `released` event: the executor (and clone) and the lease, and with `detail` the
+/// lease's role, label and purpose.
+fn released_output(
+    level: Level,
+    executor: &str,
+    lease: u64,
+    clone: Option<u32>,
+    detail: Option<(Option<&str>, Option<&str>, Option<&str>)>,
+) -> Output {
+    let mut message = String::from(executor);
+    if let Some(n) = clone {
+        message.push('#');
+        crate::write::push_u64(&mut message, u64::from(n));
+    }
+    message.push_str("'s slot is released");
+    let mut fields = Fields::with_capacity(6);
+    if let Some(n) = clone {
+        fields.push_sorted("clone", Value::from(n));
+    }
     fields.push_sorted("executor", Value::String(executor.to_string()));
+    let (role, label, purpose) = detail.unwrap_or_default();
+    if let Some(label) = label {
+        fields.push_sorted("label", Value::String(label.to_string()));
+    }
     fields.push_sorted("lease", Value::from(lease));
+    if let Some(purpose) = purpose {
+        fields.push_sorted("purpose", Value::String(purpose.to_string()));
+    }
+    if let Some(role) = role {
+        fields.push_sorted("role", Value::String(role.to_string()));
+    }
+    if detail.is_some() {
+        message.push_str(" (");
+        message.push_str(role.unwrap_or("no role"));
+        for (sep, text) in [(" for ", label), (" · ", purpose)] {
+            if let Some(text) = text {
+                message.push_str(sep);
+                message.push_str(text);
+            }
+        }
+        message.push(')');
+    }
     event_output(level, EventName::Released, message, fields)
 }
 

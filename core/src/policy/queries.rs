@@ -91,6 +91,8 @@ impl Policy {
                 request: lease.request.clone(),
                 role: lease.role.as_deref().map(str::to_string),
                 label: lease.label.clone(),
+                purpose: lease.purpose.clone(),
+                clone: lease.clone,
                 hold: lease.hold.clone(),
                 since: lease.since,
                 occupied: lease.occupied,
@@ -178,6 +180,7 @@ impl Policy {
                         rank: q.rank(),
                         event_time: q.event_time(),
                         label: q.label().map(str::to_string),
+                        purpose: q.purpose().map(str::to_string),
                         pin: q.pin().map(str::to_string),
                         avoid: q.avoid().as_given().to_vec(),
                         prefer: q.prefer().map(str::to_string),
@@ -266,6 +269,11 @@ impl Policy {
 
     /// Why each executor can or cannot take a request (waiting or hypothetical) now.
     pub fn explain(&self, request: &ExplainRequest) -> Result<Explanation, Error> {
+        let purpose = request
+            .request
+            .as_deref()
+            .and_then(|id| self.queue.requests.get(id))
+            .and_then(|q| q.purpose().map(str::to_string));
         let (role, avoid, prefer, pin) = match &request.request {
             Some(id) => {
                 let q = self
@@ -351,7 +359,7 @@ impl Policy {
             has_event_time: false,
             label: None,
             owner: None,
-            extra: request_extra(avoid.as_given().to_vec(), prefer, pin.clone(), None),
+            extra: request_extra(avoid.as_given().to_vec(), prefer, pin.clone(), None, None),
             creating: None,
         };
         let pick = match &pin {
@@ -367,6 +375,7 @@ impl Policy {
             role,
             pick,
             can_ever_serve: self.can_serve(r, &avoid, pin.as_deref()),
+            purpose,
             executors,
         };
         if let Some(p) = &pin {

@@ -91,15 +91,16 @@ impl Policy {
                 ahead,
                 owner,
             });
-            let label = self
-                .queue
-                .requests
-                .at(s)
-                .and_then(Request::label)
-                .map(str::to_string);
+            let waiter = self.queue.requests.at(s);
+            let label = waiter.and_then(Request::label).map(str::to_string);
+            let purpose = waiter.and_then(Request::purpose).map(str::to_string);
             let mut message = format!("waiting for an executor to take {role}");
             if let Some(label) = &label {
                 message.push_str(&format!(" for {label}"));
+            }
+            if let Some(purpose) = &purpose {
+                message.push_str(" · ");
+                message.push_str(purpose);
             }
             message.push_str(&format!(": {report}"));
             match unknown_pin {
@@ -129,6 +130,9 @@ impl Policy {
                 fields.push(("pin", json!(pin)));
             }
             with_label(&mut fields, label.as_deref());
+            if let Some(purpose) = purpose {
+                fields.push(("purpose", json!(purpose)));
+            }
             self.event(level, EventName::Waiting, message, fields);
         }
     }

@@ -1,7 +1,7 @@
 //! Flows of reload and the roster's derived state: preflights, a reload applied,
 //! the indexes rebuilt, drained executors removed.
 
-use crate::document::Document;
+use crate::document::{ClonesRule, Document, LeaseEventsRule};
 use crate::protocol::ExclusionKind;
 use crate::protocol::{Level, Output};
 use crate::sorted::{self, StrSet};
@@ -366,6 +366,8 @@ impl Policy {
         self.roster.choice = self.document.choice(&self.options);
         self.roster.unservable = self.document.unservable(&self.options);
         self.roster.prefer = self.document.prefer_rule();
+        self.roster.numbered = self.document.clones_rule() == ClonesRule::Numbered;
+        self.roster.typed = self.document.lease_events_rule() == LeaseEventsRule::Typed;
         self.roster.derive(&roles);
         for lease in self.leases.open.values().filter(|lease| lease.counted) {
             let r = lease
@@ -373,6 +375,9 @@ impl Policy {
                 .as_ref()
                 .and_then(|role| roles.iter().position(|x| **x == **role));
             self.roster.count_busy(&lease.executor, r);
+            if let Some(n) = lease.clone {
+                self.roster.count_clone(&lease.executor, n);
+            }
         }
         for request in self.queue.requests.values() {
             if let Some(creating) = &request.creating {

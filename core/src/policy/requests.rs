@@ -39,6 +39,7 @@ pub(super) struct RequestExtra {
     pub(super) prefer: Option<Box<str>>,
     pub(super) pin: Option<Box<str>>,
     pub(super) deadline: Option<u64>,
+    pub(super) purpose: Option<Box<str>>,
 }
 
 #[derive(Debug, Clone)]
@@ -68,6 +69,10 @@ impl Request {
         self.label.as_deref()
     }
 
+    pub(super) fn purpose(&self) -> Option<&str> {
+        self.extra.as_ref().and_then(|x| x.purpose.as_deref())
+    }
+
     pub(super) fn owner(&self) -> Option<&str> {
         self.owner.as_deref()
     }
@@ -95,14 +100,20 @@ pub(super) fn request_extra(
     prefer: Option<String>,
     pin: Option<String>,
     deadline: Option<u64>,
+    purpose: Option<String>,
 ) -> Option<Box<RequestExtra>> {
-    let empty = avoid.is_empty() && prefer.is_none() && pin.is_none() && deadline.is_none();
+    let empty = avoid.is_empty()
+        && prefer.is_none()
+        && pin.is_none()
+        && deadline.is_none()
+        && purpose.is_none();
     (!empty).then(|| {
         Box::new(RequestExtra {
             avoid: Avoid::new(avoid),
             prefer: prefer.map(String::into_boxed_str),
             pin: pin.map(String::into_boxed_str),
             deadline,
+            purpose: purpose.map(String::into_boxed_str),
         })
     })
 }

@@ -42,6 +42,8 @@ pub(super) struct Executor {
     pub(super) role_indexes: Vec<usize>,
     /// The stamp its ready-set entries were keyed by.
     pub(super) ready_stamp: u64,
+    /// The clone numbers its open leases hold, ascending (`clones: "numbered"`).
+    pub(super) clones: Vec<u32>,
 }
 
 /// An executor in one role of the document: what a grant or a release of the role
@@ -69,6 +71,7 @@ impl Executor {
             per_role: Vec::new(),
             role_indexes: Vec::new(),
             ready_stamp: 0,
+            clones: Vec::new(),
         };
         exec.derive(roles);
         exec
@@ -81,6 +84,7 @@ impl Executor {
 
     pub(super) fn derive(&mut self, roles: &[String]) {
         self.busy = 0;
+        self.clones.clear();
         self.per_role = roles
             .iter()
             .map(|r| InRole {
@@ -97,6 +101,27 @@ impl Executor {
         self.role_indexes = (0..roles.len())
             .filter(|&i| self.spec.has_role(&roles[i]))
             .collect();
+    }
+
+    /// Takes the lowest clone number none of its open leases holds, from 1.
+    pub(super) fn take_clone(&mut self) -> u32 {
+        let mut n = 1;
+        for &held in &self.clones {
+            if held != n {
+                break;
+            }
+            n += 1;
+        }
+        let at = self.clones.partition_point(|&held| held < n);
+        self.clones.insert(at, n);
+        n
+    }
+
+    /// A lease that held clone `n` ended: the number is free again.
+    pub(super) fn free_clone(&mut self, n: u32) {
+        if let Ok(at) = self.clones.binary_search(&n) {
+            self.clones.remove(at);
+        }
     }
 
     /// Whether a lease's executor name is this executor's: the shared pointer first
@@ -316,6 +341,10 @@ pub(super) struct Roster {
     pub(super) unservable: Unservable,
     /// What a request's `prefer` does (the document's, resolved on every rebuild).
     pub(super) prefer: PreferRule,
+    /// Leases take clone numbers (the document's `clones`, resolved on every rebuild).
+    pub(super) numbered: bool,
+    /// The lease events are typed (the document's `leaseEvents`, likewise).
+    pub(super) typed: bool,
     /// Per document role, the waiting report of a request with no avoid list and no
     /// pin, as last written (a lease that waits is a hot path). It names each member's
     /// state: removed, cap 0, excluded, paused, waiting for the startup preflight, or
@@ -422,6 +451,15 @@ impl Roster {
 
     /// One slot held on executor `id` for `role` (a lease or a machine creation),
     /// counted when the roster is rebuilt.
+    /// A lease's clone number, counted on its executor (a rebuild).
+    pub(super) fn count_clone(&mut self, id: &str, n: u32) {
+        if let Some(e) = self.index.get(id) {
+            let clones = &mut self.executors[e].clones;
+            let at = clones.partition_point(|&held| held < n);
+            clones.insert(at, n);
+        }
+    }
+
     pub(super) fn count_busy(&mut self, id: &str, role: Option<usize>) {
         if let Some(e) = self.index.get(id) {
             let x = &mut self.executors[e];

@@ -22,6 +22,7 @@ fn lease(now: u64, id: &str, role: &str) -> LeaseRequest {
         rank: None,
         event_time: None,
         label: None,
+        purpose: None,
         deadline: None,
         owner: None,
         timeout_ms: None,
@@ -492,4 +493,47 @@ fn a_kept_waiting_report_that_no_longer_says_what_is_true_is_a_violation() {
     }
     assert_eq!(report.as_deref(), Some("a paused: maintenance"));
     assert_eq!(policy.verify(), Ok(()));
+}
+
+/// Issue 43 item 3: clone numbers and purposes are state: an export carries them, an
+/// import takes them back (the next lease still takes the lowest free number), and a
+/// state that gives one clone number to two leases of an executor is refused.
+#[test]
+fn clone_numbers_and_purposes_survive_export_and_import() {
+    let doc = json!({ "clones": "numbered", "executors": [
+        { "id": "a", "harness": "codex", "roles": ["coder"], "slots": 3 },
+    ]});
+    let mut policy = Policy::new(&doc, Options::default()).expect("a roster");
+    for i in 1..=3 {
+        let mut request = lease(T0, &format!("r{i}"), "coder");
+        request.purpose = Some(format!("lens {i}"));
+        policy.handle(Input::Lease(request)).expect("a lease");
+    }
+    policy
+        .handle(Input::Release { now: T0, lease: 1 })
+        .expect("a release");
+    outputs(&mut policy);
+    let state = policy.export_state();
+    assert_eq!(state["leases"]["2"]["clone"], json!(2));
+    assert_eq!(state["leases"]["3"]["purpose"], json!("lens 3"));
+    let mut imported = Policy::import_state(&state).expect("its own export");
+    assert_eq!(imported.export_state(), state);
+    imported
+        .handle(Input::Lease(lease(T0, "r4", "coder")))
+        .expect("a lease");
+    let clone = outputs(&mut imported).iter().find_map(|o| match o {
+        Output::Granted { clone, .. } => *clone,
+        _ => None,
+    });
+    assert_eq!(clone, Some(1), "the lowest free number, after the import");
+
+    let mut twice = state.clone();
+    twice["leases"]["3"]["clone"] = json!(2);
+    let error = Policy::import_state(&twice).expect_err("one number, two leases");
+    assert!(
+        error
+            .to_string()
+            .contains("invariant `clones` broken: executor a: its leases' clone numbers repeat"),
+        "{error}"
+    );
 }

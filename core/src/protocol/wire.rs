@@ -196,6 +196,7 @@ keys! {
     rank "rank": Option<i64>,
     event_time "eventTime": Option<u64>,
     label "label": Option<String>,
+    purpose "purpose": Option<String>,
     deadline "deadline": Option<u64>,
     lease "lease": u64,
     executor "executor": String,
@@ -220,11 +221,13 @@ keys! {
 inputs! {
     Lease "lease" request {
         now: need, id: need, role: need_some, avoid: default, prefer: opt, pin: opt,
-        rank: opt, event_time: opt, label: opt, deadline: opt, timeout_ms: opt, owner: opt,
+        rank: opt, event_time: opt, label: opt, purpose: opt, deadline: opt, timeout_ms: opt,
+        owner: opt,
     }
     TryLease "tryLease" request {
         now: need, id: need, role: need_some, avoid: default, prefer: opt, pin: opt,
-        rank: opt, event_time: opt, label: opt, deadline: opt, timeout_ms: opt, owner: opt,
+        rank: opt, event_time: opt, label: opt, purpose: opt, deadline: opt, timeout_ms: opt,
+        owner: opt,
     }
     Cancel "cancel" { now: need, id: need, }
     Release "release" { now: need, lease: need, }
@@ -425,6 +428,7 @@ impl Output {
                 request: r.req("request", string)?,
                 lease: r.req("lease", read::u64)?,
                 executor: r.req("executor", string)?,
+                clone: r.opt("clone", read::u32)?,
                 role: r.req("role", string)?,
                 hold: r.opt("hold", read::value)?,
                 passed: r.req("passed", read::u32)?,
@@ -510,6 +514,7 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             request,
             lease,
             executor,
+            clone,
             role,
             hold,
             passed,
@@ -522,6 +527,10 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             write_u64(out, *lease);
             out.extend_from_slice(b",\"executor\":");
             write_str(out, executor);
+            if let Some(clone) = clone {
+                out.extend_from_slice(b",\"clone\":");
+                write_u64(out, u64::from(*clone));
+            }
             out.extend_from_slice(b",\"role\":");
             write_str(out, role);
             if let Some(hold) = hold {

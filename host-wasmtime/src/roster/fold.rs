@@ -152,6 +152,7 @@ impl Inner {
                 request,
                 lease,
                 executor,
+                clone,
                 role,
                 hold,
                 ..
@@ -170,6 +171,7 @@ impl Inner {
                     spec: st.spec(&executor, &role),
                     role,
                     hold,
+                    clone,
                 };
                 let delivered = waiter.is_some_and(|w| w.tx.send(Ok(outcome)).is_ok());
                 if !delivered {

@@ -32,6 +32,9 @@ pub struct LeaseOptions {
     pub event_time: Option<u64>,
     /// A label for logs and events (`"job 605"`).
     pub label: Option<String>,
+    /// What the call is for beyond its role (a review lens): the lease carries it, and
+    /// its events say it ("… for story a · adversarial lens").
+    pub purpose: Option<String>,
     /// Give up after this long (the core times the request out).
     pub timeout: Option<Duration>,
 }
@@ -154,6 +157,7 @@ impl Inner {
             lease = tracing::field::Empty,
         );
         let label = options.label.clone();
+        let purpose = options.purpose.clone();
         let (id, now, rx) = span.in_scope(|| self.append_request(ask, role, options))?;
         span.record("request", id.as_str());
         let mut guard = CancelGuard {
@@ -172,6 +176,7 @@ impl Inner {
                 spec,
                 role,
                 hold,
+                clone,
             } => {
                 let granted_at = self.now_ms();
                 span.record("executor", spec.id.as_str());
@@ -189,6 +194,8 @@ impl Inner {
                     spec,
                     role,
                     hold,
+                    clone,
+                    purpose,
                     granted_at,
                     span,
                     released: false,
@@ -260,6 +267,7 @@ impl Inner {
                     rank: options.rank,
                     event_time: options.event_time,
                     label: options.label,
+                    purpose: options.purpose,
                     deadline,
                     timeout_ms,
                     owner,
@@ -296,6 +304,8 @@ pub struct Lease {
     spec: Arc<ExecutorSpec>,
     role: String,
     hold: Option<Value>,
+    clone: Option<u32>,
+    purpose: Option<String>,
     granted_at: u64,
     /// The request's span: open from the request to the release.
     span: tracing::Span,
@@ -348,6 +358,17 @@ impl Lease {
     /// The machine hold, for an executor with `provision`.
     pub fn hold(&self) -> Option<&Value> {
         self.hold.as_ref()
+    }
+
+    /// Its clone number on the executor, when the document numbers clones
+    /// (`clones: "numbered"`); [`crate::clone_name`] makes `codex#2` of it.
+    pub fn clone_number(&self) -> Option<u32> {
+        self.clone
+    }
+
+    /// What the call is for beyond its role, as its request said.
+    pub fn purpose(&self) -> Option<&str> {
+        self.purpose.as_deref()
     }
 
     /// Reports a failed call on this lease's executor (see `Roster::report`).

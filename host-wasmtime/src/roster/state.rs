@@ -41,6 +41,8 @@ pub(crate) enum Outcome {
         spec: Arc<ExecutorSpec>,
         role: String,
         hold: Option<Value>,
+        /// Its clone number (`clones: "numbered"`).
+        clone: Option<u32>,
     },
     Exhausted {
         role: String,

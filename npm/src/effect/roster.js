@@ -91,18 +91,25 @@ export const makeRoster = Effect.fn('rota/effect/makeRoster')(function* (options
   const specs = new Map(executors.map((spec) => [spec.id, spec]))
   const specOf = (id) => specs.get(id)
 
-  /** A granted Node lease as the seed's `Lease`, released by the Scope's finalizer. */
-  const scoped = (lease, role) =>
-    Effect.as(
-      Effect.addFinalizer(() => Effect.sync(() => lease.release()).pipe(Effect.andThen(publish))),
-      { executor: specOf(lease.executorId), role, release: Effect.sync(() => lease.release()).pipe(Effect.andThen(publish)) },
-    )
+  /**
+   * A granted Node lease as the seed's `Lease`, released by the Scope's finalizer; with
+   * the upstream's `purpose` when its request gave one (@llm4ts/flow 2.7.2's FlowEvents
+   * has no typed lease events: the purpose is in the granted Info line).
+   */
+  const scoped = (lease, role) => {
+    const release = Effect.sync(() => lease.release()).pipe(Effect.andThen(publish))
+    const seedLease = { executor: specOf(lease.executorId), role, release }
+    if (lease.purpose !== undefined) seedLease.purpose = lease.purpose
+    return Effect.as(Effect.addFinalizer(() => release), seedLease)
+  }
 
   const leaseOptions = (options = {}) => {
     const out = {}
     if (options.avoid !== undefined) out.avoid = [...options.avoid]
     if (options.prefer !== undefined) out.prefer = options.prefer
     if (options.label !== undefined) out.label = options.label
+    // The upstream's LeaseOptions.purpose (a review lens), said in the granted line.
+    if (options.purpose !== undefined) out.purpose = options.purpose
     return out
   }
 

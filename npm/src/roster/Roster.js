@@ -341,7 +341,7 @@ export function defineRoster(api, platform) {
 
     #granted(output, now) {
       const pending = this.#ledger.settle(output.request)
-      const lease = new Lease(output, this.#spec(output.executor), this.#releaseLease, now)
+      const lease = new Lease(output, this.#spec(output.executor), this.#releaseLease, now, pending?.input?.purpose)
       this.#ledger.hold(lease.role, 1)
       if (pending === undefined || pending.abortReason !== undefined) {
         // Nobody waits for it (given up, fenced, an earlier life of this instance): back at once.

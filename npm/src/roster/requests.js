@@ -13,7 +13,7 @@ export class Lease {
   #release
   #released = false
 
-  constructor(output, spec, release, grantedAt) {
+  constructor(output, spec, release, grantedAt, purpose) {
     /** The lease id (the core's). */
     this.id = output.lease
     /** The request id the driver gave the request. */
@@ -26,6 +26,10 @@ export class Lease {
     /** Earlier waiting requests for the role that this one passed. */
     this.passed = output.passed
     this.occupied = output.occupied === true
+    /** Its clone number on the executor, when the document numbers clones (`cloneName(executorId, clone)`). */
+    if (output.clone !== undefined) this.clone = output.clone
+    /** What the call is for beyond its role, as its request said. */
+    if (purpose !== undefined) this.purpose = purpose
     this.grantedAt = grantedAt
     this.#release = release
   }
@@ -87,6 +91,7 @@ export function requestFields(input, options) {
   const eventTime = options.eventTime instanceof Date ? options.eventTime.getTime() : options.eventTime
   if (eventTime !== undefined) input.eventTime = eventTime
   if (options.label !== undefined) input.label = options.label
+  if (options.purpose !== undefined) input.purpose = options.purpose
   if (options.timeoutMs === undefined) return undefined
   const ms = Number(options.timeoutMs)
   if (!Number.isFinite(ms) || ms < 0) {
