@@ -125,6 +125,7 @@ fn lease(now: u64, id: &str) -> Input {
         label: None,
         deadline: None,
         owner: None,
+        borrow: None,
         timeout_ms: None,
     })
 }

@@ -661,6 +661,7 @@ impl Tr {
                     label: Some(format!("label-{}", t.id)),
                     deadline: t.deadline_in_ms.map(|d| base + d),
                     owner: None,
+                    borrow: None,
                     timeout_ms: None,
                 };
                 if t.try_only {

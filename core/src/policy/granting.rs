@@ -5,7 +5,7 @@ use serde_json::json;
 
 use crate::document::PreferRule;
 use crate::error::Error;
-use crate::protocol::{LeaseRequest, Level, Output};
+use crate::protocol::{Because, LeaseRequest, Level, Output};
 use crate::sorted;
 
 use super::events::EventName;
@@ -54,13 +54,20 @@ impl Policy {
             has_event_time: request.event_time.is_some(),
             label: request.label.map(String::into_boxed_str),
             owner: request.owner.map(String::into_boxed_str),
-            extra: request_extra(request.avoid, request.prefer, request.pin, deadline),
+            extra: request_extra(
+                request.avoid,
+                request.prefer,
+                request.pin,
+                deadline,
+                // A `tryLease` never borrows (the upstream's `tryLease` takes a free slot or nothing).
+                request.borrow.filter(|_| !try_only),
+            ),
             creating: None,
         };
         // A free slot now: granted at once, without a trip through `requests`.
         if let Some(e) = self.choose(&req, r) {
             let passed = self.passed_by(e, &req.key);
-            self.take_slot_with(req, e, r, passed);
+            self.take_slot_with(req, e, r, passed, None);
             return;
         }
         // By slot from here: a lease that waits looks its id up no more. No slot
@@ -107,6 +114,7 @@ impl Policy {
                 request.prefer.clone(),
                 request.pin.clone(),
                 None,
+                request.borrow.clone(),
             ),
             creating: None,
         };
@@ -154,7 +162,7 @@ impl Policy {
         };
         if let Some(e) = self.choose(req, r) {
             let passed = self.passed_by(e, &req.key);
-            self.take_slot_at(s, e, r, passed);
+            self.take_slot_at(s, e, r, passed, None);
             return Admission::Granted;
         }
         self.place_unserved(s, r, may_wait)
@@ -165,6 +173,9 @@ impl Policy {
     fn place_unserved(&mut self, s: u32, r: usize, may_wait: bool) -> Admission {
         if !may_wait {
             return Admission::Queued;
+        }
+        if self.try_borrow(s, r) {
+            return Admission::Granted;
         }
         let Some(req) = self.queue.requests.at(s) else {
             debug_assert!(false, "try_place: the slot holds a request");
@@ -230,18 +241,33 @@ impl Policy {
     }
 
     /// Takes a slot on `e` for the request in slot `s`: a lease, or a machine creation first.
-    pub(super) fn take_slot_at(&mut self, s: u32, e: usize, r: usize, passed: u32) {
+    pub(super) fn take_slot_at(
+        &mut self,
+        s: u32,
+        e: usize,
+        r: usize,
+        passed: u32,
+        because: Option<Because>,
+    ) {
         self.dequeue_at(s);
         // Its id stays in use: the lease (or the store again) takes the entry over.
         let Some(req) = self.queue.requests.take_at(s) else {
             debug_assert!(false, "take_slot_at: the slot holds a request");
             return;
         };
-        self.take_slot_with(req, e, r, passed);
+        self.take_slot_with(req, e, r, passed, because);
     }
 
-    /// Takes a slot on `e` for `req`, which is in no queue and not in `requests`.
-    pub(super) fn take_slot_with(&mut self, mut req: Request, e: usize, r: usize, passed: u32) {
+    /// Takes a slot on `e` for `req`, which is in no queue and not in `requests`
+    /// (`because`: `e` is its `borrow`, on a slot of its own).
+    pub(super) fn take_slot_with(
+        &mut self,
+        mut req: Request,
+        e: usize,
+        r: usize,
+        passed: u32,
+        because: Option<Because>,
+    ) {
         debug_assert!(
             self.roster.executors[e].free_for(r),
             "invariant: a grant takes a free slot"
@@ -297,7 +323,7 @@ impl Policy {
             );
             return;
         }
-        self.open_lease(req, executor_id, Some(e), None, passed);
+        self.open_lease_as(req, executor_id, Some(e), None, passed, because, false);
     }
 
     /// Grants, in lease order, every waiting request that a newly usable slot can
@@ -361,7 +387,7 @@ impl Policy {
                 break; // the assertion above: in release, stop rather than loop
             };
             let passed = self.passed_by(e, &req.key);
-            self.take_slot_at(s, e, r, passed);
+            self.take_slot_at(s, e, r, passed, None);
         }
         self.roster.dirty.clear();
     }

@@ -39,6 +39,8 @@ pub(super) struct RequestExtra {
     pub(super) prefer: Option<Box<str>>,
     pub(super) pin: Option<Box<str>>,
     pub(super) deadline: Option<u64>,
+    /// The executor holding its context's coder (`LeaseRequest::borrow`).
+    pub(super) borrow: Option<Box<str>>,
 }
 
 #[derive(Debug, Clone)]
@@ -62,6 +64,10 @@ impl Request {
 
     pub(super) fn pin(&self) -> Option<&str> {
         self.extra.as_ref().and_then(|x| x.pin.as_deref())
+    }
+
+    pub(super) fn borrow(&self) -> Option<&str> {
+        self.extra.as_ref().and_then(|x| x.borrow.as_deref())
     }
 
     pub(super) fn label(&self) -> Option<&str> {
@@ -95,14 +101,20 @@ pub(super) fn request_extra(
     prefer: Option<String>,
     pin: Option<String>,
     deadline: Option<u64>,
+    borrow: Option<String>,
 ) -> Option<Box<RequestExtra>> {
-    let empty = avoid.is_empty() && prefer.is_none() && pin.is_none() && deadline.is_none();
+    let empty = avoid.is_empty()
+        && prefer.is_none()
+        && pin.is_none()
+        && deadline.is_none()
+        && borrow.is_none();
     (!empty).then(|| {
         Box::new(RequestExtra {
             avoid: Avoid::new(avoid),
             prefer: prefer.map(String::into_boxed_str),
             pin: pin.map(String::into_boxed_str),
             deadline,
+            borrow: borrow.map(String::into_boxed_str),
         })
     })
 }

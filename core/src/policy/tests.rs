@@ -24,6 +24,7 @@ fn lease(now: u64, id: &str, role: &str) -> LeaseRequest {
         label: None,
         deadline: None,
         owner: None,
+        borrow: None,
         timeout_ms: None,
     }
 }

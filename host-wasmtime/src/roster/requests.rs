@@ -34,6 +34,10 @@ pub struct LeaseOptions {
     pub label: Option<String>,
     /// Give up after this long (the core times the request out).
     pub timeout: Option<Duration>,
+    /// The executor holding this context's coder: taken (its free slot, else
+    /// without a slot) when no other executor can serve the request. `try_lease`
+    /// never borrows.
+    pub borrow: Option<String>,
 }
 
 /// What to explain ([`Roster::explain`]): a role, and what a request for it would
@@ -263,6 +267,7 @@ impl Inner {
                     deadline,
                     timeout_ms,
                     owner,
+                    borrow: options.borrow,
                 };
                 match ask {
                     Ask::TryLease => Input::TryLease(request),
