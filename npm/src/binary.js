@@ -394,6 +394,8 @@ export function binaryStep(wasm) {
       return at - base
     }
     const { id, role, avoid, prefer, pin, rank, eventTime, label, deadline } = input
+    // A borrowing request (`borrow`, rare) takes the JSON step, as `encode` sends it.
+    if (input.borrow !== undefined) return -1
     const bytes = requestBytes(id, role, avoid, prefer, pin, rank, eventTime, label, deadline)
     if (bytes < 0) return -1
     const flags = requestFlags

@@ -26,6 +26,10 @@ export class Lease {
     /** Earlier waiting requests for the role that this one passed. */
     this.passed = output.passed
     this.occupied = output.occupied === true
+    /** On the request's `borrow` executor without a slot (it holds none). */
+    if (output.borrowed === true) this.borrowed = true
+    /** On the request's `borrow` executor (not independent): 'nobody' | 'held' | 'out'. */
+    if (output.because !== undefined) this.because = output.because
     this.grantedAt = grantedAt
     this.#release = release
   }
@@ -87,6 +91,8 @@ export function requestFields(input, options) {
   const eventTime = options.eventTime instanceof Date ? options.eventTime.getTime() : options.eventTime
   if (eventTime !== undefined) input.eventTime = eventTime
   if (options.label !== undefined) input.label = options.label
+  // An id, or the executor's entry (the upstream's `borrow: ExecutorSpec`).
+  if (options.borrow !== undefined) input.borrow = typeof options.borrow === 'object' && options.borrow !== null ? options.borrow.id : options.borrow
   if (options.timeoutMs === undefined) return undefined
   const ms = Number(options.timeoutMs)
   if (!Number.isFinite(ms) || ms < 0) {
