@@ -86,7 +86,7 @@ pub use rota_core::status::{
     PauseStatus, PendingReloadStatus, PlannedGrant, PreflightRecord, QueuedRequest, Resize,
 };
 pub use rota_core::{
-    Check, Choice, CoderSlotsDefault, Document, Exclusion, ExclusionKind, ExecutorSpec,
+    Because, Check, Choice, CoderSlotsDefault, Document, Exclusion, ExclusionKind, ExecutorSpec,
     ExpiredOwnerLeases, ExplainRequest, Explanation, Failure, FailureKind, Fields, Level, Options,
     Output, PersistedState, Plan, PreferRule, Rules, Snapshot, SortedMap, Unservable, Violation,
 };

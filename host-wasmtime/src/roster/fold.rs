@@ -134,6 +134,7 @@ impl Inner {
                 Err(unreadable) => self.publish_core(unreadable, at.seq),
             }
         }
+        self.folded.notify_waiters();
         Ok(step)
     }
 
@@ -154,6 +155,8 @@ impl Inner {
                 executor,
                 role,
                 hold,
+                borrowed,
+                because,
                 ..
             } => {
                 // (A fence ends every awaited request: the grant is released below.)
@@ -170,6 +173,8 @@ impl Inner {
                     spec: st.spec(&executor, &role),
                     role,
                     hold,
+                    borrowed,
+                    because,
                 };
                 let delivered = waiter.is_some_and(|w| w.tx.send(Ok(outcome)).is_ok());
                 if !delivered {

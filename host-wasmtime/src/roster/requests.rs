@@ -176,6 +176,8 @@ impl Inner {
                 spec,
                 role,
                 hold,
+                borrowed,
+                because,
             } => {
                 let granted_at = self.now_ms();
                 span.record("executor", spec.id.as_str());
@@ -193,6 +195,8 @@ impl Inner {
                     spec,
                     role,
                     hold,
+                    borrowed,
+                    because,
                     granted_at,
                     span,
                     released: false,
@@ -301,6 +305,8 @@ pub struct Lease {
     spec: Arc<ExecutorSpec>,
     role: String,
     hold: Option<Value>,
+    borrowed: bool,
+    because: Option<rota_core::Because>,
     granted_at: u64,
     /// The request's span: open from the request to the release.
     span: tracing::Span,
@@ -353,6 +359,17 @@ impl Lease {
     /// The machine hold, for an executor with `provision`.
     pub fn hold(&self) -> Option<&Value> {
         self.hold.as_ref()
+    }
+
+    /// On the request's `borrow` executor without a slot: it holds none, and its
+    /// release frees none.
+    pub fn borrowed(&self) -> bool {
+        self.borrowed
+    }
+
+    /// Set when the executor is the request's `borrow` (not independent), and why.
+    pub fn because(&self) -> Option<rota_core::Because> {
+        self.because
     }
 
     /// Reports a failed call on this lease's executor (see `Roster::report`).
