@@ -148,12 +148,18 @@ export interface Lease {
   readonly role: Role
   /** Frees the slot; idempotent, and also run when the lease's scope closes. */
   readonly release: Effect.Effect<void>
+  /** Took no slot: the context's own coder executor serves the call (`LeaseOptions.borrow`); present only then. */
+  readonly borrowed?: true
+  /** Set when the executor is the context's own coder (not independent), and why. */
+  readonly because?: 'nobody' | 'held' | 'out'
 }
 
 export interface LeaseOptions {
   readonly avoid?: ReadonlyArray<string> | undefined
   readonly prefer?: string | undefined
   readonly label?: string | undefined
+  /** The executor holding this context's coder (its entry or id), taken when independence cannot be had; `tryLease` never borrows. */
+  readonly borrow?: ExecutorSpec | string | undefined
 }
 
 export interface ExecutorStatus {
@@ -178,6 +184,14 @@ export interface RosterShape {
   readonly canEverServe: (role: Role, avoid?: ReadonlyArray<string>) => Effect.Effect<boolean>
   readonly available: (role: Role) => Effect.Effect<number>
   readonly slots: (role: Role) => number
+  /** Slots for `role` on the executors in the round, held or not. */
+  readonly capacity: (role: Role) => Effect.Effect<number>
+  /** Waits until `capacity(role)` is no longer `from` and returns it (at once when it already differs). */
+  readonly capacityChanged: (role: Role, from: number) => Effect.Effect<number>
+  /** Whether every executor in the round that takes `role`, outside `avoid`, is held by coders (and there is one). */
+  readonly coderHeld: (role: Role, avoid?: ReadonlyArray<string>) => Effect.Effect<boolean>
+  /** `held`, `out`, or undefined when a call ending can free a slot for `role` outside `avoid`. */
+  readonly independenceBlocked: (role: Role, avoid?: ReadonlyArray<string>) => Effect.Effect<'held' | 'out' | undefined>
   /** Classifies a failure (the core); returns the exclusion in force after it, if it earned one. An unknown id: a logged warning, undefined. */
   readonly report: (id: string, error: ReportedError) => Effect.Effect<Exclusion | undefined>
   readonly exclude: (exclusion: Exclusion) => Effect.Effect<void>

@@ -92,17 +92,20 @@ export const makeRoster = Effect.fn('rota/effect/makeRoster')(function* (options
   const specOf = (id) => specs.get(id)
 
   /** A granted Node lease as the seed's `Lease`, released by the Scope's finalizer. */
-  const scoped = (lease, role) =>
-    Effect.as(
-      Effect.addFinalizer(() => Effect.sync(() => lease.release()).pipe(Effect.andThen(publish))),
-      { executor: specOf(lease.executorId), role, release: Effect.sync(() => lease.release()).pipe(Effect.andThen(publish)) },
-    )
+  const scoped = (lease, role) => {
+    const out = { executor: specOf(lease.executorId), role, release: Effect.sync(() => lease.release()).pipe(Effect.andThen(publish)) }
+    // The upstream's borrowing (a lease over the context's own coder): only when it applies.
+    if (lease.borrowed) out.borrowed = true
+    if (lease.because !== undefined) out.because = lease.because
+    return Effect.as(Effect.addFinalizer(() => Effect.sync(() => lease.release()).pipe(Effect.andThen(publish))), out)
+  }
 
   const leaseOptions = (options = {}) => {
     const out = {}
     if (options.avoid !== undefined) out.avoid = [...options.avoid]
     if (options.prefer !== undefined) out.prefer = options.prefer
     if (options.label !== undefined) out.label = options.label
+    if (options.borrow !== undefined) out.borrow = options.borrow
     return out
   }
 
@@ -181,6 +184,11 @@ export const makeRoster = Effect.fn('rota/effect/makeRoster')(function* (options
   const canEverServe = (role, avoid = []) => Effect.sync(() => roster.canEverServe(role, [...avoid]))
   const available = (role) => Effect.sync(() => roster.available(role))
   const slots = (role) => roster.slots(role)
+  // The upstream's later queries (Roster.ts 2083c508).
+  const capacity = (role) => Effect.sync(() => roster.capacity(role))
+  const capacityChanged = (role, from) => Effect.promise(() => roster.capacityChanged(role, from))
+  const coderHeld = (role, avoid = []) => Effect.sync(() => roster.coderHeld(role, [...avoid]))
+  const independenceBlocked = (role, avoid = []) => Effect.sync(() => roster.independenceBlocked(role, [...avoid]))
 
   const snapshot = Effect.sync(() =>
     roster.snapshot().executors.map((status) => {
@@ -190,5 +198,5 @@ export const makeRoster = Effect.fn('rota/effect/makeRoster')(function* (options
     }),
   )
 
-  return { executors, lease, tryLease, canEverServe, available, slots, report, exclude, resume, snapshot, roster }
+  return { executors, lease, tryLease, canEverServe, available, slots, capacity, capacityChanged, coderHeld, independenceBlocked, report, exclude, resume, snapshot, roster }
 })
