@@ -651,13 +651,13 @@ export interface CoreEventFields {
     label?: string
   }
   creatingMachine: { request: string; executor: string; role: Role; passed: number; label?: string }
-  granted: { request: string; lease: number; executor: string; role: Role; passed: number; label?: string }
+  granted: { request: string; lease: number; executor: string; role: Role; passed: number; label?: string; borrowed?: true; because?: Because }
   cancelled: { request: string; label?: string }
   /** `reasons`: each executor's state at the deadline ("a busy", "b until …"). */
   timedOut: { request: string; reasons: string[]; label?: string }
   exhausted: { request: string; role: Role; label?: string }
   left: { executor: string }
-  released: { executor: string; lease: number }
+  released: { executor: string; lease: number; borrowed?: true }
   deletingMachine: { executor: string; hold: unknown; lease: number }
   machineDeleteFailed: { executor: string; hold: unknown; lease?: number; error?: string }
   retired: { executor: string; running: number; slots: number }
