@@ -192,6 +192,8 @@
 //!
 //!   Its flows (methods of [`Policy`]):
 //!   * `policy::granting`: admission, the choice of executor, the grant pass.
+//!   * `policy::borrowing`: a request's `borrow` taken when independence cannot be had
+//!     (the upstream's nobody / held / out), and the queue's re-decision of waiting borrowers.
 //!   * `policy::queueing`: requests enqueued, counted ahead, dequeued and ended.
 //!   * `policy::exhaustion`: whether anything can ever serve a request, and why not.
 //!   * `policy::leasing`: a lease opened, released, freed; `occupy`; drained executors.
