@@ -126,6 +126,7 @@ fn lease(now: u64, id: &str) -> Input {
         purpose: None,
         deadline: None,
         owner: None,
+        borrow: None,
         timeout_ms: None,
     })
 }

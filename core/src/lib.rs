@@ -35,7 +35,7 @@
 //! let request = |id: &str, now| LeaseRequest {
 //!     now, id: id.into(), role: "reviewer".into(), avoid: vec![], prefer: None,
 //!     pin: None, rank: None, event_time: None, label: None, purpose: None, deadline: None,
-//!     timeout_ms: None, owner: None,
+//!     timeout_ms: None, owner: None, borrow: None,
 //! };
 //! let mut leases = Vec::new();
 //! for id in ["r1", "r2", "r3", "r4"] {
@@ -194,6 +194,8 @@
 //!
 //!   Its flows (methods of [`Policy`]):
 //!   * `policy::granting`: admission, the choice of executor, the grant pass.
+//!   * `policy::borrowing`: a request's `borrow` taken when independence cannot be had
+//!     (the upstream's nobody / held / out), and the queue's re-decision of waiting borrowers.
 //!   * `policy::queueing`: requests enqueued, counted ahead, dequeued and ended.
 //!   * `policy::exhaustion`: whether anything can ever serve a request, and why not.
 //!   * `policy::leasing`: a lease opened, released, freed; `occupy`; drained executors.
@@ -240,8 +242,9 @@ pub use duration::{format_duration, format_seed_duration, parse_duration};
 pub use error::Error;
 pub use policy::{Grant, OutputRef, Policy};
 pub use protocol::{
-    Choice, Exclusion, ExclusionKind, ExpiredOwnerLeases, ExplainRequest, Failure, FailureKind,
-    Fields, Input, LeaseRequest, Level, Options, Output, PersistedState, Unservable, LOG_VERSION,
+    Because, Choice, Exclusion, ExclusionKind, ExpiredOwnerLeases, ExplainRequest, Failure,
+    FailureKind, Fields, Input, LeaseRequest, Level, Options, Output, PersistedState, Unservable,
+    LOG_VERSION,
 };
 pub use secrets::{check, Check, Warning};
 pub use sorted::SortedMap;

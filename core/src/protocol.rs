@@ -54,6 +54,42 @@ pub struct LeaseRequest {
     /// carry it, every output about them names it, and `expireOwner` ends them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// The executor that holds this context's coder (the upstream's `borrow`): when
+    /// no other executor can serve the request, it takes that one's free slot, else
+    /// that one without a slot (`borrowed`). A `tryLease` never borrows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub borrow: Option<String>,
+}
+
+/// Why a request went to the executor it `borrow`s rather than an independent one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Because {
+    /// No executor outside `avoid` can ever serve the role.
+    Nobody,
+    /// Every one in the round has all its slots held by coders.
+    Held,
+    /// Every other one is out of the round.
+    Out,
+}
+
+impl Because {
+    pub const NAMES: &'static [&'static str] = &["nobody", "held", "out"];
+
+    pub fn as_str(self) -> &'static str {
+        Because::NAMES[self as usize]
+    }
+
+    pub fn from_name(name: &str) -> Option<Because> {
+        [Because::Nobody, Because::Held, Because::Out]
+            .into_iter()
+            .find(|b| b.as_str() == name)
+    }
+
+    pub(crate) fn from_json(value: &Value) -> Read<Because> {
+        let name = read::string(value)?;
+        Because::from_name(&name).ok_or_else(|| format!("unknown `because` '{name}'"))
+    }
 }
 
 /// The kinds of exclusion.
@@ -323,6 +359,7 @@ impl LeaseRequest {
         }
         id_too_long("id", &self.id)
             .or_else(|| id_too_long("role", &self.role))
+            .or_else(|| too_long("borrow", self.borrow.as_deref()))
             .or_else(|| {
                 (self.avoid.len() > limits::MAX_AVOID).then(|| {
                     format!(
@@ -431,6 +468,12 @@ pub enum Output {
         /// True for an `occupy`.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         occupied: bool,
+        /// It holds no slot: the request's `borrow` executor, taken without one.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        borrowed: bool,
+        /// Set when the executor is the request's `borrow` (not independent), and why.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        because: Option<Because>,
         /// The request's owner, when it has one: the instance that acts on this.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         owner: Option<String>,

@@ -116,6 +116,12 @@ pub struct LeaseStatus {
     /// Released: its machine is being deleted, and the slot frees after.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deleting: bool,
+    /// On its request's `borrow` executor without a slot (it holds none).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub borrowed: bool,
+    /// On its request's `borrow` executor (not independent), and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub because: Option<crate::protocol::Because>,
     /// Its owner (a shared roster's instance), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,

@@ -67,6 +67,8 @@ fn every_output_kind_with_awkward_strings_and_values() {
             hold: (i % 2 == 0).then(|| value.clone()),
             passed: i as u32,
             occupied: i % 3 == 0,
+            borrowed: false,
+            because: None,
             owner: None,
         });
         outputs.push(Output::Exhausted {

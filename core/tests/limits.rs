@@ -252,6 +252,7 @@ fn inputs_built_in_rust_are_checked_by_check_limits() {
         purpose: None,
         deadline: None,
         owner: None,
+        borrow: None,
         timeout_ms: None,
     };
     let error = Input::Lease(request).check_limits().unwrap_err();

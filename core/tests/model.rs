@@ -662,6 +662,7 @@ impl Tr {
                     purpose: None,
                     deadline: t.deadline_in_ms.map(|d| base + d),
                     owner: None,
+                    borrow: None,
                     timeout_ms: None,
                 };
                 if t.try_only {

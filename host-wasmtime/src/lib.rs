@@ -87,7 +87,7 @@ pub use rota_core::status::{
 };
 pub use rota_core::{clone_name, ClonesRule, LeaseEventsRule};
 pub use rota_core::{
-    Check, Choice, CoderSlotsDefault, Document, Exclusion, ExclusionKind, ExecutorSpec,
+    Because, Check, Choice, CoderSlotsDefault, Document, Exclusion, ExclusionKind, ExecutorSpec,
     ExpiredOwnerLeases, ExplainRequest, Explanation, Failure, FailureKind, Fields, Level, Options,
     Output, PersistedState, Plan, PreferRule, Rules, Snapshot, SortedMap, Unservable, Violation,
 };

@@ -29,8 +29,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rota_core::{
-    Document, Exclusion, ExclusionKind, ExecutorSpec, ExplainRequest, Explanation, Failure, Input,
-    Level, Plan, Snapshot,
+    Because, Document, Exclusion, ExclusionKind, ExecutorSpec, ExplainRequest, Explanation,
+    Failure, Input, Level, Plan, Snapshot,
 };
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -270,6 +270,42 @@ impl Roster {
     /// Whether an executor outside `avoid` could ever serve `role`.
     pub fn can_ever_serve(&self, role: &str, avoid: &[String]) -> Result<bool> {
         self.inner.query(|p| p.can_ever_serve(role, avoid))
+    }
+
+    /// Slots for `role` on the executors in the round, held or not: a lease does
+    /// not lower it, an exclusion does.
+    pub fn capacity(&self, role: &str) -> Result<u32> {
+        self.inner.query(|p| p.capacity(role))
+    }
+
+    /// Resolves with `capacity(role)` once it is no longer `from` (at once when it
+    /// already differs): looked at again after every input the roster folds, the
+    /// wake-up tick at an exclusion's end, a probe that brings an executor back, a
+    /// resume and a reload included.
+    pub async fn capacity_changed(&self, role: &str, from: u32) -> Result<u32> {
+        loop {
+            // Registered before the count is read: a fold in between still wakes it.
+            let folded = self.inner.folded.notified();
+            tokio::pin!(folded);
+            folded.as_mut().enable();
+            let now = self.capacity(role)?;
+            if now != from {
+                return Ok(now);
+            }
+            folded.await;
+        }
+    }
+
+    /// Why a lease for `role` outside `avoid` cannot be served by a call ending:
+    /// [`Because::Held`] (every executor in the round is held by coders),
+    /// [`Because::Out`] (none is in the round), or `None`.
+    pub fn independence_blocked(&self, role: &str, avoid: &[String]) -> Result<Option<Because>> {
+        self.inner.query(|p| p.independence_blocked(role, avoid))
+    }
+
+    /// Whether [`Roster::independence_blocked`] is `held`.
+    pub fn coder_held(&self, role: &str, avoid: &[String]) -> Result<bool> {
+        Ok(self.independence_blocked(role, avoid)? == Some(Because::Held))
     }
 
     /// How many times the guest failed and was restored.

@@ -396,6 +396,23 @@ impl PolicyRuntime {
         )
     }
 
+    /// Slots for `role` on the executors in the round, held or not.
+    pub fn capacity(&mut self, role: &str) -> Result<u32> {
+        let query = json!({ "query": "capacity", "role": role });
+        typed(self.query(&query)?, "capacity")
+    }
+
+    /// Why a request for `role` outside `avoid` cannot be served by a call ending:
+    /// `Held`, `Out`, or `None`.
+    pub fn independence_blocked(
+        &mut self,
+        role: &str,
+        avoid: &[String],
+    ) -> Result<Option<rota_core::Because>> {
+        let query = json!({ "query": "independenceBlocked", "role": role, "avoid": avoid });
+        typed(self.query(&query)?, "independenceBlocked")
+    }
+
     /// Whether an executor outside `avoid` could ever serve `role`.
     pub fn can_ever_serve(&mut self, role: &str, avoid: &[String]) -> Result<bool> {
         let query = json!({ "query": "canEverServe", "role": role, "avoid": avoid });

@@ -34,7 +34,10 @@ fn every_type_is_named_through_rota_host(
     for executor in executors {
         let _: rota_host::SortedMap<u32> = executor.role_caps;
         let _: Option<rota_host::PauseStatus> = executor.pause;
-        let _: Vec<rota_host::LeaseStatus> = executor.leases;
+        for lease in executor.leases {
+            let _: rota_host::LeaseStatus = lease.clone();
+            let _: Option<rota_host::Because> = lease.because;
+        }
         let _: Option<rota_host::PreflightRecord> = executor.preflight;
         if let Some(exclusion) = executor.exclusion {
             let _: rota_host::ExclusionStatus = exclusion.clone();

@@ -344,3 +344,34 @@ test("a lease's purpose (the upstream's LeaseOptions.purpose) is on the lease an
     ),
   )
 })
+
+test("the upstream's borrow and capacity: a saturated roster borrows the context's coder; capacityChanged wakes at a cooldown's end on TestClock", async () => {
+  const both = (id) => spec(id, { roles: ['coder', 'reviewer'] })
+  await run({ executors: [both('a'), both('b')] }, (roster, lines) =>
+    Effect.gen(function* () {
+      const coder = yield* roster.lease('coder', { label: 'a' })
+      yield* roster.lease('coder', { label: 'b' })
+      assert.equal(yield* roster.coderHeld('reviewer', ['a']), true)
+      assert.equal(yield* roster.independenceBlocked('reviewer', ['a']), 'held')
+      const review = yield* roster.lease('reviewer', { avoid: ['a'], borrow: coder.executor, label: 'a' })
+      assert.deepEqual([review.executor.id, review.borrowed, review.because], ['a', true, 'held'])
+      assert.equal('borrowed' in coder, false)
+      assert.ok(
+        lines.includes("Info: roster: a takes reviewer for a on its own coder's slot — not independent (every other executor that takes reviewer is held by a coder)"),
+        lines.join('\n'),
+      )
+      assert.equal(yield* roster.capacity('reviewer'), 2)
+      yield* roster.report('b', { _tag: 'UsageLimitError', message: 'limit' })
+      assert.equal(yield* roster.capacity('reviewer'), 1)
+      let back
+      const waiter = yield* Effect.forkChild(Effect.map(roster.capacityChanged('reviewer', 1), (n) => (back = n)))
+      yield* settle
+      yield* TestClock.adjust('29 minutes')
+      yield* settle
+      assert.equal(back, undefined)
+      yield* TestClock.adjust('1 minute')
+      yield* Fiber.join(waiter)
+      assert.equal(back, 2)
+    }).pipe(Effect.scoped),
+  )
+})

@@ -150,6 +150,10 @@ export interface Lease {
   readonly release: Effect.Effect<void>
   /** What the call is for (the upstream's `purpose`), when its request said. */
   readonly purpose?: string
+  /** Took no slot: the context's own coder executor serves the call (`LeaseOptions.borrow`); present only then. */
+  readonly borrowed?: true
+  /** Set when the executor is the context's own coder (not independent), and why. */
+  readonly because?: 'nobody' | 'held' | 'out'
 }
 
 export interface LeaseOptions {
@@ -158,6 +162,8 @@ export interface LeaseOptions {
   readonly label?: string | undefined
   /** What the call is for beyond its role (the upstream's, a review lens): in the granted line. */
   readonly purpose?: string | undefined
+  /** The executor holding this context's coder (its entry or id), taken when independence cannot be had; `tryLease` never borrows. */
+  readonly borrow?: ExecutorSpec | string | undefined
 }
 
 export interface ExecutorStatus {
@@ -182,6 +188,14 @@ export interface RosterShape {
   readonly canEverServe: (role: Role, avoid?: ReadonlyArray<string>) => Effect.Effect<boolean>
   readonly available: (role: Role) => Effect.Effect<number>
   readonly slots: (role: Role) => number
+  /** Slots for `role` on the executors in the round, held or not. */
+  readonly capacity: (role: Role) => Effect.Effect<number>
+  /** Waits until `capacity(role)` is no longer `from` and returns it (at once when it already differs). */
+  readonly capacityChanged: (role: Role, from: number) => Effect.Effect<number>
+  /** Whether every executor in the round that takes `role`, outside `avoid`, is held by coders (and there is one). */
+  readonly coderHeld: (role: Role, avoid?: ReadonlyArray<string>) => Effect.Effect<boolean>
+  /** `held`, `out`, or undefined when a call ending can free a slot for `role` outside `avoid`. */
+  readonly independenceBlocked: (role: Role, avoid?: ReadonlyArray<string>) => Effect.Effect<'held' | 'out' | undefined>
   /** Classifies a failure (the core); returns the exclusion in force after it, if it earned one. An unknown id: a logged warning, undefined. */
   readonly report: (id: string, error: ReportedError) => Effect.Effect<Exclusion | undefined>
   readonly exclude: (exclusion: Exclusion) => Effect.Effect<void>

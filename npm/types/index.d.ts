@@ -283,6 +283,8 @@ export interface LeaseRequestInput {
   deadline?: number | undefined
   /** Give up this long after the input's `now` (the log's time). Not with `deadline`. */
   timeoutMs?: number | undefined
+  /** The executor holding this context's coder, taken when no other can serve (a `tryLease` never borrows). */
+  borrow?: string | undefined
   /** The instance that issued it (a shared roster's): its lease and every output about it name it. */
   owner?: string | undefined
 }
@@ -331,9 +333,20 @@ export interface GrantedOutput {
   passed: number
   /** True for an `occupy`. */
   occupied?: true
+  /** On the request's `borrow` executor without a slot (it holds none, frees none). */
+  borrowed?: true
+  /** On the request's `borrow` executor (not independent), and why. */
+  because?: Because
   /** The request's owner, when it has one. */
   owner?: string
 }
+
+/**
+ * Why a request went to its `borrow` executor: nobody outside `avoid` can ever serve
+ * the role, every executor in the round that takes it is held by coders, or every other
+ * one is out of the round.
+ */
+export type Because = 'nobody' | 'held' | 'out'
 
 /** One output of the core: a decision, an effect to carry out, or an event. */
 export type Output =
@@ -399,6 +412,10 @@ export interface LeaseStatus {
   occupied: boolean
   /** Released; its machine is being deleted, and the slot frees after (`machineDeleted`). */
   deleting?: true
+  /** On its request's `borrow` executor without a slot. */
+  borrowed?: true
+  /** On its request's `borrow` executor (not independent), and why. */
+  because?: Because
   /** The instance its request came from (a shared roster's). */
   owner?: string
 }
@@ -572,6 +589,10 @@ export declare class Policy {
   available(role: Role): number
   slots(role: Role): number
   canEverServe(role: Role, avoid?: string[]): boolean
+  /** Slots for `role` on the executors in the round, held or not. */
+  capacity(role: Role): number
+  /** `'held'` (every executor in the round outside `avoid` is held by coders), `'out'` (none is in the round), or undefined. */
+  independenceBlocked(role: Role, avoid?: string[]): 'held' | 'out' | undefined
   explain(request: ExplainRequest): Explanation
   plan(document: RosterDocument): Plan
   exportState(): unknown
@@ -666,14 +687,18 @@ export interface CoreEventFields {
     clone?: number
     /** How long the request waited, in ms (`leaseEvents: 'typed'`, a request that waited). */
     waitedMs?: number
+    /** On the request's `borrow` executor without a slot (present only then). */
+    borrowed?: true
+    /** On the request's `borrow` executor (not independent), and why. */
+    because?: Because
   }
   cancelled: { request: string; label?: string }
   /** `reasons`: each executor's state at the deadline ("a busy", "b until …"). */
   timedOut: { request: string; reasons: string[]; label?: string }
   exhausted: { request: string; role: Role; label?: string }
   left: { executor: string }
-  /** `role`, `label`: with `leaseEvents: 'typed'` or a purpose. */
-  released: { executor: string; lease: number; clone?: number; role?: Role; label?: string; purpose?: string }
+  /** `role`, `label`: with `leaseEvents: 'typed'` or a purpose; `borrowed`: a borrowed lease's release. */
+  released: { executor: string; lease: number; clone?: number; role?: Role; label?: string; purpose?: string; borrowed?: true }
   deletingMachine: { executor: string; hold: unknown; lease: number }
   machineDeleteFailed: { executor: string; hold: unknown; lease?: number; error?: string }
   retired: { executor: string; running: number; slots: number }
@@ -956,6 +981,12 @@ export interface LeaseOptions {
   /** What the call is for beyond its role (a review lens), for the lease and its events. */
   purpose?: string | undefined
   /**
+   * The executor holding this context's coder (its id, or its entry): when no other
+   * executor can serve the request (`because`: nobody / held / out), it takes that
+   * one's free slot, else that one without a slot (`borrowed`). `tryLease` never borrows.
+   */
+  borrow?: string | ExecutorSpec | undefined
+  /**
    * Aborting cancels the request; the promise rejects with `signal.reason` (as `fetch`
    * does), or TIMEOUT for an `AbortSignal.timeout()` signal. A waiting lease with a
    * signal keeps a Node process alive.
@@ -984,6 +1015,10 @@ export declare class Lease<R extends string = Role> implements Disposable, Async
   readonly clone?: number
   /** What the call is for, as its request said. */
   readonly purpose?: string
+  /** On the request's `borrow` executor without a slot (present only then). */
+  readonly borrowed?: true
+  /** On the request's `borrow` executor, and why (present only then). */
+  readonly because?: Because
   /** Epoch ms. */
   readonly grantedAt: number
   readonly released: boolean
@@ -1021,6 +1056,14 @@ export interface RosterQueries<R extends string = Role> {
   available(role: R): number
   slots(role: R): number
   canEverServe(role: R, avoid?: string[]): boolean
+  /** Slots for `role` on the executors in the round, held or not (a lease does not lower it; an exclusion does). */
+  capacity(role: R): number
+  /** Resolves with `capacity(role)` once it is no longer `from` (at once if it already differs); rejects CLOSED on close. */
+  capacityChanged(role: R, from: number): Promise<number>
+  /** Why a lease for `role` outside `avoid` cannot be served by a call ending: `'held'`, `'out'`, or undefined. */
+  independenceBlocked(role: R, avoid?: string[]): 'held' | 'out' | undefined
+  /** Whether `independenceBlocked(role, avoid)` is `'held'`. */
+  coderHeld(role: R, avoid?: string[]): boolean
   explain(request: (ExplainRequest & { role: R }) | R): Explanation
   plan(document: RosterDocument): Plan
   readonly document: RosterDocument

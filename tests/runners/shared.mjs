@@ -177,6 +177,9 @@ export class PolicyHost {
           case 'available': return p.available(query.role)
           case 'slots': return p.slots(query.role)
           case 'canEverServe': return p.canEverServe(query.role, query.avoid)
+          case 'capacity': return p.capacity(query.role)
+          case 'independenceBlocked': return p.independenceBlocked(query.role, query.avoid) ?? null
+          case 'coderHeld': return p.independenceBlocked(query.role, query.avoid) === 'held'
           case 'document': return p.document()
           case 'now': return p.now
           case 'stateHash': return p.stateHash()

@@ -244,6 +244,19 @@ pub fn native_query(policy: &Policy, query: &str) -> Value {
             };
             policy.can_ever_serve(&role, &avoid)
         })),
+        "capacity" => ok(string_arg("role").and_then(|role| policy.capacity(&role))),
+        "independenceBlocked" | "coderHeld" => ok(string_arg("role").and_then(|role| {
+            let avoid: Vec<String> = match query.get("avoid") {
+                None => Vec::new(),
+                Some(value) => serde_json::from_value(value.clone())
+                    .map_err(|e| input_error(format!("query field `avoid`: {e}")))?,
+            };
+            let blocked = policy.independence_blocked(&role, &avoid)?;
+            Ok(match query.get("query").and_then(Value::as_str) {
+                Some("coderHeld") => serde_json::json!(blocked == Some(rota_core::Because::Held)),
+                _ => serde_json::json!(blocked),
+            })
+        })),
         "document" => ok(Ok(policy.document())),
         "now" => ok(Ok(policy.now())),
         "stateHash" => ok(Ok(policy.state_hash())),

@@ -438,6 +438,10 @@ fn lease_input(r: &mut SplitMix64, seen: &mut Seen, kind: &str) -> Value {
     if let Some(owner) = some_owner(r) {
         input["owner"] = json!(owner);
     }
+    // Issue 43: the context's coder executor, borrowed when no other can serve.
+    if r.chance(15) {
+        input["borrow"] = json!(some_executor(r, seen));
+    }
     input
 }
 

@@ -41,6 +41,9 @@
 //! | `available` | `role` | free slots for the role now |
 //! | `slots` | `role` | configured slots for the role |
 //! | `canEverServe` | `role`, `avoid`? | a boolean |
+//! | `capacity` | `role` | slots for the role on the executors in the round, held or not |
+//! | `independenceBlocked` | `role`, `avoid`? | `"held"`, `"out"` or null |
+//! | `coderHeld` | `role`, `avoid`? | a boolean: `independenceBlocked` is `"held"` |
 //! | `document` | | the running document as written |
 //! | `now` | | the last input's time |
 //! | `classify` | `failure`: a report's failure (facts or a kind) | `{kind, rule}`: the kind the core gives it with this document's signals ([`rota_core::classify`]) |
@@ -227,8 +230,7 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
         Err(error) => return error,
     };
     let name = query.get("query").and_then(Value::as_str).unwrap_or("");
-    with_policy(handle, |policy| {
-        match name {
+    with_policy(handle, |policy| match name {
         "snapshot" => ok(Ok(policy.snapshot())),
         "explain" => {
             ok(field::<ExplainRequest>(&query, "request")
@@ -244,6 +246,19 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
                 Vec::new()
             };
             policy.can_ever_serve(&role, &avoid)
+        })),
+        "capacity" => ok(string_arg(&query, "role").and_then(|role| policy.capacity(&role))),
+        "independenceBlocked" | "coderHeld" => ok(string_arg(&query, "role").and_then(|role| {
+            let avoid: Vec<String> = if query.get("avoid").is_some() {
+                field(&query, "avoid")?
+            } else {
+                Vec::new()
+            };
+            let blocked = policy.independence_blocked(&role, &avoid)?;
+            Ok(match name {
+                "coderHeld" => json!(blocked == Some(rota_core::Because::Held)),
+                _ => json!(blocked),
+            })
         })),
         "document" => ok(Ok(policy.document())),
         "now" => ok(Ok(policy.now())),
@@ -263,10 +278,10 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
             "UNKNOWN_QUERY",
             format!(
                 "unknown query '{other}' (snapshot, explain, plan, available, slots, \
-                 canEverServe, document, now, classify, stateHash, probesInFlight, log, duplicateIds)"
+                 canEverServe, capacity, independenceBlocked, coderHeld, document, now, classify, \
+                 stateHash, probesInFlight, log, duplicateIds)"
             ),
         ),
-    }
     })
 }
 

@@ -343,6 +343,7 @@ pub(crate) fn read_input(buf: &[u8]) -> Option<Input> {
                 // An owner or a `timeoutMs` takes the JSON step (`binary.js`).
                 timeout_ms: None,
                 owner: None,
+                borrow: None,
             };
             if kind == input_kind::LEASE {
                 Input::Lease(request)
@@ -788,12 +789,16 @@ impl<'a> Writer<'a> {
         let previous = last_grant.take();
         match output {
             OutputRef::Output(output) => self.output(output),
-            OutputRef::Granted(grant) if grant.owner.is_none() && grant.clone.is_none() => {
+            // A numbered (`clone`) or borrowing (`because`) grant is `json`, as is its event.
+            OutputRef::Granted(grant)
+                if grant.owner.is_none() && grant.clone.is_none() && grant.because.is_none() =>
+            {
                 self.granted(grant);
                 *last_grant = Some(grant.lease);
             }
             OutputRef::GrantedEvent(level, grant)
                 if grant.owner.is_none()
+                    && grant.because.is_none()
                     && previous == Some(grant.lease)
                     && !grant.has_extra_fields() =>
             {
@@ -832,6 +837,8 @@ impl<'a> Writer<'a> {
                 hold,
                 passed,
                 occupied,
+                borrowed: false,
+                because: None,
                 owner: None,
             } => self.granted(&Grant {
                 request,
@@ -842,6 +849,8 @@ impl<'a> Writer<'a> {
                 hold: hold.as_ref(),
                 passed: *passed,
                 occupied: *occupied,
+                borrowed: false,
+                because: None,
                 label: None,
                 owner: None,
                 clone: None,

@@ -210,6 +210,26 @@ impl JsPolicy {
         run().map_err(|e| to_js_error(&e))
     }
 
+    /// Slots for `role` on the executors in the round, held or not. Throws `UNKNOWN_ROLE`.
+    pub fn capacity(&self, role: JsValue) -> JsResult<u32> {
+        read_string(&role, "the role")
+            .and_then(|role| self.inner.capacity(&role))
+            .map_err(|e| to_js_error(&e))
+    }
+
+    /// Why a request for `role` outside `avoid` cannot be served by a call ending:
+    /// `"held"`, `"out"`, or `undefined`.
+    #[wasm_bindgen(js_name = independenceBlocked)]
+    pub fn independence_blocked(&self, role: JsValue, avoid: JsValue) -> JsResult<JsValue> {
+        let run = || -> Result<JsValue, Error> {
+            let role = read_string(&role, "the role")?;
+            let avoid = read_strings(&avoid, "avoid")?;
+            let blocked = self.inner.independence_blocked(&role, &avoid)?;
+            Ok(blocked.map_or(JsValue::UNDEFINED, |b| JsValue::from_str(b.as_str())))
+        };
+        run().map_err(|e| to_js_error(&e))
+    }
+
     /// Why each executor can or cannot take a request (waiting or hypothetical) now.
     pub fn explain(&self, request: JsValue) -> JsResult<JsValue> {
         let run = || -> Result<_, Error> {

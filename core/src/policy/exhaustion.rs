@@ -82,7 +82,8 @@ impl Policy {
                     debug_assert!(false, "a queued slot holds a request");
                     continue;
                 };
-                if !self.can_serve_request(req, r) {
+                // One that borrows is served by `borrow_pass` instead.
+                if !self.can_serve_request(req, r) && !self.would_borrow(s, r) {
                     ended.push(String::from(&*req.id));
                 }
             }

@@ -109,6 +109,7 @@ impl Policy {
             purpose: q.purpose().map(str::to_string),
             deadline: q.deadline(),
             owner: q.owner().map(str::to_string),
+            borrow: q.borrow().map(str::to_string),
             key: key_parts(&q.key),
             since: q.since,
             announced: q.announced,
@@ -155,6 +156,9 @@ pub(super) struct ExportedRequest {
     /// Not written when absent (an export without owners reads as before).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) owner: Option<String>,
+    /// Not written when absent (an export without borrowing reads as before).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) borrow: Option<String>,
     pub(super) key: KeyParts,
     pub(super) since: u64,
     pub(super) announced: bool,
@@ -325,6 +329,7 @@ impl ExportedRequest {
             purpose: o.opt("purpose", read::string)?,
             deadline: o.opt("deadline", read::u64)?,
             owner: o.opt("owner", read::string)?,
+            borrow: o.opt("borrow", read::string)?,
             key,
             since: o.req("since", read::u64)?,
             announced: o.req("announced", read::bool)?,
@@ -349,6 +354,8 @@ impl Lease {
             occupied: o.req("occupied", read::bool)?,
             counted: o.req("counted", read::bool)?,
             deleting: o.or("deleting", read::bool, false)?,
+            borrowed: o.or("borrowed", read::bool, false)?,
+            because: o.opt("because", crate::protocol::Because::from_json)?,
             owner: o.opt("owner", read::string)?,
             at: Place::default(),
         })

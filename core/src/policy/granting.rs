@@ -5,7 +5,7 @@ use serde_json::json;
 
 use crate::document::PreferRule;
 use crate::error::Error;
-use crate::protocol::{LeaseRequest, Level, Output};
+use crate::protocol::{Because, LeaseRequest, Level, Output};
 use crate::sorted;
 
 use super::events::EventName;
@@ -60,13 +60,15 @@ impl Policy {
                 request.pin,
                 deadline,
                 request.purpose,
+                // A `tryLease` never borrows (the upstream's `tryLease` takes a free slot or nothing).
+                request.borrow.filter(|_| !try_only),
             ),
             creating: None,
         };
         // A free slot now: granted at once, without a trip through `requests`.
         if let Some(e) = self.choose(&req, r) {
             let passed = self.passed_by(e, &req.key);
-            self.take_slot_with(req, e, r, passed);
+            self.take_slot_with(req, e, r, passed, None);
             return;
         }
         // By slot from here: a lease that waits looks its id up no more. No slot
@@ -114,6 +116,7 @@ impl Policy {
                 request.pin.clone(),
                 None,
                 None,
+                request.borrow.clone(),
             ),
             creating: None,
         };
@@ -161,7 +164,7 @@ impl Policy {
         };
         if let Some(e) = self.choose(req, r) {
             let passed = self.passed_by(e, &req.key);
-            self.take_slot_at(s, e, r, passed);
+            self.take_slot_at(s, e, r, passed, None);
             return Admission::Granted;
         }
         self.place_unserved(s, r, may_wait)
@@ -172,6 +175,9 @@ impl Policy {
     fn place_unserved(&mut self, s: u32, r: usize, may_wait: bool) -> Admission {
         if !may_wait {
             return Admission::Queued;
+        }
+        if self.try_borrow(s, r) {
+            return Admission::Granted;
         }
         let Some(req) = self.queue.requests.at(s) else {
             debug_assert!(false, "try_place: the slot holds a request");
@@ -237,18 +243,33 @@ impl Policy {
     }
 
     /// Takes a slot on `e` for the request in slot `s`: a lease, or a machine creation first.
-    pub(super) fn take_slot_at(&mut self, s: u32, e: usize, r: usize, passed: u32) {
+    pub(super) fn take_slot_at(
+        &mut self,
+        s: u32,
+        e: usize,
+        r: usize,
+        passed: u32,
+        because: Option<Because>,
+    ) {
         self.dequeue_at(s);
         // Its id stays in use: the lease (or the store again) takes the entry over.
         let Some(req) = self.queue.requests.take_at(s) else {
             debug_assert!(false, "take_slot_at: the slot holds a request");
             return;
         };
-        self.take_slot_with(req, e, r, passed);
+        self.take_slot_with(req, e, r, passed, because);
     }
 
-    /// Takes a slot on `e` for `req`, which is in no queue and not in `requests`.
-    pub(super) fn take_slot_with(&mut self, mut req: Request, e: usize, r: usize, passed: u32) {
+    /// Takes a slot on `e` for `req`, which is in no queue and not in `requests`
+    /// (`because`: `e` is its `borrow`, on a slot of its own).
+    pub(super) fn take_slot_with(
+        &mut self,
+        mut req: Request,
+        e: usize,
+        r: usize,
+        passed: u32,
+        because: Option<Because>,
+    ) {
         debug_assert!(
             self.roster.executors[e].free_for(r),
             "invariant: a grant takes a free slot"
@@ -304,7 +325,7 @@ impl Policy {
             );
             return;
         }
-        self.open_lease(req, executor_id, Some(e), None, passed);
+        self.open_lease_as(req, executor_id, Some(e), None, passed, because, false);
     }
 
     /// Grants, in lease order, every waiting request that a newly usable slot can
@@ -368,7 +389,7 @@ impl Policy {
                 break; // the assertion above: in release, stop rather than loop
             };
             let passed = self.passed_by(e, &req.key);
-            self.take_slot_at(s, e, r, passed);
+            self.take_slot_at(s, e, r, passed, None);
         }
         self.roster.dirty.clear();
     }

@@ -118,7 +118,7 @@ impl Policy {
                 has_event_time: q.event_time.is_some(),
                 label: q.label.map(String::into_boxed_str),
                 owner: q.owner.map(String::into_boxed_str),
-                extra: request_extra(q.avoid, q.prefer, q.pin, q.deadline, q.purpose),
+                extra: request_extra(q.avoid, q.prefer, q.pin, q.deadline, q.purpose, q.borrow),
                 creating: match q.state {
                     RequestState::Waiting => None,
                     RequestState::Creating { executor, passed } => {
@@ -206,6 +206,11 @@ impl Policy {
                 .and_then(crate::protocol::owner_violation)
             {
                 return Err(format!("leases.{id}: {problem}"));
+            }
+            if lease.borrowed && (lease.counted || lease.because.is_none()) {
+                return Err(format!(
+                    "leases.{id}: a borrowed lease holds no slot and says why (`because`)"
+                ));
             }
             if lease.counted && !self.roster.index.contains_key(&lease.executor) {
                 return Err(format!(
@@ -423,6 +428,7 @@ fn check_export(x: &Exported) -> Result<(), String> {
             deadline: q.deadline,
             timeout_ms: None,
             owner: q.owner.clone(),
+            borrow: q.borrow.clone(),
         });
         if let Some(beyond) = as_input.limit_violation() {
             return Err(format!("requests[{i}] ('{}'): {beyond}", q.id));

@@ -155,6 +155,11 @@ impl Policy {
                 "lease deletions",
                 || format!("lease {id} waits for a deletion, without a machine of the pool"),
             )?;
+            ensure(
+                !lease.borrowed || (!lease.counted && lease.because.is_some()),
+                "borrowed leases",
+                || format!("lease {id} is borrowed, yet holds a slot or says no why"),
+            )?;
             if !lease.counted {
                 continue;
             }
@@ -402,8 +407,30 @@ impl Policy {
                 ensure(!servable_now, "grant pass", || {
                     format!("waiting request {id} could be served by a free slot")
                 })?;
+                ensure(!self.would_borrow(s, r), "borrow pass", || {
+                    format!("waiting request {id} borrows its executor now")
+                })?;
             }
         }
+        let borrowing = requests
+            .values()
+            .filter(|q| q.waiting() && q.borrow().is_some())
+            .count();
+        let indexed = self.queue.borrowers.iter().all(|(key, &s)| {
+            requests
+                .at(s)
+                .is_some_and(|q| q.waiting() && q.key == *key && q.borrow().is_some())
+        });
+        ensure(
+            indexed && self.queue.borrowers.len() == borrowing,
+            "borrowers",
+            || {
+                format!(
+                    "{} requests are indexed as borrowing where {borrowing} wait with a borrow",
+                    self.queue.borrowers.len()
+                )
+            },
+        )?;
         Ok(())
     }
 }

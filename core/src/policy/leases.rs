@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::keys::SharedName;
 use super::requests::Requests;
+use crate::protocol::Because;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -33,6 +34,12 @@ pub(super) struct Lease {
     /// id is free again.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(super) deleting: bool,
+    /// On the request's `borrow` executor without a slot (never `counted`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(super) borrowed: bool,
+    /// On the request's `borrow` executor (not independent), and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) because: Option<Because>,
     /// The instance its request came from (a shared roster's). Not written when
     /// absent, so an export without owners reads as before.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,7 +1,7 @@
 //! Flows of leases: opening one on a grant, releasing, freeing slots, machines
 //! deleted, `occupy`, and executors that leave when drained.
 
-use crate::protocol::{Level, Output};
+use crate::protocol::{Because, Level, Output};
 use serde_json::{json, Value};
 
 use super::events::EventName;
@@ -20,14 +20,33 @@ impl Policy {
         hold: Option<Value>,
         passed: u32,
     ) {
+        self.open_lease_as(req, executor_id, at, hold, passed, None, false);
+    }
+
+    /// `open_lease`, on the request's `borrow` executor when `because` is set:
+    /// `borrowed`, without a slot (the lease is not counted, and frees none).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn open_lease_as(
+        &mut self,
+        req: Request,
+        executor_id: SharedName,
+        at: Option<usize>,
+        hold: Option<Value>,
+        passed: u32,
+        because: Option<Because>,
+        borrowed: bool,
+    ) {
         let lease = self.leases.allocate();
         let role = self.roster.roles.shared_name(req.role);
         let purpose = req.purpose().map(str::to_string);
         // A request that was announced waiting: how long it waited (typed events).
         let waited =
             (self.roster.typed && req.announced).then(|| self.now.saturating_sub(req.since));
+        // A borrowed lease holds no slot, so no clone number either.
         let clone = match at {
-            Some(e) if self.roster.numbered => Some(self.roster.executors[e].take_clone()),
+            Some(e) if self.roster.numbered && !borrowed => {
+                Some(self.roster.executors[e].take_clone())
+            }
             _ => None,
         };
         let label = req.label.map(String::from);
@@ -52,8 +71,10 @@ impl Policy {
                 hold,
                 since: self.now,
                 occupied: false,
-                counted: true,
+                counted: !borrowed,
                 deleting: false,
+                borrowed,
+                because,
                 owner,
                 at: at.map_or_else(Place::default, Place::of),
             }),
@@ -151,6 +172,17 @@ impl Policy {
         };
         if lease.counted {
             self.free_lease_slot(lease_id, &lease);
+        } else if lease.borrowed {
+            self.event(
+                Level::Debug,
+                EventName::Released,
+                format!("{}'s borrowed lease ends; it held no slot", lease.executor),
+                vec![
+                    ("borrowed", json!(true)),
+                    ("executor", json!(lease.executor)),
+                    ("lease", json!(lease_id)),
+                ],
+            );
         }
     }
 
@@ -333,6 +365,8 @@ impl Policy {
                 occupied: true,
                 counted,
                 deleting: false,
+                borrowed: false,
+                because: None,
                 owner,
                 at: place.map_or_else(Place::default, Place::of),
             }),

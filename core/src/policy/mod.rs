@@ -15,6 +15,7 @@
 
 mod avoid;
 mod blocks;
+mod borrowing;
 mod emitting;
 mod events;
 mod excluding;
@@ -185,6 +186,7 @@ impl Policy {
         self.advance_time();
         self.apply(input, checked);
         self.grant_pass();
+        self.borrow_pass();
         self.schedule_probes();
         self.flush_persist();
         #[cfg(debug_assertions)]

@@ -13,7 +13,7 @@
 
 use serde_json::Value;
 
-use crate::protocol::{Fields, Level, Output};
+use crate::protocol::{Because, Fields, Level, Output};
 
 use super::events::{event_output, EventName};
 use super::leases::{Lease, LeaseTable};
@@ -74,6 +74,10 @@ pub struct Grant<'a> {
     pub passed: u32,
     /// An `occupy`'s grant.
     pub occupied: bool,
+    /// On the request's `borrow` executor without a slot.
+    pub borrowed: bool,
+    /// On the request's `borrow` executor (not independent), and why.
+    pub because: Option<Because>,
     /// The request's label (in the event's fields and message, not in the grant).
     pub label: Option<&'a str>,
     pub owner: Option<&'a str>,
@@ -96,6 +100,8 @@ impl Grant<'_> {
             hold: lease.hold.as_ref(),
             passed,
             occupied: lease.occupied,
+            borrowed: lease.borrowed,
+            because: lease.because,
             label: lease.label.as_deref(),
             owner: lease.owner.as_deref(),
             clone: lease.clone,
@@ -130,6 +136,8 @@ impl Grant<'_> {
             hold: self.hold.cloned(),
             passed: self.passed,
             occupied: self.occupied,
+            borrowed: self.borrowed,
+            because: self.because,
             owner: self.owner.map(str::to_string),
             clone: self.clone,
         }
@@ -156,6 +164,24 @@ impl Grant<'_> {
         if self.hold.is_some() {
             out.push_str(" with a new machine");
         }
+        if let Some(because) = self.because {
+            // The upstream roster's lines.
+            out.push_str(if self.borrowed {
+                " on its own coder's slot — not independent ("
+            } else {
+                " on its own slot — not independent ("
+            });
+            match because {
+                Because::Nobody => out.push_str("no other executor can take "),
+                Because::Held | Because::Out => out.push_str("every other executor that takes "),
+            }
+            out.push_str(self.role);
+            out.push_str(match because {
+                Because::Nobody => ")",
+                Because::Held => " is held by a coder)",
+                Because::Out => " is out of the round)",
+            });
+        }
     }
 
     /// The `granted` event: the message without `format!`, the fields in key order.
@@ -163,7 +189,13 @@ impl Grant<'_> {
         let label = self.label;
         let mut message = String::new();
         self.write_message(&mut message);
-        let mut fields = Fields::with_capacity(5 + usize::from(label.is_some()));
+        let mut fields = Fields::with_capacity(7 + usize::from(label.is_some()));
+        if let Some(because) = self.because {
+            fields.push_sorted("because", Value::String(because.as_str().to_string()));
+        }
+        if self.borrowed {
+            fields.push_sorted("borrowed", Value::Bool(true));
+        }
         if let Some(n) = self.clone {
             fields.push_sorted("clone", Value::from(n));
         }

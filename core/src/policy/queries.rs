@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::document::Document;
 use crate::error::Error;
-use crate::protocol::{ExclusionKind, ExplainRequest, Output};
+use crate::protocol::{Because, ExclusionKind, ExplainRequest, Output};
 use crate::sorted;
 use crate::status::{
     CreatingRequest, ExclusionStatus, ExecutorExplanation, ExecutorStatus, Explanation,
@@ -46,6 +46,36 @@ impl Policy {
             .filter(|&&e| !self.roster.executors[e].draining)
             .map(|&e| self.roster.executors[e].cap(r))
             .sum())
+    }
+
+    /// Slots for `role` on the executors in the round (not excluded, not draining),
+    /// held or not, role caps applied: what the round could serve at once.
+    pub fn capacity(&self, role: &str) -> Result<u32, Error> {
+        let r = self.role_index(role)?;
+        Ok(self.roster.roles.members[r]
+            .iter()
+            .map(|&e| &self.roster.executors[e])
+            .filter(|x| x.in_round(r))
+            .map(|x| x.cap(r))
+            .sum())
+    }
+
+    /// Why a request for `role` outside `avoid` cannot be served by a call ending:
+    /// `held` (every executor in the round that takes it has all its slots held by
+    /// coders), `out` (none is in the round), or `None` (the upstream's
+    /// `independenceBlocked`).
+    pub fn independence_blocked(
+        &self,
+        role: &str,
+        avoid: &[String],
+    ) -> Result<Option<Because>, Error> {
+        let r = self.role_index(role)?;
+        Ok(self.blocked_outside(r, &Avoid::new(avoid.to_vec())))
+    }
+
+    /// Whether `independence_blocked` is `held` (the upstream's `coderHeld`).
+    pub fn coder_held(&self, role: &str, avoid: &[String]) -> Result<bool, Error> {
+        Ok(self.independence_blocked(role, avoid)? == Some(Because::Held))
     }
 
     /// Whether an executor outside `avoid` has the role and is not out for the run.
@@ -97,6 +127,8 @@ impl Policy {
                 since: lease.since,
                 occupied: lease.occupied,
                 deleting: lease.deleting,
+                borrowed: lease.borrowed,
+                because: lease.because,
                 owner: lease.owner.clone(),
             });
         }
@@ -359,7 +391,14 @@ impl Policy {
             has_event_time: false,
             label: None,
             owner: None,
-            extra: request_extra(avoid.as_given().to_vec(), prefer, pin.clone(), None, None),
+            extra: request_extra(
+                avoid.as_given().to_vec(),
+                prefer,
+                pin.clone(),
+                None,
+                None,
+                None,
+            ),
             creating: None,
         };
         let pick = match &pin {

@@ -118,6 +118,8 @@ pub(super) struct Queue {
     pub(super) next_arrival: u64,
     /// Requests put back in the queue this input that may find a slot elsewhere.
     pub(super) retry: Vec<String>,
+    /// The waiting requests that name a `borrow`, by order key (`borrowing.rs`).
+    pub(super) borrowers: Index,
 }
 
 impl Default for Queue {
@@ -130,6 +132,7 @@ impl Default for Queue {
             deadlines: Deadlines::default(),
             next_arrival: 0,
             retry: Vec::new(),
+            borrowers: Index::new(),
         }
     }
 }
@@ -176,6 +179,9 @@ impl Queue {
         if let Some(deadline) = request.deadline() {
             self.deadlines.insert(deadline, &key, s);
         }
+        if request.borrow().is_some() {
+            self.borrowers.insert(key, s);
+        }
     }
 
     /// Takes the request in slot `s` out of its queues and timers.
@@ -199,6 +205,9 @@ impl Queue {
         if let Some(deadline) = request.deadline() {
             self.deadlines.remove(deadline, &key);
         }
+        if request.borrow().is_some() {
+            self.borrowers.remove(&key);
+        }
     }
 
     /// Rebuilds the queues and timers from the stored requests (after a reload or
@@ -207,6 +216,7 @@ impl Queue {
         self.by_role = vec![RoleQueue::default(); role_count];
         self.pinned.clear();
         self.deadlines.clear();
+        self.borrowers.clear();
         for s in self.requests.slots() {
             let Some(request) = self.requests.at(s) else {
                 debug_assert!(false, "request id names an empty slot {s}");
@@ -223,6 +233,9 @@ impl Queue {
             }
             if let Some(pin) = request.pin() {
                 sorted::entry(&mut self.pinned, pin).insert(request.key, s);
+            }
+            if request.borrow().is_some() {
+                self.borrowers.insert(request.key, s);
             }
         }
     }

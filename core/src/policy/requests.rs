@@ -40,6 +40,8 @@ pub(super) struct RequestExtra {
     pub(super) pin: Option<Box<str>>,
     pub(super) deadline: Option<u64>,
     pub(super) purpose: Option<Box<str>>,
+    /// The executor holding its context's coder (`LeaseRequest::borrow`).
+    pub(super) borrow: Option<Box<str>>,
 }
 
 #[derive(Debug, Clone)]
@@ -63,6 +65,10 @@ impl Request {
 
     pub(super) fn pin(&self) -> Option<&str> {
         self.extra.as_ref().and_then(|x| x.pin.as_deref())
+    }
+
+    pub(super) fn borrow(&self) -> Option<&str> {
+        self.extra.as_ref().and_then(|x| x.borrow.as_deref())
     }
 
     pub(super) fn label(&self) -> Option<&str> {
@@ -101,12 +107,14 @@ pub(super) fn request_extra(
     pin: Option<String>,
     deadline: Option<u64>,
     purpose: Option<String>,
+    borrow: Option<String>,
 ) -> Option<Box<RequestExtra>> {
     let empty = avoid.is_empty()
         && prefer.is_none()
         && pin.is_none()
         && deadline.is_none()
-        && purpose.is_none();
+        && purpose.is_none()
+        && borrow.is_none();
     (!empty).then(|| {
         Box::new(RequestExtra {
             avoid: Avoid::new(avoid),
@@ -114,6 +122,7 @@ pub(super) fn request_extra(
             pin: pin.map(String::into_boxed_str),
             deadline,
             purpose: purpose.map(String::into_boxed_str),
+            borrow: borrow.map(String::into_boxed_str),
         })
     })
 }

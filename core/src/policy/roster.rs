@@ -449,8 +449,6 @@ impl Roster {
         }
     }
 
-    /// One slot held on executor `id` for `role` (a lease or a machine creation),
-    /// counted when the roster is rebuilt.
     /// A lease's clone number, counted on its executor (a rebuild).
     pub(super) fn count_clone(&mut self, id: &str, n: u32) {
         if let Some(e) = self.index.get(id) {
@@ -460,6 +458,8 @@ impl Roster {
         }
     }
 
+    /// One slot held on executor `id` for `role` (a lease or a machine creation),
+    /// counted when the roster is rebuilt.
     pub(super) fn count_busy(&mut self, id: &str, role: Option<usize>) {
         if let Some(e) = self.index.get(id) {
             let x = &mut self.executors[e];

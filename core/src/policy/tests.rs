@@ -25,6 +25,7 @@ fn lease(now: u64, id: &str, role: &str) -> LeaseRequest {
         purpose: None,
         deadline: None,
         owner: None,
+        borrow: None,
         timeout_ms: None,
     }
 }

@@ -216,18 +216,19 @@ keys! {
     // Optional on a lease and `occupy`; required (`need_some`) by `expireOwner`.
     owner "owner": Option<String>,
     log "log": u64,
+    borrow "borrow": Option<String>,
 }
 
 inputs! {
     Lease "lease" request {
         now: need, id: need, role: need_some, avoid: default, prefer: opt, pin: opt,
         rank: opt, event_time: opt, label: opt, purpose: opt, deadline: opt, timeout_ms: opt,
-        owner: opt,
+        owner: opt, borrow: opt,
     }
     TryLease "tryLease" request {
         now: need, id: need, role: need_some, avoid: default, prefer: opt, pin: opt,
         rank: opt, event_time: opt, label: opt, purpose: opt, deadline: opt, timeout_ms: opt,
-        owner: opt,
+        owner: opt, borrow: opt,
     }
     Cancel "cancel" { now: need, id: need, }
     Release "release" { now: need, lease: need, }
@@ -433,6 +434,8 @@ impl Output {
                 hold: r.opt("hold", read::value)?,
                 passed: r.req("passed", read::u32)?,
                 occupied: r.or("occupied", read::bool, false)?,
+                borrowed: r.or("borrowed", read::bool, false)?,
+                because: r.opt("because", super::Because::from_json)?,
                 owner: r.opt("owner", string)?,
             },
             "exhausted" => Output::Exhausted {
@@ -519,6 +522,8 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             hold,
             passed,
             occupied,
+            borrowed,
+            because,
             owner,
         } => {
             out.extend_from_slice(b"{\"type\":\"granted\",\"request\":");
@@ -541,6 +546,13 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             write_u64(out, u64::from(*passed));
             if *occupied {
                 out.extend_from_slice(b",\"occupied\":true");
+            }
+            if *borrowed {
+                out.extend_from_slice(b",\"borrowed\":true");
+            }
+            if let Some(because) = because {
+                out.extend_from_slice(b",\"because\":");
+                write_str(out, because.as_str());
             }
             write_owner(out, owner);
         }

@@ -208,6 +208,7 @@ impl RosterBuilder {
             state: Mutex::new(state),
             clock,
             wake: Arc::new(Notify::new()),
+            folded: Notify::new(),
             events,
             host_events: Mutex::new(Default::default()),
             writer,

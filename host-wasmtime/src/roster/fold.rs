@@ -134,6 +134,7 @@ impl Inner {
                 Err(unreadable) => self.publish_core(unreadable, at.seq),
             }
         }
+        self.folded.notify_waiters();
         Ok(step)
     }
 
@@ -155,6 +156,8 @@ impl Inner {
                 clone,
                 role,
                 hold,
+                borrowed,
+                because,
                 ..
             } => {
                 // (A fence ends every awaited request: the grant is released below.)
@@ -172,6 +175,8 @@ impl Inner {
                     role,
                     hold,
                     clone,
+                    borrowed,
+                    because,
                 };
                 let delivered = waiter.is_some_and(|w| w.tx.send(Ok(outcome)).is_ok());
                 if !delivered {

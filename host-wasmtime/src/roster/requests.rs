@@ -37,6 +37,10 @@ pub struct LeaseOptions {
     pub purpose: Option<String>,
     /// Give up after this long (the core times the request out).
     pub timeout: Option<Duration>,
+    /// The executor holding this context's coder: taken (its free slot, else
+    /// without a slot) when no other executor can serve the request. `try_lease`
+    /// never borrows.
+    pub borrow: Option<String>,
 }
 
 /// What to explain ([`Roster::explain`]): a role, and what a request for it would
@@ -177,6 +181,8 @@ impl Inner {
                 role,
                 hold,
                 clone,
+                borrowed,
+                because,
             } => {
                 let granted_at = self.now_ms();
                 span.record("executor", spec.id.as_str());
@@ -196,6 +202,8 @@ impl Inner {
                     hold,
                     clone,
                     purpose,
+                    borrowed,
+                    because,
                     granted_at,
                     span,
                     released: false,
@@ -271,6 +279,7 @@ impl Inner {
                     deadline,
                     timeout_ms,
                     owner,
+                    borrow: options.borrow,
                 };
                 match ask {
                     Ask::TryLease => Input::TryLease(request),
@@ -306,6 +315,8 @@ pub struct Lease {
     hold: Option<Value>,
     clone: Option<u32>,
     purpose: Option<String>,
+    borrowed: bool,
+    because: Option<rota_core::Because>,
     granted_at: u64,
     /// The request's span: open from the request to the release.
     span: tracing::Span,
@@ -369,6 +380,17 @@ impl Lease {
     /// What the call is for beyond its role, as its request said.
     pub fn purpose(&self) -> Option<&str> {
         self.purpose.as_deref()
+    }
+
+    /// On the request's `borrow` executor without a slot: it holds none, and its
+    /// release frees none.
+    pub fn borrowed(&self) -> bool {
+        self.borrowed
+    }
+
+    /// Set when the executor is the request's `borrow` (not independent), and why.
+    pub fn because(&self) -> Option<rota_core::Because> {
+        self.because
     }
 
     /// Reports a failed call on this lease's executor (see `Roster::report`).

@@ -43,6 +43,8 @@ pub(crate) enum Outcome {
         hold: Option<Value>,
         /// Its clone number (`clones: "numbered"`).
         clone: Option<u32>,
+        borrowed: bool,
+        because: Option<rota_core::Because>,
     },
     Exhausted {
         role: String,
@@ -347,6 +349,8 @@ pub(crate) struct Inner {
     pub clock: Clock,
     /// The wake-up or the leader changed (the timer looks again).
     pub wake: Arc<Notify>,
+    /// An entry was folded (`Roster::capacity_changed` looks again).
+    pub folded: Notify,
     pub events: broadcast::Sender<Event>,
     /// The most recent host events (for callers that subscribe late).
     pub host_events: Mutex<VecDeque<Event>>,

@@ -94,12 +94,15 @@ export const makeRoster = Effect.fn('rota/effect/makeRoster')(function* (options
   /**
    * A granted Node lease as the seed's `Lease`, released by the Scope's finalizer; with
    * the upstream's `purpose` when its request gave one (@llm4ts/flow 2.7.2's FlowEvents
-   * has no typed lease events: the purpose is in the granted Info line).
+   * has no typed lease events: the purpose is in the granted Info line), and its
+   * borrowing (a lease over the context's own coder) only when it applies.
    */
   const scoped = (lease, role) => {
     const release = Effect.sync(() => lease.release()).pipe(Effect.andThen(publish))
     const seedLease = { executor: specOf(lease.executorId), role, release }
     if (lease.purpose !== undefined) seedLease.purpose = lease.purpose
+    if (lease.borrowed) seedLease.borrowed = true
+    if (lease.because !== undefined) seedLease.because = lease.because
     return Effect.as(Effect.addFinalizer(() => release), seedLease)
   }
 
@@ -110,6 +113,7 @@ export const makeRoster = Effect.fn('rota/effect/makeRoster')(function* (options
     if (options.label !== undefined) out.label = options.label
     // The upstream's LeaseOptions.purpose (a review lens), said in the granted line.
     if (options.purpose !== undefined) out.purpose = options.purpose
+    if (options.borrow !== undefined) out.borrow = options.borrow
     return out
   }
 
@@ -188,6 +192,11 @@ export const makeRoster = Effect.fn('rota/effect/makeRoster')(function* (options
   const canEverServe = (role, avoid = []) => Effect.sync(() => roster.canEverServe(role, [...avoid]))
   const available = (role) => Effect.sync(() => roster.available(role))
   const slots = (role) => roster.slots(role)
+  // The upstream's later queries (Roster.ts 2083c508).
+  const capacity = (role) => Effect.sync(() => roster.capacity(role))
+  const capacityChanged = (role, from) => Effect.promise(() => roster.capacityChanged(role, from))
+  const coderHeld = (role, avoid = []) => Effect.sync(() => roster.coderHeld(role, [...avoid]))
+  const independenceBlocked = (role, avoid = []) => Effect.sync(() => roster.independenceBlocked(role, [...avoid]))
 
   const snapshot = Effect.sync(() =>
     roster.snapshot().executors.map((status) => {
@@ -197,5 +206,5 @@ export const makeRoster = Effect.fn('rota/effect/makeRoster')(function* (options
     }),
   )
 
-  return { executors, lease, tryLease, canEverServe, available, slots, report, exclude, resume, snapshot, roster }
+  return { executors, lease, tryLease, canEverServe, available, slots, capacity, capacityChanged, coderHeld, independenceBlocked, report, exclude, resume, snapshot, roster }
 })

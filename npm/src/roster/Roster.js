@@ -105,6 +105,8 @@ export function defineRoster(api, platform) {
     #dispatcher
     /** The core's latest wake-up. */
     #wakeAt = null
+    /** Called after every entry folded (capacityChanged's checks, queries.js). */
+    #watchers = new Set()
     /**
      * The roster's side, for the modules around it: its log (pg-log.js folds into it and
      * settles its requests), calls.js, and the effects (probes, machines, preflights,
@@ -113,6 +115,7 @@ export function defineRoster(api, platform) {
     #side = {
       policy: () => this.#policy,
       wakeAt: () => this.#wakeAt,
+      watchers: this.#watchers,
       adopt: (policy) => this.#adopt(policy),
       fold: (answer, now, at, type) => this.#folded(answer, now, at, type),
       /** A new incarnation on a shared log: its id, its request numbers from 1. */
@@ -289,6 +292,7 @@ export function defineRoster(api, platform) {
       this.#wakeAt = wakeAt ?? null
       if (type === 'reload' || type === 'preflightResult') this.#specs = undefined
       this.#dispatcher.fold(outputs, now, at)
+      if (this.#watchers.size > 0) for (const watch of [...this.#watchers]) watch()
     }
 
     /** A step whose failure is reported as an event (results that come back late). */

@@ -11,6 +11,11 @@ const QUERIES = {
   available: (policy, role) => policy.available(role),
   slots: (policy, role) => policy.slots(role),
   canEverServe: (policy, role, avoid = []) => policy.canEverServe(role, list(avoid, 'avoid') ?? []),
+  /** Slots for `role` on the executors in the round, held or not. */
+  capacity: (policy, role) => policy.capacity(role),
+  /** `'held'`, `'out'`, or undefined: why a request outside `avoid` cannot be served by a call ending. */
+  independenceBlocked: (policy, role, avoid = []) => policy.independenceBlocked(role, list(avoid, 'avoid') ?? []),
+  coderHeld: (policy, role, avoid = []) => policy.independenceBlocked(role, list(avoid, 'avoid') ?? []) === 'held',
   explain: (policy, request) => policy.explain(typeof request === 'string' ? { role: request } : request),
   plan: (policy, document) => policy.plan(document),
   /** The state hash (16 hex digits): equal on every replica at the same foldedSeq. */
@@ -25,6 +30,42 @@ export function defineQueries(Class, sideOf) {
   for (const [name, query] of Object.entries(QUERIES)) {
     define(name, { writable: true, value: { [name](...args) { return query(sideOf(this).policy(), ...args) } }[name] })
   }
+  /**
+   * Resolves with `capacity(role)` once it is no longer `from` (at once when it already
+   * differs): checked after every input the roster folds, a wake-up tick at an
+   * exclusion's end included. Rejects CLOSED when the roster closes first.
+   */
+  define('capacityChanged', {
+    writable: true,
+    value: function capacityChanged(role, from) {
+      const side = sideOf(this)
+      try {
+        const now = side.policy().capacity(role)
+        if (now !== from) return Promise.resolve(now)
+        if (side.signal.aborted) return Promise.reject(side.signal.reason)
+      } catch (error) {
+        return Promise.reject(error)
+      }
+      return new Promise((resolve, reject) => {
+        const done = (settle, value) => {
+          side.watchers.delete(check)
+          side.signal.removeEventListener('abort', closed)
+          settle(value)
+        }
+        const check = () => {
+          try {
+            const now = side.policy().capacity(role)
+            if (now !== from) done(resolve, now)
+          } catch (error) {
+            done(reject, error)
+          }
+        }
+        const closed = () => done(reject, side.signal.reason)
+        side.watchers.add(check)
+        side.signal.addEventListener('abort', closed)
+      })
+    },
+  })
   // The running roster document, and its executors (the seed's `executors`).
   define('document', { get: function document() { return sideOf(this).policy().document() } })
   // (A worker's entry is its declaration: `name`, `kind`, `maxConcurrentAttempts`, …, and its `id`.)

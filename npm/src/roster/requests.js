@@ -30,6 +30,10 @@ export class Lease {
     if (output.clone !== undefined) this.clone = output.clone
     /** What the call is for beyond its role, as its request said. */
     if (purpose !== undefined) this.purpose = purpose
+    /** On the request's `borrow` executor without a slot (it holds none). */
+    if (output.borrowed === true) this.borrowed = true
+    /** On the request's `borrow` executor (not independent): 'nobody' | 'held' | 'out'. */
+    if (output.because !== undefined) this.because = output.because
     this.grantedAt = grantedAt
     this.#release = release
   }
@@ -92,6 +96,8 @@ export function requestFields(input, options) {
   if (eventTime !== undefined) input.eventTime = eventTime
   if (options.label !== undefined) input.label = options.label
   if (options.purpose !== undefined) input.purpose = options.purpose
+  // An id, or the executor's entry (the upstream's `borrow: ExecutorSpec`).
+  if (options.borrow !== undefined) input.borrow = typeof options.borrow === 'object' && options.borrow !== null ? options.borrow.id : options.borrow
   if (options.timeoutMs === undefined) return undefined
   const ms = Number(options.timeoutMs)
   if (!Number.isFinite(ms) || ms < 0) {

@@ -641,3 +641,28 @@ test('shared: statePath, state and preflight are refused with the reason (no dat
   await assert.rejects(Roster.create({ document: ONE, now: () => 0, shared }), (e) => e.code === 'INVALID_INPUT' && /log's clock/.test(e.message))
   await assert.rejects(Roster.create({ document: ONE, shared: { roster: 'x' } }), (e) => e.code === 'INVALID_INPUT' && /connectionString/.test(e.message))
 })
+
+describe('the shared roster: borrowing and capacity (issue 43)', { skip }, () => {
+  test("a borrowed lease and capacityChanged are the core's: every replica folds them alike", async () => {
+    const name = rosterName('borrow')
+    const both = (id) => ({ id, harness: 'x', roles: ['coder', 'reviewer'], slots: 1 })
+    const document = { executors: [both('a'), both('b')] }
+    const one = await open(name, { document, shared: { name: 'one' } })
+    const two = await open(name, { document, shared: { name: 'two' } })
+    const coderA = await one.lease('coder')
+    const coderB = await one.lease('coder')
+    assert.deepEqual([coderA.executorId, coderB.executorId], ['a', 'b'])
+    // Every coder slot held: the review borrows a (on the other instance) instead of waiting.
+    const review = await two.lease('reviewer', { avoid: ['a'], borrow: 'a' })
+    assert.deepEqual([review.executorId, review.borrowed, review.because], ['a', true, 'held'])
+    // Instance two waits for capacity to change; instance one's exclusion changes it.
+    const changed = two.capacityChanged('reviewer', 2)
+    await one.exclude('b', { kind: 'manual', reason: 'paused' })
+    assert.equal(await changed, 1)
+    review.release()
+    const store = await logStore(name)
+    await caughtUp(store, [one, two])
+    assert.equal(one.stateHash(), two.stateHash())
+    assert.equal(one.snapshot().executors.find((x) => x.id === 'a').busy, 1, 'the borrowed lease held no slot')
+  })
+})
