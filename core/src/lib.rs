@@ -161,6 +161,7 @@
 //! * [`secrets`]: literal secrets in `env`: warnings, redaction.
 //! * [`state_file`]: the seed's state file: both envelopes parsed, merged, rendered.
 //! * [`classify`]: a failure report's kind, as the roster seed classifies it.
+//! * [`reset_time`]: a usage limit's reset time read from its message.
 //! * [`status`]: what queries return (snapshot, explanation, plan).
 //! * [`error`]: errors with stable codes, and a broken invariant.
 //! * [`duration`]: duration strings, parsed and written.
@@ -222,6 +223,7 @@ mod names;
 pub mod policy;
 pub mod protocol;
 mod read;
+pub mod reset_time;
 pub mod secrets;
 mod sorted;
 pub mod state_file;
@@ -231,8 +233,8 @@ pub mod write;
 
 pub use classify::{classify, probe_is_up, Classification, Rule, Signals};
 pub use document::{
-    duplicate_ids, merge, merge_owned, narrow, validate, CoderSlotsDefault, Document, ExecutorSpec,
-    Narrowed, PreferRule, Rules, Violation,
+    duplicate_ids, merge, merge_owned, narrow, validate, CoderSlotsDefault, Document, Effort,
+    EffortLevel, ExecutorSpec, Narrowed, PreferRule, ResetTime, Rules, Violation,
 };
 pub use duration::{format_duration, format_seed_duration, parse_duration};
 pub use error::Error;

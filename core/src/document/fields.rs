@@ -19,6 +19,7 @@ const TOP: &[&str] = &[
     "rules",
     "prefer",
     "coderSlotsDefault",
+    "resetTime",
     "$schema",
 ];
 
@@ -38,6 +39,7 @@ const EXECUTOR: &[&str] = &[
     "coderSlots",
     "roleSlots",
     "priority",
+    "effort",
     "health",
     "cooldown",
     "disabled",
