@@ -86,8 +86,17 @@ const PHRASE: usize = 40;
 
 /// The message from `from` to the end of its line, at most [`PHRASE`] characters.
 fn phrase(message: &str, from: usize) -> &str {
-    let rest = message[from..].lines().next().unwrap_or("");
+    let rest = &message[from..];
+    let rest = rest.split('\n').next().unwrap_or(rest);
     crate::classify::excerpt(rest, PHRASE).trim_end()
+}
+
+/// The value of ASCII digits (at most 11 here: no overflow); `str::parse` would bring
+/// its own code for each integer type into the web build.
+fn number(digits: &str) -> u64 {
+    digits
+        .bytes()
+        .fold(0, |n, d| n * 10 + u64::from(d.wrapping_sub(b'0')))
 }
 
 /// `…|1719964800`: a `|` then 9 to 11 digits and nothing but space after them.
@@ -97,7 +106,7 @@ fn epoch_seconds(lower: &str) -> Option<u64> {
     if !(9..=11).contains(&digits.len()) || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    digits.parse::<u64>().ok()?.checked_mul(1_000)
+    number(digits).checked_mul(1_000)
 }
 
 /// `1h2m3s`, `30s`, `500ms`, `2d`: at least one number and unit, summed, up to the
@@ -110,7 +119,7 @@ fn duration_ms(text: &str) -> Option<u64> {
         if digits == 0 || digits > 9 {
             break;
         }
-        let amount: u64 = text[i..i + digits].parse().ok()?;
+        let amount = number(&text[i..i + digits]);
         let j = i + digits;
         let (scale, unit) = match &bytes[j..] {
             [b'm', b's', ..] => (1, 2),
@@ -135,7 +144,7 @@ fn wall_time(text: &str) -> Option<(u32, usize)> {
     if !(1..=2).contains(&hour_digits) {
         return None;
     }
-    let hour: u32 = text[..hour_digits].parse().ok()?;
+    let hour = number(&text[..hour_digits]) as u32;
     let mut i = hour_digits;
     let mut minute = None;
     if let [b':', a, b, rest @ ..] = &bytes[i..] {

@@ -86,9 +86,10 @@ pub use rota_core::status::{
     PauseStatus, PendingReloadStatus, PlannedGrant, PreflightRecord, QueuedRequest, Resize,
 };
 pub use rota_core::{
-    Check, Choice, CoderSlotsDefault, Document, Exclusion, ExclusionKind, ExecutorSpec,
-    ExpiredOwnerLeases, ExplainRequest, Explanation, Failure, FailureKind, Fields, Level, Options,
-    Output, PersistedState, Plan, PreferRule, Rules, Snapshot, SortedMap, Unservable, Violation,
+    Check, Choice, CoderSlotsDefault, Document, Effort, EffortLevel, Exclusion, ExclusionKind,
+    ExecutorSpec, ExpiredOwnerLeases, ExplainRequest, Explanation, Failure, FailureKind, Fields,
+    Level, Options, Output, PersistedState, Plan, PreferRule, ResetTime, Rules, Snapshot,
+    SortedMap, Unservable, Violation,
 };
 
 pub use clock::Clock;

@@ -177,6 +177,7 @@ export class PolicyHost {
           case 'available': return p.available(query.role)
           case 'slots': return p.slots(query.role)
           case 'canEverServe': return p.canEverServe(query.role, query.avoid)
+          case 'effortOf': return p.effortOf(query.executor, query.role) ?? null
           case 'document': return p.document()
           case 'now': return p.now
           case 'stateHash': return p.stateHash()

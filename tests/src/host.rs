@@ -244,6 +244,8 @@ pub fn native_query(policy: &Policy, query: &str) -> Value {
             };
             policy.can_ever_serve(&role, &avoid)
         })),
+        "effortOf" => ok(string_arg("executor")
+            .and_then(|executor| policy.effort_of(&executor, &string_arg("role")?))),
         "document" => ok(Ok(policy.document())),
         "now" => ok(Ok(policy.now())),
         "stateHash" => ok(Ok(policy.state_hash())),

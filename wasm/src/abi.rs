@@ -41,9 +41,10 @@
 //! | `available` | `role` | free slots for the role now |
 //! | `slots` | `role` | configured slots for the role |
 //! | `canEverServe` | `role`, `avoid`? | a boolean |
+//! | `effortOf` | `executor`, `role` | the effort the role runs at on the executor (`"low"`, `"medium"`, `"high"`, `"max"`), or `null` when it sets none ([`rota_core::Policy::effort_of`]) |
 //! | `document` | | the running document as written |
 //! | `now` | | the last input's time |
-//! | `classify` | `failure`: a report's failure (facts or a kind) | `{kind, rule}`: the kind the core gives it with this document's signals ([`rota_core::classify`]) |
+//! | `classify` | `failure`: a report's failure (facts or a kind); `now`? (epoch ms: when a reset time in its message is read; default the last input's) | `{kind, rule, resetAt?}`: the kind the core gives it with this document's signals ([`rota_core::classify`]) |
 //! | `stateHash` | | the state's hash, 16 hex digits ([`rota_core::Policy::state_hash`]): replicas that folded the same inputs agree on it |
 //! | `probesInFlight` | | the `probe` outputs of the probes in flight ([`rota_core::Policy::probes_in_flight`]): what a shared roster's new leader redoes |
 //! | `duplicateIds` | `document`, `side` | the executor ids a roster lists twice, as violations at `<side>: executors[i].id` ([`rota_core::duplicate_ids`]: refused before a merge); the policy is not read |
@@ -227,8 +228,7 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
         Err(error) => return error,
     };
     let name = query.get("query").and_then(Value::as_str).unwrap_or("");
-    with_policy(handle, |policy| {
-        match name {
+    with_policy(handle, |policy| match name {
         "snapshot" => ok(Ok(policy.snapshot())),
         "explain" => {
             ok(field::<ExplainRequest>(&query, "request")
@@ -245,6 +245,8 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
             };
             policy.can_ever_serve(&role, &avoid)
         })),
+        "effortOf" => ok(string_arg(&query, "executor")
+            .and_then(|executor| policy.effort_of(&executor, &string_arg(&query, "role")?))),
         "document" => ok(Ok(policy.document())),
         "now" => ok(Ok(policy.now())),
         "stateHash" => ok(Ok(policy.state_hash())),
@@ -254,7 +256,11 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
             rota_core::duplicate_ids(query.get("document").unwrap_or(&Value::Null), &side)
         })),
         "classify" => match Failure::from_json(query.get("failure").unwrap_or(&Value::Null)) {
-            Ok(failure) => json!({ "ok": policy.classify(&failure).to_json() }),
+            Ok(failure) => {
+                let now = query.get("now").and_then(Value::as_u64);
+                let now = now.unwrap_or_else(|| policy.now());
+                json!({ "ok": policy.classify_at(&failure, now).to_json() })
+            }
             Err(e) => core_error(&Error::InvalidInput {
                 message: format!("query field `failure`: {e}"),
             }),
@@ -263,10 +269,10 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
             "UNKNOWN_QUERY",
             format!(
                 "unknown query '{other}' (snapshot, explain, plan, available, slots, \
-                 canEverServe, document, now, classify, stateHash, probesInFlight, log, duplicateIds)"
+                 canEverServe, effortOf, document, now, classify, stateHash, probesInFlight, log, \
+                 duplicateIds)"
             ),
         ),
-    }
     })
 }
 

@@ -671,7 +671,7 @@ impl Parser {
     /// `priority`). A wrong word or type names the field and the allowed efforts; a
     /// role the document does not have names it and the roles.
     fn effort(&mut self, value: &Value, path: &str, who: &str, roles: &[String]) -> Option<Effort> {
-        const EFFORTS: &str = "\"low\", \"medium\", \"high\" or \"max\"";
+        const EFFORTS: &str = "one of \"low\", \"medium\", \"high\", \"max\"";
         match value {
             Value::Object(entries) => {
                 let mut per_role = SortedMap::new();
@@ -708,7 +708,7 @@ impl Parser {
                 Err(_) => {
                     self.fail(
                         path,
-                        format!("{who} has an effort that is neither {EFFORTS} nor a per-role record of them"),
+                        format!("{who} has an effort that is not {EFFORTS}, nor a per-role record of them"),
                     );
                     None
                 }

@@ -21,7 +21,13 @@ impl Policy {
     /// The kind a failure report would get, with this document's signal table, and
     /// the reset time read from its message (`resetTime: "message"`).
     pub fn classify(&self, failure: &Failure) -> Classification {
-        let (read, _) = self.with_message_reset(failure);
+        self.classify_at(failure, self.now)
+    }
+
+    /// [`Policy::classify`], a reset time in the message read at `now` (a host's
+    /// time, which may be ahead of the last input's).
+    pub fn classify_at(&self, failure: &Failure, now: u64) -> Classification {
+        let (read, _) = self.with_message_reset(failure, now.max(self.now));
         let mut classification = classify(&read, &self.document.signals);
         if let (Cow::Owned(read), FailureKind::UsageLimit) = (&read, classification.kind) {
             classification.reset_at = read.reset_at;
@@ -32,11 +38,15 @@ impl Policy {
     /// `failure` with the reset time its message names as its `resetAt`, when the
     /// document reads messages (`resetTime: "message"`) and the report gives none;
     /// and the part of the message that names one rota does not read.
-    fn with_message_reset<'f>(&self, failure: &'f Failure) -> (Cow<'f, Failure>, Option<&'f str>) {
+    fn with_message_reset<'f>(
+        &self,
+        failure: &'f Failure,
+        now: u64,
+    ) -> (Cow<'f, Failure>, Option<&'f str>) {
         if failure.reset_at.is_some() || self.document.reset_time() != ResetTime::Message {
             return (Cow::Borrowed(failure), None);
         }
-        match read_reset(&failure.message, self.now) {
+        match read_reset(&failure.message, now) {
             MessageReset::None => (Cow::Borrowed(failure), None),
             MessageReset::At(at) => (
                 Cow::Owned(Failure {
@@ -58,7 +68,7 @@ impl Policy {
             return;
         };
         let now = self.now;
-        let (failure, unread) = self.with_message_reset(failure);
+        let (failure, unread) = self.with_message_reset(failure, now);
         let failure = failure.as_ref();
         let kind = classify(failure, &self.document.signals).kind;
         if let (FailureKind::UsageLimit, Some(part)) = (kind, unread) {

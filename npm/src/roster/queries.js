@@ -11,6 +11,8 @@ const QUERIES = {
   available: (policy, role) => policy.available(role),
   slots: (policy, role) => policy.slots(role),
   canEverServe: (policy, role, avoid = []) => policy.canEverServe(role, list(avoid, 'avoid') ?? []),
+  /** The effort `role` runs at on `executor` (its `effort`: one, or per role with `default`), or undefined. */
+  effortOf: (policy, executor, role) => policy.effortOf(executor, role) ?? undefined,
   explain: (policy, request) => policy.explain(typeof request === 'string' ? { role: request } : request),
   plan: (policy, document) => policy.plan(document),
   /** The state hash (16 hex digits): equal on every replica at the same foldedSeq. */
