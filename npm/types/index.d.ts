@@ -618,8 +618,15 @@ export declare const FAILURE_KINDS: readonly FailureKind[]
  * `retryAfter` Duration), for the core to classify. No classification here.
  */
 export declare function failureFacts(error: unknown, options?: { now?: number }): Failure
-/** The core's classification of `failureFacts(error)`; `signals` extends the seed's lists. */
-export declare function classifyFailure(error: unknown, options?: { now?: number; signals?: Signals }): Classification
+/**
+ * The core's classification of `failureFacts(error)`; `signals` extends the seed's lists;
+ * `resetTime: 'message'` reads a usage limit's reset time from its message at `now`
+ * (default the clock's): the answer's `resetAt`.
+ */
+export declare function classifyFailure(
+  error: unknown,
+  options?: { now?: number; signals?: Signals; resetTime?: ResetTime },
+): Classification
 /** The core's probe rule: 2xx is up; redirects are not followed (a 3xx is down). */
 export declare function probeIsUp(status: number): boolean
 /** `Retry-After` (seconds or HTTP-date) in ms from `now`. */
