@@ -14,7 +14,7 @@
 //! - `reset after 1h2m3s` (Gemini's): `now` plus that duration.
 //! - `…limit reached|1719964800` (Claude's stream result): epoch seconds.
 //!
-//! Zone names come from a small table ([`zones`]) of the zones such messages name,
+//! Zone names come from a small table (`zones.rs`) of the zones such messages name,
 //! each with its standard offset and daylight-saving rule, rather than from a fact the
 //! host supplies: every host then gives the same instant for the same message (Node's
 //! `Intl` and a Rust host's zone database would disagree in their versions), and the
