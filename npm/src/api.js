@@ -162,16 +162,22 @@ export function buildApi(wasm, platform) {
     combineUpdates,
     // The core's classifier over the facts `failureFacts` extracts: `{ kind, rule }`,
     // with the seed's signals and `signals` (as a document's top-level `signals`).
-    classifyFailure: (error, { now, signals } = {}) => {
-      if (signals === undefined) {
+    // `resetTime: 'message'` (as a document's) reads a usage limit's reset time from its
+    // message at `now` (default the clock's): the answer's `resetAt`.
+    classifyFailure: (error, { now, signals, resetTime } = {}) => {
+      if (signals === undefined && resetTime === undefined) {
         // The seed's signals alone: one empty policy serves every call (classifying
         // changes nothing in it).
         seedClassifier ??= new wasm.Policy({ executors: [] }, undefined)
         return seedClassifier.classify(failureFacts(error, { now }))
       }
-      const policy = new wasm.Policy({ executors: [], signals }, undefined)
+      const document = { executors: [] }
+      if (signals !== undefined) document.signals = signals
+      if (resetTime !== undefined) document.resetTime = resetTime
+      const policy = new wasm.Policy(document, undefined)
       try {
-        return policy.classify(failureFacts(error, { now }))
+        const at = now ?? Date.now()
+        return policy.classify(failureFacts(error, { now: at }), at)
       } finally {
         policy.free()
       }

@@ -277,11 +277,26 @@ impl JsPolicy {
         parse_text(&self.inner.document_text())
     }
 
+    /// The effort `role` runs at on `executor` (its `effort`), or `undefined` when it
+    /// sets none. Throws `UNKNOWN_EXECUTOR`, `UNKNOWN_ROLE`.
+    #[wasm_bindgen(js_name = effortOf)]
+    pub fn effort_of(&self, executor: &str, role: &str) -> JsResult<Option<String>> {
+        self.inner
+            .effort_of(executor, role)
+            .map(|effort| effort.map(str::to_string))
+            .map_err(|e| to_js_error(&e))
+    }
+
     /// The kind a report of `failure` (facts or a kind) gets with this document's
-    /// signals: `{ kind, rule }`. Throws `INVALID_INPUT`.
-    pub fn classify(&self, failure: JsValue) -> JsResult<JsValue> {
+    /// signals: `{ kind, rule }` (and `resetAt`, a reset time read from its message at
+    /// `now`, epoch ms, default the last input's). Throws `INVALID_INPUT`.
+    pub fn classify(&self, failure: JsValue, now: Option<f64>) -> JsResult<JsValue> {
+        // A time past what JSON numbers hold exactly is no time: the last input's.
+        let now = now
+            .filter(|t| t.fract() == 0.0 && *t >= 0.0 && *t <= 9_007_199_254_740_991.0)
+            .map_or(self.inner.now(), |t| t as u64);
         read_failure(&failure)
-            .map(|failure| to_js_value(&self.inner.classify(&failure).to_json()))
+            .map(|failure| to_js_value(&self.inner.classify_at(&failure, now).to_json()))
             .map_err(|e| to_js_error(&e))
     }
 }
