@@ -13,12 +13,12 @@
 //! `JSON.parse` for every other input (`npm/src/api.js`, `npm/src/binary.js`): the
 //! same answers and errors either way, and no call back into JS from here.
 //!
-//! Answers come back as plain JS values, each call the faster way as measured
-//! (`npm/bench/crossing.mjs`): built by serde-wasm-bindgen (`json_compatible`) for
-//! the small and mid-sized ones (explain, plan, classify, validate, check, default
-//! options), or as the core's JSON text parsed by the engine's `JSON.parse` for the
-//! large ones (a snapshot, an exported state, a document), where that is 1.1–1.4×
-//! faster at 1,000 and 10,000 executors.
+//! Answers come back as plain JS values: the core's JSON text parsed by the engine's
+//! `JSON.parse`, one way for every answer. It is 1.1–1.4× faster than building the
+//! value property by property for the large ones (a snapshot, an exported state, a
+//! document at 1,000 and 10,000 executors); serde-wasm-bindgen built the small ones
+//! within ±16 % of it (`npm/bench/crossing.mjs`) and cost the browser's module about
+//! 3.5 KB gzipped of its budget.
 //!
 //! Errors are thrown as JS `Error`s (name `RotaError`) with the core's stable `code`,
 //! a message saying what and where, and `violations` for `INVALID_DOCUMENT`. A
@@ -32,7 +32,6 @@ use rota_core::{Error, ExplainRequest, Policy as CorePolicy};
 use rota_core::{Level, Output, OutputRef};
 use serde::Serialize;
 use serde_json::Value;
-use serde_wasm_bindgen::Serializer;
 use wasm_bindgen::prelude::*;
 
 use crate::binary::{self, Writer};
@@ -75,7 +74,7 @@ fn stringify(value: &JsValue, what: &str) -> Result<String, Error> {
 
 /// A JS value as serde_json reads its `JSON.stringify` text; `undefined` is `null`.
 ///
-/// Values come in through `JSON.stringify`, not serde-wasm-bindgen's deserializer:
+/// Values come in through `JSON.stringify`, not a deserializer walking the JS value:
 /// the package reads a value exactly as `JSON.stringify` writes it (a `Date` is its
 /// ISO string, `toJSON` is honoured, a field holding `undefined` is absent, NaN is
 /// refused by name), which a field-by-field walk of the JS object would not give.
@@ -107,15 +106,10 @@ fn parse_text(text: &str) -> JsValue {
     JSON::parse(text).unwrap_or(JsValue::NULL)
 }
 
-/// A value as a plain JS value (objects, arrays, numbers, strings, null), built by
-/// serde-wasm-bindgen: for the small and mid-sized answers (classify, explain, plan,
-/// validate ...), where it measures faster than writing and parsing JSON text.
+/// A value as a plain JS value (objects, arrays, numbers, strings, null), through its
+/// JSON text (see `parse_text`).
 fn to_js_value<T: Serialize + ?Sized>(value: &T) -> JsValue {
-    value
-        .serialize(&Serializer::json_compatible())
-        // Only a number beyond what a JS number holds exactly fails here; the core's
-        // numbers are bounded below it (`rota_core::limits`), so this is a fallback.
-        .unwrap_or(JsValue::NULL)
+    parse_text(&to_json_text(value))
 }
 
 /// A large value (a snapshot, an exported state, a document) as a plain JS value,
