@@ -103,15 +103,19 @@ function guardFreed(prototype) {
   }
 }
 
+/** A module without the binary step: every input takes the JSON step. */
+const JSON_STEP_ONLY = { step: () => undefined, stepTrusted: () => undefined }
+
 /**
  * Wraps the wasm-bindgen module: the raw `Policy` class and the document utilities,
  * plus the `Roster` driver for `platform`.
  */
 export function buildApi(wasm, platform) {
   if (!Object.hasOwn(wasm.Policy.prototype, 'handle')) {
-    // The common inputs take the binary step (`binary.js`); every other input, and any
-    // it does not fully recognise, the JSON one: the same answers and errors.
-    const { step, stepTrusted } = binaryStep(wasm)
+    // The common inputs take the binary step (`binary.js`) where the module has it
+    // (Node's; the browser's leaves it out for its download size); every other input,
+    // and any it does not fully recognise, the JSON one: the same answers and errors.
+    const { step, stepTrusted } = wasm.__wireFormat ? binaryStep(wasm) : JSON_STEP_ONLY
     // The JSON step's answer without the events below `minLevel` (and the `persist`
     // outputs with `NO_PERSIST`), as the binary step leaves them out.
     const atLevel = (answer, minLevel) => {
