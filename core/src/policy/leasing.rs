@@ -1,6 +1,7 @@
 //! Flows of leases: opening one on a grant, releasing, freeing slots, machines
 //! deleted, `occupy`, and executors that leave when drained.
 
+use crate::document::clone_name;
 use crate::protocol::{Because, Level, Output};
 use serde_json::{json, Value};
 
@@ -252,14 +253,22 @@ impl Policy {
             return;
         }
         let id = x.spec.id.clone();
+        // The clone the lease ran as, where leases are numbered: named and a field.
+        let on = lease
+            .clone
+            .map_or_else(|| id.clone(), |n| clone_name(&id, n));
+        let mut fields = vec![("executor", json!(id))];
+        if let Some(n) = lease.clone {
+            fields.insert(0, ("clone", json!(n)));
+        }
         if x.draining && x.busy == 0 {
             self.event(
                 Level::Info,
                 EventName::Left,
                 format!(
-                    "the last lease on {id}, which a reload removed, ended; it leaves the roster"
+                    "the last lease on {on}, which a reload removed, ended; it leaves the roster"
                 ),
-                vec![("executor", json!(id))],
+                fields,
             );
             self.remove_drained(e);
         } else {
@@ -268,23 +277,15 @@ impl Policy {
             let (busy, slots) = (x.busy, if x.draining { 0 } else { x.spec.slots });
             let message = if x.draining {
                 format!(
-                    "a lease ended on {id}, which a reload removed; its slot retires ({busy} running, {slots} slots)"
+                    "a lease ended on {on}, which a reload removed; its slot retires ({busy} running, {slots} slots)"
                 )
             } else {
                 format!(
-                    "a lease ended on {id}, which runs more leases than it has slots; its slot retires ({busy} running, {slots} slots)"
+                    "a lease ended on {on}, which runs more leases than it has slots; its slot retires ({busy} running, {slots} slots)"
                 )
             };
-            self.event(
-                Level::Info,
-                EventName::Retired,
-                message,
-                vec![
-                    ("executor", json!(id)),
-                    ("running", json!(busy)),
-                    ("slots", json!(slots)),
-                ],
-            );
+            fields.extend([("running", json!(busy)), ("slots", json!(slots))]);
+            self.event(Level::Info, EventName::Retired, message, fields);
         }
     }
 
@@ -314,17 +315,24 @@ impl Policy {
                 // A removed executor has no slots left (its snapshot says 0).
                 let (busy, slots) = (x.busy, if x.draining { 0 } else { x.spec.slots });
                 self.roster.ready_up(e);
-                let fields = vec![
+                let mut fields = vec![
                     ("executor", json!(executor)),
                     ("running", json!(busy)),
                     ("slots", json!(slots)),
                     ("lease", json!(lease)),
                 ];
+                // The clone the work runs as, where leases are numbered.
+                let on = clone.map_or_else(|| executor.clone(), |n| clone_name(&executor, n));
+                if let Some(n) = clone {
+                    fields.insert(0, ("clone", json!(n)));
+                }
                 if busy <= slots {
                     self.event(
                         Level::Debug,
                         EventName::Occupied,
-                        format!("work that already runs on {executor} occupies a slot ({busy} of {slots})"),
+                        format!(
+                            "work that already runs on {on} occupies a slot ({busy} of {slots})"
+                        ),
                         fields,
                     );
                 } else {
@@ -332,7 +340,7 @@ impl Policy {
                         Level::Warn,
                         EventName::OccupiedBeyondCapacity,
                         format!(
-                            "work that already runs on {executor} occupies a slot beyond its {slots} slots; {executor} takes no new lease until enough of its leases end"
+                            "work that already runs on {on} occupies a slot beyond its {slots} slots; {executor} takes no new lease until enough of its leases end"
                         ),
                         fields,
                     );
