@@ -13,6 +13,8 @@ use super::requests::Request;
 use super::Policy;
 
 impl Policy {
+    /// Opens a lease for `req` on `executor_id` (at `at`), queueing its grant: with
+    /// `borrowing`, a borrowing grant (its `because`), without a slot when `slotless`.
     pub(super) fn open_lease(
         &mut self,
         req: Request,
@@ -20,23 +22,10 @@ impl Policy {
         at: Option<usize>,
         hold: Option<Value>,
         passed: u32,
+        borrowing: Option<Borrowing>,
     ) {
-        self.open_lease_as(req, executor_id, at, hold, passed, None, false);
-    }
-
-    /// `open_lease`, on the request's `borrow` executor when `because` is set:
-    /// `borrowed`, without a slot (the lease is not counted, and frees none).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn open_lease_as(
-        &mut self,
-        req: Request,
-        executor_id: SharedName,
-        at: Option<usize>,
-        hold: Option<Value>,
-        passed: u32,
-        because: Option<Because>,
-        borrowed: bool,
-    ) {
+        let because = borrowing.map(|b| b.because);
+        let borrowed = borrowing.is_some_and(|b| b.slotless);
         let lease = self.leases.allocate();
         let role = self.roster.roles.shared_name(req.role);
         let purpose = req.purpose().map(str::to_string);
@@ -383,4 +372,12 @@ impl Policy {
         // Its grant: a reference to the lease (`outputs.rs`), `occupied` from it.
         self.outputs.push_back(Queued::Granted { lease, passed: 0 });
     }
+}
+
+/// Why a grant borrows its request's `borrow` executor (issue 43 item 2), and whether
+/// it does so without a slot (`borrowed`: the lease is not counted and frees none).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Borrowing {
+    pub(super) because: Because,
+    pub(super) slotless: bool,
 }
