@@ -167,18 +167,31 @@ impl Rule {
 pub struct Classification {
     pub kind: FailureKind,
     pub rule: Rule,
+    /// A usage limit's reset instant read from its message (a policy's
+    /// `classify` under `resetTime: "message"`, `crate::reset_time`); never the
+    /// report's own `resetAt`.
+    pub reset_at: Option<u64>,
 }
 
 impl Classification {
-    /// `{"kind": "outage", "rule": "outageSignal"}`.
+    /// `{"kind": "outage", "rule": "outageSignal"}`, with `resetAt` when the
+    /// message gave it.
     pub fn to_json(&self) -> Value {
-        serde_json::json!({ "kind": self.kind.name(), "rule": self.rule.name() })
+        let mut answer = serde_json::json!({ "kind": self.kind.name(), "rule": self.rule.name() });
+        if let Some(at) = self.reset_at {
+            answer["resetAt"] = Value::from(at);
+        }
+        answer
     }
 }
 
 /// The kind of a failure (the rules in the module docs).
 pub fn classify(failure: &Failure, signals: &Signals) -> Classification {
-    let decided = |kind, rule| Classification { kind, rule };
+    let decided = |kind, rule| Classification {
+        kind,
+        rule,
+        reset_at: None,
+    };
     // A failure that names its kind (every report of a rate-limit storm) and neither
     // a model nor an access: no seed signal can match (`MODEL_UNAVAILABLE_KEYS`).
     if let Some(kind) = failure.kind {

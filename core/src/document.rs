@@ -55,6 +55,46 @@ impl Priority {
     }
 }
 
+/// A reasoning effort (the upstream's ADR 0029 and its `Effort` schema in
+/// @llm4ts/core `Models.ts`: `low | medium | high | max`), which a harness maps to its
+/// own flag. The core checks the word, as the upstream's schema does: a slip
+/// (`"hgih"`) is a violation, not a value a harness would silently ignore.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EffortLevel {
+    Low,
+    Medium,
+    High,
+    Max,
+}
+
+crate::read::unit_names!(EffortLevel {
+    Low = "low",
+    Medium = "medium",
+    High = "high",
+    Max = "max"
+});
+
+/// An executor's `effort`: one for every role, or per role with a `default`,
+/// shaped like `priority`. A role it does not name, without a `default`, has none
+/// (the harness keeps its own default).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effort {
+    All(EffortLevel),
+    PerRole {
+        roles: SortedMap<EffortLevel>,
+        default: Option<EffortLevel>,
+    },
+}
+
+impl Effort {
+    pub fn for_role(&self, role: &str) -> Option<EffortLevel> {
+        match self {
+            Effort::All(effort) => Some(*effort),
+            Effort::PerRole { roles, default } => roles.get(role).copied().or(*default),
+        }
+    }
+}
+
 /// How long each exclusion lasts, in milliseconds (defaults filled in).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -86,6 +126,8 @@ pub struct ExecutorSpec {
     /// Per-role caps in effect (explicit `roleSlots`/`coderSlots`, or the coder default).
     pub role_caps: SortedMap<u32>,
     pub priority: Priority,
+    /// The reasoning effort per role, if the executor sets one.
+    pub effort: Option<Effort>,
     pub health: Option<String>,
     pub cooldown: Cooldowns,
     pub disabled: bool,
@@ -113,6 +155,12 @@ impl ExecutorSpec {
 
     pub fn priority_for(&self, role: &str) -> f64 {
         self.priority.for_role(role)
+    }
+
+    /// The effort `role` runs at on this executor (the upstream's `effortOf`); none
+    /// when the executor sets none for it.
+    pub fn effort_for(&self, role: &str) -> Option<EffortLevel> {
+        self.effort.as_ref().and_then(|e| e.for_role(role))
     }
 }
 
@@ -192,6 +240,23 @@ crate::read::unit_names!(LeaseEventsRule {
     Plain = "plain",
     Typed = "typed"
 });
+/// Where a usage limit's reset time comes from (the document's `resetTime`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ResetTime {
+    /// Only a report's own `resetAt` (the roster seed).
+    #[default]
+    Reported,
+    /// Also the failure's message, when the report gives no `resetAt`: "resets
+    /// 8:20am (Europe/Rome)", "try again at 2:30 PM" (the upstream's `UsageLimits.ts`,
+    /// read by `crate::reset_time`).
+    Message,
+}
+
+crate::read::unit_names!(ResetTime {
+    Reported = "reported",
+    Message = "message"
+});
+
 crate::read::unit_names!(Rules {
     Seed = "seed",
     Upstream = "upstream"
@@ -225,6 +290,8 @@ pub struct Document {
     /// ([`Document::clones_rule`], [`Document::lease_events_rule`] resolve them).
     pub clones: Option<ClonesRule>,
     pub lease_events: Option<LeaseEventsRule>,
+    /// The document's `resetTime`, if it gives one ([`Document::reset_time`]).
+    pub reset_time: Option<ResetTime>,
     /// The signal table failures are classified with: the seed's, extended by the
     /// document's top-level `signals` (`crate::classify`).
     pub signals: Signals,
@@ -390,6 +457,15 @@ impl Document {
         self.prefer.unwrap_or(match self.rules {
             Some(Rules::Upstream) => PreferRule::TieBreak,
             _ => PreferRule::First,
+        })
+    }
+
+    /// Where a usage limit's reset time comes from: the document's `resetTime`, else
+    /// its `rules`'.
+    pub fn reset_time(&self) -> ResetTime {
+        self.reset_time.unwrap_or(match self.rules {
+            Some(Rules::Upstream) => ResetTime::Message,
+            _ => ResetTime::Reported,
         })
     }
 

@@ -163,6 +163,7 @@
 //! * [`secrets`]: literal secrets in `env`: warnings, redaction.
 //! * [`state_file`]: the seed's state file: both envelopes parsed, merged, rendered.
 //! * [`classify`]: a failure report's kind, as the roster seed classifies it.
+//! * [`reset_time`]: a usage limit's reset time read from its message.
 //! * [`status`]: what queries return (snapshot, explanation, plan).
 //! * [`error`]: errors with stable codes, and a broken invariant.
 //! * [`duration`]: duration strings, parsed and written.
@@ -226,6 +227,7 @@ mod names;
 pub mod policy;
 pub mod protocol;
 mod read;
+pub mod reset_time;
 pub mod secrets;
 mod sorted;
 pub mod state_file;
@@ -236,7 +238,8 @@ pub mod write;
 pub use classify::{classify, probe_is_up, Classification, Rule, Signals};
 pub use document::{
     clone_name, duplicate_ids, merge, merge_owned, narrow, validate, ClonesRule, CoderSlotsDefault,
-    Document, ExecutorSpec, LeaseEventsRule, Narrowed, PreferRule, Rules, Violation,
+    Document, Effort, EffortLevel, ExecutorSpec, LeaseEventsRule, Narrowed, PreferRule, ResetTime,
+    Rules, Violation,
 };
 pub use duration::{format_duration, format_seed_duration, parse_duration};
 pub use error::Error;

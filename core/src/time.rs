@@ -46,7 +46,7 @@ pub fn push_iso(out: &mut String, ms: u64) {
 }
 
 /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -59,9 +59,32 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (year, month, day)
 }
 
+/// Howard Hinnant's civil-to-days algorithm: days since 1970-01-01 of a proleptic
+/// Gregorian date (`month` 1–12), the inverse of [`civil_from_days`].
+pub(crate) fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let year = year - i64::from(month <= 2);
+    let era = year.div_euclid(400);
+    let yoe = year.rem_euclid(400);
+    let mp = i64::from((month + 9) % 12);
+    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{iso, push_iso};
+    use super::{civil_from_days, days_from_civil, iso, push_iso};
+
+    #[test]
+    fn days_and_dates_round_trip() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2027, 1, 15), 1_800_000_000_000 / 86_400_000);
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        for days in (-800_000..800_000).step_by(997) {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+    }
 
     #[test]
     fn formats_like_to_iso_string() {

@@ -25,12 +25,14 @@ const LAYERS: &[&[&str]] = &[
     &["policy", "secrets"],
     // What the policy reads and answers: the document, inputs and outputs, queries'
     // shapes, failure classification, errors.
-    // The state file's rule (parse, merge, render) reads protocol's exclusions.
+    // The state file's rule (parse, merge, render) reads protocol's exclusions; a
+    // usage limit's reset time read from its message, beside the classification.
     &[
         "document",
         "status",
         "protocol",
         "classify",
+        "reset_time",
         "error",
         "state_file",
     ],

@@ -87,9 +87,10 @@ pub use rota_core::status::{
 };
 pub use rota_core::{clone_name, ClonesRule, LeaseEventsRule};
 pub use rota_core::{
-    Because, Check, Choice, CoderSlotsDefault, Document, Exclusion, ExclusionKind, ExecutorSpec,
-    ExpiredOwnerLeases, ExplainRequest, Explanation, Failure, FailureKind, Fields, Level, Options,
-    Output, PersistedState, Plan, PreferRule, Rules, Snapshot, SortedMap, Unservable, Violation,
+    Because, Check, Choice, CoderSlotsDefault, Document, Effort, EffortLevel, Exclusion,
+    ExclusionKind, ExecutorSpec, ExpiredOwnerLeases, ExplainRequest, Explanation, Failure,
+    FailureKind, Fields, Level, Options, Output, PersistedState, Plan, PreferRule, ResetTime,
+    Rules, Snapshot, SortedMap, Unservable, Violation,
 };
 
 pub use clock::Clock;

@@ -168,9 +168,11 @@ impl Roster {
     }
 
     /// The kind the core gives `failure` with the running document's signals, without
-    /// reporting it: `{"kind", "rule"}`.
+    /// reporting it: `{"kind", "rule"}`, and `resetAt` when the document's `resetTime:
+    /// "message"` reads one from its message (now).
     pub fn classify(&self, failure: &Failure) -> Result<Value> {
-        self.inner.query(|p| p.classify(failure))
+        let now = self.inner.now_ms();
+        self.inner.query(|p| p.classify_at(failure, now))
     }
 
     /// Takes an executor out of the round (`manual` is an operator's pause).
@@ -265,6 +267,12 @@ impl Roster {
     /// Configured slots for `role`.
     pub fn slots(&self, role: &str) -> Result<u32> {
         self.inner.query(|p| p.slots(role))
+    }
+
+    /// The effort `role` runs at on `executor` (its `effort`: one, or per role with a
+    /// `default`), or `None` when it sets none: the harness keeps its own default.
+    pub fn effort_of(&self, executor: &str, role: &str) -> Result<Option<String>> {
+        self.inner.query(|p| p.effort_of(executor, role))
     }
 
     /// Whether an executor outside `avoid` could ever serve `role`.

@@ -363,6 +363,13 @@ impl PolicyRuntime {
         self.query(&json!({ "query": "classify", "failure": failure }))
     }
 
+    /// [`PolicyRuntime::classify`], a reset time in the message (`resetTime:
+    /// "message"`) read at `now_ms` rather than at the last input's time:
+    /// `{"kind", "rule", "resetAt"?}`.
+    pub fn classify_at(&mut self, failure: &rota_core::Failure, now_ms: u64) -> Result<Value> {
+        self.query(&json!({ "query": "classify", "failure": failure, "now": now_ms }))
+    }
+
     /// The core's snapshot.
     pub fn snapshot(&mut self) -> Result<Snapshot> {
         typed(self.snapshot_json()?, "snapshot")
@@ -417,6 +424,13 @@ impl PolicyRuntime {
     pub fn can_ever_serve(&mut self, role: &str, avoid: &[String]) -> Result<bool> {
         let query = json!({ "query": "canEverServe", "role": role, "avoid": avoid });
         typed(self.query(&query)?, "canEverServe")
+    }
+
+    /// The effort `role` runs at on `executor` (its `effort`), or `None` when it sets
+    /// none (the ABI's `effortOf` query).
+    pub fn effort_of(&mut self, executor: &str, role: &str) -> Result<Option<String>> {
+        let query = json!({ "query": "effortOf", "executor": executor, "role": role });
+        typed(self.query(&query)?, "effortOf")
     }
 
     /// The state's hash, 16 hex digits (the ABI's `stateHash` query, minor 2):

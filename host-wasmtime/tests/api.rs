@@ -60,10 +60,14 @@ fn every_type_is_named_through_rota_host(
     let _: Option<rota_host::Rules> = document.rules;
     let _: Option<rota_host::PreferRule> = document.prefer;
     let _: Option<rota_host::CoderSlotsDefault> = document.coder_slots_default;
+    let _: rota_host::ResetTime = document.reset_time();
+    let _: Option<rota_host::ResetTime> = document.reset_time;
     let _: rota_host::Signals = document.signals;
     for spec in document.executors {
         let _: rota_host::ExecutorSpec = spec.clone();
         let _: rota_host::Priority = spec.priority;
+        let _: Option<rota_host::Effort> = spec.effort.clone();
+        let _: Option<rota_host::EffortLevel> = spec.effort_for("coder");
         let _: rota_host::Cooldowns = spec.cooldown;
     }
     let _: Vec<rota_host::Violation> = check.violations;

@@ -1155,3 +1155,86 @@ async fn an_output_the_host_cannot_read_is_an_event_and_the_others_are_still_car
     // The roster goes on.
     roster.resume("a").expect("the next step too");
 }
+
+/// Issue 43 item 7: a lease carries the effort its role runs at on its executor
+/// (one effort, or per role with a `default`), and the roster answers `effort_of`.
+#[tokio::test]
+async fn a_lease_carries_its_effort_and_the_roster_answers_effort_of() {
+    let roster = build(json!({ "executors": [
+        { "id": "a", "harness": "claude", "roles": ["coder", "judge"], "slots": 2, "coderSlots": 2,
+          "effort": { "judge": "max", "default": "low" } },
+        { "id": "b", "harness": "pi", "roles": ["coder"], "priority": 2 }
+    ] }))
+    .await;
+    let coder = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    let judge = roster
+        .lease("judge", LeaseOptions::default())
+        .await
+        .expect("lease");
+    assert_eq!((coder.executor(), coder.effort()), ("a", Some("low")));
+    assert_eq!((judge.executor(), judge.effort()), ("a", Some("max")));
+    assert_eq!(
+        roster.effort_of("a", "judge").expect("query").as_deref(),
+        Some("max")
+    );
+    assert_eq!(roster.effort_of("b", "coder").expect("query"), None);
+    let unknown = roster.effort_of("x", "coder").expect_err("no executor x");
+    assert!(unknown.to_string().contains("no executor 'x'"), "{unknown}");
+    drop((coder, judge));
+    let other = roster
+        .lease(
+            "coder",
+            LeaseOptions {
+                avoid: vec!["a".into()],
+                ..LeaseOptions::default()
+            },
+        )
+        .await
+        .expect("lease");
+    assert_eq!((other.executor(), other.effort()), ("b", None));
+}
+
+/// Issue 43 item 9: under `rules: "upstream"` a usage limit's message sets its reset
+/// time, the same instant the core gives on every host (2027-01-15T08:00Z: "resets
+/// 8:20am (Europe/Rome)" is 07:20Z tomorrow); `classify` answers it as `resetAt`.
+#[tokio::test(start_paused = true)]
+async fn a_usage_limit_message_sets_the_reset_time() {
+    let roster = Roster::builder()
+        .document(json!({ "rules": "upstream", "executors": [
+            { "id": "a", "harness": "claude", "roles": ["coder"] },
+            { "id": "b", "harness": "codex", "roles": ["coder"] }
+        ] }))
+        .module(policy())
+        .clock(rota_host::Clock::starting_at(1_800_000_000_000))
+        .build()
+        .await
+        .expect("roster");
+    let message = "You've hit your session limit · resets 8:20am (Europe/Rome)";
+    let classified = roster.classify(&Failure::new(message)).expect("classify");
+    assert_eq!(
+        classified,
+        json!({ "kind": "usageLimit", "rule": "resetAt", "resetAt": 1_800_084_000_000u64 })
+    );
+    let failure = Failure {
+        tag: Some("UsageLimitError".into()),
+        ..Failure::new(message)
+    };
+    let exclusion = roster
+        .report("a", failure)
+        .expect("report")
+        .expect("excluded");
+    assert_eq!(
+        (exclusion.kind, exclusion.until),
+        (ExclusionKind::Until, Some(1_800_084_000_000))
+    );
+    // A zone the core's table does not hold: the usage cooldown (30 minutes).
+    let unknown = Failure::of_kind(FailureKind::UsageLimit, "resets 8:20am (Mars/Olympus_Mons)");
+    let exclusion = roster
+        .report("b", unknown)
+        .expect("report")
+        .expect("excluded");
+    assert_eq!(exclusion.until, Some(1_800_000_000_000 + 30 * 60_000));
+}

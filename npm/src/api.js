@@ -103,15 +103,19 @@ function guardFreed(prototype) {
   }
 }
 
+/** A module without the binary step: every input takes the JSON step. */
+const JSON_STEP_ONLY = { step: () => undefined, stepTrusted: () => undefined }
+
 /**
  * Wraps the wasm-bindgen module: the raw `Policy` class and the document utilities,
  * plus the `Roster` driver for `platform`.
  */
 export function buildApi(wasm, platform) {
   if (!Object.hasOwn(wasm.Policy.prototype, 'handle')) {
-    // The common inputs take the binary step (`binary.js`); every other input, and any
-    // it does not fully recognise, the JSON one: the same answers and errors.
-    const { step, stepTrusted } = binaryStep(wasm)
+    // The common inputs take the binary step (`binary.js`) where the module has it
+    // (Node's; the browser's leaves it out for its download size); every other input,
+    // and any it does not fully recognise, the JSON one: the same answers and errors.
+    const { step, stepTrusted } = wasm.__wireFormat ? binaryStep(wasm) : JSON_STEP_ONLY
     // The JSON step's answer without the events below `minLevel` (and the `persist`
     // outputs with `NO_PERSIST`), as the binary step leaves them out.
     const atLevel = (answer, minLevel) => {
@@ -162,16 +166,22 @@ export function buildApi(wasm, platform) {
     combineUpdates,
     // The core's classifier over the facts `failureFacts` extracts: `{ kind, rule }`,
     // with the seed's signals and `signals` (as a document's top-level `signals`).
-    classifyFailure: (error, { now, signals } = {}) => {
-      if (signals === undefined) {
+    // `resetTime: 'message'` (as a document's) reads a usage limit's reset time from its
+    // message at `now` (default the clock's): the answer's `resetAt`.
+    classifyFailure: (error, { now, signals, resetTime } = {}) => {
+      if (signals === undefined && resetTime === undefined) {
         // The seed's signals alone: one empty policy serves every call (classifying
         // changes nothing in it).
         seedClassifier ??= new wasm.Policy({ executors: [] }, undefined)
         return seedClassifier.classify(failureFacts(error, { now }))
       }
-      const policy = new wasm.Policy({ executors: [], signals }, undefined)
+      const document = { executors: [] }
+      if (signals !== undefined) document.signals = signals
+      if (resetTime !== undefined) document.resetTime = resetTime
+      const policy = new wasm.Policy(document, undefined)
       try {
-        return policy.classify(failureFacts(error, { now }))
+        const at = now ?? Date.now()
+        return policy.classify(failureFacts(error, { now: at }), at)
       } finally {
         policy.free()
       }

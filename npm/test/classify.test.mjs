@@ -22,6 +22,22 @@ const Effect = await dev('effect/dist/Effect.js')
 
 const kindOf = (error, options) => classifyFailure(error, options).kind
 
+test("classifyFailure with resetTime 'message' reads a usage limit's reset time from its message (issue 43)", () => {
+  const now = 1_800_000_000_000 // 2027-01-15T08:00Z
+  const message = "You've hit your session limit · resets 8:20am (Europe/Rome)"
+  const limit = new Errors.UsageLimitError({ provider: 'claude', message })
+  assert.deepEqual(classifyFailure(limit, { now, resetTime: 'message' }), { kind: 'usageLimit', rule: 'tag', resetAt: 1_800_084_000_000 })
+  // Without it (the seed's rules) the message is not read.
+  assert.deepEqual(classifyFailure(limit, { now }), { kind: 'usageLimit', rule: 'tag' })
+  // A report's own resetAt wins: nothing is read.
+  const given = new Errors.UsageLimitError({ provider: 'claude', message, resetAt: DateTime.makeUnsafe(now + 60_000) })
+  assert.deepEqual(classifyFailure(given, { now, resetTime: 'message' }), { kind: 'usageLimit', rule: 'tag' })
+  // America/New_York, 2:30pm in summer time (EDT, -4): 18:30Z.
+  const july = Date.UTC(2027, 6, 15, 8)
+  const codex = new Error('usage limit reached · resets 2:30pm (America/New_York)')
+  assert.equal(classifyFailure(codex, { now: july, resetTime: 'message' }).resetAt, Date.UTC(2027, 6, 15, 18, 30))
+})
+
 test("@llm4ts/core's tagged errors: the tag, the error's own message, resetAt and retryAfter", async () => {
   const resetAt = DateTime.makeUnsafe(START + 2_700_000)
   const usage = new Errors.UsageLimitError({ provider: 'claude', message: "You've hit your limit · resets 3pm", resetAt })

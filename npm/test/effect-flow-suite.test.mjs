@@ -38,6 +38,7 @@ const {
   ExecutorSpec,
   RosterDocument,
   coderSlotsOf,
+  effortOf,
   exclusionFor,
   makeRoster,
   makeRosterStateStore,
@@ -100,6 +101,12 @@ test('documents: a reasoning slot stays free on an executor that also codes; pri
   assert.equal(priorityOf(claude, 'judge'), 1)
   assert.equal(priorityOf(local, 'coder'), 1)
   assert.equal(priorityOf(executor('z'), 'coder'), 1)
+  // The upstream's effort (ADR 0029), resolved by the core.
+  const deep = executor('deep', { roles: ['coder', 'judge'], effort: { judge: 'max', default: 'low' } })
+  assert.equal(effortOf(deep, 'judge'), 'max')
+  assert.equal(effortOf(deep, 'coder'), 'low')
+  assert.equal(effortOf(executor('one', { effort: 'high' }), 'coder'), 'high')
+  assert.equal(effortOf(executor('none'), 'coder'), undefined)
   assert.equal(parseDuration('30 minutes')?.toString(), parseDuration('30m')?.toString())
   assert.equal(parseDuration('soon'), undefined)
 })

@@ -108,6 +108,10 @@ test('the JSON Schema ships in the package and accepts what the core accepts', {
   assert.ok(accepted >= 50, `checked ${accepted} documents`)
   // The README's roster example and the YAML one above.
   assert.ok(check({ $schema: './node_modules/rota/roster.schema.json', executors: [{ id: 'a', harness: 'pi', roles: ['coder'], slots: 2, cooldown: { outage: '2 minutes' } }] }))
+  // Every effort and both resetTime values (issue 43).
+  for (const effort of ['low', 'medium', 'high', 'max', { coder: 'low', default: 'max' }]) {
+    assert.ok(check({ resetTime: 'message', executors: [{ id: 'a', harness: 'pi', roles: ['coder'], effort }] }), JSON.stringify(effort))
+  }
   // Structure errors an editor should flag, each one the core refuses too.
   for (const bad of [
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], slots: 0 }] },
@@ -121,6 +125,10 @@ test('the JSON Schema ships in the package and accepts what the core accepts', {
     { coderSlotsDefault: 2, executors: [] },
     { clones: 'on', executors: [] },
     { leaseEvents: true, executors: [] },
+    { resetTime: 'always', executors: [] },
+    { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], effort: 'hgih' }] },
+    { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], effort: { coder: 3 } }] },
+    { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], effort: 2 }] },
     {},
   ]) {
     assert.equal(check(bad), false, `the schema accepts ${JSON.stringify(bad)}`)

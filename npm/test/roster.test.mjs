@@ -106,6 +106,50 @@ test("rules: 'upstream' (issue 43): prefer breaks ties only, coderSlots defaults
   assert.deepEqual(refused.violations, [{ path: 'rules', message: '`rules` is "seed" or "upstream"' }])
 })
 
+test('effort (issue 43): a lease carries the effort its role runs at; effortOf answers it, per role with a default', async (t) => {
+  const roster = await create({
+    executors: [
+      executor('a', { roles: ['coder', 'judge'], slots: 2, coderSlots: 2, effort: { judge: 'max', default: 'low' } }),
+      executor('b', { priority: 2 }),
+    ],
+  })
+  t.after(() => roster.close())
+  const coder = await roster.lease('coder')
+  const judge = await roster.lease('judge')
+  assert.deepEqual([coder.executorId, coder.effort], ['a', 'low'])
+  assert.deepEqual([judge.executorId, judge.effort], ['a', 'max'])
+  assert.equal(roster.effortOf('a', 'judge'), 'max')
+  assert.equal(roster.effortOf('b', 'coder'), undefined)
+  assert.throws(() => roster.effortOf('x', 'coder'), { code: 'UNKNOWN_EXECUTOR' })
+  const other = await roster.lease('coder', { avoid: ['a'] })
+  assert.equal(other.executorId, 'b')
+  assert.ok(!('effort' in other), 'no effort set: the lease has none')
+  const refused = await rejection(create({ executors: [executor('a', { effort: { planer: 'low', coder: 'hgih' } })] }))
+  assert.equal(refused.code, 'INVALID_DOCUMENT')
+  assert.deepEqual(refused.violations.map((v) => v.path), ['executors[0].effort.coder', 'executors[0].effort.planer'])
+  assert.match(refused.violations[1].message, /unknown role 'planer' \(roles: planner, coder, reviewer, judge, verifier, or default\)/)
+})
+
+test("a usage limit's reset time read from its message (issue 43): report and classify, rules upstream", async (t) => {
+  const clock = virtualClock(1_800_000_000_000) // 2027-01-15T08:00Z
+  const roster = await create({ rules: 'upstream', executors: [executor('a'), executor('b')] }, { now: clock })
+  t.after(() => roster.close())
+  const message = "You've hit your session limit · resets 8:20am (Europe/Rome)"
+  // 08:20 in Rome (CET, +1) is 07:20Z, tomorrow: the same instant on every host.
+  assert.deepEqual(roster.classify(new Error(message)), { kind: 'usageLimit', rule: 'resetAt', resetAt: 1_800_084_000_000 })
+  const exclusion = roster.report('a', { kind: 'usageLimit', message })
+  assert.equal(exclusion.until, 1_800_084_000_000)
+  // A zone the core does not know: the usage cooldown, and a warning naming the text.
+  const unread = nextEvent(roster, 'resetTimeUnread')
+  const cooled = roster.report('b', { kind: 'usageLimit', message: 'resets 8:20am (Mars/Olympus_Mons)' })
+  assert.equal(cooled.until, 1_800_000_000_000 + 30 * 60_000)
+  assert.equal((await unread).fields.text, '8:20am (Mars/Olympus_Mons)')
+  // The seed's rules read no message.
+  const seed = await create({ executors: [executor('a')] }, { now: clock })
+  t.after(() => seed.close())
+  assert.equal(seed.report('a', { kind: 'usageLimit', message }).until, 1_800_000_000_000 + 30 * 60_000)
+})
+
 test('1,000 concurrent lease() calls on 8 slots are all served, in lease order', async (t) => {
   const roster = await create(document(executor('a', { slots: 4 }), executor('b', { slots: 2 }), executor('c', { slots: 2 })))
   t.after(() => roster.close())

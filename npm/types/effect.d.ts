@@ -42,9 +42,12 @@ declare const ExecutorSpec_base: Schema.Class<
     readonly health: Schema.optionalKey<Schema.String>
     readonly cooldown: Schema.optionalKey<typeof Cooldown>
     readonly disabled: Schema.optionalKey<Schema.Boolean>
+    readonly effort: Schema.optionalKey<Schema.Union<readonly [typeof Effort, Schema.$Record<Schema.String, typeof Effort>]>>
   }>,
   {}
 >
+/** A reasoning effort (the upstream's `Effort`). */
+export declare const Effort: Schema.Literals<readonly ['low', 'medium', 'high', 'max']>
 /** One executor: a harness and a model, the roles it takes, its slots and priorities. */
 export declare class ExecutorSpec extends ExecutorSpec_base {}
 
@@ -108,6 +111,8 @@ export declare const hasRole: (spec: ExecutorSpec, role: Role) => boolean
 export declare const slotsOf: (spec: ExecutorSpec) => number
 export declare const coderSlotsOf: (spec: ExecutorSpec) => number
 export declare const priorityOf: (spec: ExecutorSpec, role: Role) => number
+/** The effort `role` runs at on the executor (the core resolves `effort`); undefined when it sets none. */
+export declare const effortOf: (spec: ExecutorSpec, role: Role) => 'low' | 'medium' | 'high' | 'max' | undefined
 export declare const parseDuration: (text: string) => Duration.Duration | undefined
 export declare const usageLimitCooldown: (spec: ExecutorSpec) => Duration.Duration
 export declare const rateLimitCooldown: (spec: ExecutorSpec) => Duration.Duration

@@ -64,6 +64,12 @@ export interface ExecutorSpec {
   roleSlots?: Record<Role, number> | undefined
   /** Lower first. A number for every role, or per role with a `default` (default 1). */
   priority?: number | ({ default?: number | undefined } & Record<Role, number>) | undefined
+  /**
+   * The reasoning effort a harness runs at (the upstream's ADR 0029): one for every
+   * role, or per role with a `default`, as `priority`. A role it names none for has none
+   * (the harness keeps its own default). `lease.effort`, `roster.effortOf(id, role)`.
+   */
+  effort?: Effort | ({ default?: Effort | undefined } & Partial<Record<Role, Effort>>) | undefined
   /** A URL that answers 2xx when the executor's serving engine is up. */
   health?: string | undefined
   cooldown?: Cooldown | undefined
@@ -116,9 +122,18 @@ export interface RosterDocument {
    * `back`/`resumed` a `why`. `'plain'`: the seed's fields. Absent: by `rules`.
    */
   leaseEvents?: LeaseEventsRule | undefined
+  /**
+   * Where a usage limit's reset time comes from: `'reported'` (a report's own
+   * `resetAt` only) or `'message'` (also its message: "resets 8:20am (Europe/Rome)",
+   * "try again at 2:30 PM", when the report gives no `resetAt`). Absent: by `rules`.
+   */
+  resetTime?: ResetTime | undefined
   [field: string]: unknown
 }
 
+/** A reasoning effort (the upstream's `Effort`). */
+export type Effort = 'low' | 'medium' | 'high' | 'max'
+export type ResetTime = 'reported' | 'message'
 export type Rules = 'seed' | 'upstream'
 export type PreferRule = 'first' | 'tieBreak'
 export type CoderSlotsDefault = 'slotsMinusOne' | 'slots'
@@ -247,6 +262,8 @@ export type ClassificationRule =
 export interface Classification {
   kind: FailureKind
   rule: ClassificationRule
+  /** A usage limit's reset instant (epoch ms) read from its message (`resetTime: 'message'`). */
+  resetAt?: number
 }
 
 export type ExclusionKind = 'until' | 'health' | 'run' | 'manual'
@@ -593,13 +610,15 @@ export declare class Policy {
   capacity(role: Role): number
   /** `'held'` (every executor in the round outside `avoid` is held by coders), `'out'` (none is in the round), or undefined. */
   independenceBlocked(role: Role, avoid?: string[]): 'held' | 'out' | undefined
+  /** The effort `role` runs at on `executor` (its `effort`), or undefined when it sets none. */
+  effortOf(executor: string, role: Role): Effort | undefined
   explain(request: ExplainRequest): Explanation
   plan(document: RosterDocument): Plan
   exportState(): unknown
   static importState(state: unknown): Policy
   document(): RosterDocument
-  /** The kind a report of `failure` would get with this document's signals. */
-  classify(failure: Failure): Classification
+  /** The kind a report of `failure` would get with this document's signals (a reset time in its message read at `now`, default the last input's). */
+  classify(failure: Failure, now?: number): Classification
   /** The state's hash (FNV-1a 64 of the canonical export, 16 hex digits): replicas that folded the same inputs agree on it. */
   stateHash(): string
   /** Frees the WebAssembly memory now (otherwise the garbage collector does). */
@@ -644,8 +663,15 @@ export declare const FAILURE_KINDS: readonly FailureKind[]
  * `retryAfter` Duration), for the core to classify. No classification here.
  */
 export declare function failureFacts(error: unknown, options?: { now?: number }): Failure
-/** The core's classification of `failureFacts(error)`; `signals` extends the seed's lists. */
-export declare function classifyFailure(error: unknown, options?: { now?: number; signals?: Signals }): Classification
+/**
+ * The core's classification of `failureFacts(error)`; `signals` extends the seed's lists;
+ * `resetTime: 'message'` reads a usage limit's reset time from its message at `now`
+ * (default the clock's): the answer's `resetAt`.
+ */
+export declare function classifyFailure(
+  error: unknown,
+  options?: { now?: number; signals?: Signals; resetTime?: ResetTime },
+): Classification
 /** The core's probe rule: 2xx is up; redirects are not followed (a 3xx is down). */
 export declare function probeIsUp(status: number): boolean
 /** `Retry-After` (seconds or HTTP-date) in ms from `now`. */
@@ -659,7 +685,7 @@ export declare function parseRetryAfter(value: string | number | null | undefine
  * occupied, released) and failureIgnored, exclusionKept, probeIgnored, probeDown,
  * deletingMachine, preflightIgnored; warn — timedOut, exhausted, roleOut,
  * occupiedBeyondCapacity, occupiedUnknown, excluded, provisionPaused, reloadRefused,
- * machineDeleteFailed, startFailed, and waiting for a pin the roster does not declare;
+ * machineDeleteFailed, startFailed, resetTimeUnread, and waiting for a pin the roster does not declare;
  * info — the rest. `label` is the request's, when it has one.
  */
 export interface CoreEventFields {
@@ -706,6 +732,8 @@ export interface CoreEventFields {
   occupiedBeyondCapacity: { executor: string; lease: number; running: number; slots: number }
   occupiedUnknown: { executor: string; lease: number }
   failureIgnored: { executor: string }
+  /** A usage limit's message names a reset time the core does not read (`resetTime: 'message'`): the usage cooldown applies. */
+  resetTimeUnread: { executor: string; text: string }
   rateLimited: { executor: string; count: number }
   exclusionKept: { executor: string }
   exclusionQueued: { executor: string; thenUntil: number }
@@ -1007,6 +1035,8 @@ export declare class Lease<R extends string = Role> implements Disposable, Async
   readonly executor: ExecutorSpec
   readonly executorId: string
   readonly role: R
+  /** The effort its role runs at on its executor (the executor's `effort`), when it sets one. */
+  readonly effort?: Effort
   /** The machine's hold, for a provisioned executor. */
   readonly hold?: unknown
   readonly passed: number
@@ -1064,6 +1094,8 @@ export interface RosterQueries<R extends string = Role> {
   independenceBlocked(role: R, avoid?: string[]): 'held' | 'out' | undefined
   /** Whether `independenceBlocked(role, avoid)` is `'held'`. */
   coderHeld(role: R, avoid?: string[]): boolean
+  /** The effort `role` runs at on `executor` (its `effort`), or undefined when it sets none. */
+  effortOf(executor: string, role: R): Effort | undefined
   explain(request: (ExplainRequest & { role: R }) | R): Explanation
   plan(document: RosterDocument): Plan
   readonly document: RosterDocument

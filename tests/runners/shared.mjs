@@ -180,6 +180,7 @@ export class PolicyHost {
           case 'capacity': return p.capacity(query.role)
           case 'independenceBlocked': return p.independenceBlocked(query.role, query.avoid) ?? null
           case 'coderHeld': return p.independenceBlocked(query.role, query.avoid) === 'held'
+          case 'effortOf': return p.effortOf(query.executor, query.role) ?? null
           case 'document': return p.document()
           case 'now': return p.now
           case 'stateHash': return p.stateHash()

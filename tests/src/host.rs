@@ -257,6 +257,8 @@ pub fn native_query(policy: &Policy, query: &str) -> Value {
                 _ => serde_json::json!(blocked),
             })
         })),
+        "effortOf" => ok(string_arg("executor")
+            .and_then(|executor| policy.effort_of(&executor, &string_arg("role")?))),
         "document" => ok(Ok(policy.document())),
         "now" => ok(Ok(policy.now())),
         "stateHash" => ok(Ok(policy.state_hash())),

@@ -224,6 +224,15 @@ fn random_executor(r: &mut SplitMix64, id: &str, roles: &[String]) -> Value {
         }
         _ => {}
     }
+    // An effort (issue 43 item 7): one, or per role with a default.
+    match r.below(8) {
+        0 => x["effort"] = json!(*r.pick(&["low", "high", "max"])),
+        1 => {
+            let role = r.pick(&own).clone();
+            x["effort"] = json!({ role: "max", "default": "low" });
+        }
+        _ => {}
+    }
     if r.chance(45) {
         x["health"] = json!(format!("http://127.0.0.1:{}/health", 8000 + r.below(100)));
     }
@@ -263,12 +272,13 @@ fn random_document(r: &mut SplitMix64) -> Value {
         doc["roles"] = json!(roles);
     }
     // The upstream's later rules (issue 43): the switch, or one rule's own field.
-    match r.below(8) {
+    match r.below(12) {
         0 => doc["rules"] = json!("upstream"),
         1 => doc["prefer"] = json!("tieBreak"),
         2 => doc["coderSlotsDefault"] = json!("slots"),
         3 => doc["clones"] = json!("numbered"),
         4 => doc["leaseEvents"] = json!("typed"),
+        5 => doc["resetTime"] = json!("message"),
         _ => {}
     }
     doc
@@ -456,13 +466,17 @@ fn some_owner(r: &mut SplitMix64) -> Option<&'static str> {
     }
 }
 
-const MESSAGES: [&str; 6] = [
+const MESSAGES: [&str; 9] = [
     "There's an issue with the selected model (x). It may not exist or you may not have access to it.",
     "Error: model_not_found",
     "429 Too Many Requests",
     "ECONNREFUSED 127.0.0.1:1234",
     "You've hit your usage limit",
     "the tests failed",
+    // Reset times a message names (issue 43 item 9): a zone, none, an unknown one.
+    "You've hit your session limit · resets 8:20am (Europe/Rome)",
+    "You've hit your usage limit. Try again at 2:30 PM.",
+    "usage limit · resets 3am (Mars/Olympus_Mons)",
 ];
 
 fn report_input(r: &mut SplitMix64, seen: &Seen) -> Value {

@@ -59,7 +59,7 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_text: Option<String>,
     /// A query in the plain ABI's shape: `{"query": "snapshot" | "explain" | "plan" |
-    /// "available" | "slots" | "canEverServe" | "document" | "now", ...}`.
+    /// "available" | "slots" | "canEverServe" | "effortOf" | "document" | "now", ...}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query: Option<Value>,
     /// The exact answer: `{"outputs": [...], "wakeAt": n|null}` or `{"error": {...}}`

@@ -44,9 +44,10 @@
 //! | `capacity` | `role` | slots for the role on the executors in the round, held or not |
 //! | `independenceBlocked` | `role`, `avoid`? | `"held"`, `"out"` or null |
 //! | `coderHeld` | `role`, `avoid`? | a boolean: `independenceBlocked` is `"held"` |
+//! | `effortOf` | `executor`, `role` | the effort the role runs at on the executor (`"low"`, `"medium"`, `"high"`, `"max"`), or `null` when it sets none ([`rota_core::Policy::effort_of`]) |
 //! | `document` | | the running document as written |
 //! | `now` | | the last input's time |
-//! | `classify` | `failure`: a report's failure (facts or a kind) | `{kind, rule}`: the kind the core gives it with this document's signals ([`rota_core::classify`]) |
+//! | `classify` | `failure`: a report's failure (facts or a kind); `now`? (epoch ms: when a reset time in its message is read; default the last input's) | `{kind, rule, resetAt?}`: the kind the core gives it with this document's signals ([`rota_core::classify`]) |
 //! | `stateHash` | | the state's hash, 16 hex digits ([`rota_core::Policy::state_hash`]): replicas that folded the same inputs agree on it |
 //! | `probesInFlight` | | the `probe` outputs of the probes in flight ([`rota_core::Policy::probes_in_flight`]): what a shared roster's new leader redoes |
 //! | `duplicateIds` | `document`, `side` | the executor ids a roster lists twice, as violations at `<side>: executors[i].id` ([`rota_core::duplicate_ids`]: refused before a merge); the policy is not read |
@@ -260,6 +261,8 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
                 _ => json!(blocked),
             })
         })),
+        "effortOf" => ok(string_arg(&query, "executor")
+            .and_then(|executor| policy.effort_of(&executor, &string_arg(&query, "role")?))),
         "document" => ok(Ok(policy.document())),
         "now" => ok(Ok(policy.now())),
         "stateHash" => ok(Ok(policy.state_hash())),
@@ -269,7 +272,11 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
             rota_core::duplicate_ids(query.get("document").unwrap_or(&Value::Null), &side)
         })),
         "classify" => match Failure::from_json(query.get("failure").unwrap_or(&Value::Null)) {
-            Ok(failure) => json!({ "ok": policy.classify(&failure).to_json() }),
+            Ok(failure) => {
+                let now = query.get("now").and_then(Value::as_u64);
+                let now = now.unwrap_or_else(|| policy.now());
+                json!({ "ok": policy.classify_at(&failure, now).to_json() })
+            }
             Err(e) => core_error(&Error::InvalidInput {
                 message: format!("query field `failure`: {e}"),
             }),
@@ -278,8 +285,8 @@ pub fn query(handle: u32, query: &[u8]) -> Value {
             "UNKNOWN_QUERY",
             format!(
                 "unknown query '{other}' (snapshot, explain, plan, available, slots, \
-                 canEverServe, capacity, independenceBlocked, coderHeld, document, now, classify, \
-                 stateHash, probesInFlight, log, duplicateIds)"
+                 canEverServe, capacity, independenceBlocked, coderHeld, effortOf, document, now, \
+                 classify, stateHash, probesInFlight, log, duplicateIds)"
             ),
         ),
     })

@@ -6,12 +6,13 @@
 //! (fields holding `undefined` are absent, a `Date` is its ISO string) and parsed by
 //! serde_json, so a JS caller and a wasmtime caller that send the same JSON get the
 //! same outputs. `handleJson` is the shared step itself (`rota_core::json::step_str`):
-//! the core's output text, byte for byte, for conformance vectors. The package's
-//! `Policy#handle` (objects in and out) takes the binary step (`__ioBuffer`, `__step`:
-//! the common inputs and every output as compact records in a buffer in the module's
-//! memory, `binary.rs`) and falls back to `handleJson` wrapped in `JSON.stringify` and
-//! `JSON.parse` for every other input (`npm/src/api.js`, `npm/src/binary.js`): the
-//! same answers and errors either way, and no call back into JS from here.
+//! the core's output text, byte for byte, for conformance vectors. In the Node module
+//! (feature `binary`), the package's `Policy#handle` (objects in and out) takes the
+//! binary step (`__ioBuffer`, `__step`: the common inputs and every output as compact
+//! records in a buffer in the module's memory, `binary.rs`) and falls back to
+//! `handleJson` wrapped in `JSON.stringify` and `JSON.parse` for every other input
+//! (`npm/src/api.js`, `npm/src/binary.js`); the browser's module has `handleJson`
+//! only. The same answers and errors either way, and no call back into JS from here.
 //!
 //! Answers come back as plain JS values: the core's JSON text parsed by the engine's
 //! `JSON.parse`, one way for every answer. It is 1.1–1.4× faster than building the
@@ -29,11 +30,13 @@ use js_sys::{Array, Error as JsError, Reflect, JSON};
 use rota_core::json::{from_value, parse_options, step_str};
 use rota_core::write::to_json_text;
 use rota_core::{Error, ExplainRequest, Policy as CorePolicy};
+#[cfg(feature = "binary")]
 use rota_core::{Level, Output, OutputRef};
 use serde::Serialize;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
+#[cfg(feature = "binary")]
 use crate::binary::{self, Writer};
 
 type JsResult<T> = Result<T, JsValue>;
@@ -125,8 +128,10 @@ fn to_js_text<T: Serialize + ?Sized>(value: &T) -> JsValue {
 pub struct JsPolicy {
     inner: CorePolicy,
     /// The buffer of the binary step (`binary.rs`): the input JS wrote, then the answer.
+    #[cfg(feature = "binary")]
     io: Vec<u8>,
     /// The strings the binary step's answers send by reference.
+    #[cfg(feature = "binary")]
     strings: binary::Strings,
 }
 
@@ -134,7 +139,9 @@ impl JsPolicy {
     fn wrap(inner: CorePolicy) -> JsPolicy {
         JsPolicy {
             inner,
+            #[cfg(feature = "binary")]
             io: Vec::new(),
+            #[cfg(feature = "binary")]
             strings: binary::Strings::default(),
         }
     }
@@ -271,11 +278,26 @@ impl JsPolicy {
         parse_text(&self.inner.document_text())
     }
 
+    /// The effort `role` runs at on `executor` (its `effort`), or `undefined` when it
+    /// sets none. Throws `UNKNOWN_EXECUTOR`, `UNKNOWN_ROLE`.
+    #[wasm_bindgen(js_name = effortOf)]
+    pub fn effort_of(&self, executor: &str, role: &str) -> JsResult<Option<String>> {
+        self.inner
+            .effort_of(executor, role)
+            .map(|effort| effort.map(str::to_string))
+            .map_err(|e| to_js_error(&e))
+    }
+
     /// The kind a report of `failure` (facts or a kind) gets with this document's
-    /// signals: `{ kind, rule }`. Throws `INVALID_INPUT`.
-    pub fn classify(&self, failure: JsValue) -> JsResult<JsValue> {
+    /// signals: `{ kind, rule }` (and `resetAt`, a reset time read from its message at
+    /// `now`, epoch ms, default the last input's). Throws `INVALID_INPUT`.
+    pub fn classify(&self, failure: JsValue, now: Option<f64>) -> JsResult<JsValue> {
+        // A time past what JSON numbers hold exactly is no time: the last input's.
+        let now = now
+            .filter(|t| t.fract() == 0.0 && *t >= 0.0 && *t <= 9_007_199_254_740_991.0)
+            .map_or(self.inner.now(), |t| t as u64);
         read_failure(&failure)
-            .map(|failure| to_js_value(&self.inner.classify(&failure).to_json()))
+            .map(|failure| to_js_value(&self.inner.classify_at(&failure, now).to_json()))
             .map_err(|e| to_js_error(&e))
     }
 }
@@ -495,7 +517,14 @@ impl JsPolicy {
         };
         build().map(JsPolicy::wrap).map_err(|e| to_js_error(&e))
     }
+}
 
+/// The binary step behind the Node module's `Policy#handle` (`binary.rs`; the same
+/// answers as `handleJson`). The browser's module leaves it out (it costs about 3 KB
+/// of its download, gzipped): its `handle` takes the JSON step for every input.
+#[cfg(feature = "binary")]
+#[wasm_bindgen(js_class = Policy)]
+impl JsPolicy {
     /// The binary step's buffer, grown to at least `size` bytes: its address in the
     /// module's memory. Used by the package's `handle` (`npm/src/binary.js`).
     #[wasm_bindgen(js_name = __ioBuffer)]
@@ -568,6 +597,7 @@ impl JsPolicy {
 }
 
 /// The module's memory (the binary step's buffer lives in it).
+#[cfg(feature = "binary")]
 #[wasm_bindgen(js_name = __memory)]
 pub fn wasm_memory() -> JsValue {
     wasm_bindgen::memory()
@@ -575,6 +605,7 @@ pub fn wasm_memory() -> JsValue {
 
 /// The binary step's format (`binary.rs`'s table) as JSON text, which
 /// `npm/src/binary.js` reads once at load: every tag, flag, offset and slot it uses.
+#[cfg(feature = "binary")]
 #[wasm_bindgen(js_name = __wireFormat)]
 pub fn wire_format() -> String {
     binary::format_json()

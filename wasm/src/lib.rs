@@ -1,13 +1,13 @@
 //! rota-core's WebAssembly boundary. With feature `abi` it is the plain-ABI module for
 //! wasmtime hosts (zero imports); with feature `js` it is the wasm-bindgen module of
-//! the npm package (`js.rs`, with the binary step behind `Policy#handle` in
-//! `binary.rs`), which the pipeline (`make wasm`) builds twice from the same code:
-//! made for speed for Node, made for size for browsers.
+//! the npm package (`js.rs`), which the pipeline (`make wasm`) builds twice from the
+//! same code: made for speed for Node (with feature `binary`: the binary step behind
+//! `Policy#handle`, `binary.rs`), made for size for browsers (without it).
 //! All speak the JSON of `rota_core::json`, so one set of vectors tests them all.
 
 #[cfg(feature = "abi")]
 pub mod abi;
-#[cfg(feature = "js")]
+#[cfg(all(feature = "js", feature = "binary"))]
 mod binary;
 #[cfg(feature = "js")]
 pub mod js;

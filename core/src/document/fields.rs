@@ -21,6 +21,7 @@ const TOP: &[&str] = &[
     "coderSlotsDefault",
     "clones",
     "leaseEvents",
+    "resetTime",
     "$schema",
 ];
 
@@ -40,6 +41,7 @@ const EXECUTOR: &[&str] = &[
     "coderSlots",
     "roleSlots",
     "priority",
+    "effort",
     "health",
     "cooldown",
     "disabled",
@@ -145,5 +147,10 @@ mod tests {
             Some("maxConcurrentAttempts")
         );
         assert_eq!(nearest("signal", TOP), Some("signals"));
+        // Issue 43's fields (items 7 and 9).
+        assert_eq!(nearest("efort", EXECUTOR), Some("effort"));
+        assert_eq!(nearest("effort", EXECUTOR), None);
+        assert_eq!(nearest("resetTim", TOP), Some("resetTime"));
+        assert_eq!(nearest("resetTime", TOP), None);
     }
 }

@@ -10,8 +10,9 @@ use crate::sorted::SortedMap;
 use crate::write::to_text;
 
 use super::{
-    resolve_coder_slots_default, ClonesRule, CoderSlotsDefault, Cooldowns, Document, ExecutorSpec,
-    Form, LeaseEventsRule, PreferRule, Priority, Rules, Violation, CODER_ROLE, DEFAULT_ROLES,
+    resolve_coder_slots_default, ClonesRule, CoderSlotsDefault, Cooldowns, Document, Effort,
+    EffortLevel, ExecutorSpec, Form, LeaseEventsRule, PreferRule, Priority, ResetTime, Rules,
+    Violation, CODER_ROLE, DEFAULT_ROLES,
 };
 
 /// Where an executor is declared: its path (`executors[2]`, `workers.a`), its number
@@ -130,6 +131,7 @@ impl Parser {
             CoderSlotsDefault::from_json,
             CoderSlotsDefault::NAMES,
         );
+        let reset_time = self.named(object, "resetTime", ResetTime::from_json, ResetTime::NAMES);
         self.coder_slots_default = resolve_coder_slots_default(coder_slots_default, rules);
         let clones = self.named(object, "clones", ClonesRule::from_json, ClonesRule::NAMES);
         let lease_events = self.named(
@@ -191,6 +193,7 @@ impl Parser {
             coder_slots_default,
             clones,
             lease_events,
+            reset_time,
             signals,
             raw: Value::Null,
             executors_in_specs: None,
@@ -540,6 +543,9 @@ impl Parser {
         }
 
         let priority = self.priority(object.get("priority"), &at("priority"), &who, roles);
+        let effort = object
+            .get("effort")
+            .and_then(|value| self.effort(value, &at("effort"), &who, roles));
         let health = match object.get("health") {
             None => None,
             Some(Value::String(url)) if is_http_url(url) => Some(url.clone()),
@@ -577,6 +583,7 @@ impl Parser {
             slots,
             role_caps,
             priority,
+            effort,
             health,
             cooldown,
             disabled,
@@ -666,6 +673,55 @@ impl Parser {
                 );
                 Priority::All(1.0)
             }
+        }
+    }
+
+    /// An executor's `effort`: one effort, or per role with a `default` (as
+    /// `priority`). A wrong word or type names the field and the allowed efforts; a
+    /// role the document does not have names it and the roles.
+    fn effort(&mut self, value: &Value, path: &str, who: &str, roles: &[String]) -> Option<Effort> {
+        const EFFORTS: &str = "one of \"low\", \"medium\", \"high\", \"max\"";
+        match value {
+            Value::Object(entries) => {
+                let mut per_role = SortedMap::new();
+                let mut default = None;
+                for (key, item) in entries {
+                    let at = format!("{path}.{key}");
+                    if key != "default" && !roles.iter().any(|r| r == key) {
+                        self.fail(
+                            at,
+                            format!(
+                                "{who} has an effort for unknown role '{key}' (roles: {}, or default)",
+                                roles.join(", ")
+                            ),
+                        );
+                        continue;
+                    }
+                    let Ok(effort) = EffortLevel::from_json(item) else {
+                        self.fail(at, format!("{who} has effort.{key} that is not {EFFORTS}"));
+                        continue;
+                    };
+                    if key == "default" {
+                        default = Some(effort);
+                    } else {
+                        per_role.insert(key.clone(), effort);
+                    }
+                }
+                Some(Effort::PerRole {
+                    roles: per_role,
+                    default,
+                })
+            }
+            _ => match EffortLevel::from_json(value) {
+                Ok(effort) => Some(Effort::All(effort)),
+                Err(_) => {
+                    self.fail(
+                        path,
+                        format!("{who} has an effort that is not {EFFORTS}, nor a per-role record of them"),
+                    );
+                    None
+                }
+            },
         }
     }
 

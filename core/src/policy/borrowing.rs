@@ -11,6 +11,7 @@
 use crate::protocol::Because;
 
 use super::avoid::Avoid;
+use super::leasing::Borrowing;
 use super::Policy;
 
 impl Policy {
@@ -84,7 +85,11 @@ impl Policy {
             return false;
         };
         let name = self.roster.executors[e].shared_name();
-        self.open_lease_as(req, name, Some(e), None, 0, Some(because), true);
+        let borrowing = Borrowing {
+            because,
+            slotless: true,
+        };
+        self.open_lease(req, name, Some(e), None, 0, Some(borrowing));
         true
     }
 

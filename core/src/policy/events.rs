@@ -58,6 +58,9 @@ pub(super) enum EventName {
     RateLimited,
     /// A failure that takes no executor out of the round.
     FailureIgnored,
+    /// A usage limit's message names a reset time rota does not read (an unknown
+    /// zone): the usage cooldown applies.
+    ResetTimeUnread,
     /// A health probe found the engine still down.
     ProbeDown,
     /// A probe result nothing waited for.
@@ -127,6 +130,7 @@ impl EventName {
             EventName::RoleBack => "roleBack",
             EventName::RateLimited => "rateLimited",
             EventName::FailureIgnored => "failureIgnored",
+            EventName::ResetTimeUnread => "resetTimeUnread",
             EventName::ProbeDown => "probeDown",
             EventName::ProbeIgnored => "probeIgnored",
             EventName::CreatingMachine => "creatingMachine",

@@ -1,9 +1,13 @@
 //! Flows of exclusions: failure reports and their classification, exclusions set,
 //! ended, resumed and taken over, and what they do to the ready sets and waiters.
 
+use std::borrow::Cow;
+
 use crate::classify::{classify, excerpt, Classification};
+use crate::document::ResetTime;
 use crate::duration::{format_seed_duration, write_seed_duration};
 use crate::protocol::{ExclusionKind, Failure, FailureKind, Level};
+use crate::reset_time::{read_reset, MessageReset};
 use crate::sorted;
 use crate::time::iso;
 use serde_json::{json, Value};
@@ -14,9 +18,45 @@ use super::queue::Ending;
 use super::Policy;
 
 impl Policy {
-    /// The kind a failure report would get, with this document's signal table.
+    /// The kind a failure report would get, with this document's signal table, and
+    /// the reset time read from its message (`resetTime: "message"`).
     pub fn classify(&self, failure: &Failure) -> Classification {
-        classify(failure, &self.document.signals)
+        self.classify_at(failure, self.now)
+    }
+
+    /// [`Policy::classify`], a reset time in the message read at `now` (a host's
+    /// time, which may be ahead of the last input's).
+    pub fn classify_at(&self, failure: &Failure, now: u64) -> Classification {
+        let (read, _) = self.with_message_reset(failure, now.max(self.now));
+        let mut classification = classify(&read, &self.document.signals);
+        if let (Cow::Owned(read), FailureKind::UsageLimit) = (&read, classification.kind) {
+            classification.reset_at = read.reset_at;
+        }
+        classification
+    }
+
+    /// `failure` with the reset time its message names as its `resetAt`, when the
+    /// document reads messages (`resetTime: "message"`) and the report gives none;
+    /// and the part of the message that names one rota does not read.
+    fn with_message_reset<'f>(
+        &self,
+        failure: &'f Failure,
+        now: u64,
+    ) -> (Cow<'f, Failure>, Option<&'f str>) {
+        if failure.reset_at.is_some() || self.document.reset_time() != ResetTime::Message {
+            return (Cow::Borrowed(failure), None);
+        }
+        match read_reset(&failure.message, now) {
+            MessageReset::None => (Cow::Borrowed(failure), None),
+            MessageReset::At(at) => (
+                Cow::Owned(Failure {
+                    reset_at: Some(at),
+                    ..failure.clone()
+                }),
+                None,
+            ),
+            MessageReset::NotUnderstood(part) => (Cow::Borrowed(failure), Some(part)),
+        }
     }
 
     /// A failure on `executor`; `found` is its index as `check` found it (the time
@@ -28,8 +68,20 @@ impl Policy {
             return;
         };
         let now = self.now;
-        let spec = &self.roster.executors[e].spec;
+        let (failure, unread) = self.with_message_reset(failure, now);
+        let failure = failure.as_ref();
         let kind = classify(failure, &self.document.signals).kind;
+        if let (FailureKind::UsageLimit, Some(part)) = (kind, unread) {
+            self.event(
+                Level::Warn,
+                EventName::ResetTimeUnread,
+                format!(
+                    "{executor}'s usage limit names a reset time rota does not read ('{part}'): the usage cooldown applies"
+                ),
+                vec![("executor", json!(executor)), ("text", json!(part))],
+            );
+        }
+        let spec = &self.roster.executors[e].spec;
         let exclusion = if kind == FailureKind::ModelUnavailable {
             Some(self.new_exclusion(
                 ExclusionKind::Run,

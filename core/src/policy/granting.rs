@@ -11,6 +11,7 @@ use crate::sorted;
 use super::events::EventName;
 use super::events::{for_label, with_label};
 use super::keys::{order_key, OrderKey};
+use super::leasing::Borrowing;
 use super::queue::Ending;
 use super::requests::{request_extra, Creating, Request};
 use super::Policy;
@@ -325,7 +326,11 @@ impl Policy {
             );
             return;
         }
-        self.open_lease_as(req, executor_id, Some(e), None, passed, because, false);
+        let borrowing = because.map(|because| Borrowing {
+            because,
+            slotless: false,
+        });
+        self.open_lease(req, executor_id, Some(e), None, passed, borrowing);
     }
 
     /// Grants, in lease order, every waiting request that a newly usable slot can

@@ -1,6 +1,7 @@
 //! Flows of leases: opening one on a grant, releasing, freeing slots, machines
 //! deleted, `occupy`, and executors that leave when drained.
 
+use crate::document::clone_name;
 use crate::protocol::{Because, Level, Output};
 use serde_json::{json, Value};
 
@@ -12,6 +13,8 @@ use super::requests::Request;
 use super::Policy;
 
 impl Policy {
+    /// Opens a lease for `req` on `executor_id` (at `at`), queueing its grant: with
+    /// `borrowing`, a borrowing grant (its `because`), without a slot when `slotless`.
     pub(super) fn open_lease(
         &mut self,
         req: Request,
@@ -19,23 +22,10 @@ impl Policy {
         at: Option<usize>,
         hold: Option<Value>,
         passed: u32,
+        borrowing: Option<Borrowing>,
     ) {
-        self.open_lease_as(req, executor_id, at, hold, passed, None, false);
-    }
-
-    /// `open_lease`, on the request's `borrow` executor when `because` is set:
-    /// `borrowed`, without a slot (the lease is not counted, and frees none).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn open_lease_as(
-        &mut self,
-        req: Request,
-        executor_id: SharedName,
-        at: Option<usize>,
-        hold: Option<Value>,
-        passed: u32,
-        because: Option<Because>,
-        borrowed: bool,
-    ) {
+        let because = borrowing.map(|b| b.because);
+        let borrowed = borrowing.is_some_and(|b| b.slotless);
         let lease = self.leases.allocate();
         let role = self.roster.roles.shared_name(req.role);
         let purpose = req.purpose().map(str::to_string);
@@ -252,14 +242,22 @@ impl Policy {
             return;
         }
         let id = x.spec.id.clone();
+        // The clone the lease ran as, where leases are numbered: named and a field.
+        let on = lease
+            .clone
+            .map_or_else(|| id.clone(), |n| clone_name(&id, n));
+        let mut fields = vec![("executor", json!(id))];
+        if let Some(n) = lease.clone {
+            fields.insert(0, ("clone", json!(n)));
+        }
         if x.draining && x.busy == 0 {
             self.event(
                 Level::Info,
                 EventName::Left,
                 format!(
-                    "the last lease on {id}, which a reload removed, ended; it leaves the roster"
+                    "the last lease on {on}, which a reload removed, ended; it leaves the roster"
                 ),
-                vec![("executor", json!(id))],
+                fields,
             );
             self.remove_drained(e);
         } else {
@@ -268,23 +266,15 @@ impl Policy {
             let (busy, slots) = (x.busy, if x.draining { 0 } else { x.spec.slots });
             let message = if x.draining {
                 format!(
-                    "a lease ended on {id}, which a reload removed; its slot retires ({busy} running, {slots} slots)"
+                    "a lease ended on {on}, which a reload removed; its slot retires ({busy} running, {slots} slots)"
                 )
             } else {
                 format!(
-                    "a lease ended on {id}, which runs more leases than it has slots; its slot retires ({busy} running, {slots} slots)"
+                    "a lease ended on {on}, which runs more leases than it has slots; its slot retires ({busy} running, {slots} slots)"
                 )
             };
-            self.event(
-                Level::Info,
-                EventName::Retired,
-                message,
-                vec![
-                    ("executor", json!(id)),
-                    ("running", json!(busy)),
-                    ("slots", json!(slots)),
-                ],
-            );
+            fields.extend([("running", json!(busy)), ("slots", json!(slots))]);
+            self.event(Level::Info, EventName::Retired, message, fields);
         }
     }
 
@@ -314,17 +304,24 @@ impl Policy {
                 // A removed executor has no slots left (its snapshot says 0).
                 let (busy, slots) = (x.busy, if x.draining { 0 } else { x.spec.slots });
                 self.roster.ready_up(e);
-                let fields = vec![
+                let mut fields = vec![
                     ("executor", json!(executor)),
                     ("running", json!(busy)),
                     ("slots", json!(slots)),
                     ("lease", json!(lease)),
                 ];
+                // The clone the work runs as, where leases are numbered.
+                let on = clone.map_or_else(|| executor.clone(), |n| clone_name(&executor, n));
+                if let Some(n) = clone {
+                    fields.insert(0, ("clone", json!(n)));
+                }
                 if busy <= slots {
                     self.event(
                         Level::Debug,
                         EventName::Occupied,
-                        format!("work that already runs on {executor} occupies a slot ({busy} of {slots})"),
+                        format!(
+                            "work that already runs on {on} occupies a slot ({busy} of {slots})"
+                        ),
                         fields,
                     );
                 } else {
@@ -332,7 +329,7 @@ impl Policy {
                         Level::Warn,
                         EventName::OccupiedBeyondCapacity,
                         format!(
-                            "work that already runs on {executor} occupies a slot beyond its {slots} slots; {executor} takes no new lease until enough of its leases end"
+                            "work that already runs on {on} occupies a slot beyond its {slots} slots; {executor} takes no new lease until enough of its leases end"
                         ),
                         fields,
                     );
@@ -375,4 +372,12 @@ impl Policy {
         // Its grant: a reference to the lease (`outputs.rs`), `occupied` from it.
         self.outputs.push_back(Queued::Granted { lease, passed: 0 });
     }
+}
+
+/// Why a grant borrows its request's `borrow` executor (issue 43 item 2), and whether
+/// it does so without a slot (`borrowed`: the lease is not counted and frees none).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Borrowing {
+    pub(super) because: Because,
+    pub(super) slotless: bool,
 }

@@ -66,7 +66,7 @@ impl Policy {
             // The creation checked the executor: the seed records a passed preflight.
             self.record_preflight(&executor, true, None);
         }
-        self.open_lease(req, shared(executor), place, Some(hold), passed);
+        self.open_lease(req, shared(executor), place, Some(hold), passed, None);
     }
 
     pub(super) fn machine_failed(&mut self, id: &str, message: &str, reason: Option<String>) {

@@ -485,7 +485,7 @@ impl Policy {
 
 #[cold]
 #[inline(never)]
-fn unknown_executor(id: &str) -> Error {
+pub(super) fn unknown_executor(id: &str) -> Error {
     Error::UnknownExecutor { id: id.to_string() }
 }
 

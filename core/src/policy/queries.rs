@@ -78,6 +78,19 @@ impl Policy {
         Ok(self.independence_blocked(role, avoid)? == Some(Because::Held))
     }
 
+    /// The effort `role` runs at on `executor` (its `effort`, the upstream's ADR 0029
+    /// `effortOf`): `None` when it sets none for the role (the harness keeps its own
+    /// default). An executor a reload removed answers while its leases run.
+    pub fn effort_of(&self, executor: &str, role: &str) -> Result<Option<&'static str>, Error> {
+        self.role_index(role)?;
+        let e = self
+            .roster
+            .find(executor, None)
+            .ok_or_else(|| super::unknown_executor(executor))?;
+        let effort = self.roster.executors[e].spec.effort_for(role);
+        Ok(effort.map(crate::document::EffortLevel::name))
+    }
+
     /// Whether an executor outside `avoid` has the role and is not out for the run.
     pub fn can_ever_serve(&self, role: &str, avoid: &[String]) -> Result<bool, Error> {
         let r = self.role_index(role)?;

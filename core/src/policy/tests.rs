@@ -538,3 +538,35 @@ fn clone_numbers_and_purposes_survive_export_and_import() {
         "{error}"
     );
 }
+
+/// An executor's effort is the document's: a policy imported from an export answers
+/// `effort_of` as the one exported (issue 43 item 7), and a removed executor answers
+/// while its lease runs.
+#[test]
+fn effort_survives_export_import_and_a_reload_that_removes_it() {
+    let document = json!({"executors": [
+        {"id": "a", "harness": "pi", "roles": ["coder", "judge"], "effort": {"judge": "max", "default": "low"}},
+        {"id": "b", "harness": "pi", "roles": ["coder"], "priority": 2}
+    ]});
+    let mut policy = Policy::new(&document, Options::default()).expect("a valid document");
+    policy
+        .handle(Input::Lease(lease(T0, "r1", "coder")))
+        .expect("accepted");
+    assert_eq!(granted(&outputs(&mut policy)), Some(1));
+    let again = Policy::import_state(&policy.export_state()).expect("a real export");
+    for p in [&policy, &again] {
+        assert_eq!(p.effort_of("a", "judge").ok(), Some(Some("max")));
+        assert_eq!(p.effort_of("a", "coder").ok(), Some(Some("low")));
+        assert_eq!(p.effort_of("b", "coder").ok(), Some(None));
+    }
+    let mut policy = again;
+    let reload = json!({"executors": [{"id": "b", "harness": "pi", "roles": ["coder"]}]});
+    policy
+        .handle(Input::Reload {
+            now: T0 + 1,
+            document: reload,
+        })
+        .expect("accepted");
+    outputs(&mut policy);
+    assert_eq!(policy.effort_of("a", "coder").ok(), Some(Some("low")));
+}

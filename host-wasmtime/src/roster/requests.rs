@@ -366,6 +366,14 @@ impl Lease {
         &self.role
     }
 
+    /// The effort its role runs at on its executor (the executor's `effort`, resolved
+    /// by the core for the role), when it sets one.
+    pub fn effort(&self) -> Option<&'static str> {
+        self.spec
+            .effort_for(&self.role)
+            .map(rota_core::EffortLevel::name)
+    }
+
     /// The machine hold, for an executor with `provision`.
     pub fn hold(&self) -> Option<&Value> {
         self.hold.as_ref()

@@ -319,6 +319,7 @@ fn bare_spec(executor: &str, role: &str) -> ExecutorSpec {
         slots: 1,
         role_caps: Default::default(),
         priority: rota_core::document::Priority::All(1.0),
+        effort: None,
         health: None,
         cooldown: Default::default(),
         disabled: false,

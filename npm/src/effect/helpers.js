@@ -43,6 +43,12 @@ export const priorityOf = (spec, role) => {
   return resolved(rest, { roles: [role] }).priority[role]
 }
 
+/** The effort `role` runs at on this executor (the upstream's `effortOf`, ADR 0029), as the core resolves `effort`; undefined when it sets none. */
+export const effortOf = (spec, role) => {
+  const { coderSlots: _coderSlots, ...rest } = plain(spec)
+  return withPolicy([{ ...rest, roles: [role] }], undefined, (policy) => policy.effortOf(rest.id, role) ?? undefined)
+}
+
 /** "30 minutes", "90s", "2h": the core's duration vocabulary; undefined when unreadable. */
 export const parseDuration = (text) => {
   const ms = parseMs(text)

@@ -4,6 +4,7 @@
 
 export {
   Cooldown,
+  Effort,
   Exclusion,
   ExclusionKind,
   ExecutorSpec,
@@ -18,6 +19,7 @@ export {
 export {
   coderSlotsOf,
   describeExclusion,
+  effortOf,
   exclusionFor,
   hasRole,
   healthProbeInterval,

@@ -16,6 +16,9 @@ export class Cooldown extends Schema.Class('Cooldown')({
   outage: Schema.optionalKey(Schema.String),
 }) {}
 
+/** A reasoning effort (the upstream's `Effort`, @llm4ts/core `Models.ts`). */
+export const Effort = Schema.Literals(['low', 'medium', 'high', 'max'])
+
 /** One executor: a harness and a model, the roles it takes, its slots and priorities. */
 export class ExecutorSpec extends Schema.Class('ExecutorSpec')({
   id: Schema.String,
@@ -31,6 +34,11 @@ export class ExecutorSpec extends Schema.Class('ExecutorSpec')({
   health: Schema.optionalKey(Schema.String),
   cooldown: Schema.optionalKey(Cooldown),
   disabled: Schema.optionalKey(Schema.Boolean),
+  /**
+   * The upstream's later field (its ADR 0029): the reasoning effort, one for every role
+   * or per role with a `default`; the core checks the words (`effortOf`).
+   */
+  effort: Schema.optionalKey(Schema.Union([Effort, Schema.Record(Schema.String, Effort)])),
 }) {}
 
 export class RosterDocument extends Schema.Class('RosterDocument')({

@@ -345,7 +345,10 @@ export function defineRoster(api, platform) {
 
     #granted(output, now) {
       const pending = this.#ledger.settle(output.request)
-      const lease = new Lease(output, this.#spec(output.executor), this.#releaseLease, now, pending?.input?.purpose)
+      const spec = this.#spec(output.executor)
+      // The core resolves an executor's effort for the role; asked only of one that sets it.
+      const effort = spec.effort === undefined ? undefined : this.#policy.effortOf(output.executor, output.role)
+      const lease = new Lease(output, spec, this.#releaseLease, now, pending?.input?.purpose, effort)
       this.#ledger.hold(lease.role, 1)
       if (pending === undefined || pending.abortReason !== undefined) {
         // Nobody waits for it (given up, fenced, an earlier life of this instance): back at once.

@@ -61,10 +61,11 @@ const CALLS = {
     )
   },
 
-  /** The kind the core gives `error` with this roster's signals, reporting nothing: `{ kind, rule }`. */
+  /** The kind the core gives `error` with this roster's signals, reporting nothing: `{ kind, rule, resetAt? }`. */
   classify(inner, error) {
     inner.checkClosing()
-    return inner.policy().classify(failureFacts(error, { now: inner.now() }))
+    const now = inner.now()
+    return inner.policy().classify(failureFacts(error, { now }), now)
   },
 
   /**

@@ -16,6 +16,8 @@ const QUERIES = {
   /** `'held'`, `'out'`, or undefined: why a request outside `avoid` cannot be served by a call ending. */
   independenceBlocked: (policy, role, avoid = []) => policy.independenceBlocked(role, list(avoid, 'avoid') ?? []),
   coderHeld: (policy, role, avoid = []) => policy.independenceBlocked(role, list(avoid, 'avoid') ?? []) === 'held',
+  /** The effort `role` runs at on `executor` (its `effort`: one, or per role with `default`), or undefined. */
+  effortOf: (policy, executor, role) => policy.effortOf(executor, role) ?? undefined,
   explain: (policy, request) => policy.explain(typeof request === 'string' ? { role: request } : request),
   plan: (policy, document) => policy.plan(document),
   /** The state hash (16 hex digits): equal on every replica at the same foldedSeq. */

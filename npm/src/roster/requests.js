@@ -13,7 +13,7 @@ export class Lease {
   #release
   #released = false
 
-  constructor(output, spec, release, grantedAt, purpose) {
+  constructor(output, spec, release, grantedAt, purpose, effort) {
     /** The lease id (the core's). */
     this.id = output.lease
     /** The request id the driver gave the request. */
@@ -22,6 +22,8 @@ export class Lease {
     this.executor = spec
     this.executorId = output.executor
     this.role = output.role
+    /** The effort its role runs at on its executor (the executor's `effort`), when it sets one. */
+    if (effort != null) this.effort = effort
     if (output.hold !== undefined) this.hold = output.hold
     /** Earlier waiting requests for the role that this one passed. */
     this.passed = output.passed
