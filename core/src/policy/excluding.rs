@@ -149,8 +149,13 @@ impl Policy {
                 Level::Debug,
                 EventName::FailureIgnored,
                 format!(
-                    "{executor} failed ({}); that does not take it out of the round",
-                    excerpt(&failure.message, 160)
+                    "{executor} failed ({}); {}that does not take it out of the round",
+                    excerpt(&failure.message, 160),
+                    if classification.rule == Rule::Unreachable {
+                        "it could not reach its engine, but with no health check rota probes, "
+                    } else {
+                        ""
+                    }
                 ),
                 vec![("executor", json!(executor))],
             ),
