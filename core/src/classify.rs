@@ -22,7 +22,12 @@
 //!    code) contains an outage signal, or the status is one of the document's
 //!    `outageStatuses` → `outage`; else `other`. Plain 5xx text, "connection reset",
 //!    "service unavailable", "overloaded" are *not* outages (the seed retries them;
-//!    the executor stays in the round).
+//!    the executor stays in the round). A call that could not reach its engine (no
+//!    status, and an error code of [`UNREACHABLE_CODES`]) is `other` by the rule
+//!    `unreachable`: a report of it on an executor with a health URL, on a host that
+//!    probes, takes the executor out as `health` (the policy's report path), since
+//!    its probe brings it back as soon as the engine answers; without one, the seed's
+//!    rule stands and nothing is excluded.
 //!
 //! Signals match case-insensitively as substrings of the message (ASCII case, as the
 //! seed's `toLowerCase` for its ASCII signals), and of the error code.
@@ -58,6 +63,24 @@ pub const OUTAGE_SIGNALS: [&str; 8] = [
     "server_shutdown",
     "failed to load model",
     "engine protocol startup was aborted",
+];
+
+/// Error codes of a call that could not reach its engine, matched whole (ASCII case
+/// aside) and only when no HTTP status came back (no answer at all):
+/// `ECONNREFUSED` (nothing listens: the engine is not running), `ECONNRESET` (the
+/// connection was reset before any answer: it crashed or is restarting),
+/// `EHOSTUNREACH`, `EHOSTDOWN`, `ENETUNREACH` (no route to its machine). Left out on
+/// purpose: timeouts (`ETIMEDOUT`, `UND_ERR_CONNECT_TIMEOUT`: a busy engine or a slow
+/// network may be up), name resolution (`ENOTFOUND`, `EAI_AGAIN`: a resolver's or a
+/// configuration's fault, not the engine's), and a socket closed or a pipe broken
+/// (`UND_ERR_SOCKET`, `EPIPE`: they also follow an answer). A document's
+/// `signals.outage` can name any of them (then every executor's failure is an outage).
+pub const UNREACHABLE_CODES: [&str; 5] = [
+    "ECONNREFUSED",
+    "ECONNRESET",
+    "EHOSTUNREACH",
+    "EHOSTDOWN",
+    "ENETUNREACH",
 ];
 
 /// A prompt larger than the model's window (@llm4ts/flow `contextOverflowSignals`):
@@ -141,6 +164,9 @@ pub enum Rule {
     ContextOverflow,
     OutageSignal,
     OutageStatus,
+    /// A call that could not reach its engine ([`UNREACHABLE_CODES`]): `other`, which
+    /// a report on an executor with a health URL turns into a health exclusion.
+    Unreachable,
     /// Nothing matched: `other`.
     None,
 }
@@ -157,6 +183,7 @@ impl Rule {
             Rule::ContextOverflow => "contextOverflow",
             Rule::OutageSignal => "outageSignal",
             Rule::OutageStatus => "outageStatus",
+            Rule::Unreachable => "unreachable",
             Rule::None => "none",
         }
     }
@@ -244,7 +271,17 @@ pub fn classify(failure: &Failure, signals: &Signals) -> Classification {
     {
         return decided(FailureKind::Outage, Rule::OutageStatus);
     }
+    if failure.status.is_none() && code.as_deref().is_some_and(is_unreachable_code) {
+        return decided(FailureKind::Other, Rule::Unreachable);
+    }
     decided(FailureKind::Other, Rule::None)
+}
+
+/// Whether an error code says the call could not reach its engine (any ASCII case).
+fn is_unreachable_code(code: &str) -> bool {
+    UNREACHABLE_CODES
+        .iter()
+        .any(|c| c.eq_ignore_ascii_case(code))
 }
 
 /// Whether a failure message says the model is unavailable (the seed's signals).
@@ -658,6 +695,47 @@ mod tests {
         let mut violations = Vec::new();
         Signals::from_json(&serde_json::json!(["x"]), &mut violations);
         assert_eq!(violations.len(), 1);
+    }
+
+    #[test]
+    fn a_call_that_could_not_connect_is_unreachable() {
+        let with_code = |tag: Option<&str>, status: Option<u16>, code: &str| Failure {
+            code: Some(code.into()),
+            ..facts(tag, status, "fetch failed")
+        };
+        let rule = |f: &Failure| classify(f, &Signals::default());
+        for code in UNREACHABLE_CODES.iter().copied().chain(["econnrefused"]) {
+            let answer = rule(&with_code(None, None, code));
+            assert_eq!(
+                (answer.kind, answer.rule),
+                (FailureKind::Other, Rule::Unreachable),
+                "{code}"
+            );
+            let answer = rule(&with_code(Some("ProviderError"), None, code));
+            assert_eq!(answer.rule, Rule::Unreachable, "{code}");
+        }
+        // An answer came (a status), another tag decided, or a code that is no
+        // connection failure: the seed's rule.
+        for failure in [
+            with_code(None, Some(502), "ECONNRESET"),
+            with_code(Some("TimeoutError"), None, "ECONNREFUSED"),
+            with_code(None, None, "ETIMEDOUT"),
+            with_code(None, None, "ENOTFOUND"),
+            with_code(None, None, "UND_ERR_SOCKET"),
+            with_code(None, None, "XECONNREFUSED"),
+            facts(None, None, "connect ECONNREFUSED 127.0.0.1:1234"),
+        ] {
+            assert_ne!(rule(&failure).rule, Rule::Unreachable, "{failure:?}");
+        }
+        // A document that lists the code as an outage signal: an outage, on every executor.
+        let signals = Signals {
+            outage: vec!["econnrefused".into()],
+            ..Signals::default()
+        };
+        assert_eq!(
+            classify(&with_code(None, None, "ECONNREFUSED"), &signals).rule,
+            Rule::OutageSignal
+        );
     }
 
     #[test]

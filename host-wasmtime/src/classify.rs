@@ -11,7 +11,10 @@
 //! What the core makes of them: 401/403 → authentication, 429 → rate limit, a message
 //! with a model-unavailable signal → out for the run, a message or code with an outage
 //! signal → outage; plain 5xx and connection errors are not outages unless the
-//! document says so (`"signals": {"outage": ["ECONNREFUSED"], "outageStatuses": [503]}`).
+//! document says so (`"signals": {"outage": ["ECONNREFUSED"], "outageStatuses": [503]}`),
+//! except that a call that could not reach its engine (`ECONNREFUSED`, `ECONNRESET`,
+//! `EHOSTUNREACH`, `ENETUNREACH`: `rota_core::classify::UNREACHABLE_CODES`) takes an
+//! executor with a health URL out until its URL answers.
 
 use rota_core::Failure;
 

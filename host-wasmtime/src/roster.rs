@@ -46,6 +46,7 @@ pub(crate) mod events;
 pub(crate) mod fence;
 pub(crate) mod fold;
 pub(crate) mod machines;
+pub(crate) mod metrics;
 pub(crate) mod probes;
 mod provisioner;
 pub(crate) mod requests;
@@ -140,12 +141,19 @@ impl Roster {
     /// answer (its `excluded` event, emitted at every event level); `None` when it
     /// earned none or a stronger exclusion stays.
     pub fn report(&self, executor: &str, failure: Failure) -> Result<Option<Exclusion>> {
+        let now = self.inner.now_ms();
+        // The kind the core gives it, for `rota_failures_total` (counted once the core
+        // took the report).
+        let classified = self.inner.query(|p| p.classify_at(&failure, now)).ok();
         let step = self.inner.feed(Input::Report {
-            now: self.inner.now_ms(),
+            now,
             executor: executor.to_string(),
             failure,
         })?;
-        Ok(exclusion_from(&step.outputs, executor))
+        let exclusion = exclusion_from(&step.outputs, executor);
+        let kind = metrics::failure_kind(classified.as_ref(), exclusion.as_ref());
+        lock(&self.inner.metrics).failed(executor, kind);
+        Ok(exclusion)
     }
 
     /// Reports a failed HTTP call: its status, headers (`Retry-After`) and body are
@@ -236,6 +244,23 @@ impl Roster {
             self.inner.publish(narrow_warning(&warning));
         }
         self.reload(document)
+    }
+
+    /// The labelled metrics as Prometheus text (the npm package's `roster.metrics()`
+    /// writes the same series): per executor and role, `rota_leases_granted_total`,
+    /// `rota_failures_total` (by kind), `rota_budget_waits_total`, `rota_slots_in_use`,
+    /// `rota_excluded` (by kind), and `rota_capacity` per role; read from the roster as
+    /// folded. It also sets those gauges through the `metrics` facade (call it before
+    /// the application's recorder exports them), and forgets every executor a reload
+    /// removed once it has left.
+    pub fn metrics(&self) -> Result<String> {
+        let snapshot = self.snapshot()?;
+        let capacity = snapshot
+            .roles
+            .iter()
+            .map(|role| Ok((role.clone(), self.capacity(role)?)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(lock(&self.inner.metrics).render(&snapshot, &capacity))
     }
 
     /// Every executor, lease and waiting request now.

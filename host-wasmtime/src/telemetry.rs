@@ -19,6 +19,22 @@ pub const QUEUE_LENGTH: &str = "rota_queue_length";
 /// Counter: state-file writes, label `result` (`ok`/`failed`).
 pub const STATE_WRITES: &str = "rota_state_writes_total";
 
+/// Gauge: slots held, labels `executor` and `role` (set by `Roster::metrics`).
+pub const SLOTS_IN_USE: &str = "rota_slots_in_use";
+/// Gauge: slots for the role on the executors in the round, held or not (the core's
+/// `capacity`), label `role` (set by `Roster::metrics`).
+pub const CAPACITY: &str = "rota_capacity";
+/// Gauge: 1 while the executor is out of the round with that kind of exclusion, else
+/// 0, labels `executor` and `kind` (`until`, `health`, `run`, `manual`; set by
+/// `Roster::metrics`).
+pub const EXCLUDED: &str = "rota_excluded";
+/// Counter: failures reported, labels `executor` and `kind` (the core's:
+/// `usageLimit`, `rateLimit`, `authentication`, `outage`, `modelUnavailable`, `other`).
+pub const FAILURES: &str = "rota_failures_total";
+/// Counter: lease requests that waited for an executor's budget, labels `executor` and
+/// `role`. The budget rule (issue 45) is not in this host yet: it reads 0.
+pub const BUDGET_WAITS: &str = "rota_budget_waits_total";
+
 /// Describes every metric to the installed recorder (once per process).
 pub(crate) fn describe() {
     static ONCE: Once = Once::new();
@@ -33,6 +49,14 @@ pub(crate) fn describe() {
         metrics::describe_counter!(PROBES, "health probes answered");
         metrics::describe_gauge!(QUEUE_LENGTH, "requests waiting for a lease");
         metrics::describe_counter!(STATE_WRITES, "state-file writes");
+        metrics::describe_gauge!(SLOTS_IN_USE, "slots held, per executor and role");
+        metrics::describe_gauge!(CAPACITY, "slots for the role on the executors in the round");
+        metrics::describe_gauge!(
+            EXCLUDED,
+            "whether the executor is out of the round, per kind"
+        );
+        metrics::describe_counter!(FAILURES, "failures reported, per executor and kind");
+        metrics::describe_counter!(BUDGET_WAITS, "lease requests that waited for a budget");
     });
 }
 
@@ -59,4 +83,31 @@ pub(crate) fn queue_length(role: &str, waiting: usize) {
 
 pub(crate) fn state_written(ok: bool) {
     metrics::counter!(STATE_WRITES, "result" => if ok { "ok" } else { "failed" }).increment(1);
+}
+
+pub(crate) fn failed(executor: &str, kind: &str) {
+    metrics::counter!(FAILURES, "executor" => executor.to_string(), "kind" => kind.to_string())
+        .increment(1);
+}
+
+pub(crate) fn budget_waited(executor: &str, role: &str) {
+    metrics::counter!(BUDGET_WAITS, "executor" => executor.to_string(), "role" => role.to_string())
+        .increment(1);
+}
+
+pub(crate) fn slots_in_use(executor: &str, role: &str, held: u32) {
+    metrics::gauge!(SLOTS_IN_USE, "executor" => executor.to_string(), "role" => role.to_string())
+        .set(f64::from(held));
+}
+
+pub(crate) fn capacity(role: &str, slots: u32) {
+    metrics::gauge!(CAPACITY, "role" => role.to_string()).set(f64::from(slots));
+}
+
+pub(crate) fn excluded_now(executor: &str, kind: &'static str, out: bool) {
+    metrics::gauge!(EXCLUDED, "executor" => executor.to_string(), "kind" => kind).set(if out {
+        1.0
+    } else {
+        0.0
+    });
 }

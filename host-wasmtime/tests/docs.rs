@@ -37,6 +37,11 @@ fn the_readme_lists_every_metric() {
         PROBES,
         QUEUE_LENGTH,
         STATE_WRITES,
+        SLOTS_IN_USE,
+        CAPACITY,
+        EXCLUDED,
+        FAILURES,
+        BUDGET_WAITS,
     ] {
         assert!(readme.contains(&format!("| `{name}` |")), "{name}");
     }

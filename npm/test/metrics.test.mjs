@@ -23,6 +23,12 @@ function samples(text) {
   return out
 }
 
+/** The sum of a metric's samples over its labels. */
+const total = (samples, name) =>
+  Object.entries(samples)
+    .filter(([key]) => key === name || key.startsWith(`${name}{`))
+    .reduce((sum, [, value]) => sum + value, 0)
+
 async function workload(options = {}) {
   const clock = virtualClock()
   const roster = await Roster.create({
@@ -60,7 +66,10 @@ test('roster.metrics(): Prometheus text of grants, waits, exclusions, probes, qu
   assert.equal(b['rota_queue_length{role="judge"}'], 1)
   assert.equal(b['rota_queue_length{role="planner"}'], 0, 'every role of the document, zeros too')
   const s = samples(after)
-  assert.equal(s.rota_leases_granted_total, 3)
+  assert.equal(total(s, 'rota_leases_granted_total'), 3)
+  assert.equal(s['rota_leases_granted_total{executor="a",role="coder"}'], 2)
+  assert.equal(s['rota_leases_granted_total{executor="b",role="coder"}'], 1)
+  assert.equal(s['rota_leases_granted_total{executor="b",role="judge"}'], 0, 'every role of an executor, zeros too')
   assert.equal(s.rota_lease_wait_seconds_count, 3)
   assert.equal(s.rota_lease_wait_seconds_sum, 2)
   assert.equal(s['rota_lease_wait_seconds_bucket{le="0.005"}'], 2, 'two at once')
@@ -101,7 +110,13 @@ test('an OpenTelemetry Meter gets the same metrics', { skip: root === undefined 
     metrics
       .get(name)
       ?.dataPoints.find((p) => Object.entries(attributes).every(([k, v]) => p.attributes[k] === v))?.value
-  assert.equal(value('rota_leases_granted_total'), 3)
+  assert.equal(value('rota_leases_granted_total', { executor: 'a', role: 'coder' }), 2)
+  assert.equal(value('rota_leases_granted_total', { executor: 'b', role: 'coder' }), 1)
+  assert.equal(value('rota_failures_total', { executor: 'b', kind: 'outage' }), 1)
+  assert.equal(value('rota_slots_in_use', { executor: 'a', role: 'coder' }), 0)
+  assert.equal(value('rota_excluded', { executor: 'b', kind: 'health' }), 1)
+  assert.equal(value('rota_excluded', { executor: 'a', kind: 'manual' }), 1)
+  assert.equal(value('rota_capacity', { role: 'coder' }), 0, 'both out of the round')
   assert.equal(value('rota_lease_wait_seconds').count, 3)
   assert.equal(value('rota_lease_wait_seconds').sum, 2)
   assert.equal(value('rota_exclusions_total', { kind: 'health' }), 1)
@@ -113,4 +128,65 @@ test('an OpenTelemetry Meter gets the same metrics', { skip: root === undefined 
   await roster.close()
   await provider.shutdown()
   assert.equal((await rejection(Roster.create({ document: document(executor('a')), meter: {} }))).code, 'INVALID_INPUT')
+})
+
+test('per executor and role: slots in use, capacity, exclusions by kind, grants, failures by kind, budget waits', async (t) => {
+  const clock = virtualClock()
+  const roster = await Roster.create({
+    document: document(
+      executor('a', { slots: 2 }),
+      executor('b', { roles: ['coder', 'judge'], slots: 2, coderSlots: 1, health: 'http://127.0.0.1:9/h' }),
+      executor('c', { roles: ['judge'] }),
+    ),
+    now: clock,
+    probe: async () => false,
+  })
+  t.after(() => roster.close())
+  const a1 = await roster.lease('coder', { prefer: 'a' })
+  const a2 = await roster.lease('coder', { prefer: 'a' })
+  const judge = await roster.lease('judge', { prefer: 'b' })
+  a2.release()
+  roster.report('a', Object.assign(new Error('429 Too Many Requests'), { status: 429 })) // one of three: no exclusion
+  roster.report('b', { kind: 'usageLimit', message: 'usage limit reached' }) // until the usage cooldown
+  roster.report('c', new Error('timed out')) // other
+  const s = samples(roster.metrics())
+  assert.equal(s['rota_leases_granted_total{executor="a",role="coder"}'], 2)
+  assert.equal(s['rota_leases_granted_total{executor="b",role="judge"}'], 1)
+  assert.equal(s['rota_leases_granted_total{executor="c",role="judge"}'], 0)
+  assert.equal(s['rota_slots_in_use{executor="a",role="coder"}'], 1)
+  assert.equal(s['rota_slots_in_use{executor="b",role="judge"}'], 1)
+  assert.equal(s['rota_slots_in_use{executor="b",role="coder"}'], 0)
+  assert.equal(s['rota_capacity{role="coder"}'], 2, "a's two slots; b is out")
+  assert.equal(s['rota_capacity{role="judge"}'], 1, 'c')
+  assert.equal(s['rota_excluded{executor="b",kind="until"}'], 1)
+  assert.equal(s['rota_excluded{executor="b",kind="health"}'], 0)
+  assert.equal(s['rota_excluded{executor="a",kind="until"}'], 0)
+  assert.equal(s['rota_failures_total{executor="a",kind="rateLimit"}'], 1)
+  assert.equal(s['rota_failures_total{executor="b",kind="usageLimit"}'], 1)
+  assert.equal(s['rota_failures_total{executor="c",kind="other"}'], 1)
+  assert.equal(s['rota_failures_total{executor="a",kind="other"}'], undefined, 'kinds only as reported')
+  assert.equal(s['rota_budget_waits_total{executor="a",role="coder"}'], 0, 'the budget rule hook: 0 until it lands')
+  const text = roster.metrics()
+  for (const [name, type] of [['rota_slots_in_use', 'gauge'], ['rota_capacity', 'gauge'], ['rota_excluded', 'gauge'], ['rota_failures_total', 'counter'], ['rota_budget_waits_total', 'counter']]) {
+    assert.match(text, new RegExp(`# HELP ${name} .+\n# TYPE ${name} ${type}\n`))
+  }
+  a1.release()
+  judge.release()
+})
+
+test('a reload that removes an executor removes its series once it has left', async (t) => {
+  const roster = await Roster.create({ document: document(executor('a'), executor('b')), now: virtualClock() })
+  t.after(() => roster.close())
+  const held = await roster.lease('coder', { prefer: 'b' })
+  roster.report('b', new Error('boom'))
+  let text = roster.metrics()
+  assert.match(text, /executor="b"/)
+  await roster.reload(document(executor('a')))
+  text = roster.metrics()
+  assert.match(text, /rota_slots_in_use\{executor="b",role="coder"\} 1/, 'b drains its lease')
+  held.release()
+  text = roster.metrics()
+  assert.doesNotMatch(text, /executor="b"/)
+  assert.match(text, /rota_leases_granted_total\{executor="a",role="coder"\} 0/)
+  assert.match(text, /rota_excluded\{executor="a",kind="run"\} 0/)
 })

@@ -257,6 +257,8 @@ export type ClassificationRule =
   | 'contextOverflow'
   | 'outageSignal'
   | 'outageStatus'
+  /** A call that could not reach its engine (no status; `ECONNREFUSED`, `ECONNRESET`, `EHOSTUNREACH`, `EHOSTDOWN`, `ENETUNREACH`): kind `other`, but a report of it on an executor with a `health` URL takes it out as `health`. */
+  | 'unreachable'
   | 'none'
 
 export interface Classification {

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use crate::classify::{classify, excerpt, Classification};
+use crate::classify::{classify, excerpt, Classification, Rule};
 use crate::document::ResetTime;
 use crate::duration::{format_seed_duration, write_seed_duration};
 use crate::protocol::{ExclusionKind, Failure, FailureKind, Level};
@@ -70,7 +70,17 @@ impl Policy {
         let now = self.now;
         let (failure, unread) = self.with_message_reset(failure, now);
         let failure = failure.as_ref();
-        let kind = classify(failure, &self.document.signals).kind;
+        let classification = classify(failure, &self.document.signals);
+        // A dead engine leaves the round when its health URL can tell when it is back
+        // (`classify::UNREACHABLE_CODES`); without one, the seed's rule: nothing.
+        let unreachable = classification.rule == Rule::Unreachable
+            && self.roster.executors[e].spec.health.is_some()
+            && self.options.can_probe;
+        let kind = if unreachable {
+            FailureKind::Outage
+        } else {
+            classification.kind
+        };
         if let (FailureKind::UsageLimit, Some(part)) = (kind, unread) {
             self.event(
                 Level::Warn,
@@ -117,8 +127,11 @@ impl Policy {
                     None,
                 )),
                 FailureKind::Outage => {
-                    let reason =
-                        format!("serving engine down ({})", excerpt(&failure.message, 160));
+                    let reason = if unreachable {
+                        unreachable_reason(failure)
+                    } else {
+                        format!("serving engine down ({})", excerpt(&failure.message, 160))
+                    };
                     Some(self.exclusion_of_kind(e, ExclusionKind::Health, reason, None))
                 }
                 FailureKind::ModelUnavailable | FailureKind::Other => None,
@@ -136,8 +149,13 @@ impl Policy {
                 Level::Debug,
                 EventName::FailureIgnored,
                 format!(
-                    "{executor} failed ({}); that does not take it out of the round",
-                    excerpt(&failure.message, 160)
+                    "{executor} failed ({}); {}that does not take it out of the round",
+                    excerpt(&failure.message, 160),
+                    if classification.rule == Rule::Unreachable {
+                        "it could not reach its engine, but with no health check rota probes, "
+                    } else {
+                        ""
+                    }
                 ),
                 vec![("executor", json!(executor))],
             ),
@@ -559,4 +577,17 @@ impl Policy {
             vec![("executor", json!(id)), ("role", json!(role))],
         );
     }
+}
+
+/// The reason of a health exclusion for a call that could not reach its engine:
+/// "serving engine unreachable (ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:1234)".
+fn unreachable_reason(failure: &Failure) -> String {
+    let mut reason = String::from("serving engine unreachable (");
+    reason.push_str(failure.code.as_deref().unwrap_or_default());
+    if !failure.message.is_empty() {
+        reason.push_str(": ");
+        reason.push_str(excerpt(&failure.message, 160));
+    }
+    reason.push(')');
+    reason
 }

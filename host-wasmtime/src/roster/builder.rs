@@ -219,6 +219,7 @@ impl RosterBuilder {
             engine,
             runtime: tokio::runtime::Handle::current(),
             link,
+            metrics: Mutex::new(Default::default()),
         })
     }
 

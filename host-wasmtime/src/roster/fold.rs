@@ -169,6 +169,7 @@ impl Inner {
                 let now = self.now_ms();
                 let waited = waiter.as_ref().map(|w| now.saturating_sub(w.requested_at));
                 telemetry::granted(&role, &executor, waited);
+                lock(&self.metrics).granted(&executor, &role);
                 let outcome = Outcome::Granted {
                     lease,
                     spec: st.spec(&executor, &role),

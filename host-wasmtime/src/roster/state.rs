@@ -365,6 +365,8 @@ pub(crate) struct Inner {
     pub runtime: tokio::runtime::Handle,
     /// `None` on the memory log.
     pub link: Option<Link>,
+    /// The labelled metrics this roster counted (`Roster::metrics`).
+    pub metrics: Mutex<super::metrics::Labelled>,
 }
 
 impl Drop for Inner {

@@ -173,6 +173,9 @@ impl<S: LogStore + 'static> SharedRoster<S> {
     /// Reports a failed call on `executor`: the exclusion it put in force (as the
     /// embedded roster's `report`), once its entry is folded.
     pub async fn report(&self, executor: &str, failure: Failure) -> Result<Option<Exclusion>> {
+        // The kind the core gives it, for `rota_failures_total` (this instance's reports).
+        let now = self.now_ms();
+        let classified = self.inner.query(|p| p.classify_at(&failure, now)).ok();
         let outputs = self
             .inner
             .call(Input::Report {
@@ -181,7 +184,10 @@ impl<S: LogStore + 'static> SharedRoster<S> {
                 failure,
             })
             .await?;
-        Ok(exclusion_from(&outputs, executor))
+        let exclusion = exclusion_from(&outputs, executor);
+        let kind = crate::roster::metrics::failure_kind(classified.as_ref(), exclusion.as_ref());
+        lock(&self.inner.metrics).failed(executor, kind);
+        Ok(exclusion)
     }
 
     /// Reports a failed HTTP call (status, headers, body: [`crate::classify`]).

@@ -179,6 +179,7 @@ export function defineRoster(api, platform) {
         meter: options.meter,
         onEvent: options.onEvent,
         queueByRole: () => this.#queueByRole(),
+        state: () => this.#metricsState(),
         time: () => {
           try {
             return this.#log.now()
@@ -356,8 +357,8 @@ export function defineRoster(api, platform) {
         pending?.reject(pending.abortReason)
         return
       }
-      if (output.occupied === true) this.#metrics.leaseOccupied()
-      else this.#metrics.leaseGranted(now - (pending.sentAt ?? now))
+      if (output.occupied === true) this.#metrics.leaseOccupied(output.executor, output.role)
+      else this.#metrics.leaseGranted(now - (pending.sentAt ?? now), output.executor, output.role)
       pending.resolve(lease)
     }
 
@@ -545,6 +546,13 @@ export function defineRoster(api, platform) {
       const queued = this.#ledger.queued
       const roles = this.#closed || this.#log.dead ? [...queued.keys()] : this.#policy.snapshot().roles
       return new Map(roles.map((role) => [role, queued.get(role) ?? 0]))
+    }
+
+    /** The roster as folded, for the per-executor gauges (metrics.js); undefined once closed. */
+    #metricsState() {
+      if (this.#closed || this.#log.dead) return undefined
+      const policy = this.#policy
+      return { snapshot: policy.snapshot(), capacity: (role) => policy.capacity(role) }
     }
 
     // ---- lifecycle -------------------------------------------------------------------------

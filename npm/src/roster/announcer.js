@@ -15,11 +15,11 @@ export class Announcer {
   #instance
 
   /** `time()`: the roster's clock; `instance()`: this instance's id on a shared log (else undefined). */
-  constructor(emitter, { meter, onEvent, queueByRole, time, instance }) {
+  constructor(emitter, { meter, onEvent, queueByRole, state, time, instance }) {
     this.#emitter = emitter
     this.#time = time
     this.#instance = instance
-    this.metrics = new Metrics(meter, queueByRole)
+    this.metrics = new Metrics(meter, queueByRole, state)
     if (typeof onEvent === 'function') this.listen('on', 'event', onEvent)
   }
 

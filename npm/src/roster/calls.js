@@ -10,6 +10,20 @@ import { FAILURE_KINDS, failureFacts } from '../classify.js'
 import { RotaError } from '../errors.js'
 import { exclusionFrom, omitUndefined } from './requests.js'
 
+/**
+ * The kind the core gave a reported failure, for `rota_failures_total`: its
+ * classification, and `outage` for a call that could not reach its engine when the
+ * report took the executor out for its health check (the core's `unreachable` rule).
+ */
+function failureKind(inner, failure, exclusion) {
+  try {
+    const { kind, rule } = inner.policy().classify(failure)
+    return rule === 'unreachable' && exclusion?.kind === 'health' ? 'outage' : kind
+  } catch {
+    return failure.kind ?? 'other' // the roster closed meanwhile
+  }
+}
+
 const CALLS = {
   /**
    * Leases, runs `fn(lease)`, reports what it throws (then rethrows it) and releases:
@@ -47,6 +61,7 @@ const CALLS = {
    * exclusion it earned, if any (shared: a Promise of it).
    */
   report(inner, executor, error) {
+    let failure
     return inner.call(
       (now) => {
         if (error !== null && typeof error === 'object' && !(error instanceof Error) && 'kind' in error && !FAILURE_KINDS.includes(error.kind)) {
@@ -54,10 +69,14 @@ const CALLS = {
           // `other` (excluding nothing) without a word: refuse it.
           throw new RotaError('INVALID_INPUT', `unknown failure kind ${JSON.stringify(error.kind)}: one of ${FAILURE_KINDS.join(', ')}`)
         }
-        const failure = failureFacts(error, { now: now ?? inner.now() })
+        failure = failureFacts(error, { now: now ?? inner.now() })
         return now === undefined ? { type: 'report', executor, failure } : { type: 'report', now, executor, failure }
       },
-      (outputs) => exclusionFrom(outputs, executor),
+      (outputs) => {
+        const exclusion = exclusionFrom(outputs, executor)
+        inner.metrics().failed(executor, failureKind(inner, failure, exclusion))
+        return exclusion
+      },
     )
   },
 
