@@ -88,8 +88,12 @@ describe('shared roster, several processes', { skip, concurrency: 1 }, () => {
       const result = await cluster.check()
       assertInvariants(result)
       assert.equal(result.rejected.length, 0, `no entry rejected: ${JSON.stringify(result.rejected.slice(0, 5))}`)
+      // One queue (the log) serves all three, so none starves. Each instance's share
+      // still follows its CPU share (a process the OS runs less asks again later and
+      // holds longer): on a loaded 2-core machine that moved the spread up to 14 %;
+      // starvation, what this catches, is far beyond 25 %.
       const grants = inWindow(to)
-      assert.ok(spread(grants) <= 10, `grants per instance within 10 % of the mean while all three ran: ${JSON.stringify(grants)}`)
+      assert.ok(spread(grants) <= 25, `grants per instance within 25 % of the mean while all three ran: ${JSON.stringify(grants)}`)
       // The log's grants per owner are the workers' (each instance is one owner here).
       assert.equal(Object.values(result.grantsByOwner).reduce((a, b) => a + b, 0), result.grants)
     })
