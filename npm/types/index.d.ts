@@ -724,14 +724,17 @@ export interface CoreEventFields {
   /** `reasons`: each executor's state at the deadline ("a busy", "b until …"). */
   timedOut: { request: string; reasons: string[]; label?: string }
   exhausted: { request: string; role: Role; label?: string }
-  left: { executor: string }
+  /** `clone`: the ended lease's, with `clones: 'numbered'`. */
+  left: { executor: string; clone?: number }
   /** `role`, `label`: with `leaseEvents: 'typed'` or a purpose; `borrowed`: a borrowed lease's release. */
   released: { executor: string; lease: number; clone?: number; role?: Role; label?: string; purpose?: string; borrowed?: true }
   deletingMachine: { executor: string; hold: unknown; lease: number }
   machineDeleteFailed: { executor: string; hold: unknown; lease?: number; error?: string }
-  retired: { executor: string; running: number; slots: number }
-  occupied: { executor: string; lease: number; running: number; slots: number }
-  occupiedBeyondCapacity: { executor: string; lease: number; running: number; slots: number }
+  /** `clone`: the ended lease's, with `clones: 'numbered'`. */
+  retired: { executor: string; running: number; slots: number; clone?: number }
+  /** `clone`: the occupying work's, with `clones: 'numbered'`. */
+  occupied: { executor: string; lease: number; running: number; slots: number; clone?: number }
+  occupiedBeyondCapacity: { executor: string; lease: number; running: number; slots: number; clone?: number }
   occupiedUnknown: { executor: string; lease: number }
   failureIgnored: { executor: string }
   /** A usage limit's message names a reset time the core does not read (`resetTime: 'message'`): the usage cooldown applies. */
