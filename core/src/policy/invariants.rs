@@ -39,6 +39,8 @@ impl Policy {
 
     /// Checks every invariant on the current state: `Err` names the first broken.
     pub fn verify(&self) -> Result<(), InvariantViolation> {
+        // First: an import's contradiction of it is named as such, not by what follows.
+        self.verify_recovery()?;
         self.verify_probes()?;
         self.verify_owners()?;
         self.verify_persistence()?;
@@ -308,6 +310,56 @@ impl Policy {
                     roles[r]
                 )
             })?;
+        }
+        Ok(())
+    }
+
+    /// Recovery (issue 45): an executor on probation is in the round and takes a new
+    /// lease only with no slot held; one armed for probation is out of the round; the
+    /// state agrees with its rules (the backoff within its cap, fewer failures in a
+    /// row than exclude); a clean release's lease number has been reached.
+    fn verify_recovery(&self) -> Result<(), InvariantViolation> {
+        for x in &self.roster.executors {
+            let (id, recovery) = (&x.spec.id, &x.runtime.recovery);
+            if let Some(problem) = recovery.contradiction(&x.spec) {
+                return Err(InvariantViolation {
+                    invariant: "recovery",
+                    detail: format!("executor {id}: {problem}"),
+                });
+            }
+            let out = x.runtime.exclusion.is_some();
+            ensure(!(recovery.probation && out), "recovery", || {
+                format!("executor {id}: recovery.probation: on probation while out of the round")
+            })?;
+            ensure(!recovery.armed || out, "recovery", || {
+                format!("executor {id}: recovery.armed: armed for probation while in the round")
+            })?;
+            let ready = x.role_indexes.iter().any(|&r| x.per_role[r].ready);
+            ensure(
+                !(recovery.probation && ready && x.busy > 0),
+                "recovery",
+                || {
+                    format!(
+                        "executor {id}: on probation, it takes a new lease with {} slots held",
+                        x.busy
+                    )
+                },
+            )?;
+            ensure(
+                recovery.clean_from <= self.leases.next_id,
+                "recovery",
+                || {
+                    format!(
+                        "executor {id}: recovery.cleanFrom {} is above the next lease id {}",
+                        recovery.clean_from, self.leases.next_id
+                    )
+                },
+            )?;
+            ensure(
+                recovery.calm_since.is_none_or(|t| t <= self.now),
+                "recovery",
+                || format!("executor {id}: recovery.calmSince is after now"),
+            )?;
         }
         Ok(())
     }

@@ -249,6 +249,7 @@ impl Policy {
                     lease: lease_id,
                 });
             }
+            self.clean_release(e, lease_id);
             return;
         }
         let id = x.spec.id.clone();
@@ -285,6 +286,7 @@ impl Policy {
                     ("slots", json!(slots)),
                 ],
             );
+            self.clean_release(e, lease_id);
         }
     }
 
