@@ -131,9 +131,11 @@ crate::read::unit_names!(RecoveryMode {
     Probation = "probation"
 });
 
-/// The most a failure on probation multiplies a cooldown by (`maxBackoff`).
+/// The most a failure on probation multiplies a cooldown by (`maxBackoff`; its
+/// violation's message says 1024).
 pub const MAX_BACKOFF: u32 = 1024;
-/// The most `other` failures in a row `exclusion.consecutiveFailures` may ask for.
+/// The most `other` failures in a row `exclusion.consecutiveFailures` may ask for (its
+/// violation's message says 1000).
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 1000;
 
 /// An executor's recovery rule (`recovery`: a mode, or `{ mode, maxBackoff,

@@ -212,11 +212,16 @@ fn an_export_that_contradicts_its_recovery_rules_is_refused_naming_the_field() {
         ),
         (
             &|s| s["runtime"]["a"]["recovery"]["cleanFrom"] = json!(99),
-            "runtime.a.recovery.cleanFrom 99 is above nextLease 2",
+            "executor a: recovery.cleanFrom: above the next lease id",
         ),
         (
-            &|s| s["runtime"]["a"]["recovery"]["calmSince"] = json!(T0 + 99 * MINUTE),
-            "runtime.a.recovery.calmSince",
+            &|s| {
+                let recovery = &mut s["runtime"]["b"]["recovery"];
+                recovery["backoff"] = json!(2);
+                recovery["quietMs"] = json!(MINUTE);
+                recovery["calmSince"] = json!(T0 + 99 * MINUTE);
+            },
+            "executor b: recovery.calmSince: after now",
         ),
         (
             &|s| {

@@ -742,8 +742,9 @@ impl Parser {
 
     /// A `recovery` at `path` over `base` (the document's, for an executor): a mode
     /// (`"all"`, `"probation"`), or `{ mode, maxBackoff, quietPeriod }`, whose fields
-    /// replace `base`'s one by one.
+    /// replace `base`'s one by one. (Static messages: the path says where.)
     fn recovery(&mut self, value: Option<&Value>, path: &str, base: RecoveryRule) -> RecoveryRule {
+        const MODES: &str = "is \"all\" or \"probation\"";
         let mut rule = base;
         let Some(value) = value.filter(|v| !v.is_null()) else {
             return rule;
@@ -753,7 +754,7 @@ impl Parser {
                 Ok(mode) => rule.mode = mode,
                 Err(_) => self.fail(
                     path,
-                    format!("`{path}` is \"all\" or \"probation\", or a record of mode, maxBackoff and quietPeriod"),
+                    "`recovery` is \"all\" or \"probation\", or a record of mode, maxBackoff and quietPeriod",
                 ),
             }
             return rule;
@@ -763,25 +764,22 @@ impl Parser {
             match key.as_str() {
                 "mode" => match RecoveryMode::from_json(item) {
                     Ok(mode) => rule.mode = mode,
-                    Err(_) => self.fail(at, format!("`{path}.mode` is \"all\" or \"probation\"")),
+                    Err(_) => self.fail(at, ["`mode` ", MODES].concat()),
                 },
                 "maxBackoff" => match whole_number(item) {
                     Some(n) if n >= 1 && n <= u64::from(MAX_BACKOFF) => rule.max_backoff = n as u32,
-                    _ => self.fail(
-                        at,
-                        format!("`{path}.maxBackoff` is a whole number from 1 to {MAX_BACKOFF}: the most times its cooldown a failure on probation lasts"),
-                    ),
+                    _ => self.fail(at, "`maxBackoff` is a whole number from 1 to 1024"),
                 },
                 "quietPeriod" => match item.as_str().and_then(parse_duration) {
                     Some(ms) if ms > 0 => rule.quiet_ms = Some(ms),
                     _ => self.fail(
                         at,
-                        format!("`{path}.quietPeriod` is a duration longer than 0, such as \"10 minutes\""),
+                        "`quietPeriod` is a duration longer than 0, such as \"10 minutes\"",
                     ),
                 },
                 _ => self.fail(
                     at,
-                    format!("`{path}` has an unknown field '{key}' (mode, maxBackoff, quietPeriod)"),
+                    format!("unknown field '{key}' of `recovery` (mode, maxBackoff, quietPeriod)"),
                 ),
             }
         }
@@ -795,27 +793,23 @@ impl Parser {
             return base;
         };
         let Some(fields) = value.as_object() else {
-            self.fail(
-                path,
-                format!("`{path}` is a record: {{ consecutiveFailures }}"),
-            );
+            self.fail(path, "`exclusion` is a record: { consecutiveFailures }");
             return base;
         };
         let mut count = base;
         for (key, item) in fields {
             let at = format!("{path}.{key}");
-            if key != "consecutiveFailures" {
-                self.fail(
+            match (key.as_str(), whole_number(item)) {
+                ("consecutiveFailures", Some(n)) if n <= u64::from(MAX_CONSECUTIVE_FAILURES) => {
+                    count = n as u32
+                }
+                ("consecutiveFailures", _) => self.fail(
                     at,
-                    format!("`{path}` has an unknown field '{key}' (consecutiveFailures)"),
-                );
-                continue;
-            }
-            match whole_number(item) {
-                Some(n) if n <= u64::from(MAX_CONSECUTIVE_FAILURES) => count = n as u32,
+                    "`consecutiveFailures` is a whole number from 0 (never) to 1000",
+                ),
                 _ => self.fail(
                     at,
-                    format!("`{path}.consecutiveFailures` is a whole number from 0 (never) to {MAX_CONSECUTIVE_FAILURES}: the `other` failures in a row that take an executor out as an outage"),
+                    format!("unknown field '{key}' of `exclusion` (consecutiveFailures)"),
                 ),
             }
         }

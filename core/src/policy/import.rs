@@ -481,15 +481,7 @@ fn check_export(x: &Exported) -> Result<(), String> {
         if let Some(at) = runtime.last_probe_at {
             after_now(format!("runtime.{id}.lastProbeAt"), at)?;
         }
-        if let Some(at) = runtime.recovery.calm_since {
-            after_now(format!("runtime.{id}.recovery.calmSince"), at)?;
-        }
-        if runtime.recovery.clean_from > x.next_lease {
-            return Err(format!(
-                "runtime.{id}.recovery.cleanFrom {} is above nextLease {}",
-                runtime.recovery.clean_from, x.next_lease
-            ));
-        }
+
         if let Some(exclusion) = &runtime.exclusion {
             after_now(format!("runtime.{id}.exclusion.since"), exclusion.since)?;
             if exclusion.kind == ExclusionKind::Until && exclusion.until.is_none() {

@@ -320,46 +320,21 @@ impl Policy {
     /// row than exclude); a clean release's lease number has been reached.
     fn verify_recovery(&self) -> Result<(), InvariantViolation> {
         for x in &self.roster.executors {
-            let (id, recovery) = (&x.spec.id, &x.runtime.recovery);
-            if let Some(problem) = recovery.contradiction(&x.spec) {
+            let ready = x.role_indexes.iter().any(|&r| x.per_role[r].ready);
+            let problem = x.runtime.recovery.contradiction(&x.spec).or_else(|| {
+                x.runtime.recovery.against(
+                    x.runtime.exclusion.is_some(),
+                    ready && x.busy > 0,
+                    self.leases.next_id,
+                    self.now,
+                )
+            });
+            if let Some(problem) = problem {
                 return Err(InvariantViolation {
                     invariant: "recovery",
-                    detail: format!("executor {id}: {problem}"),
+                    detail: format!("executor {}: {problem}", x.spec.id),
                 });
             }
-            let out = x.runtime.exclusion.is_some();
-            ensure(!(recovery.probation && out), "recovery", || {
-                format!("executor {id}: recovery.probation: on probation while out of the round")
-            })?;
-            ensure(!recovery.armed || out, "recovery", || {
-                format!("executor {id}: recovery.armed: armed for probation while in the round")
-            })?;
-            let ready = x.role_indexes.iter().any(|&r| x.per_role[r].ready);
-            ensure(
-                !(recovery.probation && ready && x.busy > 0),
-                "recovery",
-                || {
-                    format!(
-                        "executor {id}: on probation, it takes a new lease with {} slots held",
-                        x.busy
-                    )
-                },
-            )?;
-            ensure(
-                recovery.clean_from <= self.leases.next_id,
-                "recovery",
-                || {
-                    format!(
-                        "executor {id}: recovery.cleanFrom {} is above the next lease id {}",
-                        recovery.clean_from, self.leases.next_id
-                    )
-                },
-            )?;
-            ensure(
-                recovery.calm_since.is_none_or(|t| t <= self.now),
-                "recovery",
-                || format!("executor {id}: recovery.calmSince is after now"),
-            )?;
         }
         Ok(())
     }

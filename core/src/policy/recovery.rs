@@ -139,6 +139,32 @@ impl Recovery {
         }
     }
 
+    /// What the rest of the state allows this to be: on probation only in the round
+    /// (`out`: excluded), and taking a new lease only with no slot held (`busy_ready`:
+    /// ready with a slot held); armed only out of the round; `clean_from` a lease number
+    /// handed out (`next_lease`); `calm_since` not after `now`.
+    pub(super) fn against(
+        &self,
+        out: bool,
+        busy_ready: bool,
+        next_lease: u64,
+        now: u64,
+    ) -> Option<&'static str> {
+        if self.probation && out {
+            Some("recovery.probation: on probation while out of the round")
+        } else if self.armed && !out {
+            Some("recovery.armed: armed for probation while in the round")
+        } else if self.probation && busy_ready {
+            Some("recovery.probation: on probation, it takes a new lease with a slot held")
+        } else if self.clean_from > next_lease {
+            Some("recovery.cleanFrom: above the next lease id")
+        } else if self.calm_since.is_some_and(|t| t > now) {
+            Some("recovery.calmSince: after now")
+        } else {
+            None
+        }
+    }
+
     pub(super) fn from_json(value: &Value) -> Read<Recovery> {
         let o = object(value, "struct Recovery")?;
         Ok(Recovery {
