@@ -50,14 +50,15 @@ impl Policy {
     }
 
     /// Slots for `role` on the executors in the round (not excluded, not draining),
-    /// held or not, role caps applied: what the round could serve at once.
+    /// held or not, role caps applied (one on probation): what the round could serve
+    /// at once.
     pub fn capacity(&self, role: &str) -> Result<u32, Error> {
         let r = self.role_index(role)?;
         Ok(self.roster.roles.members[r]
             .iter()
             .map(|&e| &self.roster.executors[e])
             .filter(|x| x.in_round(r))
-            .map(|x| x.cap(r))
+            .map(|x| x.cap(r).min(x.slots_now()))
             .sum())
     }
 
