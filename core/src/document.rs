@@ -114,6 +114,53 @@ impl Default for Cooldowns {
     }
 }
 
+/// How an executor returns after a rate-limit or usage-limit cooldown ends (its
+/// `recovery`, else the document's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecoveryMode {
+    /// Every slot at once (the roster seed).
+    #[default]
+    All,
+    /// One slot until a lease on it is released with no failure reported since its
+    /// grant; a rate or usage limit on probation excludes again for a longer cooldown.
+    Probation,
+}
+
+crate::read::unit_names!(RecoveryMode {
+    All = "all",
+    Probation = "probation"
+});
+
+/// The most a failure on probation multiplies a cooldown by (`maxBackoff`; its
+/// violation's message says 1024).
+pub const MAX_BACKOFF: u32 = 1024;
+/// The most `other` failures in a row `exclusion.consecutiveFailures` may ask for (its
+/// violation's message says 1000).
+pub const MAX_CONSECUTIVE_FAILURES: u32 = 1000;
+
+/// An executor's recovery rule (`recovery`: a mode, or `{ mode, maxBackoff,
+/// quietPeriod }`; an executor's fields win over the document's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecoveryRule {
+    pub mode: RecoveryMode,
+    /// A failure on probation doubles the cooldown, up to this many times the
+    /// cooldown of its kind (default 8).
+    pub max_backoff: u32,
+    /// The multiplier halves after each quiet period in the round without such a
+    /// failure; `None`: the cooldown of the failure's kind.
+    pub quiet_ms: Option<u64>,
+}
+
+impl Default for RecoveryRule {
+    fn default() -> Self {
+        RecoveryRule {
+            mode: RecoveryMode::All,
+            max_backoff: 8,
+            quiet_ms: None,
+        }
+    }
+}
+
 /// One executor, parsed and with its defaults resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExecutorSpec {
@@ -130,6 +177,11 @@ pub struct ExecutorSpec {
     pub effort: Option<Effort>,
     pub health: Option<String>,
     pub cooldown: Cooldowns,
+    /// How it returns after a rate-limit or usage-limit cooldown.
+    pub recovery: RecoveryRule,
+    /// `other` failures in a row that exclude it as an outage (0: never; its
+    /// `exclusion.consecutiveFailures`, else the document's).
+    pub consecutive_failures: u32,
     pub disabled: bool,
     /// Each lease first creates a machine (the scheduler seed's provisioned workers).
     pub provision: bool,
@@ -402,6 +454,8 @@ impl Document {
             violations: Vec::new(),
             executors_raw_later: raw_later,
             coder_slots_default: CoderSlotsDefault::default(),
+            recovery: RecoveryRule::default(),
+            consecutive_failures: 0,
         };
         let document = parser.document(value, kinds);
         if parser.violations.is_empty() {

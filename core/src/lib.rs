@@ -192,6 +192,8 @@
 //!   * `policy::persistence`: what the next persist carries.
 //!   * `policy::events`: the event names and the event output.
 //!   * `policy::outputs`: the output queue, and outputs as references into the state.
+//!   * `policy::recovery`: an executor's probation after a cooldown, the backoff of
+//!     failures on probation, and its `other` failures in a row.
 //!
 //!   Its flows (methods of [`Policy`]):
 //!   * `policy::granting`: admission, the choice of executor, the grant pass.
@@ -202,6 +204,8 @@
 //!   * `policy::leasing`: a lease opened, released, freed; `occupy`; drained executors.
 //!   * `policy::owners`: a shared roster's owners, `expireOwner`.
 //!   * `policy::excluding`: failure reports, exclusions set, ended, resumed.
+//!   * `policy::recovering`: probation started and ended, a failure on probation
+//!     excluded for a longer cooldown, `other` failures in a row excluded as an outage.
 //!   * `policy::probing`: probes due, started, answered.
 //!   * `policy::machines`: machines created or failed, pauses that end.
 //!   * `policy::reloading`: preflights, a reload applied, the roster rebuilt.
@@ -238,8 +242,8 @@ pub mod write;
 pub use classify::{classify, probe_is_up, Classification, Rule, Signals};
 pub use document::{
     clone_name, duplicate_ids, merge, merge_owned, narrow, validate, ClonesRule, CoderSlotsDefault,
-    Document, Effort, EffortLevel, ExecutorSpec, LeaseEventsRule, Narrowed, PreferRule, ResetTime,
-    Rules, Violation,
+    Document, Effort, EffortLevel, ExecutorSpec, LeaseEventsRule, Narrowed, PreferRule,
+    RecoveryMode, RecoveryRule, ResetTime, Rules, Violation,
 };
 pub use duration::{format_duration, format_seed_duration, parse_duration};
 pub use error::Error;

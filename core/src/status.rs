@@ -58,6 +58,26 @@ pub struct ExecutorStatus {
     pub probe_in_flight: bool,
     /// Rate limits counted inside the window.
     pub recent_rate_limits: u32,
+    /// Back from a rate-limit or usage-limit cooldown on probation: one slot until a
+    /// lease is released without a failure (`recovery: "probation"`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probation: bool,
+    /// The multiplier a failure on probation's cooldown starts from now, when above
+    /// 1 (it doubles with each such failure, and halves after each quiet period).
+    #[serde(default, skip_serializing_if = "below_two")]
+    pub backoff: u32,
+    /// `other` failures since the last release without one
+    /// (`exclusion.consecutiveFailures`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failures_in_a_row: u32,
+}
+
+fn below_two(n: &u32) -> bool {
+    *n < 2
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -69,6 +69,9 @@ fn every_type_is_named_through_rota_host(
         let _: Option<rota_host::Effort> = spec.effort.clone();
         let _: Option<rota_host::EffortLevel> = spec.effort_for("coder");
         let _: rota_host::Cooldowns = spec.cooldown;
+        let _: rota_host::RecoveryRule = spec.recovery;
+        let _: rota_host::RecoveryMode = spec.recovery.mode;
+        let _: u32 = spec.consecutive_failures;
     }
     let _: Vec<rota_host::Violation> = check.violations;
     let _: rota_host::Level = options.min_event_level;

@@ -143,6 +143,21 @@ test('an interrupted wait cancels its request; a freed slot goes to the next wai
   )
 })
 
+test("an ExecutorSpec keeps rota's recovery and exclusion (issue 45): probation after a cooldown, one slot", async () => {
+  const probation = spec('a', { slots: 2, recovery: { mode: 'probation', maxBackoff: 4 }, exclusion: { consecutiveFailures: 3 } })
+  assert.deepEqual(probation.recovery, { mode: 'probation', maxBackoff: 4 })
+  assert.deepEqual(probation.exclusion, { consecutiveFailures: 3 })
+  await run({ executors: [probation] }, (roster) =>
+    Effect.gen(function* () {
+      yield* roster.report('a', { kind: 'usageLimit', message: 'usage limit' })
+      yield* TestClock.adjust('30 minutes')
+      yield* settle
+      // Back on probation: one of its two slots.
+      assert.equal(yield* roster.available('coder'), 1)
+    }),
+  )
+})
+
 test('RosterExhausted is a tagged failure (catchTag) with the role and a reason per executor', async () => {
   await run({ executors: [spec('a'), spec('b')] }, (roster) =>
     Effect.gen(function* () {

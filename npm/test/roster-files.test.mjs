@@ -112,6 +112,12 @@ test('the JSON Schema ships in the package and accepts what the core accepts', {
   for (const effort of ['low', 'medium', 'high', 'max', { coder: 'low', default: 'max' }]) {
     assert.ok(check({ resetTime: 'message', executors: [{ id: 'a', harness: 'pi', roles: ['coder'], effort }] }), JSON.stringify(effort))
   }
+  // Recovery and failures in a row (issue 45 items 3 and 4), top level and per executor.
+  for (const recovery of ['all', 'probation', { mode: 'probation', maxBackoff: 4, quietPeriod: '15 minutes' }]) {
+    const document = { recovery, exclusion: { consecutiveFailures: 5 }, executors: [{ id: 'a', harness: 'pi', roles: ['coder'], recovery, exclusion: { consecutiveFailures: 0 } }] }
+    assert.ok(check(document), JSON.stringify(recovery))
+    assert.deepEqual(validate(document), [])
+  }
   // Structure errors an editor should flag, each one the core refuses too.
   for (const bad of [
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], slots: 0 }] },
@@ -129,6 +135,13 @@ test('the JSON Schema ships in the package and accepts what the core accepts', {
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], effort: 'hgih' }] },
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], effort: { coder: 3 } }] },
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], effort: 2 }] },
+    { recovery: 'gradual', executors: [] },
+    { recovery: { mode: 'probation', maxBackoff: 0 }, executors: [] },
+    { recovery: { quietPeriod: 'soon' }, executors: [] },
+    { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], recovery: { jitter: true } }] },
+    { exclusion: { consecutiveFailures: -1 }, executors: [] },
+    { exclusion: 5, executors: [] },
+    { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], exclusion: { consecutiveFailures: 1.5 } }] },
     {},
   ]) {
     assert.equal(check(bad), false, `the schema accepts ${JSON.stringify(bad)}`)

@@ -43,9 +43,24 @@ declare const ExecutorSpec_base: Schema.Class<
     readonly cooldown: Schema.optionalKey<typeof Cooldown>
     readonly disabled: Schema.optionalKey<Schema.Boolean>
     readonly effort: Schema.optionalKey<Schema.Union<readonly [typeof Effort, Schema.$Record<Schema.String, typeof Effort>]>>
+    readonly recovery: Schema.optionalKey<
+      Schema.Union<
+        readonly [
+          typeof RecoveryMode,
+          Schema.Struct<{
+            readonly mode: Schema.optionalKey<typeof RecoveryMode>
+            readonly maxBackoff: Schema.optionalKey<Schema.Number>
+            readonly quietPeriod: Schema.optionalKey<Schema.String>
+          }>,
+        ]
+      >
+    >
+    readonly exclusion: Schema.optionalKey<Schema.Struct<{ readonly consecutiveFailures: Schema.optionalKey<Schema.Number> }>>
   }>,
   {}
 >
+/** How an executor returns after a cooldown (rota's `recovery`, issue 45). */
+export declare const RecoveryMode: Schema.Literals<readonly ['all', 'probation']>
 /** A reasoning effort (the upstream's `Effort`). */
 export declare const Effort: Schema.Literals<readonly ['low', 'medium', 'high', 'max']>
 /** One executor: a harness and a model, the roles it takes, its slots and priorities. */

@@ -73,6 +73,10 @@ export interface ExecutorSpec {
   /** A URL that answers 2xx when the executor's serving engine is up. */
   health?: string | undefined
   cooldown?: Cooldown | undefined
+  /** How it returns after a rate-limit or usage-limit cooldown; its fields win over the document's. */
+  recovery?: Recovery | undefined
+  /** `consecutiveFailures`: its own count of `other` failures in a row that exclude it (0: never); wins over the document's. */
+  exclusion?: ExclusionRule | undefined
   /** In a repository roster: removes the user roster's entry with this id. */
   disabled?: boolean | undefined
   /** Each lease first creates a machine (the host's `machines.create`). */
@@ -128,7 +132,39 @@ export interface RosterDocument {
    * "try again at 2:30 PM", when the report gives no `resetAt`). Absent: by `rules`.
    */
   resetTime?: ResetTime | undefined
+  /**
+   * How an executor returns when a rate-limit or usage-limit exclusion ends (its time
+   * passed, or its health check answered): `'all'` (every slot at once, the default)
+   * or `'probation'` (one slot until a lease granted after its return is released with
+   * no failure reported since; a rate or usage limit on probation excludes again for
+   * the cooldown times a doubled multiplier, at most `maxBackoff`, halving after each
+   * `quietPeriod` in the round). An executor's own `recovery` wins, field by field.
+   */
+  recovery?: Recovery | undefined
+  /**
+   * `consecutiveFailures`: that many `other` failures on an executor with no release
+   * without a failure between take it out as an outage (health-probed when it has a
+   * `health` URL, else the outage cooldown). Absent or 0: never.
+   */
+  exclusion?: ExclusionRule | undefined
   [field: string]: unknown
+}
+
+/** `'all'` (default) or `'probation'`. */
+export type RecoveryMode = 'all' | 'probation'
+/** A mode, or a record of it with the multiplier's cap and its quiet period. */
+export type Recovery =
+  | RecoveryMode
+  | {
+      mode?: RecoveryMode | undefined
+      /** The most times its cooldown a failure on probation lasts (1–1024, default 8). */
+      maxBackoff?: number | undefined
+      /** The multiplier halves after each such period in the round (default: the cooldown of the failure's kind). */
+      quietPeriod?: DurationString | undefined
+    }
+export interface ExclusionRule {
+  /** `other` failures in a row that exclude an executor as an outage (0–1000; 0, the default: never). */
+  consecutiveFailures?: number | undefined
 }
 
 /** A reasoning effort (the upstream's `Effort`). */
@@ -463,6 +499,12 @@ export interface ExecutorStatus {
   preflight?: PreflightRecord
   probeInFlight: boolean
   recentRateLimits: number
+  /** Back from a rate or usage cooldown on probation: one slot (`recovery: 'probation'`). */
+  probation?: true
+  /** The multiplier a failure on probation's cooldown starts from now, when above 1. */
+  backoff?: number
+  /** `other` failures since the last release without one (`exclusion.consecutiveFailures`). */
+  failuresInARow?: number
 }
 
 export interface QueuedRequest {
@@ -737,6 +779,12 @@ export interface CoreEventFields {
   occupiedBeyondCapacity: { executor: string; lease: number; running: number; slots: number; clone?: number }
   occupiedUnknown: { executor: string; lease: number }
   failureIgnored: { executor: string }
+  /** An `other` failure counted towards `exclusion.consecutiveFailures` (`count` in a row). */
+  failureCounted: { executor: string; count: number }
+  /** Back on probation: one slot, then `slots` (`recovery: 'probation'`). */
+  probationStarted: { executor: string; slots: number }
+  /** `lease` was released without a failure: every slot is back. */
+  probationEnded: { executor: string; lease: number; slots: number }
   /** A usage limit's message names a reset time the core does not read (`resetTime: 'message'`): the usage cooldown applies. */
   resetTimeUnread: { executor: string; text: string }
   rateLimited: { executor: string; count: number }

@@ -233,6 +233,20 @@ fn random_executor(r: &mut SplitMix64, id: &str, roles: &[String]) -> Value {
         }
         _ => {}
     }
+    // Recovery after a cooldown and failures in a row (issue 45 items 3 and 4), the
+    // executor's own (over the document's, below).
+    match r.below(10) {
+        0 => x["recovery"] = json!("probation"),
+        1 => {
+            x["recovery"] = json!({
+                "mode": *r.pick(&["probation", "all"]),
+                "maxBackoff": *r.pick(&[1, 2, 8]),
+                "quietPeriod": *r.pick(&["45s", "5 minutes"]),
+            })
+        }
+        2 => x["exclusion"] = json!({ "consecutiveFailures": r.range(0, 4) }),
+        _ => {}
+    }
     if r.chance(45) {
         x["health"] = json!(format!("http://127.0.0.1:{}/health", 8000 + r.below(100)));
     }
@@ -279,6 +293,16 @@ fn random_document(r: &mut SplitMix64) -> Value {
         3 => doc["clones"] = json!("numbered"),
         4 => doc["leaseEvents"] = json!("typed"),
         5 => doc["resetTime"] = json!("message"),
+        _ => {}
+    }
+    // Issue 45 items 3 and 4: the document's recovery and failures in a row.
+    match r.below(6) {
+        0 => doc["recovery"] = json!("probation"),
+        1 => doc["exclusion"] = json!({ "consecutiveFailures": r.range(1, 4) }),
+        2 => {
+            doc["recovery"] = json!({ "mode": "probation", "maxBackoff": 4 });
+            doc["exclusion"] = json!({ "consecutiveFailures": 2 });
+        }
         _ => {}
     }
     doc

@@ -22,6 +22,8 @@ const TOP: &[&str] = &[
     "clones",
     "leaseEvents",
     "resetTime",
+    "recovery",
+    "exclusion",
     "$schema",
 ];
 
@@ -44,6 +46,8 @@ const EXECUTOR: &[&str] = &[
     "effort",
     "health",
     "cooldown",
+    "recovery",
+    "exclusion",
     "disabled",
     "provision",
     "kind",
@@ -152,5 +156,10 @@ mod tests {
         assert_eq!(nearest("effort", EXECUTOR), None);
         assert_eq!(nearest("resetTim", TOP), Some("resetTime"));
         assert_eq!(nearest("resetTime", TOP), None);
+        // Issue 45's (items 3 and 4).
+        assert_eq!(nearest("recovry", TOP), Some("recovery"));
+        assert_eq!(nearest("exclusions", TOP), Some("exclusion"));
+        assert_eq!(nearest("recovery", EXECUTOR), None);
+        assert_eq!(nearest("exlcusion", EXECUTOR), Some("exclusion"));
     }
 }

@@ -11,8 +11,9 @@ use crate::write::to_text;
 
 use super::{
     resolve_coder_slots_default, ClonesRule, CoderSlotsDefault, Cooldowns, Document, Effort,
-    EffortLevel, ExecutorSpec, Form, LeaseEventsRule, PreferRule, Priority, ResetTime, Rules,
-    Violation, CODER_ROLE, DEFAULT_ROLES,
+    EffortLevel, ExecutorSpec, Form, LeaseEventsRule, PreferRule, Priority, RecoveryMode,
+    RecoveryRule, ResetTime, Rules, Violation, CODER_ROLE, DEFAULT_ROLES, MAX_BACKOFF,
+    MAX_CONSECUTIVE_FAILURES,
 };
 
 /// Where an executor is declared: its path (`executors[2]`, `workers.a`), its number
@@ -34,6 +35,10 @@ pub(super) struct Parser {
     pub(super) executors_raw_later: bool,
     /// The document's default of an executor's `coderSlots` (read before them).
     pub(super) coder_slots_default: CoderSlotsDefault,
+    /// The document's `recovery` and `exclusion.consecutiveFailures`: each
+    /// executor's own fields start from them (read before them).
+    pub(super) recovery: RecoveryRule,
+    pub(super) consecutive_failures: u32,
 }
 
 impl Parser {
@@ -140,6 +145,8 @@ impl Parser {
             LeaseEventsRule::from_json,
             LeaseEventsRule::NAMES,
         );
+        self.recovery = self.recovery(object.get("recovery"), "recovery", RecoveryRule::default());
+        self.consecutive_failures = self.exclusion(object.get("exclusion"), "exclusion", 0);
         if entries.len() > limits::MAX_EXECUTORS {
             self.fail(
                 "executors",
@@ -560,6 +567,12 @@ impl Parser {
             }
         };
         let cooldown = self.cooldown(object.get("cooldown"), place, &who);
+        let recovery = self.recovery(object.get("recovery"), &at("recovery"), self.recovery);
+        let consecutive_failures = self.exclusion(
+            object.get("exclusion"),
+            &at("exclusion"),
+            self.consecutive_failures,
+        );
         let disabled = match object.get("disabled") {
             None => false,
             Some(Value::Bool(b)) => *b,
@@ -586,6 +599,8 @@ impl Parser {
             effort,
             health,
             cooldown,
+            recovery,
+            consecutive_failures,
             disabled,
             provision,
             kind,
@@ -723,6 +738,82 @@ impl Parser {
                 }
             },
         }
+    }
+
+    /// A `recovery` at `path` over `base` (the document's, for an executor): a mode
+    /// (`"all"`, `"probation"`), or `{ mode, maxBackoff, quietPeriod }`, whose fields
+    /// replace `base`'s one by one. (Static messages: the path says where.)
+    fn recovery(&mut self, value: Option<&Value>, path: &str, base: RecoveryRule) -> RecoveryRule {
+        const MODES: &str = "is \"all\" or \"probation\"";
+        let mut rule = base;
+        let Some(value) = value.filter(|v| !v.is_null()) else {
+            return rule;
+        };
+        let Some(fields) = value.as_object() else {
+            match RecoveryMode::from_json(value) {
+                Ok(mode) => rule.mode = mode,
+                Err(_) => self.fail(
+                    path,
+                    "`recovery` is \"all\" or \"probation\", or a record of mode, maxBackoff and quietPeriod",
+                ),
+            }
+            return rule;
+        };
+        for (key, item) in fields {
+            let at = format!("{path}.{key}");
+            match key.as_str() {
+                "mode" => match RecoveryMode::from_json(item) {
+                    Ok(mode) => rule.mode = mode,
+                    Err(_) => self.fail(at, ["`mode` ", MODES].concat()),
+                },
+                "maxBackoff" => match whole_number(item) {
+                    Some(n) if n >= 1 && n <= u64::from(MAX_BACKOFF) => rule.max_backoff = n as u32,
+                    _ => self.fail(at, "`maxBackoff` is a whole number from 1 to 1024"),
+                },
+                "quietPeriod" => match item.as_str().and_then(parse_duration) {
+                    Some(ms) if ms > 0 => rule.quiet_ms = Some(ms),
+                    _ => self.fail(
+                        at,
+                        "`quietPeriod` is a duration longer than 0, such as \"10 minutes\"",
+                    ),
+                },
+                _ => self.fail(
+                    at,
+                    format!("unknown field '{key}' of `recovery` (mode, maxBackoff, quietPeriod)"),
+                ),
+            }
+        }
+        rule
+    }
+
+    /// An `exclusion` at `path`: `{ consecutiveFailures }`, over `base` (the
+    /// document's, for an executor).
+    fn exclusion(&mut self, value: Option<&Value>, path: &str, base: u32) -> u32 {
+        let Some(value) = value.filter(|v| !v.is_null()) else {
+            return base;
+        };
+        let Some(fields) = value.as_object() else {
+            self.fail(path, "`exclusion` is a record: { consecutiveFailures }");
+            return base;
+        };
+        let mut count = base;
+        for (key, item) in fields {
+            let at = format!("{path}.{key}");
+            match (key.as_str(), whole_number(item)) {
+                ("consecutiveFailures", Some(n)) if n <= u64::from(MAX_CONSECUTIVE_FAILURES) => {
+                    count = n as u32
+                }
+                ("consecutiveFailures", _) => self.fail(
+                    at,
+                    "`consecutiveFailures` is a whole number from 0 (never) to 1000",
+                ),
+                _ => self.fail(
+                    at,
+                    format!("unknown field '{key}' of `exclusion` (consecutiveFailures)"),
+                ),
+            }
+        }
+        count
     }
 
     fn cooldown(&mut self, value: Option<&Value>, place: &str, who: &str) -> Cooldowns {

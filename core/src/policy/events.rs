@@ -58,6 +58,13 @@ pub(super) enum EventName {
     RateLimited,
     /// A failure that takes no executor out of the round.
     FailureIgnored,
+    /// An `other` failure counted towards `exclusion.consecutiveFailures`.
+    FailureCounted,
+    /// An executor came back on probation: one slot (`recovery: "probation"`).
+    ProbationStarted,
+    /// A lease on an executor on probation was released without a failure: every
+    /// slot is back.
+    ProbationEnded,
     /// A usage limit's message names a reset time rota does not read (an unknown
     /// zone): the usage cooldown applies.
     ResetTimeUnread,
@@ -130,6 +137,9 @@ impl EventName {
             EventName::RoleBack => "roleBack",
             EventName::RateLimited => "rateLimited",
             EventName::FailureIgnored => "failureIgnored",
+            EventName::FailureCounted => "failureCounted",
+            EventName::ProbationStarted => "probationStarted",
+            EventName::ProbationEnded => "probationEnded",
             EventName::ResetTimeUnread => "resetTimeUnread",
             EventName::ProbeDown => "probeDown",
             EventName::ProbeIgnored => "probeIgnored",

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use super::events::EventName;
 use super::exclusions::{kind_name, merge_exclusions, ActiveExclusion, Described};
 use super::queue::Ending;
+use super::recovering::Recovered;
 use super::Policy;
 
 impl Policy {
@@ -91,6 +92,15 @@ impl Policy {
                 vec![("executor", json!(executor)), ("text", json!(part))],
             );
         }
+        match self.recover_on_report(e, kind, failure) {
+            Recovered::No => {}
+            Recovered::Counted => return,
+            Recovered::Excluded(exclusion) => {
+                self.exclude(e, exclusion);
+                self.arm_probation(e, kind);
+                return;
+            }
+        }
         let spec = &self.roster.executors[e].spec;
         let exclusion = if kind == FailureKind::ModelUnavailable {
             Some(self.new_exclusion(
@@ -143,6 +153,7 @@ impl Policy {
                     self.roster.executors[e].runtime.rate_limits.clear();
                 }
                 self.exclude(e, exclusion);
+                self.arm_probation(e, kind);
             }
             None if kind == FailureKind::RateLimit => {}
             None => self.event(
@@ -334,6 +345,10 @@ impl Policy {
 
     /// Sets or clears `e`'s exclusion and keeps every index in step with it.
     pub(super) fn set_exclusion(&mut self, e: usize, exclusion: Option<ActiveExclusion>) {
+        if exclusion.is_some() {
+            // Out again while on probation: back on probation when this ends.
+            self.roster.executors[e].runtime.recovery.suspend(self.now);
+        }
         self.roster.unready(e);
         self.roster.forget_reports();
         self.probe_unwait(e);
@@ -430,9 +445,10 @@ impl Policy {
             fields.push(("why", json!(if answered { "health" } else { "expired" })));
         }
         self.event(Level::Info, EventName::Back, message, fields);
-        for e in back {
+        for &e in &back {
             self.set_exclusion(e, None);
         }
+        self.start_probation(&back, at);
     }
 
     /// The timed exclusion that `ended` shadowed takes over on `e`.
@@ -503,6 +519,11 @@ impl Policy {
             format!("{executor} resumed"),
             fields,
         );
+        // An operator's word: every slot at once, no probation.
+        self.roster.executors[e]
+            .runtime
+            .recovery
+            .back(self.now, false);
         self.set_exclusion(e, None);
     }
 

@@ -276,7 +276,11 @@ impl Policy {
                 _ => {
                     // The common case, without the formatting machinery.
                     out.push_str(id);
-                    out.push_str(" busy");
+                    out.push_str(if x.runtime.recovery.probation {
+                        " busy (on probation: one slot)"
+                    } else {
+                        " busy"
+                    });
                     Ok(())
                 }
             },

@@ -13,6 +13,7 @@ use super::exclusions::ActiveExclusion;
 use super::keys::{key_parts, shared, KeyParts};
 use super::leases::{Lease, Place};
 use super::provisioning::Pause;
+use super::recovery::Recovery;
 use super::reload::Startup;
 use super::requests::Request;
 use super::roster::Runtime;
@@ -274,6 +275,10 @@ impl Runtime {
             pause: at("pause", o.opt("pause", Pause::from_json))?,
             probe_in_flight: o.req("probeInFlight", read::bool)?,
             last_probe_at: o.opt("lastProbeAt", read::u64)?,
+            recovery: at(
+                "recovery",
+                o.or("recovery", Recovery::from_json, Recovery::default()),
+            )?,
         })
     }
 }

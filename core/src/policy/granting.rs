@@ -409,7 +409,7 @@ impl Policy {
         let mut best: Option<(OrderKey, u32, Option<usize>)> = None;
         for &e in &self.roster.dirty {
             let x = &self.roster.executors[e];
-            if x.draining || x.runtime.exclusion.is_some() || x.busy >= x.spec.slots {
+            if x.draining || x.runtime.exclusion.is_some() || x.busy >= x.slots_now() {
                 continue;
             }
             if !x.blocked() {

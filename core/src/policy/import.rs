@@ -481,6 +481,7 @@ fn check_export(x: &Exported) -> Result<(), String> {
         if let Some(at) = runtime.last_probe_at {
             after_now(format!("runtime.{id}.lastProbeAt"), at)?;
         }
+
         if let Some(exclusion) = &runtime.exclusion {
             after_now(format!("runtime.{id}.exclusion.since"), exclusion.since)?;
             if exclusion.kind == ExclusionKind::Until && exclusion.until.is_none() {

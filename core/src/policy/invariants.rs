@@ -39,6 +39,8 @@ impl Policy {
 
     /// Checks every invariant on the current state: `Err` names the first broken.
     pub fn verify(&self) -> Result<(), InvariantViolation> {
+        // First: an import's contradiction of it is named as such, not by what follows.
+        self.verify_recovery()?;
         self.verify_probes()?;
         self.verify_owners()?;
         self.verify_persistence()?;
@@ -308,6 +310,31 @@ impl Policy {
                     roles[r]
                 )
             })?;
+        }
+        Ok(())
+    }
+
+    /// Recovery (issue 45): an executor on probation is in the round and takes a new
+    /// lease only with no slot held; one armed for probation is out of the round; the
+    /// state agrees with its rules (the backoff within its cap, fewer failures in a
+    /// row than exclude); a clean release's lease number has been reached.
+    fn verify_recovery(&self) -> Result<(), InvariantViolation> {
+        for x in &self.roster.executors {
+            let ready = x.role_indexes.iter().any(|&r| x.per_role[r].ready);
+            let problem = x.runtime.recovery.contradiction(&x.spec).or_else(|| {
+                x.runtime.recovery.against(
+                    x.runtime.exclusion.is_some(),
+                    ready && x.busy > 0,
+                    self.leases.next_id,
+                    self.now,
+                )
+            });
+            if let Some(problem) = problem {
+                return Err(InvariantViolation {
+                    invariant: "recovery",
+                    detail: format!("executor {}: {problem}", x.spec.id),
+                });
+            }
         }
         Ok(())
     }

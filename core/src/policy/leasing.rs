@@ -239,6 +239,7 @@ impl Policy {
                     lease: lease_id,
                 });
             }
+            self.clean_release(e, lease_id);
             return;
         }
         let id = x.spec.id.clone();
@@ -275,6 +276,7 @@ impl Policy {
             };
             fields.extend([("running", json!(busy)), ("slots", json!(slots))]);
             self.event(Level::Info, EventName::Retired, message, fields);
+            self.clean_release(e, lease_id);
         }
     }
 

@@ -40,6 +40,8 @@ mod queries;
 mod queue;
 mod queueing;
 mod ready;
+mod recovering;
+mod recovery;
 mod reload;
 mod reloading;
 mod requests;

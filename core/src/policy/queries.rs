@@ -16,6 +16,7 @@ use crate::time::iso;
 use super::avoid::Avoid;
 use super::exclusions::{describe, Described};
 use super::keys::{order_key, OrderKey};
+use super::recovering::ON_PROBATION;
 use super::requests::{request_extra, Request};
 use super::Policy;
 
@@ -31,7 +32,7 @@ impl Policy {
                 if x.draining || x.runtime.exclusion.is_some() || x.blocked() {
                     return 0;
                 }
-                let total = x.spec.slots.saturating_sub(x.busy);
+                let total = x.slots_now().saturating_sub(x.busy);
                 let for_role = x.cap(r).saturating_sub(x.busy_in(r));
                 total.min(for_role)
             })
@@ -49,14 +50,15 @@ impl Policy {
     }
 
     /// Slots for `role` on the executors in the round (not excluded, not draining),
-    /// held or not, role caps applied: what the round could serve at once.
+    /// held or not, role caps applied (one on probation): what the round could serve
+    /// at once.
     pub fn capacity(&self, role: &str) -> Result<u32, Error> {
         let r = self.role_index(role)?;
         Ok(self.roster.roles.members[r]
             .iter()
             .map(|&e| &self.roster.executors[e])
             .filter(|x| x.in_round(r))
-            .map(|x| x.cap(r))
+            .map(|x| x.cap(r).min(x.slots_now()))
             .sum())
     }
 
@@ -207,6 +209,9 @@ impl Policy {
                     .iter()
                     .filter(|&&t| t.saturating_add(self.options.rate_limit_window_ms) > self.now)
                     .count() as u32,
+                probation: x.runtime.recovery.probation,
+                backoff: self.backoff_now(e),
+                failures_in_a_row: x.runtime.recovery.failures,
             })
             .collect();
         let mut queue: Vec<(OrderKey, usize, QueuedRequest)> = Vec::new();
@@ -378,6 +383,8 @@ impl Policy {
                 if x.has_role(r) && !x.draining {
                     if x.busy >= x.spec.slots {
                         reasons.push(format!("busy ({} of {} slots)", x.busy, x.spec.slots));
+                    } else if x.busy >= x.slots_now() {
+                        reasons.push(ON_PROBATION.to_string());
                     } else if x.busy_in(r) >= x.cap(r) {
                         reasons.push(format!(
                             "role cap reached ({role} {} of {})",

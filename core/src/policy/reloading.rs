@@ -267,6 +267,7 @@ impl Policy {
                         ));
                     }
                     let mut x = Executor::new(spec, prev.runtime, &roles);
+                    x.runtime.recovery.fit(&x.spec);
                     if x.spec.health.is_none()
                         && x.runtime.exclusion.as_ref().map(|x| x.kind)
                             == Some(ExclusionKind::Health)
@@ -301,6 +302,8 @@ impl Policy {
             if prev.runtime.exclusion.take().is_some() {
                 self.persistence.all = true;
             }
+            // Out of the document, out of probation and its counts.
+            prev.runtime.recovery = Default::default();
             if running(&prev) > 0 {
                 events.push((
                     EventName::Removed,

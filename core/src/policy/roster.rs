@@ -12,6 +12,7 @@ use super::exclusions::ActiveExclusion;
 use super::keys::{ready_key, ByName, Priority, SharedName};
 use super::provisioning::Pause;
 use super::ready::ReadySet;
+use super::recovery::Recovery;
 use super::requests::Request;
 
 /// What an executor carries from input to input (and across a live swap).
@@ -24,6 +25,9 @@ pub(super) struct Runtime {
     pub(super) pause: Option<Pause>,
     pub(super) probe_in_flight: bool,
     pub(super) last_probe_at: Option<u64>,
+    /// Probation, its backoff and the failures in a row (not written while unused).
+    #[serde(skip_serializing_if = "Recovery::is_default")]
+    pub(super) recovery: Recovery,
 }
 
 #[derive(Debug, Clone)]
@@ -154,9 +158,18 @@ impl Executor {
         self.per_role[r].priority
     }
 
+    /// The slots it may fill with new leases now: one on probation.
+    pub(super) fn slots_now(&self) -> u32 {
+        if self.runtime.recovery.probation {
+            self.spec.slots.min(1)
+        } else {
+            self.spec.slots
+        }
+    }
+
     pub(super) fn free_for(&self, r: usize) -> bool {
         !self.draining
-            && self.busy < self.spec.slots
+            && self.busy < self.slots_now()
             && self.per_role.get(r).is_some_and(|x| x.busy < x.cap)
     }
 

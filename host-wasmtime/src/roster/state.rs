@@ -322,6 +322,8 @@ fn bare_spec(executor: &str, role: &str) -> ExecutorSpec {
         effort: None,
         health: None,
         cooldown: Default::default(),
+        recovery: Default::default(),
+        consecutive_failures: 0,
         disabled: false,
         provision: false,
         kind: None,

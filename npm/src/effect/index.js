@@ -9,6 +9,7 @@ export {
   ExclusionKind,
   ExecutorSpec,
   Info,
+  RecoveryMode,
   Role,
   RosterDocument,
   RosterExhausted,

@@ -19,6 +19,9 @@ export class Cooldown extends Schema.Class('Cooldown')({
 /** A reasoning effort (the upstream's `Effort`, @llm4ts/core `Models.ts`). */
 export const Effort = Schema.Literals(['low', 'medium', 'high', 'max'])
 
+/** How an executor returns after a cooldown (rota's `recovery`, issue 45). */
+export const RecoveryMode = Schema.Literals(['all', 'probation'])
+
 /** One executor: a harness and a model, the roles it takes, its slots and priorities. */
 export class ExecutorSpec extends Schema.Class('ExecutorSpec')({
   id: Schema.String,
@@ -39,6 +42,22 @@ export class ExecutorSpec extends Schema.Class('ExecutorSpec')({
    * or per role with a `default`; the core checks the words (`effortOf`).
    */
   effort: Schema.optionalKey(Schema.Union([Effort, Schema.Record(Schema.String, Effort)])),
+  /**
+   * rota's recovery after a rate-limit or usage-limit cooldown (issue 45): `'all'` or
+   * `'probation'`, or `{ mode, maxBackoff, quietPeriod }`; the core checks it.
+   */
+  recovery: Schema.optionalKey(
+    Schema.Union([
+      RecoveryMode,
+      Schema.Struct({
+        mode: Schema.optionalKey(RecoveryMode),
+        maxBackoff: Schema.optionalKey(Schema.Number),
+        quietPeriod: Schema.optionalKey(Schema.String),
+      }),
+    ]),
+  ),
+  /** rota's `{ consecutiveFailures }`: `other` failures in a row that exclude it as an outage (issue 45). */
+  exclusion: Schema.optionalKey(Schema.Struct({ consecutiveFailures: Schema.optionalKey(Schema.Number) })),
 }) {}
 
 export class RosterDocument extends Schema.Class('RosterDocument')({
