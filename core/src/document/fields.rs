@@ -22,6 +22,7 @@ const TOP: &[&str] = &[
     "clones",
     "leaseEvents",
     "resetTime",
+    "accounts",
     "$schema",
 ];
 
@@ -47,6 +48,8 @@ const EXECUTOR: &[&str] = &[
     "disabled",
     "provision",
     "kind",
+    "account",
+    "budget",
 ];
 
 /// Edit distance with adjacent transpositions (optimal string alignment, `strsim`),
@@ -118,6 +121,34 @@ pub fn misspelt(document: &Value) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// A warning for every account listed under `accounts` that no executor names
+/// (its budget binds nothing: a slip in a name, or a leftover).
+pub fn unused_accounts(document: &Value) -> Vec<Violation> {
+    let Some(accounts) = document.get("accounts").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let named = |name: &str| {
+        ["executors", "workers"].iter().any(|list| {
+            let entries: Vec<&Value> = match document.get(list) {
+                Some(Value::Array(items)) => items.iter().collect(),
+                Some(Value::Object(map)) => map.values().collect(),
+                _ => Vec::new(),
+            };
+            entries
+                .iter()
+                .any(|x| x.get("account").and_then(Value::as_str) == Some(name))
+        })
+    };
+    accounts
+        .keys()
+        .filter(|name| !named(name))
+        .map(|name| Violation {
+            path: format!("accounts.{name}"),
+            message: format!("account '{name}' is listed, and no executor names it (`account`)"),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -10,9 +10,9 @@ use crate::sorted::SortedMap;
 use crate::write::to_text;
 
 use super::{
-    resolve_coder_slots_default, ClonesRule, CoderSlotsDefault, Cooldowns, Document, Effort,
-    EffortLevel, ExecutorSpec, Form, LeaseEventsRule, PreferRule, Priority, ResetTime, Rules,
-    Violation, CODER_ROLE, DEFAULT_ROLES,
+    resolve_coder_slots_default, Budget, ClonesRule, CoderSlotsDefault, Cooldowns, Document,
+    Effort, EffortLevel, ExecutorSpec, Form, LeaseEventsRule, PreferRule, Priority, ResetTime,
+    Rules, Violation, CODER_ROLE, DEFAULT_ROLES,
 };
 
 /// Where an executor is declared: its path (`executors[2]`, `workers.a`), its number
@@ -140,6 +140,7 @@ impl Parser {
             LeaseEventsRule::from_json,
             LeaseEventsRule::NAMES,
         );
+        let accounts = self.accounts(object.get("accounts"));
         if entries.len() > limits::MAX_EXECUTORS {
             self.fail(
                 "executors",
@@ -194,6 +195,7 @@ impl Parser {
             clones,
             lease_events,
             reset_time,
+            accounts,
             signals,
             raw: Value::Null,
             executors_in_specs: None,
@@ -369,6 +371,17 @@ impl Parser {
             }
         };
         let model = self.optional_string(object, "model", &at("model"), &who);
+        let account = match object.get("account") {
+            None => None,
+            Some(Value::String(name)) if !name.trim().is_empty() => Some(name.clone()),
+            Some(_) => {
+                self.fail(
+                    at("account"),
+                    format!("{who} has an `account` that is not a non-empty string"),
+                );
+                None
+            }
+        };
         for field in ["baseUrl", "kind"] {
             self.optional_string(object, field, &at(field), &who);
         }
@@ -560,6 +573,9 @@ impl Parser {
             }
         };
         let cooldown = self.cooldown(object.get("cooldown"), place, &who);
+        let budget = object
+            .get("budget")
+            .and_then(|value| self.budget(value, &at("budget"), &who));
         let disabled = match object.get("disabled") {
             None => false,
             Some(Value::Bool(b)) => *b,
@@ -589,6 +605,8 @@ impl Parser {
             disabled,
             provision,
             kind,
+            budget,
+            account,
             raw: if worker {
                 super::worker_entry(object, key)
             } else if self.executors_raw_later {
@@ -723,6 +741,126 @@ impl Parser {
                 }
             },
         }
+    }
+
+    /// The top-level `accounts`: `{ name: { budget } }`, the budgets of those that give one.
+    fn accounts(&mut self, value: Option<&Value>) -> SortedMap<Budget> {
+        let mut budgets = SortedMap::new();
+        let Some(value) = value.filter(|v| !v.is_null()) else {
+            return budgets;
+        };
+        let Some(entries) = value.as_object() else {
+            self.fail(
+                "accounts",
+                "`accounts` is a record of accounts by name, each `{ budget }`",
+            );
+            return budgets;
+        };
+        for (name, entry) in entries {
+            let path = format!("accounts.{name}");
+            let who = format!("account '{name}'");
+            let Some(fields) = entry.as_object() else {
+                self.fail(path, format!("{who} is a record `{{ budget }}`"));
+                continue;
+            };
+            for field in fields.keys().filter(|k| *k != "budget") {
+                self.fail(
+                    format!("{path}.{field}"),
+                    format!("{who} has an unknown field '{field}' (budget)"),
+                );
+            }
+            if let Some(budget) = fields
+                .get("budget")
+                .and_then(|v| self.budget(v, &format!("{path}.budget"), &who))
+            {
+                budgets.insert(name.clone(), budget);
+            }
+        }
+        budgets
+    }
+
+    /// A `budget`: `{ requestsPerMinute: n }`, or `{ requests: n, per: "<duration>" }`
+    /// (or `perMs`); whole numbers of at least 1.
+    fn budget(&mut self, value: &Value, path: &str, who: &str) -> Option<Budget> {
+        const SHAPES: &str =
+            "{ requestsPerMinute: n } or { requests: n, per: \"1 minute\" } (or perMs), n a whole number from 1 to 1000000";
+        let Some(fields) = value.as_object() else {
+            self.fail(path, format!("{who} has a budget that is not {SHAPES}"));
+            return None;
+        };
+        let count =
+            |v: &Value| whole_number(v).filter(|n| (1..=limits::MAX_BUDGET_REQUESTS).contains(n));
+        let mut ok = true;
+        for field in fields.keys() {
+            if !["requestsPerMinute", "requests", "per", "perMs"].contains(&field.as_str()) {
+                self.fail(
+                    format!("{path}.{field}"),
+                    format!("{who} has an unknown budget field '{field}' (requestsPerMinute, requests, per, perMs)"),
+                );
+                ok = false;
+            }
+        }
+        let (requests, per_ms) = match (
+            fields.get("requestsPerMinute"),
+            fields.get("requests"),
+            fields.get("per"),
+            fields.get("perMs"),
+        ) {
+            (Some(n), None, None, None) => match count(n) {
+                Some(n) => (n, 60_000),
+                None => {
+                    self.fail(
+                        format!("{path}.requestsPerMinute"),
+                        format!("{who} has budget.requestsPerMinute that is not a whole number from 1 to 1000000"),
+                    );
+                    return None;
+                }
+            },
+            (None, Some(n), per, per_ms) if per.is_some() != per_ms.is_some() => {
+                let requests = count(n);
+                if requests.is_none() {
+                    self.fail(
+                        format!("{path}.requests"),
+                        format!("{who} has budget.requests that is not a whole number from 1 to 1000000"),
+                    );
+                }
+                let window = match (per, per_ms) {
+                    (Some(text), _) => {
+                        let ms = text.as_str().and_then(parse_duration).filter(|ms| *ms >= 1);
+                        if ms.is_none() {
+                            self.fail(
+                                format!("{path}.per"),
+                                format!("{who} has budget.per {} that is not a duration of at least 1 ms (\"1 minute\", \"90s\")", to_text(text)),
+                            );
+                        }
+                        ms
+                    }
+                    (_, Some(n)) => {
+                        let ms = whole_number(n).filter(|ms| *ms >= 1);
+                        if ms.is_none() {
+                            self.fail(
+                                format!("{path}.perMs"),
+                                format!("{who} has budget.perMs that is not a whole number of milliseconds, at least 1"),
+                            );
+                        }
+                        ms
+                    }
+                    _ => None,
+                };
+                match (requests, window) {
+                    (Some(n), Some(ms)) => (n, ms),
+                    _ => return None,
+                }
+            }
+            _ => {
+                self.fail(path, format!("{who} has a budget that is not {SHAPES}"));
+                return None;
+            }
+        };
+        ok.then_some(Budget {
+            requests: requests as u32,
+            per_ms,
+        })
     }
 
     fn cooldown(&mut self, value: Option<&Value>, place: &str, who: &str) -> Cooldowns {

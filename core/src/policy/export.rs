@@ -80,6 +80,7 @@ impl Policy {
             },
             start_failed: self.reloads.startup == Startup::Failed,
             cut_short: self.reloads.cut_short.clone(),
+            account_grants: self.budgets.accounts.clone(),
         }
     }
 
@@ -206,6 +207,9 @@ pub(super) struct Exported {
     pub(super) start_failed: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) cut_short: StrSet,
+    /// Per budgeted account that has granted: its grant times (`budgets.rs`).
+    #[serde(serialize_with = "as_map", skip_serializing_if = "Vec::is_empty")]
+    pub(super) account_grants: StrMap<std::collections::VecDeque<u64>>,
 }
 
 #[derive(Serialize)]
@@ -274,6 +278,10 @@ impl Runtime {
             pause: at("pause", o.opt("pause", Pause::from_json))?,
             probe_in_flight: o.req("probeInFlight", read::bool)?,
             last_probe_at: o.opt("lastProbeAt", read::u64)?,
+            grants: o
+                .or("budgetGrants", |v| read::list(v, read::u64), Vec::new())?
+                .into(),
+            budget_room: None,
         })
     }
 }
@@ -421,6 +429,14 @@ impl Exported {
             starting: o.opt("starting", read::strings)?.map(sorted::set_from),
             start_failed: o.or("startFailed", read::bool, false)?,
             cut_short: sorted::set_from(o.or("cutShort", read::strings, Vec::new())?),
+            account_grants: match o.0.get("accountGrants") {
+                None => StrMap::new(),
+                Some(_) => sorted::map_from(
+                    map_in(o, "accountGrants", |v| read::list(v, read::u64))?
+                        .into_iter()
+                        .map(|(name, times)| (name, times.into())),
+                ),
+            },
         })
     }
 }

@@ -46,6 +46,7 @@ impl Policy {
         self.verify_round()?;
         self.verify_requests()?;
         self.verify_queues()?;
+        self.verify_budgets()?;
         // An import keeps no report (the rebuild forgets them): checked where inputs
         // are, the debug builds' check after every input.
         #[cfg(debug_assertions)]
@@ -60,6 +61,42 @@ impl Policy {
             });
         }
         Ok(())
+    }
+
+    /// Budgets: every window in time order, none after now, at most its budget's
+    /// `requests` (none without a budget); each executor's room time is what its
+    /// windows give now, and the room timers hold exactly the spent executors.
+    fn verify_budgets(&self) -> Result<(), InvariantViolation> {
+        for (name, window) in &self.budgets.accounts {
+            let budget = self.document.accounts.get(name).copied();
+            let fault = super::budgets::window_fault(window, budget, self.now);
+            ensure(fault.is_none(), "budget window", || {
+                format!("account '{name}': {}", fault.unwrap_or_default())
+            })?;
+        }
+        let mut spent = 0;
+        for (e, x) in self.roster.executors.iter().enumerate() {
+            let fault = super::budgets::window_fault(&x.runtime.grants, x.spec.budget, self.now);
+            ensure(fault.is_none(), "budget window", || {
+                format!("'{}': {}", x.spec.id, fault.unwrap_or_default())
+            })?;
+            let room = x.runtime.budget_room;
+            ensure(room == self.budget_room(e), "budget room", || {
+                format!(
+                    "'{}' is spent until {room:?}, its windows say otherwise",
+                    x.spec.id
+                )
+            })?;
+            if let Some(t) = room {
+                spent += 1;
+                ensure(self.budgets.rooms.contains(&(t, e)), "budget timer", || {
+                    format!("'{}' is spent with no timer at its room", x.spec.id)
+                })?;
+            }
+        }
+        ensure(self.budgets.rooms.len() == spent, "budget timer", || {
+            "a room timer names an executor that is not spent".to_string()
+        })
     }
 
     /// Probes: the wait index holds exactly the health-excluded executors with no
