@@ -112,6 +112,12 @@ test('the JSON Schema ships in the package and accepts what the core accepts', {
   for (const effort of ['low', 'medium', 'high', 'max', { coder: 'low', default: 'max' }]) {
     assert.ok(check({ resetTime: 'message', executors: [{ id: 'a', harness: 'pi', roles: ['coder'], effort }] }), JSON.stringify(effort))
   }
+  // Accounts and budgets (issue 45), every budget spelling.
+  for (const budget of [{ requestsPerMinute: 50 }, { requests: 5, per: '90s' }, { requests: 5, perMs: 1000 }]) {
+    const doc = { accounts: { acme: { budget } }, executors: [{ id: 'a', harness: 'pi', roles: ['coder'], account: 'acme', budget }] }
+    assert.ok(check(doc), JSON.stringify(budget))
+    assert.deepEqual(validate(doc), [])
+  }
   // Structure errors an editor should flag, each one the core refuses too.
   for (const bad of [
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], slots: 0 }] },
@@ -129,6 +135,14 @@ test('the JSON Schema ships in the package and accepts what the core accepts', {
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], effort: 'hgih' }] },
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], effort: { coder: 3 } }] },
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], effort: 2 }] },
+    { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], account: '' }] },
+    { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], budget: { requests: 0, per: '1m' } }] },
+    { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], budget: { requestsPerMinute: 1.5 } }] },
+    { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], budget: { requests: 5 } }] },
+    { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], budget: { requestsPerMinute: 5, burst: 2 } }] },
+    { accounts: 'acme', executors: [] },
+    { accounts: { acme: { budget: { perMs: 10 } } }, executors: [] },
+    { accounts: { acme: { limit: 3 } }, executors: [] },
     {},
   ]) {
     assert.equal(check(bad), false, `the schema accepts ${JSON.stringify(bad)}`)

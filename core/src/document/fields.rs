@@ -183,5 +183,10 @@ mod tests {
         assert_eq!(nearest("effort", EXECUTOR), None);
         assert_eq!(nearest("resetTim", TOP), Some("resetTime"));
         assert_eq!(nearest("resetTime", TOP), None);
+        // Issue 45's fields (items 1 and 2).
+        assert_eq!(nearest("acount", EXECUTOR), Some("account"));
+        assert_eq!(nearest("budgte", EXECUTOR), Some("budget"));
+        assert_eq!(nearest("acounts", TOP), Some("accounts"));
+        assert_eq!(nearest("accounts", TOP), None);
     }
 }

@@ -19,6 +19,9 @@ export class Cooldown extends Schema.Class('Cooldown')({
 /** A reasoning effort (the upstream's `Effort`, @llm4ts/core `Models.ts`). */
 export const Effort = Schema.Literals(['low', 'medium', 'high', 'max'])
 
+/** A budget (rota's, issue 45): its fields as written; the core validates them. */
+export const Budget = Schema.Record(Schema.String, Schema.Union([Schema.Number, Schema.String]))
+
 /** One executor: a harness and a model, the roles it takes, its slots and priorities. */
 export class ExecutorSpec extends Schema.Class('ExecutorSpec')({
   id: Schema.String,
@@ -39,10 +42,16 @@ export class ExecutorSpec extends Schema.Class('ExecutorSpec')({
    * or per role with a `default`; the core checks the words (`effortOf`).
    */
   effort: Schema.optionalKey(Schema.Union([Effort, Schema.Record(Schema.String, Effort)])),
+  /** rota's (issue 45): the account it shares usage and rate limits with. */
+  account: Schema.optionalKey(Schema.String),
+  /** rota's (issue 45): `{ requestsPerMinute }` or `{ requests, per | perMs }`; the core checks it. */
+  budget: Schema.optionalKey(Budget),
 }) {}
 
 export class RosterDocument extends Schema.Class('RosterDocument')({
   executors: Schema.Array(ExecutorSpec),
+  /** rota's (issue 45): accounts by name, each with an optional budget its executors spend together. */
+  accounts: Schema.optionalKey(Schema.Record(Schema.String, Schema.Struct({ budget: Schema.optionalKey(Budget) }))),
 }) {}
 
 export const ExclusionKind = Schema.Literals(['until', 'health', 'run', 'manual'])
