@@ -93,25 +93,25 @@ fn an_import_whose_grant_times_contradict_the_budgets_is_refused_naming_the_fiel
     more["runtime"]["a"]["budgetGrants"] = json!([T0 - 2, T0 - 1]);
     refused(
         more,
-        "runtime.a.budgetGrants: 2 grant times kept; the budget allows 1",
+        "runtime.a.budgetGrants: more grant times than the budget's requests",
     );
     let mut unbudgeted = exported.clone();
     unbudgeted["runtime"]["b"]["budgetGrants"] = json!([T0]);
     refused(
         unbudgeted,
-        "runtime.b.budgetGrants: 1 grant times kept without a budget",
+        "runtime.b.budgetGrants: more grant times than the budget's requests (none without a budget)",
     );
     let mut order = exported.clone();
     order["accountGrants"]["acme"] = json!([T0 + 1, T0]);
     refused(order, "accountGrants.acme: grant times out of time order");
     let mut later = exported.clone();
     later["accountGrants"]["acme"] = json!([T0, T0 + 99_000]);
-    refused(later, "accountGrants.acme: a grant time");
+    refused(later, "accountGrants.acme: a grant time after now");
     let mut unknown = exported;
     unknown["accountGrants"]["other"] = json!([T0]);
     refused(
         unknown,
-        "accountGrants.other: 1 grant times kept without a budget",
+        "accountGrants.other: more grant times than the budget's requests (none without a budget)",
     );
 }
 

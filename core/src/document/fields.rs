@@ -129,17 +129,11 @@ pub fn unused_accounts(document: &Value) -> Vec<Violation> {
     let Some(accounts) = document.get("accounts").and_then(Value::as_object) else {
         return Vec::new();
     };
+    let entries = super::entries(document);
     let named = |name: &str| {
-        ["executors", "workers"].iter().any(|list| {
-            let entries: Vec<&Value> = match document.get(list) {
-                Some(Value::Array(items)) => items.iter().collect(),
-                Some(Value::Object(map)) => map.values().collect(),
-                _ => Vec::new(),
-            };
-            entries
-                .iter()
-                .any(|x| x.get("account").and_then(Value::as_str) == Some(name))
-        })
+        entries
+            .iter()
+            .any(|(_, x)| x.get("account").and_then(Value::as_str) == Some(name))
     };
     accounts
         .keys()

@@ -759,108 +759,60 @@ impl Parser {
         for (name, entry) in entries {
             let path = format!("accounts.{name}");
             let who = format!("account '{name}'");
-            let Some(fields) = entry.as_object() else {
-                self.fail(path, format!("{who} is a record `{{ budget }}`"));
-                continue;
-            };
-            for field in fields.keys().filter(|k| *k != "budget") {
-                self.fail(
-                    format!("{path}.{field}"),
-                    format!("{who} has an unknown field '{field}' (budget)"),
-                );
-            }
-            if let Some(budget) = fields
-                .get("budget")
-                .and_then(|v| self.budget(v, &format!("{path}.budget"), &who))
-            {
-                budgets.insert(name.clone(), budget);
+            match entry.as_object() {
+                Some(fields) if fields.keys().all(|k| k == "budget") => {
+                    if let Some(budget) = fields
+                        .get("budget")
+                        .and_then(|v| self.budget(v, &format!("{path}.budget"), &who))
+                    {
+                        budgets.insert(name.clone(), budget);
+                    }
+                }
+                _ => self.fail(path, format!("{who} is not a record `{{ budget }}`")),
             }
         }
         budgets
     }
 
     /// A `budget`: `{ requestsPerMinute: n }`, or `{ requests: n, per: "<duration>" }`
-    /// (or `perMs`); whole numbers of at least 1.
+    /// (or `perMs`); whole numbers from 1 to `limits::MAX_BUDGET_REQUESTS`, a window of
+    /// at least 1 ms. Anything else is one violation quoting it with the shapes.
     fn budget(&mut self, value: &Value, path: &str, who: &str) -> Option<Budget> {
-        const SHAPES: &str =
-            "{ requestsPerMinute: n } or { requests: n, per: \"1 minute\" } (or perMs), n a whole number from 1 to 1000000";
-        let Some(fields) = value.as_object() else {
-            self.fail(path, format!("{who} has a budget that is not {SHAPES}"));
-            return None;
-        };
+        let fields = value.as_object();
+        let get = |k: &str| fields.and_then(|f| f.get(k));
+        let known = fields.is_some_and(|f| {
+            f.keys()
+                .all(|k| ["requestsPerMinute", "requests", "per", "perMs"].contains(&k.as_str()))
+        });
         let count =
             |v: &Value| whole_number(v).filter(|n| (1..=limits::MAX_BUDGET_REQUESTS).contains(n));
-        let mut ok = true;
-        for field in fields.keys() {
-            if !["requestsPerMinute", "requests", "per", "perMs"].contains(&field.as_str()) {
+        let read = match (
+            get("requestsPerMinute"),
+            get("requests"),
+            get("per"),
+            get("perMs"),
+        ) {
+            (Some(n), None, None, None) => count(n).map(|n| (n, 60_000)),
+            (None, Some(n), Some(per), None) => count(n).zip(per.as_str().and_then(parse_duration)),
+            (None, Some(n), None, Some(ms)) => count(n).zip(whole_number(ms)),
+            _ => None,
+        };
+        match read.filter(|(_, ms)| known && *ms >= 1) {
+            Some((requests, per_ms)) => Some(Budget {
+                requests: requests as u32,
+                per_ms,
+            }),
+            None => {
                 self.fail(
-                    format!("{path}.{field}"),
-                    format!("{who} has an unknown budget field '{field}' (requestsPerMinute, requests, per, perMs)"),
+                    path,
+                    format!(
+                        "{who} has a budget {} that is not {{ requestsPerMinute: n }} or {{ requests: n, per: \"1 minute\" }} (or perMs: a whole number of ms, at least 1), n a whole number from 1 to 1000000",
+                        to_text(value)
+                    ),
                 );
-                ok = false;
+                None
             }
         }
-        let (requests, per_ms) = match (
-            fields.get("requestsPerMinute"),
-            fields.get("requests"),
-            fields.get("per"),
-            fields.get("perMs"),
-        ) {
-            (Some(n), None, None, None) => match count(n) {
-                Some(n) => (n, 60_000),
-                None => {
-                    self.fail(
-                        format!("{path}.requestsPerMinute"),
-                        format!("{who} has budget.requestsPerMinute that is not a whole number from 1 to 1000000"),
-                    );
-                    return None;
-                }
-            },
-            (None, Some(n), per, per_ms) if per.is_some() != per_ms.is_some() => {
-                let requests = count(n);
-                if requests.is_none() {
-                    self.fail(
-                        format!("{path}.requests"),
-                        format!("{who} has budget.requests that is not a whole number from 1 to 1000000"),
-                    );
-                }
-                let window = match (per, per_ms) {
-                    (Some(text), _) => {
-                        let ms = text.as_str().and_then(parse_duration).filter(|ms| *ms >= 1);
-                        if ms.is_none() {
-                            self.fail(
-                                format!("{path}.per"),
-                                format!("{who} has budget.per {} that is not a duration of at least 1 ms (\"1 minute\", \"90s\")", to_text(text)),
-                            );
-                        }
-                        ms
-                    }
-                    (_, Some(n)) => {
-                        let ms = whole_number(n).filter(|ms| *ms >= 1);
-                        if ms.is_none() {
-                            self.fail(
-                                format!("{path}.perMs"),
-                                format!("{who} has budget.perMs that is not a whole number of milliseconds, at least 1"),
-                            );
-                        }
-                        ms
-                    }
-                    _ => None,
-                };
-                match (requests, window) {
-                    (Some(n), Some(ms)) => (n, ms),
-                    _ => return None,
-                }
-            }
-            _ => {
-                self.fail(path, format!("{who} has a budget that is not {SHAPES}"));
-                return None;
-            }
-        };
-        ok.then_some(Budget {
-            requests: requests as u32,
-            per_ms,
-        })
     }
 
     fn cooldown(&mut self, value: Option<&Value>, place: &str, who: &str) -> Cooldowns {

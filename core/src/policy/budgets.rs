@@ -5,42 +5,46 @@
 //! `per_ms` old; until then the executor (every executor of the account) takes no
 //! lease, as a busy one takes none.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 use crate::document::Budget;
 use crate::sorted::StrMap;
+
+use super::keys::{timer_key, Index};
 
 /// The account windows and the room timers.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Budgets {
     /// Per account with a budget that has granted: its grant times, oldest first.
     pub(super) accounts: StrMap<VecDeque<u64>>,
-    /// (when its budget makes room, executor index) of every spent executor.
-    pub(super) rooms: BTreeSet<(u64, usize)>,
+    /// Every spent executor keyed (when its budget makes room, its index): the
+    /// timers' one index type (`keys.rs`: another B-tree type is more code).
+    pub(super) rooms: Index,
 }
 
 impl Budgets {
     /// The next instant a spent executor's budget makes room.
     pub(super) fn next_room(&self) -> Option<u64> {
-        self.rooms.first().map(|&(at, _)| at)
+        self.rooms.first_key_value().map(|(k, _)| k[0])
     }
 
     /// A spent executor whose budget makes room at `at` or before.
     pub(super) fn pop_due(&mut self, at: u64) -> Option<usize> {
-        let &(t, e) = self.rooms.first()?;
-        (t <= at).then(|| {
-            self.rooms.remove(&(t, e));
-            e
-        })
+        let (&[t, e, ..], _) = self.rooms.first_key_value()?;
+        if t > at {
+            return None;
+        }
+        self.rooms.pop_first();
+        Some(e as usize)
     }
 
     /// `e`'s room time changed from `old` to `new`.
     pub(super) fn retime(&mut self, e: usize, old: Option<u64>, new: Option<u64>) {
         if let Some(t) = old {
-            self.rooms.remove(&(t, e));
+            self.rooms.remove(&timer_key(t, e));
         }
         if let Some(t) = new {
-            self.rooms.insert((t, e));
+            self.rooms.insert(timer_key(t, e), 0);
         }
     }
 }
@@ -70,29 +74,20 @@ pub(super) fn trim(window: &mut VecDeque<u64>, budget: Option<Budget>) {
     }
 }
 
-/// What is wrong with a window kept under `budget` at `now`: out of time order,
-/// after now, or longer than the budget's `requests` (none kept without a budget).
+/// What is wrong with a window kept under `budget` at `now`: longer than the
+/// budget's `requests` (none kept without a budget), out of time order, or after now.
 pub(super) fn window_fault(
     window: &VecDeque<u64>,
     budget: Option<Budget>,
     now: u64,
-) -> Option<String> {
-    let keep = budget.map_or(0, |b| b.requests as usize);
-    if window.len() > keep {
-        return Some(match budget {
-            Some(b) => format!(
-                "{} grant times kept; the budget allows {} per window",
-                window.len(),
-                b.requests
-            ),
-            None => format!("{} grant times kept without a budget", window.len()),
-        });
+) -> Option<&'static str> {
+    if window.len() > budget.map_or(0, |b| b.requests as usize) {
+        Some("more grant times than the budget's requests (none without a budget)")
+    } else if window.iter().zip(window.iter().skip(1)).any(|(a, b)| a > b) {
+        Some("grant times out of time order")
+    } else if window.back().is_some_and(|&t| t > now) {
+        Some("a grant time after now")
+    } else {
+        None
     }
-    if window.iter().zip(window.iter().skip(1)).any(|(a, b)| a > b) {
-        return Some("grant times out of time order".into());
-    }
-    window
-        .back()
-        .filter(|&&t| t > now)
-        .map(|t| format!("a grant time {t} after now {now}"))
 }

@@ -67,31 +67,32 @@ impl Policy {
     /// `requests` (none without a budget); each executor's room time is what its
     /// windows give now, and the room timers hold exactly the spent executors.
     fn verify_budgets(&self) -> Result<(), InvariantViolation> {
+        use super::budgets::window_fault;
         for (name, window) in &self.budgets.accounts {
-            let budget = self.document.accounts.get(name).copied();
-            let fault = super::budgets::window_fault(window, budget, self.now);
+            let fault = window_fault(window, self.document.accounts.get(name).copied(), self.now);
             ensure(fault.is_none(), "budget window", || {
-                format!("account '{name}': {}", fault.unwrap_or_default())
+                name.clone() + ": " + fault.unwrap_or_default()
             })?;
         }
         let mut spent = 0;
         for (e, x) in self.roster.executors.iter().enumerate() {
-            let fault = super::budgets::window_fault(&x.runtime.grants, x.spec.budget, self.now);
+            let fault = window_fault(&x.runtime.grants, x.spec.budget, self.now);
             ensure(fault.is_none(), "budget window", || {
-                format!("'{}': {}", x.spec.id, fault.unwrap_or_default())
+                x.spec.id.clone() + ": " + fault.unwrap_or_default()
             })?;
             let room = x.runtime.budget_room;
             ensure(room == self.budget_room(e), "budget room", || {
-                format!(
-                    "'{}' is spent until {room:?}, its windows say otherwise",
-                    x.spec.id
-                )
+                x.spec.id.clone() + ": its room time is not what its windows give"
             })?;
             if let Some(t) = room {
                 spent += 1;
-                ensure(self.budgets.rooms.contains(&(t, e)), "budget timer", || {
-                    format!("'{}' is spent with no timer at its room", x.spec.id)
-                })?;
+                ensure(
+                    self.budgets
+                        .rooms
+                        .contains_key(&super::keys::timer_key(t, e)),
+                    "budget timer",
+                    || x.spec.id.clone() + ": spent with no timer at its room",
+                )?;
             }
         }
         ensure(self.budgets.rooms.len() == spent, "budget timer", || {
