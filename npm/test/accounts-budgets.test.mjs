@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Roster, check } from 'rota'
-import { executor, nextEvent, virtualClock } from './helpers.mjs'
+import { executor, nextOutput, virtualClock } from './helpers.mjs'
 
 const create = (doc, extra = {}) => Roster.create({ document: doc, probe: false, ...extra })
 
@@ -19,7 +19,7 @@ test('a 429 on one of two executors of an account excludes both, with one end; a
         executor('other'),
       ],
     },
-    { now: clock, rateLimitsToExclude: 1 },
+    { now: clock, options: { rateLimitsToExclude: 1 } },
   )
   t.after(() => roster.close())
   const lease = await roster.lease('coder', { prefer: 'claude-a' })
@@ -74,8 +74,9 @@ test('a budget: the lease beyond it waits, tryLease is unavailable, explain says
   const first = await roster.lease('coder')
   const second = await roster.lease('coder')
   assert.equal(await roster.tryLease('coder'), undefined)
+  const waited = nextOutput(roster, 'waiting')
   const waiting = roster.lease('coder', { id: 'third' })
-  await nextEvent(roster, 'waiting')
+  assert.match((await waited).report, /^a spent its budget: room at /)
   const room = new Date(clock() + 60_000).toISOString()
   assert.deepEqual(roster.explain({ role: 'coder', request: 'third' }).executors[0].reasons, [`budget: room at ${room}`])
   first.release() // a release refunds nothing
