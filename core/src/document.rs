@@ -19,7 +19,7 @@ mod fields;
 mod merge;
 mod parse;
 
-pub use fields::misspelt;
+pub use fields::{misspelt, unused_accounts};
 pub use merge::{duplicate_ids, merge, merge_owned, narrow, Narrowed};
 use parse::Parser;
 
@@ -161,6 +161,14 @@ impl Default for RecoveryRule {
     }
 }
 
+/// A budget: at most `requests` grants in any window of `per_ms` (a sliding window
+/// of grant times), on an executor or on an account (issue 45).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub requests: u32,
+    pub per_ms: u64,
+}
+
 /// One executor, parsed and with its defaults resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExecutorSpec {
@@ -187,6 +195,11 @@ pub struct ExecutorSpec {
     pub provision: bool,
     /// Opaque to the core; checked against the kinds a host can run.
     pub kind: Option<String>,
+    /// At most so many grants in any window (`budget`), on this executor alone.
+    pub budget: Option<Budget>,
+    /// The account (or key) it shares a quota with: executors of one account share
+    /// usage-limit and rate-limit exclusions and the rate-limit window.
+    pub account: Option<String>,
     /// The executor's JSON object as written, unknown fields included.
     pub raw: Map<String, Value>,
 }
@@ -344,6 +357,8 @@ pub struct Document {
     pub lease_events: Option<LeaseEventsRule>,
     /// The document's `resetTime`, if it gives one ([`Document::reset_time`]).
     pub reset_time: Option<ResetTime>,
+    /// The budgets of the accounts listed under `accounts` that give one.
+    pub accounts: SortedMap<Budget>,
     /// The signal table failures are classified with: the seed's, extended by the
     /// document's top-level `signals` (`crate::classify`).
     pub signals: Signals,

@@ -41,6 +41,10 @@ pub const MAX_AVOID: usize = MAX_EXECUTORS;
 /// role; the seed has five, and a few hundred is more than any flow distinguishes.
 pub const MAX_ROLES: usize = 256;
 
+/// The most requests a `budget` allows per window: its grant times are state, kept
+/// one per request (issue 45).
+pub const MAX_BUDGET_REQUESTS: u64 = 1_000_000;
+
 /// The most requests that wait at once (the queue's bound: each holds its id, label
 /// and avoid list in memory). Enforced by the policy, which alone knows the count.
 pub const MAX_WAITING_REQUESTS: usize = 1_000_000;

@@ -136,8 +136,9 @@ pub struct Check {
 pub struct Warning {
     pub path: String,
     pub message: String,
-    /// `literalSecret` (a literal secret in `env`) or `unknownField` (an unknown
-    /// field close to a known one: "did you mean"). A module before 1.4 wrote none:
+    /// `literalSecret` (a literal secret in `env`), `unknownField` (an unknown
+    /// field close to a known one: "did you mean") or `unusedAccount` (an account
+    /// listed under `accounts` that no executor names). A module before 1.4 wrote none:
     /// its warnings were all literal secrets.
     #[serde(default = "literal_secret")]
     pub event: String,
@@ -161,6 +162,10 @@ pub fn check(value: &Value, kinds: Option<&[String]>) -> Check {
         violations: validate(value, kinds),
         warnings: named("literalSecret", warnings(value))
             .chain(named("unknownField", crate::document::misspelt(value)))
+            .chain(named(
+                "unusedAccount",
+                crate::document::unused_accounts(value),
+            ))
             .collect(),
     }
 }

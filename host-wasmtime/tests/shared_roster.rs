@@ -304,6 +304,83 @@ async fn three_instances_share_the_slots_without_an_over_grant() {
     }
 }
 
+/// Issue 45 item 2: two instances spend one account's budget (4 grants in any
+/// 400 ms); folded from the log, no 5 grants in a row fall within 400 ms of the log's
+/// time, and both instances were granted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_spend_one_accounts_budget_never_over_it_on_the_logs_time() {
+    let Some(url) = url() else { return };
+    let name = roster("budget");
+    let module = module().await;
+    let (requests, per_ms) = (4usize, 400u64);
+    let doc = json!({
+        "accounts": { "acme": { "budget": { "requests": requests, "perMs": per_ms } } },
+        "executors": [
+            { "id": "a", "harness": "claude", "roles": ["coder"], "slots": 3, "account": "acme" },
+            { "id": "b", "harness": "codex", "roles": ["coder"], "slots": 3, "account": "acme" },
+        ],
+    });
+    let mut rosters = Vec::new();
+    for i in 0..2 {
+        rosters.push(join(&url, &format!("r{i}"), &name, &module, &doc, fast()).await);
+    }
+    let mut callers = Vec::new();
+    for roster in &rosters {
+        for _ in 0..3 {
+            let roster = roster.clone();
+            callers.push(tokio::spawn(async move {
+                for _ in 0..4 {
+                    let lease = take(&roster, "coder").await;
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    lease.release().expect("release");
+                }
+            }));
+        }
+    }
+    for caller in callers {
+        caller.await.expect("caller");
+    }
+    for roster in &rosters {
+        roster.flush().await.expect("every release in the log");
+    }
+    let refs: Vec<&SharedRoster> = rosters.iter().collect();
+    converged(&refs).await;
+    // The grants, at the log's time, from a fresh fold.
+    let log = read_all(rosters[0].store()).await;
+    let genesis: Value = serde_json::from_str(&log[0].entry).expect("genesis");
+    let mut replay =
+        rota_host::PolicyRuntime::new(module.clone(), &genesis["document"], &genesis["options"])
+            .expect("replica");
+    let mut times = Vec::new();
+    let mut owners = BTreeMap::new();
+    for entry in &log[1..] {
+        let bytes = format!("{{\"now\":{},{}", entry.now, &entry.entry[1..]);
+        let answer = replay.step_value(bytes.as_bytes()).expect("fold");
+        for output in answer["outputs"].as_array().into_iter().flatten() {
+            if output["type"] == "granted" {
+                times.push(entry.now);
+                *owners
+                    .entry(output["owner"].as_str().unwrap_or("").to_string())
+                    .or_insert(0) += 1;
+            }
+        }
+    }
+    times.sort_unstable(); // (the log's times never go back; the core clamps them anyway)
+    assert_eq!(times.len(), 24, "every caller's four leases");
+    assert_eq!(owners.len(), 2, "both instances were granted: {owners:?}");
+    for pair in times.windows(requests + 1) {
+        assert!(
+            pair[requests] - pair[0] >= per_ms,
+            "{} grants within {} ms of the log's time: {pair:?}",
+            requests + 1,
+            pair[requests] - pair[0]
+        );
+    }
+    for roster in rosters {
+        roster.close().await.expect("close");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_instance_is_expired_and_its_lease_goes_to_a_waiter() {
     let Some(url) = url() else { return };

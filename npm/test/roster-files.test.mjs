@@ -117,6 +117,11 @@ test('the JSON Schema ships in the package and accepts what the core accepts', {
     const document = { recovery, exclusion: { consecutiveFailures: 5 }, executors: [{ id: 'a', harness: 'pi', roles: ['coder'], recovery, exclusion: { consecutiveFailures: 0 } }] }
     assert.ok(check(document), JSON.stringify(recovery))
     assert.deepEqual(validate(document), [])
+  // Accounts and budgets (issue 45), every budget spelling.
+  for (const budget of [{ requestsPerMinute: 50 }, { requests: 5, per: '90s' }, { requests: 5, perMs: 1000 }]) {
+    const doc = { accounts: { acme: { budget } }, executors: [{ id: 'a', harness: 'pi', roles: ['coder'], account: 'acme', budget }] }
+    assert.ok(check(doc), JSON.stringify(budget))
+    assert.deepEqual(validate(doc), [])
   }
   // Structure errors an editor should flag, each one the core refuses too.
   for (const bad of [
@@ -142,6 +147,14 @@ test('the JSON Schema ships in the package and accepts what the core accepts', {
     { exclusion: { consecutiveFailures: -1 }, executors: [] },
     { exclusion: 5, executors: [] },
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], exclusion: { consecutiveFailures: 1.5 } }] },
+    { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], account: '' }] },
+    { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], budget: { requests: 0, per: '1m' } }] },
+    { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], budget: { requestsPerMinute: 1.5 } }] },
+    { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], budget: { requests: 5 } }] },
+    { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], budget: { requestsPerMinute: 5, burst: 2 } }] },
+    { accounts: 'acme', executors: [] },
+    { accounts: { acme: { budget: { perMs: 10 } } }, executors: [] },
+    { accounts: { acme: { limit: 3 } }, executors: [] },
     {},
   ]) {
     assert.equal(check(bad), false, `the schema accepts ${JSON.stringify(bad)}`)

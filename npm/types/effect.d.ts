@@ -61,6 +61,13 @@ declare const ExecutorSpec_base: Schema.Class<
 >
 /** How an executor returns after a cooldown (rota's `recovery`, issue 45). */
 export declare const RecoveryMode: Schema.Literals<readonly ['all', 'probation']>
+    readonly account: Schema.optionalKey<Schema.String>
+    readonly budget: Schema.optionalKey<typeof Budget>
+  }>,
+  {}
+>
+/** A budget (rota's, issue 45): `{ requestsPerMinute }` or `{ requests, per | perMs }`, as written; the core validates it. */
+export declare const Budget: Schema.$Record<Schema.String, Schema.Union<readonly [Schema.Number, Schema.String]>>
 /** A reasoning effort (the upstream's `Effort`). */
 export declare const Effort: Schema.Literals<readonly ['low', 'medium', 'high', 'max']>
 /** One executor: a harness and a model, the roles it takes, its slots and priorities. */
@@ -68,7 +75,10 @@ export declare class ExecutorSpec extends ExecutorSpec_base {}
 
 declare const RosterDocument_base: Schema.Class<
   RosterDocument,
-  Schema.Struct<{ readonly executors: Schema.$Array<typeof ExecutorSpec> }>,
+  Schema.Struct<{
+    readonly executors: Schema.$Array<typeof ExecutorSpec>
+    readonly accounts: Schema.optionalKey<Schema.$Record<Schema.String, Schema.Struct<{ readonly budget: Schema.optionalKey<typeof Budget> }>>>
+  }>,
   {}
 >
 export declare class RosterDocument extends RosterDocument_base {}

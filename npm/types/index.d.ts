@@ -83,6 +83,14 @@ export interface ExecutorSpec {
   provision?: unknown
   /** Opaque to the core; checked against `options.kinds`. */
   kind?: string | undefined
+  /**
+   * The account (or API key) it shares a quota with: executors of one account share
+   * usage-limit and rate-limit exclusions (same end) and the rate-limit window; outage,
+   * health, authentication and model-unavailable exclusions stay per executor.
+   */
+  account?: string | undefined
+  /** At most so many leases granted in any window on this executor (no default: unlimited). */
+  budget?: Budget | undefined
   /** Fields the core does not use pass through to the host. */
   [field: string]: unknown
 }
@@ -166,6 +174,25 @@ export interface ExclusionRule {
   /** `other` failures in a row that exclude an executor as an outage (0–1000; 0, the default: never). */
   consecutiveFailures?: number | undefined
 }
+   * Accounts by name (an executor's `account`), each with an optional `budget` that
+   * every executor of the account spends together. An executor may name an account
+   * not listed here (it then has no account budget); a listed account no executor
+   * names is an `unusedAccount` warning.
+   */
+  accounts?: Record<string, { budget?: Budget | undefined }> | undefined
+  [field: string]: unknown
+}
+
+/**
+ * A budget: at most `requestsPerMinute` grants in any minute, or `requests` in any
+ * window of `per` (a duration: "90s", "1 minute") or `perMs`. A sliding window of grant
+ * times: a grant counts at its grant time, a release refunds nothing. A lease beyond
+ * it waits in its place until the window has room (`tryLease`: unavailable).
+ */
+export type Budget =
+  | { requestsPerMinute: number }
+  | { requests: number; per: string }
+  | { requests: number; perMs: number }
 
 /** A reasoning effort (the upstream's `Effort`). */
 export type Effort = 'low' | 'medium' | 'high' | 'max'
@@ -675,8 +702,8 @@ export declare class Policy {
 export declare function validate(document: unknown, kinds?: string[] | null): Violation[]
 /** A warning of `check`, and the warn event a roster announces it under. */
 export interface CheckWarning extends Violation {
-  /** `literalSecret` (a literal secret in `env`) or `unknownField` (an unknown field close to a known one: "did you mean"). */
-  event: 'literalSecret' | 'unknownField'
+  /** `literalSecret` (a literal secret in `env`), `unknownField` (an unknown field close to a known one: "did you mean") or `unusedAccount` (an account under `accounts` no executor names). */
+  event: 'literalSecret' | 'unknownField' | 'unusedAccount'
 }
 /** `validate`'s violations and, beside them, warnings of a document that stays valid (a literal secret in `env`, a misspelt field). */
 export declare function check(document: unknown, kinds?: string[] | null): { violations: Violation[]; warnings: CheckWarning[] }
@@ -787,7 +814,7 @@ export interface CoreEventFields {
   probationEnded: { executor: string; lease: number; slots: number }
   /** A usage limit's message names a reset time the core does not read (`resetTime: 'message'`): the usage cooldown applies. */
   resetTimeUnread: { executor: string; text: string }
-  rateLimited: { executor: string; count: number }
+  rateLimited: { executor: string; count: number; account?: string }
   exclusionKept: { executor: string }
   exclusionQueued: { executor: string; thenUntil: number }
   excluded: { executor: string; kind: ExclusionKind; reason: string; until?: number }

@@ -266,6 +266,19 @@ fn random_executor(r: &mut SplitMix64, id: &str, roles: &[String]) -> Value {
     if r.chance(10) {
         x["flags"] = json!({ "effort": "high" });
     }
+    // An account and a budget (issue 45 items 1 and 2): shared limits, a grant window.
+    if r.chance(30) {
+        x["account"] = json!(*r.pick(&["acme", "solo"]));
+    }
+    match r.below(8) {
+        0 => x["budget"] = json!({ "requestsPerMinute": r.range(1, 3) }),
+        1 => {
+            x["budget"] =
+                json!({ "requests": r.range(1, 4), "per": *r.pick(&["30s", "2 minutes"]) })
+        }
+        2 => x["budget"] = json!({ "requests": r.range(1, 3), "perMs": 45_000 }),
+        _ => {}
+    }
     x
 }
 
@@ -284,6 +297,10 @@ fn random_document(r: &mut SplitMix64) -> Value {
     let mut doc = json!({ "executors": executors });
     if own_roles {
         doc["roles"] = json!(roles);
+    }
+    if r.chance(25) {
+        doc["accounts"] =
+            json!({ "acme": { "budget": { "requests": r.range(1, 4), "perMs": 60_000 } } });
     }
     // The upstream's later rules (issue 43): the switch, or one rule's own field.
     match r.below(12) {

@@ -24,6 +24,7 @@ const TOP: &[&str] = &[
     "resetTime",
     "recovery",
     "exclusion",
+    "accounts",
     "$schema",
 ];
 
@@ -51,6 +52,8 @@ const EXECUTOR: &[&str] = &[
     "disabled",
     "provision",
     "kind",
+    "account",
+    "budget",
 ];
 
 /// Edit distance with adjacent transpositions (optimal string alignment, `strsim`),
@@ -124,6 +127,28 @@ pub fn misspelt(document: &Value) -> Vec<Violation> {
     out
 }
 
+/// A warning for every account listed under `accounts` that no executor names
+/// (its budget binds nothing: a slip in a name, or a leftover).
+pub fn unused_accounts(document: &Value) -> Vec<Violation> {
+    let Some(accounts) = document.get("accounts").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let entries = super::entries(document);
+    let named = |name: &str| {
+        entries
+            .iter()
+            .any(|(_, x)| x.get("account").and_then(Value::as_str) == Some(name))
+    };
+    accounts
+        .keys()
+        .filter(|name| !named(name))
+        .map(|name| Violation {
+            path: format!("accounts.{name}"),
+            message: format!("account '{name}' is listed, and no executor names it (`account`)"),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +186,10 @@ mod tests {
         assert_eq!(nearest("exclusions", TOP), Some("exclusion"));
         assert_eq!(nearest("recovery", EXECUTOR), None);
         assert_eq!(nearest("exlcusion", EXECUTOR), Some("exclusion"));
+        // Issue 45's fields (items 1 and 2).
+        assert_eq!(nearest("acount", EXECUTOR), Some("account"));
+        assert_eq!(nearest("budgte", EXECUTOR), Some("budget"));
+        assert_eq!(nearest("acounts", TOP), Some("accounts"));
+        assert_eq!(nearest("accounts", TOP), None);
     }
 }

@@ -9,6 +9,8 @@ use crate::protocol::{Choice, Unservable};
 use crate::sorted::SortedMap;
 use crate::write::to_text;
 
+mod budget;
+
 use super::{
     resolve_coder_slots_default, ClonesRule, CoderSlotsDefault, Cooldowns, Document, Effort,
     EffortLevel, ExecutorSpec, Form, LeaseEventsRule, PreferRule, Priority, RecoveryMode,
@@ -147,6 +149,7 @@ impl Parser {
         );
         self.recovery = self.recovery(object.get("recovery"), "recovery", RecoveryRule::default());
         self.consecutive_failures = self.exclusion(object.get("exclusion"), "exclusion", 0);
+        let accounts = self.accounts(object.get("accounts"));
         if entries.len() > limits::MAX_EXECUTORS {
             self.fail(
                 "executors",
@@ -201,6 +204,7 @@ impl Parser {
             clones,
             lease_events,
             reset_time,
+            accounts,
             signals,
             raw: Value::Null,
             executors_in_specs: None,
@@ -376,6 +380,17 @@ impl Parser {
             }
         };
         let model = self.optional_string(object, "model", &at("model"), &who);
+        let account = match object.get("account") {
+            None => None,
+            Some(Value::String(name)) if !name.trim().is_empty() => Some(name.clone()),
+            Some(_) => {
+                self.fail(
+                    at("account"),
+                    format!("{who} has an `account` that is not a non-empty string"),
+                );
+                None
+            }
+        };
         for field in ["baseUrl", "kind"] {
             self.optional_string(object, field, &at(field), &who);
         }
@@ -573,6 +588,9 @@ impl Parser {
             &at("exclusion"),
             self.consecutive_failures,
         );
+        let budget = object
+            .get("budget")
+            .and_then(|value| self.budget(value, &at("budget"), &who));
         let disabled = match object.get("disabled") {
             None => false,
             Some(Value::Bool(b)) => *b,
@@ -604,6 +622,8 @@ impl Parser {
             disabled,
             provision,
             kind,
+            budget,
+            account,
             raw: if worker {
                 super::worker_entry(object, key)
             } else if self.executors_raw_later {

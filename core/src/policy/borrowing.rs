@@ -59,6 +59,10 @@ impl Policy {
         if x.runtime.exclusion.is_some() && because != Because::Nobody {
             return None;
         }
+        // A spent budget holds for a borrow too: it waits for the window's room.
+        if x.spent() {
+            return None;
+        }
         Some((e, because))
     }
 
@@ -84,7 +88,11 @@ impl Policy {
         let Some(req) = self.queue.requests.take_at(s) else {
             return false;
         };
-        let name = self.roster.executors[e].shared_name();
+        let x = &self.roster.executors[e];
+        let name = x.shared_name();
+        if x.spec.budget.is_some() || x.spec.account.is_some() {
+            self.spend_budget(e);
+        }
         let borrowing = Borrowing {
             because,
             slotless: true,

@@ -124,11 +124,9 @@ impl Policy {
                         .or(failure.retry_after_ms.map(|ms| now.saturating_add(ms)))
                         .filter(|t| *t > now)
                         .unwrap_or(now.saturating_add(spec.cooldown.usage_limit_ms));
-                    Some(self.new_exclusion(
-                        ExclusionKind::Until,
-                        format!("usage limit ({})", excerpt(&failure.message, 160)),
-                        Some(until),
-                    ))
+                    let mut reason = format!("usage limit ({})", excerpt(&failure.message, 160));
+                    self.name_account(e, &mut reason);
+                    Some(self.new_exclusion(ExclusionKind::Until, reason, Some(until)))
                 }
                 FailureKind::RateLimit => self.count_rate_limit(e, failure),
                 FailureKind::Authentication => Some(self.new_exclusion(
@@ -148,13 +146,17 @@ impl Policy {
             }
         };
         match exclusion {
-            Some(exclusion) => {
-                if kind == FailureKind::RateLimit {
-                    self.roster.executors[e].runtime.rate_limits.clear();
+            // A usage or rate limit binds the executor's whole account, with one end.
+            Some(exclusion) if matches!(kind, FailureKind::UsageLimit | FailureKind::RateLimit) => {
+                for m in self.account_members(e) {
+                    if kind == FailureKind::RateLimit {
+                        self.roster.executors[m].runtime.rate_limits.clear();
+                    }
+                    self.exclude(m, exclusion.clone());
+                    self.arm_probation(m, kind);
                 }
-                self.exclude(e, exclusion);
-                self.arm_probation(e, kind);
             }
+            Some(exclusion) => self.exclude(e, exclusion),
             None if kind == FailureKind::RateLimit => {}
             None => self.event(
                 Level::Debug,
@@ -182,15 +184,19 @@ impl Policy {
         let now = self.now;
         let window = self.options.rate_limit_window_ms;
         let threshold = self.options.rate_limits_to_exclude.max(1) as usize;
-        let limits = &mut self.roster.executors[e].runtime.rate_limits;
-        while limits
-            .front()
-            .is_some_and(|&t| t.saturating_add(window) <= now)
-        {
-            limits.pop_front();
+        self.roster.executors[e].runtime.rate_limits.push_back(now);
+        // The window is the account's: every member's recent reports count.
+        let mut count = 0;
+        for m in self.account_members(e) {
+            let limits = &mut self.roster.executors[m].runtime.rate_limits;
+            while limits
+                .front()
+                .is_some_and(|&t| t.saturating_add(window) <= now)
+            {
+                limits.pop_front();
+            }
+            count += limits.len();
         }
-        limits.push_back(now);
-        let count = limits.len();
         if let Some(ms) = failure.retry_after_ms.filter(|ms| *ms > 0) {
             // (Every report of a rate-limit storm: the reason written in one string,
             // sized for it.)
@@ -198,6 +204,7 @@ impl Policy {
             let mut reason = String::with_capacity(PREFIX.len() + 16);
             reason.push_str(PREFIX);
             write_seed_duration(&mut reason, ms);
+            self.name_account(e, &mut reason);
             return Some(self.new_exclusion(
                 ExclusionKind::Until,
                 reason,
@@ -206,26 +213,53 @@ impl Policy {
         }
         if count >= threshold {
             let until = now.saturating_add(self.roster.executors[e].spec.cooldown.rate_limit_ms);
-            return Some(self.new_exclusion(
-                ExclusionKind::Until,
-                format!(
-                    "{count} rate limits within {}",
-                    format_seed_duration(window)
-                ),
-                Some(until),
-            ));
-        }
-        let id = self.roster.executors[e].spec.id.clone();
-        self.event(
-            Level::Info,
-            EventName::RateLimited,
-            format!(
-                "{id} hit a rate limit ({count} of {threshold} within {})",
+            let mut reason = format!(
+                "{count} rate limits within {}",
                 format_seed_duration(window)
-            ),
-            vec![("executor", json!(id)), ("count", json!(count))],
+            );
+            self.name_account(e, &mut reason);
+            return Some(self.new_exclusion(ExclusionKind::Until, reason, Some(until)));
+        }
+        let spec = &self.roster.executors[e].spec;
+        let id = spec.id.clone();
+        let mut message = format!(
+            "{id} hit a rate limit ({count} of {threshold} within {})",
+            format_seed_duration(window)
         );
+        let mut fields = vec![("executor", json!(id)), ("count", json!(count))];
+        if let Some(account) = &spec.account {
+            fields.push(("account", json!(account)));
+            self.name_account(e, &mut message);
+        }
+        self.event(Level::Info, EventName::RateLimited, message, fields);
         None
+    }
+
+    /// The executors sharing `e`'s account (`e` first, then the others in roster
+    /// order); `e` alone when it has none.
+    pub(super) fn account_members(&self, e: usize) -> Vec<usize> {
+        let mut members = vec![e];
+        if let Some(account) = &self.roster.executors[e].spec.account {
+            members.extend(
+                self.roster
+                    .executors
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(m, x)| {
+                        (m != e && x.spec.account.as_ref() == Some(account)).then_some(m)
+                    }),
+            );
+        }
+        members
+    }
+
+    /// Appends " (account 'name')" to `text` when `e` has an account.
+    pub(super) fn name_account(&self, e: usize, text: &mut String) {
+        if let Some(account) = &self.roster.executors[e].spec.account {
+            text.push_str(" (account '");
+            text.push_str(account);
+            text.push_str("')");
+        }
     }
 
     pub(super) fn new_exclusion(

@@ -269,6 +269,12 @@ impl Policy {
                 Some(p) if p.blocked => {
                     write!(out, "{id} paused creating machines until {}", iso(p.until))
                 }
+                _ if x.spent() => {
+                    out.push_str(id);
+                    out.push_str(" spent its ");
+                    out.push_str(&self.budget_line(e).unwrap_or_default());
+                    Ok(())
+                }
                 _ if !self.serving() => match self.reloads.startup {
                     Startup::Failed => write!(out, "{id}: the roster did not start"),
                     _ => write!(out, "{id} waits for its startup preflight"),

@@ -81,6 +81,7 @@ impl Policy {
             },
             start_failed: self.reloads.startup == Startup::Failed,
             cut_short: self.reloads.cut_short.clone(),
+            account_grants: self.budgets.accounts.clone(),
         }
     }
 
@@ -207,6 +208,9 @@ pub(super) struct Exported {
     pub(super) start_failed: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) cut_short: StrSet,
+    /// Per budgeted account that has granted: its grant times (`budgets.rs`).
+    #[serde(serialize_with = "as_map", skip_serializing_if = "Vec::is_empty")]
+    pub(super) account_grants: StrMap<std::collections::VecDeque<u64>>,
 }
 
 #[derive(Serialize)]
@@ -279,6 +283,10 @@ impl Runtime {
                 "recovery",
                 o.or("recovery", Recovery::from_json, Recovery::default()),
             )?,
+            grants: o
+                .or("budgetGrants", |v| read::list(v, read::u64), Vec::new())?
+                .into(),
+            budget_room: None,
         })
     }
 }
@@ -426,6 +434,14 @@ impl Exported {
             starting: o.opt("starting", read::strings)?.map(sorted::set_from),
             start_failed: o.or("startFailed", read::bool, false)?,
             cut_short: sorted::set_from(o.or("cutShort", read::strings, Vec::new())?),
+            account_grants: match o.0.get("accountGrants") {
+                None => StrMap::new(),
+                Some(_) => sorted::map_from(
+                    map_in(o, "accountGrants", |v| read::list(v, read::u64))?
+                        .into_iter()
+                        .map(|(name, times)| (name, times.into())),
+                ),
+            },
         })
     }
 }

@@ -213,7 +213,7 @@ impl Policy {
 
     pub(super) fn pin_ready(&self, e: usize, r: usize) -> bool {
         let x = &self.roster.executors[e];
-        x.has_role(r) && x.free_for(r) && x.runtime.exclusion.is_none()
+        x.has_role(r) && x.free_for(r) && x.runtime.exclusion.is_none() && !x.spent()
     }
 
     /// Among the free executors for a request: `prefer` first (with the document's
@@ -285,8 +285,14 @@ impl Policy {
             "a grant stays within {}'s slots and its cap",
             x.spec.id
         );
-        let provision = x.spec.provision;
+        let (provision, budgeted) = (
+            x.spec.provision,
+            x.spec.budget.is_some() || x.spec.account.is_some(),
+        );
         let executor_id = x.shared_name();
+        if budgeted {
+            self.spend_budget(e);
+        }
         self.roster.ready_up(e);
         if provision && req.pin().is_none() {
             req.creating = Some(Box::new(Creating {
@@ -409,7 +415,7 @@ impl Policy {
         let mut best: Option<(OrderKey, u32, Option<usize>)> = None;
         for &e in &self.roster.dirty {
             let x = &self.roster.executors[e];
-            if x.draining || x.runtime.exclusion.is_some() || x.busy >= x.slots_now() {
+            if x.draining || x.runtime.exclusion.is_some() || x.busy >= x.slots_now() || x.spent() {
                 continue;
             }
             if !x.blocked() {

@@ -15,6 +15,7 @@ use crate::error::Error;
 use crate::limits::{MAX_SAFE_INTEGER, MAX_WAITING_REQUESTS};
 use crate::protocol::{ExclusionKind, Input, LeaseRequest, Output};
 
+use super::budgets::window_fault;
 use super::export::{join_violations, Exported, RequestState};
 use super::keys::{order_key, ByName, Index};
 use super::leases::LeaseTable;
@@ -107,6 +108,19 @@ impl Policy {
             )));
         }
         policy.now = exported.now;
+        // Budget windows as their budgets allow (the rebuild would trim them).
+        for x in &policy.roster.executors {
+            if let Some(fault) = window_fault(&x.runtime.grants, x.spec.budget, policy.now) {
+                return Err(bad(format!("runtime.{}.budgetGrants: {fault}", x.spec.id)));
+            }
+        }
+        for (name, window) in &exported.account_grants {
+            let budget = policy.document.accounts.get(name).copied();
+            if let Some(fault) = window_fault(window, budget, policy.now) {
+                return Err(bad(format!("accountGrants.{name}: {fault}")));
+            }
+        }
+        policy.budgets.accounts = exported.account_grants;
         for q in exported.requests {
             let req = Request {
                 role: policy.roster.roles.intern(&q.role),

@@ -48,6 +48,7 @@ impl Policy {
         self.verify_round()?;
         self.verify_requests()?;
         self.verify_queues()?;
+        self.verify_budgets()?;
         // An import keeps no report (the rebuild forgets them): checked where inputs
         // are, the debug builds' check after every input.
         #[cfg(debug_assertions)]
@@ -62,6 +63,43 @@ impl Policy {
             });
         }
         Ok(())
+    }
+
+    /// Budgets: every window in time order, none after now, at most its budget's
+    /// `requests` (none without a budget); each executor's room time is what its
+    /// windows give now, and the room timers hold exactly the spent executors.
+    fn verify_budgets(&self) -> Result<(), InvariantViolation> {
+        use super::budgets::window_fault;
+        for (name, window) in &self.budgets.accounts {
+            let fault = window_fault(window, self.document.accounts.get(name).copied(), self.now);
+            ensure(fault.is_none(), "budget window", || {
+                name.clone() + ": " + fault.unwrap_or_default()
+            })?;
+        }
+        let mut spent = 0;
+        for (e, x) in self.roster.executors.iter().enumerate() {
+            let fault = window_fault(&x.runtime.grants, x.spec.budget, self.now);
+            ensure(fault.is_none(), "budget window", || {
+                x.spec.id.clone() + ": " + fault.unwrap_or_default()
+            })?;
+            let room = x.runtime.budget_room;
+            ensure(room == self.budget_room(e), "budget room", || {
+                x.spec.id.clone() + ": its room time is not what its windows give"
+            })?;
+            if let Some(t) = room {
+                spent += 1;
+                ensure(
+                    self.budgets
+                        .rooms
+                        .contains_key(&super::keys::timer_key(t, e)),
+                    "budget timer",
+                    || x.spec.id.clone() + ": spent with no timer at its room",
+                )?;
+            }
+        }
+        ensure(self.budgets.rooms.len() == spent, "budget timer", || {
+            "a room timer names an executor that is not spent".to_string()
+        })
     }
 
     /// Probes: the wait index holds exactly the health-excluded executors with no

@@ -16,6 +16,8 @@
 mod avoid;
 mod blocks;
 mod borrowing;
+mod budgeting;
+mod budgets;
 mod emitting;
 mod events;
 mod excluding;
@@ -62,6 +64,7 @@ use crate::protocol::{ExclusionKind, Input, Level, Options, Output, LOG_VERSION,
 use crate::sorted;
 use crate::time::iso;
 
+use budgets::Budgets;
 use exclusions::Exclusions;
 use leases::Leases;
 use outputs::Queued;
@@ -97,6 +100,7 @@ pub struct Policy {
     provisioning: Provisioning,
     reloads: Reloads,
     persistence: Persistence,
+    budgets: Budgets,
     /// Decided, not yet read (`outputs.rs`: the hot ones as references into the state).
     outputs: VecDeque<Queued>,
     /// The host's floor for events (`set_event_floor`): not state, only what is built.
@@ -160,6 +164,7 @@ impl Policy {
             provisioning: Provisioning::default(),
             reloads,
             persistence: Persistence::default(),
+            budgets: Budgets::default(),
             outputs: VecDeque::new(),
             event_floor: Level::Debug,
         };

@@ -29,7 +29,7 @@ impl Policy {
             .iter()
             .map(|&e| {
                 let x = &self.roster.executors[e];
-                if x.draining || x.runtime.exclusion.is_some() || x.blocked() {
+                if x.draining || x.runtime.exclusion.is_some() || x.blocked() || x.spent() {
                     return 0;
                 }
                 let total = x.slots_now().saturating_sub(x.busy);
@@ -350,7 +350,8 @@ impl Policy {
             .roster
             .executors
             .iter()
-            .map(|x| {
+            .enumerate()
+            .map(|(e, x)| {
                 let mut reasons = Vec::new();
                 let id = &x.spec.id;
                 if !x.has_role(r) {
@@ -379,6 +380,9 @@ impl Policy {
                             p.failures
                         ));
                     }
+                }
+                if let Some(line) = self.budget_line(e) {
+                    reasons.push(line);
                 }
                 if x.has_role(r) && !x.draining {
                     if x.busy >= x.spec.slots {

@@ -394,6 +394,7 @@ impl Policy {
         self.provisioning.pause_ends.clear();
         self.probes.health = vec![false; self.roster.executors.len()];
         self.probes.waits.clear();
+        self.rebuild_budgets();
         for e in 0..self.roster.executors.len() {
             self.roster.ready_up(e);
             let x = &self.roster.executors[e];

@@ -28,6 +28,13 @@ pub(super) struct Runtime {
     /// Probation, its backoff and the failures in a row (not written while unused).
     #[serde(skip_serializing_if = "Recovery::is_default")]
     pub(super) recovery: Recovery,
+    /// Its own budget's grant times, oldest first (`budgets.rs`); none without one.
+    #[serde(rename = "budgetGrants", skip_serializing_if = "VecDeque::is_empty")]
+    pub(super) grants: VecDeque<u64>,
+    /// When its budgets (its own, its account's) make room, while one is full:
+    /// derived from the windows and the time (`Policy::budget_room`), not written.
+    #[serde(skip)]
+    pub(super) budget_room: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -179,7 +186,12 @@ impl Executor {
 
     /// It can take an unpinned request for role `r` now.
     pub(super) fn ready_for(&self, r: usize) -> bool {
-        self.free_for(r) && self.runtime.exclusion.is_none() && !self.blocked()
+        self.free_for(r) && self.runtime.exclusion.is_none() && !self.blocked() && !self.spent()
+    }
+
+    /// Its budget (or its account's) is spent until its window makes room.
+    pub(super) fn spent(&self) -> bool {
+        self.runtime.budget_room.is_some()
     }
 
     /// It can ever serve role `r` (in this run, as declared now).

@@ -16,6 +16,8 @@ pub(super) enum Timer {
     PauseEnd,
     /// A request's deadline passes.
     Deadline,
+    /// A spent budget's window makes room.
+    BudgetRoom,
     /// A health-excluded executor is due a probe (only when the host can probe).
     ProbeDue,
 }
@@ -39,9 +41,9 @@ impl Policy {
         // A plain fold (an iterator chain over the four cost a third of a quiet tick):
         // a later timer replaces the best only when strictly earlier, so a tie keeps
         // the first in `Timer` order.
-        let [exclusion, pause, deadline] = self.expiries();
+        let [exclusion, pause, deadline, room] = self.expiries();
         let mut best: Option<(u64, Timer)> = None;
-        for (at, timer) in [exclusion, pause, deadline, (probe, Timer::ProbeDue)] {
+        for (at, timer) in [exclusion, pause, deadline, room, (probe, Timer::ProbeDue)] {
             if let Some(at) = at {
                 if best.is_none_or(|(b, _)| at < b) {
                     best = Some((at, timer));
@@ -53,11 +55,12 @@ impl Policy {
 
     /// The next end of each timer the time advance ends (`Timers::Expiries`), in
     /// `Timer` order.
-    fn expiries(&self) -> [(Option<u64>, Timer); 3] {
+    fn expiries(&self) -> [(Option<u64>, Timer); 4] {
         [
             (self.exclusions.next_end(), Timer::ExclusionEnd),
             (self.provisioning.next_pause_end(), Timer::PauseEnd),
             (self.queue.next_deadline(), Timer::Deadline),
+            (self.budgets.next_room(), Timer::BudgetRoom),
         ]
     }
 
@@ -70,8 +73,8 @@ impl Policy {
 
     /// Ends what the passing of time ends, in time order, granting between steps so
     /// that a slot that came back before a deadline is offered before it passes.
-    /// At each instant: exclusion ends, then pause ends, then a grant pass, then
-    /// the deadlines.
+    /// At each instant: exclusion ends, then pause ends, then budgets' room, then a
+    /// grant pass, then the deadlines.
     #[inline]
     pub(super) fn advance_time(&mut self) {
         // Inlined, an input that ends nothing (most) pays three comparisons and no
@@ -101,6 +104,7 @@ impl Policy {
             while let Some(e) = self.provisioning.pop_due_pause(at) {
                 self.end_pause(e);
             }
+            self.end_budget_rooms(at);
             self.grant_pass();
             while let Some(s) = self.queue.pop_due_deadline(at) {
                 let id = self.queue.requests.at(s).map(|q| String::from(&*q.id));

@@ -60,7 +60,7 @@ pub(crate) fn exclusion_from(outputs: &[Value], executor: &str) -> Option<Exclus
 
 /// The core's `check` warnings: a literal secret in an executor's `env` (naming its
 /// place, never the value), a misspelt field ("did you mean"): a warning event each,
-/// under the name the core gives it (`literalSecret`, `unknownField`). The document
+/// under the name the core gives it (`literalSecret`, `unknownField`, `unusedAccount`). The document
 /// still runs.
 pub(crate) fn secret_warnings(
     policy: &mut PolicyRuntime,

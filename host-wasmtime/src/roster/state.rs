@@ -327,6 +327,8 @@ fn bare_spec(executor: &str, role: &str) -> ExecutorSpec {
         disabled: false,
         provision: false,
         kind: None,
+        account: None,
+        budget: None,
         raw: Default::default(),
     }
 }

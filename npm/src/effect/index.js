@@ -3,6 +3,7 @@
 // `effect` (>= 4.0.0 < 5) is an optional peer dependency of the package.
 
 export {
+  Budget,
   Cooldown,
   Effort,
   Exclusion,

@@ -21,6 +21,8 @@ export const Effort = Schema.Literals(['low', 'medium', 'high', 'max'])
 
 /** How an executor returns after a cooldown (rota's `recovery`, issue 45). */
 export const RecoveryMode = Schema.Literals(['all', 'probation'])
+/** A budget (rota's, issue 45): its fields as written; the core validates them. */
+export const Budget = Schema.Record(Schema.String, Schema.Union([Schema.Number, Schema.String]))
 
 /** One executor: a harness and a model, the roles it takes, its slots and priorities. */
 export class ExecutorSpec extends Schema.Class('ExecutorSpec')({
@@ -58,10 +60,16 @@ export class ExecutorSpec extends Schema.Class('ExecutorSpec')({
   ),
   /** rota's `{ consecutiveFailures }`: `other` failures in a row that exclude it as an outage (issue 45). */
   exclusion: Schema.optionalKey(Schema.Struct({ consecutiveFailures: Schema.optionalKey(Schema.Number) })),
+  /** rota's (issue 45): the account it shares usage and rate limits with. */
+  account: Schema.optionalKey(Schema.String),
+  /** rota's (issue 45): `{ requestsPerMinute }` or `{ requests, per | perMs }`; the core checks it. */
+  budget: Schema.optionalKey(Budget),
 }) {}
 
 export class RosterDocument extends Schema.Class('RosterDocument')({
   executors: Schema.Array(ExecutorSpec),
+  /** rota's (issue 45): accounts by name, each with an optional budget its executors spend together. */
+  accounts: Schema.optionalKey(Schema.Record(Schema.String, Schema.Struct({ budget: Schema.optionalKey(Budget) }))),
 }) {}
 
 export const ExclusionKind = Schema.Literals(['until', 'health', 'run', 'manual'])

@@ -99,6 +99,40 @@ describe('shared roster, several processes', { skip, concurrency: 1 }, () => {
     })
   })
 
+  test("two processes spend one account's budget: never over it, measured on the log's time", async () => {
+    // Issue 45 item 2: account 'acme' allows 6 grants in any 500 ms; two executors of it
+    // with 4 slots each, and 8 callers per process, would take far more.
+    const BUDGET = { requests: 6, perMs: 500 }
+    const document = {
+      accounts: { acme: { budget: BUDGET } },
+      executors: ['x', 'y'].map((id) => ({ id, harness: 'pi', roles: ['coder'], slots: 4, account: 'acme' })),
+    }
+    await withCluster({ url: URL_ }, async (cluster) => {
+      const workers = []
+      for (const name of ['a', 'b']) workers.push(await cluster.spawn(name, { document: JSON.stringify(document) }))
+      await cluster.untilGranting(workers, monoMs())
+      // Some windows' worth of grants: at 6 per 500 ms, 40 take 3 s or more.
+      await until('40 grants', () => workers.reduce((n, w) => n + w.records().filter((r) => r.t === 'grant').length, 0) >= 40, 60_000, 100)
+      await cluster.quiesce()
+      await cluster.stopAll()
+      const result = await cluster.check()
+      assertInvariants(result)
+      const times = [...result.grantsByLease.values()].map((g) => g.now).sort((p, q) => p - q)
+      assert.ok(times.length >= 40, `${times.length} grants`)
+      // Any BUDGET.requests + 1 grants in a row span at least the window (the log's ms).
+      const over = []
+      for (let i = 0; i + BUDGET.requests < times.length; i++) {
+        if (times[i + BUDGET.requests] - times[i] < BUDGET.perMs) over.push({ from: times[i], to: times[i + BUDGET.requests] })
+      }
+      assert.deepEqual(over, [], `never more than ${BUDGET.requests} grants within ${BUDGET.perMs} ms of the log's time`)
+      assert.equal(Object.keys(result.grantsByOwner).length, 2, `both processes were granted: ${JSON.stringify(result.grantsByOwner)}`)
+      // Tight: the budget was the limit (the waits ended at the window's room).
+      const spans = []
+      for (let i = 0; i + BUDGET.requests < times.length; i++) spans.push(times[i + BUDGET.requests] - times[i])
+      assert.ok(Math.min(...spans) < BUDGET.perMs + 400, `the budget was the binding limit: ${Math.min(...spans)} ms`)
+    })
+  })
+
   test('kill -9 of a follower, then of the leader: expired within TTL + one sweep, a new epoch, the old epoch refused', async () => {
     await withCluster({ url: URL_ }, async (cluster) => {
       for (const name of ['a', 'b', 'c']) await cluster.spawn(name)
