@@ -117,6 +117,7 @@ test('the JSON Schema ships in the package and accepts what the core accepts', {
     const document = { recovery, exclusion: { consecutiveFailures: 5 }, executors: [{ id: 'a', harness: 'pi', roles: ['coder'], recovery, exclusion: { consecutiveFailures: 0 } }] }
     assert.ok(check(document), JSON.stringify(recovery))
     assert.deepEqual(validate(document), [])
+  }
   // Accounts and budgets (issue 45), every budget spelling.
   for (const budget of [{ requestsPerMinute: 50 }, { requests: 5, per: '90s' }, { requests: 5, perMs: 1000 }]) {
     const doc = { accounts: { acme: { budget } }, executors: [{ id: 'a', harness: 'pi', roles: ['coder'], account: 'acme', budget }] }

@@ -56,16 +56,13 @@ declare const ExecutorSpec_base: Schema.Class<
       >
     >
     readonly exclusion: Schema.optionalKey<Schema.Struct<{ readonly consecutiveFailures: Schema.optionalKey<Schema.Number> }>>
-  }>,
-  {}
->
-/** How an executor returns after a cooldown (rota's `recovery`, issue 45). */
-export declare const RecoveryMode: Schema.Literals<readonly ['all', 'probation']>
     readonly account: Schema.optionalKey<Schema.String>
     readonly budget: Schema.optionalKey<typeof Budget>
   }>,
   {}
 >
+/** How an executor returns after a cooldown (rota's `recovery`). */
+export declare const RecoveryMode: Schema.Literals<readonly ['all', 'probation']>
 /** A budget (rota's, issue 45): `{ requestsPerMinute }` or `{ requests, per | perMs }`, as written; the core validates it. */
 export declare const Budget: Schema.$Record<Schema.String, Schema.Union<readonly [Schema.Number, Schema.String]>>
 /** A reasoning effort (the upstream's `Effort`). */

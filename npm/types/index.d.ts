@@ -155,6 +155,13 @@ export interface RosterDocument {
    * `health` URL, else the outage cooldown). Absent or 0: never.
    */
   exclusion?: ExclusionRule | undefined
+  /**
+   * Accounts by name (an executor's `account`), each with an optional `budget` that
+   * every executor of the account spends together. An executor may name an account
+   * not listed here (it then has no account budget); a listed account no executor
+   * names is an `unusedAccount` warning.
+   */
+  accounts?: Record<string, { budget?: Budget | undefined }> | undefined
   [field: string]: unknown
 }
 
@@ -173,14 +180,6 @@ export type Recovery =
 export interface ExclusionRule {
   /** `other` failures in a row that exclude an executor as an outage (0–1000; 0, the default: never). */
   consecutiveFailures?: number | undefined
-}
-   * Accounts by name (an executor's `account`), each with an optional `budget` that
-   * every executor of the account spends together. An executor may name an account
-   * not listed here (it then has no account budget); a listed account no executor
-   * names is an `unusedAccount` warning.
-   */
-  accounts?: Record<string, { budget?: Budget | undefined }> | undefined
-  [field: string]: unknown
 }
 
 /**
