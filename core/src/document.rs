@@ -162,7 +162,7 @@ impl Default for RecoveryRule {
 }
 
 /// A budget: at most `requests` grants in any window of `per_ms` (a sliding window
-/// of grant times), on an executor or on an account (issue 45).
+/// of grant times), on an executor or on an account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
     pub requests: u32,
@@ -593,7 +593,7 @@ pub fn validate(value: &Value, kinds: Option<&[String]>) -> Vec<Violation> {
 /// A scheduler worker's declaration as the scheduler seed reads `usine.yaml`: as
 /// written, with its `name` (a map's key names it) and `maxConcurrentAttempts` (the
 /// YAML's `max_concurrent_attempts`). Its spec's `raw`, and what hosts hand their
-/// callbacks (issue 43: they were given `{ id }` only).
+/// callbacks (the worker's whole declaration, as the scheduler hands it).
 pub(crate) fn worker_entry(object: &Map<String, Value>, key: Option<&str>) -> Map<String, Value> {
     let mut entry = object.clone();
     if let Some(key) = key {

@@ -42,7 +42,7 @@ pub const MAX_AVOID: usize = MAX_EXECUTORS;
 pub const MAX_ROLES: usize = 256;
 
 /// The most requests a `budget` allows per window: its grant times are state, kept
-/// one per request (issue 45).
+/// one per request.
 pub const MAX_BUDGET_REQUESTS: u64 = 1_000_000;
 
 /// The most requests that wait at once (the queue's bound: each holds its id, label

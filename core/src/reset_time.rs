@@ -1,4 +1,4 @@
-//! A usage limit's reset time read from its message (issue 43, the upstream's
+//! A usage limit's reset time read from its message (the upstream's
 //! `UsageLimits.ts`): the instant a message such as "You've hit your session limit ·
 //! resets 8:20am (Europe/Rome)" or "try again at 2:30 PM" names, computed from `now`
 //! with integer date arithmetic, the same on every host.

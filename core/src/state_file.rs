@@ -144,7 +144,7 @@ pub fn parse(text: &str) -> Result<StateFile, StateFileError> {
         }
         // Its `exclusions` as required as the seed's `value.exclusions`: a `version: 1`
         // object without it is another program's file, set aside, not read as empty
-        // (and then written over: issue 43).
+        // (and then written over).
         let list = top
             .get("exclusions")
             .ok_or_else(|| envelope("`version` is 1, but `exclusions` is missing"))?;

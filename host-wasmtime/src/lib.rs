@@ -92,7 +92,7 @@ pub use rota_core::{
     FailureKind, Fields, Level, Options, Output, PersistedState, Plan, PreferRule, ResetTime,
     Rules, Snapshot, SortedMap, Unservable, Violation,
 };
-/// How an executor returns after a rate-limit or usage-limit cooldown (issue 45).
+/// How an executor returns after a rate-limit or usage-limit cooldown.
 pub use rota_core::{RecoveryMode, RecoveryRule};
 
 pub use clock::Clock;

@@ -132,7 +132,7 @@ export class Metrics {
   }
 
   /**
-   * The budget rule's hook (issue 45's `budget`): a lease request for `role` that
+   * The budget rule's hook: a lease request for `role` that
    * waited because `executor`'s budget had no room. Nothing calls it until that rule
    * lands, so `rota_budget_waits_total` reads 0 for every executor and role.
    */

@@ -63,7 +63,7 @@ declare const ExecutorSpec_base: Schema.Class<
 >
 /** How an executor returns after a cooldown (rota's `recovery`). */
 export declare const RecoveryMode: Schema.Literals<readonly ['all', 'probation']>
-/** A budget (rota's, issue 45): `{ requestsPerMinute }` or `{ requests, per | perMs }`, as written; the core validates it. */
+/** A budget (rota's): `{ requestsPerMinute }` or `{ requests, per | perMs }`, as written; the core validates it. */
 export declare const Budget: Schema.$Record<Schema.String, Schema.Union<readonly [Schema.Number, Schema.String]>>
 /** A reasoning effort (the upstream's `Effort`). */
 export declare const Effort: Schema.Literals<readonly ['low', 'medium', 'high', 'max']>

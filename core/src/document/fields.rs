@@ -1,4 +1,4 @@
-//! Misspelt fields (issue 43): a document keeps the fields it does not use and passes
+//! Misspelt fields: a document keeps the fields it does not use and passes
 //! them to the host, so `priorty: 2` or `helth:` used to pass without a word. An
 //! unknown field close to a known one is a warning of `check` naming both; a field
 //! far from every known one is the user's own and passes as before.
@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::error::Violation;
 
-/// The top-level fields a document reads (`rules`: issue 43's option of the
+/// The top-level fields a document reads (`rules`: the switch of the
 /// upstream's later rules; `$schema`: for editors).
 const TOP: &[&str] = &[
     "executors",

@@ -1,4 +1,4 @@
-//! Budgets (issue 45): at most `requests` grants in any window of `per_ms`, on an
+//! Budgets: at most `requests` grants in any window of `per_ms`, on an
 //! executor (`budget`) or on its account (`accounts.<name>.budget`). A window is the
 //! grant times, oldest first, at most `requests` of them: a grant counts at its grant
 //! time, a release refunds nothing. A full window makes room when its oldest time is

@@ -352,7 +352,7 @@ impl Policy {
         Ok(())
     }
 
-    /// Recovery (issue 45): an executor on probation is in the round and takes a new
+    /// Recovery: an executor on probation is in the round and takes a new
     /// lease only with no slot held; one armed for probation is out of the round; the
     /// state agrees with its rules (the backoff within its cap, fewer failures in a
     /// row than exclude); a clean release's lease number has been reached.

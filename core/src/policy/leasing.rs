@@ -376,7 +376,7 @@ impl Policy {
     }
 }
 
-/// Why a grant borrows its request's `borrow` executor (issue 43 item 2), and whether
+/// Why a grant borrows its request's `borrow` executor, and whether
 /// it does so without a slot (`borrowed`: the lease is not counted and frees none).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Borrowing {

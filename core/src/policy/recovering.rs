@@ -1,4 +1,4 @@
-//! Flows of recovery (issue 45): probation after a rate-limit or usage-limit
+//! Flows of recovery: probation after a rate-limit or usage-limit
 //! cooldown (`recovery: "probation"`), a failure on probation excluded for a longer
 //! cooldown, and `other` failures in a row excluded as an outage
 //! (`exclusion.consecutiveFailures`). The state is `recovery.rs`'s.

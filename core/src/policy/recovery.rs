@@ -1,4 +1,4 @@
-//! Recovery (issue 45): an executor's probation after a rate-limit or usage-limit
+//! Recovery: an executor's probation after a rate-limit or usage-limit
 //! cooldown, the multiplier of the cooldowns of failures on probation, and its
 //! `other` failures in a row (the flows are `recovering.rs`'s).
 //!

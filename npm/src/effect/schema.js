@@ -19,9 +19,9 @@ export class Cooldown extends Schema.Class('Cooldown')({
 /** A reasoning effort (the upstream's `Effort`, @llm4ts/core `Models.ts`). */
 export const Effort = Schema.Literals(['low', 'medium', 'high', 'max'])
 
-/** How an executor returns after a cooldown (rota's `recovery`, issue 45). */
+/** How an executor returns after a cooldown (rota's `recovery`). */
 export const RecoveryMode = Schema.Literals(['all', 'probation'])
-/** A budget (rota's, issue 45): its fields as written; the core validates them. */
+/** A budget (rota's): its fields as written; the core validates them. */
 export const Budget = Schema.Record(Schema.String, Schema.Union([Schema.Number, Schema.String]))
 
 /** One executor: a harness and a model, the roles it takes, its slots and priorities. */
@@ -45,7 +45,7 @@ export class ExecutorSpec extends Schema.Class('ExecutorSpec')({
    */
   effort: Schema.optionalKey(Schema.Union([Effort, Schema.Record(Schema.String, Effort)])),
   /**
-   * rota's recovery after a rate-limit or usage-limit cooldown (issue 45): `'all'` or
+   * rota's recovery after a rate-limit or usage-limit cooldown: `'all'` or
    * `'probation'`, or `{ mode, maxBackoff, quietPeriod }`; the core checks it.
    */
   recovery: Schema.optionalKey(
@@ -58,17 +58,17 @@ export class ExecutorSpec extends Schema.Class('ExecutorSpec')({
       }),
     ]),
   ),
-  /** rota's `{ consecutiveFailures }`: `other` failures in a row that exclude it as an outage (issue 45). */
+  /** rota's `{ consecutiveFailures }`: `other` failures in a row that exclude it as an outage. */
   exclusion: Schema.optionalKey(Schema.Struct({ consecutiveFailures: Schema.optionalKey(Schema.Number) })),
-  /** rota's (issue 45): the account it shares usage and rate limits with. */
+  /** rota's: the account it shares usage and rate limits with. */
   account: Schema.optionalKey(Schema.String),
-  /** rota's (issue 45): `{ requestsPerMinute }` or `{ requests, per | perMs }`; the core checks it. */
+  /** rota's: `{ requestsPerMinute }` or `{ requests, per | perMs }`; the core checks it. */
   budget: Schema.optionalKey(Budget),
 }) {}
 
 export class RosterDocument extends Schema.Class('RosterDocument')({
   executors: Schema.Array(ExecutorSpec),
-  /** rota's (issue 45): accounts by name, each with an optional budget its executors spend together. */
+  /** rota's: accounts by name, each with an optional budget its executors spend together. */
   accounts: Schema.optionalKey(Schema.Record(Schema.String, Schema.Struct({ budget: Schema.optionalKey(Budget) }))),
 }) {}
 

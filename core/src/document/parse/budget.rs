@@ -1,4 +1,4 @@
-//! Accounts and budgets in a document (issue 45): the top-level `accounts` and an
+//! Accounts and budgets in a document: the top-level `accounts` and an
 //! executor's `budget`, read by the one-pass parser with their violations.
 
 use serde_json::Value;
