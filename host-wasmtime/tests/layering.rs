@@ -39,7 +39,7 @@ const LAYERS: &[&[&str]] = &[
         "roster::events",
     ],
     &["roster::state"],
-    &["roster::provisioner", "roster::document"],
+    &["roster::provisioner", "roster::document", "roster::metrics"],
     // One policy in its sandbox with its last good state; the state file's IO.
     &["runtime", "state_file"],
     // The wasmtime engine and its module cache; then one instance, call by call.
