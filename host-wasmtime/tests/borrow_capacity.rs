@@ -6,18 +6,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::policy;
-use rota_host::{Because, ExclusionKind, LeaseOptions, Roster};
+use common::build;
+use rota_host::{Because, ExclusionKind, LeaseOptions};
 use serde_json::{json, Value};
-
-async fn build(document: Value) -> Roster {
-    Roster::builder()
-        .document(document)
-        .module(policy())
-        .build()
-        .await
-        .expect("roster")
-}
 
 fn both(id: &str, slots: u32) -> Value {
     json!({ "id": id, "harness": "pi", "roles": ["coder", "reviewer"], "slots": slots })

@@ -7,9 +7,9 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::policy;
-use rota_host::{Failure, FailureKind, LeaseOptions, Roster};
-use serde_json::{json, Value};
+use common::build;
+use rota_host::{Failure, FailureKind, LeaseOptions};
+use serde_json::json;
 
 /// The sample lines of a Prometheus text: `name{labels}` → value.
 fn samples(text: &str) -> BTreeMap<String, f64> {
@@ -20,15 +20,6 @@ fn samples(text: &str) -> BTreeMap<String, f64> {
             Some((key.to_string(), value.parse().ok()?))
         })
         .collect()
-}
-
-async fn build(document: Value) -> Roster {
-    Roster::builder()
-        .document(document)
-        .module(policy())
-        .build()
-        .await
-        .expect("roster")
 }
 
 fn prefer(executor: &str) -> LeaseOptions {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{
-    broken_guest, health_server, policy, policy_file, roster, scripted_guest, wait_for, ABI,
+    broken_guest, build, health_server, policy, policy_file, roster, scripted_guest, wait_for, ABI,
 };
 // The core's types as the host re-exports them: no direct rota-core dependency needed.
 use rota_host::{
@@ -18,15 +18,6 @@ use rota_host::{
     Options, Provisioner, Roster,
 };
 use serde_json::{json, Value};
-
-async fn build(document: Value) -> Roster {
-    Roster::builder()
-        .document(document)
-        .module(policy())
-        .build()
-        .await
-        .expect("roster")
-}
 
 /// Issue 43: a `workers` document's lease carries the worker's declaration as the
 /// scheduler seed reads usine.yaml (`name`, `kind`, `maxConcurrentAttempts`), also

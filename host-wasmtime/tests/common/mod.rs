@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use rota_host::{CacheDir, EngineConfig, Event, HostEngine, PolicyModule};
+use rota_host::{CacheDir, EngineConfig, Event, HostEngine, PolicyModule, Roster};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -233,4 +233,14 @@ pub async fn wait_for(
     })
     .await;
     found.unwrap_or_else(|_| panic!("no '{name}' event within {within:?}"))
+}
+
+/// A roster over `document` with the built policy module and default options.
+pub async fn build(document: Value) -> Roster {
+    Roster::builder()
+        .document(document)
+        .module(policy())
+        .build()
+        .await
+        .expect("roster")
 }
