@@ -525,6 +525,10 @@ pub enum Output {
         /// Earlier waiting requests (lease order) of the roles that compete with this
         /// one for an executor (some executor takes both).
         ahead: u32,
+        /// The executors among those the report names whose budget is spent: the
+        /// request waits for their room (the hosts' budget-wait metric).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        spent: Vec<String>,
         /// The request's owner, when it has one: the instance that acts on this.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         owner: Option<String>,

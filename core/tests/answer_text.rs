@@ -95,6 +95,7 @@ fn every_output_kind_with_awkward_strings_and_values() {
             role: s.clone(),
             report: s.clone(),
             ahead: u32::MAX - i as u32,
+            spent: vec![s.clone(); i % 3],
             owner: None,
         });
         outputs.push(Output::Probe {

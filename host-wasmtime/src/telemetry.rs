@@ -32,7 +32,7 @@ pub const EXCLUDED: &str = "rota_excluded";
 /// `usageLimit`, `rateLimit`, `authentication`, `outage`, `modelUnavailable`, `other`).
 pub const FAILURES: &str = "rota_failures_total";
 /// Counter: lease requests that waited for an executor's budget, labels `executor` and
-/// `role`. The budget rule is not in this host yet: it reads 0.
+/// `role` (the executors a `waiting` output names as `spent`).
 pub const BUDGET_WAITS: &str = "rota_budget_waits_total";
 
 /// Describes every metric to the installed recorder (once per process).

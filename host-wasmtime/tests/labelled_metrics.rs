@@ -6,6 +6,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use common::build;
 use rota_host::{Failure, FailureKind, LeaseOptions};
@@ -111,7 +112,7 @@ async fn per_executor_and_role_after_leases_and_reports() {
     assert_eq!(
         at(r#"rota_budget_waits_total{executor="a",role="coder"}"#),
         Some(0.0),
-        "the budget rule's hook: 0 until it lands"
+        "no budget: no budget wait"
     );
     for (name, kind) in [
         ("rota_slots_in_use", "gauge"),
@@ -157,4 +158,51 @@ async fn a_reload_that_removes_an_executor_removes_its_series_once_it_has_left()
     assert!(!text.contains(r#"executor="b""#), "{text}");
     assert!(text.contains("rota_leases_granted_total{executor=\"a\",role=\"coder\"} 0\n"));
     assert!(text.contains("rota_excluded{executor=\"a\",kind=\"run\"} 0\n"));
+}
+
+#[tokio::test]
+async fn a_request_that_waits_for_a_budget_counts_once_for_that_executor_and_role() {
+    let roster = build(json!({ "executors": [
+        { "id": "a", "harness": "pi", "roles": ["coder"], "slots": 3,
+          "budget": { "requests": 1, "perMs": 300 } },
+        { "id": "b", "harness": "pi", "roles": ["judge"] },
+    ] }))
+    .await;
+    let waits = |executor: &str, role: &str| {
+        let text = roster.metrics().expect("metrics");
+        samples(&text)
+            .get(&format!(
+                r#"rota_budget_waits_total{{executor="{executor}",role="{role}"}}"#
+            ))
+            .copied()
+    };
+    let first = roster
+        .lease("coder", LeaseOptions::default())
+        .await
+        .expect("lease");
+    assert_eq!(waits("a", "coder"), Some(0.0), "within the budget");
+    let second = roster.lease("coder", LeaseOptions::default());
+    tokio::pin!(second);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), &mut second)
+            .await
+            .is_err(),
+        "it waits for the window"
+    );
+    assert_eq!(waits("a", "coder"), Some(1.0), "one request waited");
+    let judge = roster
+        .lease("judge", LeaseOptions::default())
+        .await
+        .expect("lease");
+    assert_eq!(waits("b", "judge"), Some(0.0), "b has no budget");
+    let second = tokio::time::timeout(Duration::from_secs(5), second)
+        .await
+        .expect("woken at the window's room")
+        .expect("lease");
+    assert_eq!(
+        waits("a", "coder"),
+        Some(1.0),
+        "a grant at room is no new wait"
+    );
+    drop((first, second, judge));
 }

@@ -131,11 +131,7 @@ export class Metrics {
     this.#otel?.failures.add(1, { executor: String(executor), kind: String(kind) })
   }
 
-  /**
-   * The budget rule's hook: a lease request for `role` that
-   * waited because `executor`'s budget had no room. Nothing calls it until that rule
-   * lands, so `rota_budget_waits_total` reads 0 for every executor and role.
-   */
+  /** A lease request for `role` that waited because `executor`'s budget had no room (the core's `waiting.spent`). */
   budgetWaited(executor, role) {
     this.budgetWaits.add(String(executor), String(role))
     this.#otel?.budgetWaits.add(1, { executor: String(executor), role: String(role) })

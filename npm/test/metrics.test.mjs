@@ -165,7 +165,7 @@ test('per executor and role: slots in use, capacity, exclusions by kind, grants,
   assert.equal(s['rota_failures_total{executor="b",kind="usageLimit"}'], 1)
   assert.equal(s['rota_failures_total{executor="c",kind="other"}'], 1)
   assert.equal(s['rota_failures_total{executor="a",kind="other"}'], undefined, 'kinds only as reported')
-  assert.equal(s['rota_budget_waits_total{executor="a",role="coder"}'], 0, 'the budget rule hook: 0 until it lands')
+  assert.equal(s['rota_budget_waits_total{executor="a",role="coder"}'], 0, 'no budget: no budget wait')
   const text = roster.metrics()
   for (const [name, type] of [['rota_slots_in_use', 'gauge'], ['rota_capacity', 'gauge'], ['rota_excluded', 'gauge'], ['rota_failures_total', 'counter'], ['rota_budget_waits_total', 'counter']]) {
     assert.match(text, new RegExp(`# HELP ${name} .+\n# TYPE ${name} ${type}\n`))
@@ -189,4 +189,31 @@ test('a reload that removes an executor removes its series once it has left', as
   assert.doesNotMatch(text, /executor="b"/)
   assert.match(text, /rota_leases_granted_total\{executor="a",role="coder"\} 0/)
   assert.match(text, /rota_excluded\{executor="a",kind="run"\} 0/)
+})
+
+test('rota_budget_waits_total counts each request that waited for an executor\'s budget, once, by executor and role', async (t) => {
+  const clock = virtualClock()
+  const roster = await Roster.create({
+    document: document(executor('a', { slots: 3, budget: { requests: 1, per: '1 minute' } }), executor('b', { roles: ['judge'] })),
+    now: clock,
+  })
+  t.after(() => roster.close())
+  const waits = () => samples(roster.metrics())['rota_budget_waits_total{executor="a",role="coder"}']
+  const first = await roster.lease('coder')
+  assert.equal(waits(), 0, 'within the budget')
+  const second = roster.lease('coder')
+  const third = roster.lease('coder')
+  await new Promise((resolve) => setImmediate(resolve))
+  assert.equal(waits(), 2, 'two requests waited for its room')
+  const judge = roster.lease('judge')
+  assert.equal(samples(roster.metrics())['rota_budget_waits_total{executor="b",role="judge"}'], 0, 'b has no budget')
+  clock.advance(60_000)
+  roster.tick()
+  ;(await second).release()
+  assert.equal(waits(), 2, 'a grant at room is no new wait')
+  first.release()
+  ;(await judge).release()
+  clock.advance(60_000)
+  roster.tick()
+  ;(await third).release()
 })

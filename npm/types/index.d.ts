@@ -436,7 +436,7 @@ export type Output =
   | { type: 'timedOut'; request: string; reasons: string[]; owner?: string }
   | { type: 'unavailable'; request: string; owner?: string }
   | { type: 'cancelled'; request: string; owner?: string }
-  | { type: 'waiting'; request: string; role: Role; report: string; ahead: number; owner?: string }
+  | { type: 'waiting'; request: string; role: Role; report: string; ahead: number; spent?: string[]; owner?: string }
   | { type: 'probe'; executor: string; url: string }
   | { type: 'createMachine'; request: string; executor: string; owner?: string }
   | { type: 'deleteMachine'; executor: string; hold: unknown; lease?: number; owner?: string }

@@ -862,8 +862,9 @@ impl<'a> Writer<'a> {
                 role,
                 report,
                 ahead,
+                spent,
                 owner: None,
-            } => {
+            } if spent.is_empty() => {
                 self.byte(output_kind::WAITING);
                 self.request_unshared(request);
                 self.shared(slot::ROLE, role);

@@ -14,6 +14,9 @@ use super::reload::Startup;
 use super::requests::Request;
 use super::Policy;
 
+/// How many executors a waiting report names (then "and N more").
+const SHOWN: usize = 10;
+
 impl Policy {
     pub(super) fn can_serve_request(&self, req: &Request, r: usize) -> bool {
         self.can_serve(r, req.avoid(), req.pin())
@@ -136,7 +139,6 @@ impl Policy {
     /// Why a request reached its deadline: the state of each executor its waiting
     /// report names, as at the deadline (a long list ends "and N more").
     pub(super) fn timed_out_reasons(&self, req: &Request) -> Vec<String> {
-        const SHOWN: usize = 10;
         let Some(r) = self.roster.request_role(req) else {
             return vec![format!(
                 "the roster no longer has the role {}",
@@ -186,7 +188,6 @@ impl Policy {
     /// from those it shows and two counts, so a lease that waits costs
     /// O(SHOWN + avoid · log), not a pass over every member of the role.
     pub(super) fn waiting_report(&self, r: usize, avoid: &Avoid, pin: Option<&str>) -> String {
-        const SHOWN: usize = 10;
         if let Some(pin) = pin {
             return match self.roster.index.get(pin) {
                 None => format!("{pin} not in the roster"),
@@ -226,6 +227,45 @@ impl Policy {
             return format!("no executor takes {}", self.role_name(r));
         }
         report
+    }
+
+    /// The executors the waiting report names as having spent their budget, in its
+    /// order (the same members: the pin, or the first `SHOWN` outside `avoid`). None
+    /// without a spent executor, at the cost of one check.
+    pub(super) fn spent_in_report(
+        &self,
+        r: usize,
+        avoid: &Avoid,
+        pin: Option<&str>,
+    ) -> Vec<String> {
+        if self.budgets.rooms.is_empty() {
+            return Vec::new();
+        }
+        let waits_on_budget = |e: usize| {
+            let x = &self.roster.executors[e];
+            !x.draining
+                && x.per_role.get(r).is_none_or(|role| role.cap > 0)
+                && x.runtime.exclusion.is_none()
+                && !x.runtime.pause.as_ref().is_some_and(|p| p.blocked)
+                && x.spent()
+        };
+        let named: Vec<usize> = match pin {
+            Some(pin) => self.roster.index.get(pin).into_iter().collect(),
+            None => {
+                let avoided = self.avoided_executors(avoid);
+                self.roster.roles.members[r]
+                    .iter()
+                    .copied()
+                    .filter(|e| avoided.binary_search(e).is_err())
+                    .take(SHOWN)
+                    .collect()
+            }
+        };
+        named
+            .into_iter()
+            .filter(|&e| waits_on_budget(e))
+            .map(|e| self.roster.executors[e].spec.id.clone())
+            .collect()
     }
 
     /// Keeps the waiting report of a request of role `r` with no avoid list and no

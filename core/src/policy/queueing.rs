@@ -54,6 +54,7 @@ impl Policy {
                 Some(kept) => kept.clone(),
                 None => self.waiting_report(r, avoid, pin.as_deref()),
             };
+            let spent = self.spent_in_report(r, avoid, pin.as_deref());
             if plain && kept.is_none() {
                 self.keep_report(r, &report);
             }
@@ -80,6 +81,7 @@ impl Policy {
                     role,
                     report,
                     ahead,
+                    spent,
                     owner,
                 });
                 return;
@@ -89,6 +91,7 @@ impl Policy {
                 role: role.clone(),
                 report: report.clone(),
                 ahead,
+                spent,
                 owner,
             });
             let waiter = self.queue.requests.at(s);

@@ -462,6 +462,7 @@ impl Output {
                 role: r.req("role", string)?,
                 report: r.req("report", string)?,
                 ahead: r.req("ahead", read::u32)?,
+                spent: r.opt("spent", read::strings)?.unwrap_or_default(),
                 owner: r.opt("owner", string)?,
             },
             "probe" => Output::Probe {
@@ -561,6 +562,7 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             role,
             report,
             ahead,
+            spent,
             owner,
         } => {
             out.extend_from_slice(b"{\"type\":\"waiting\",\"request\":");
@@ -571,6 +573,16 @@ pub(crate) fn write_output(out: &mut Vec<u8>, output: &Output) {
             write_str(out, report);
             out.extend_from_slice(b",\"ahead\":");
             write_u64(out, u64::from(*ahead));
+            if !spent.is_empty() {
+                out.extend_from_slice(b",\"spent\":[");
+                for (i, id) in spent.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_str(out, id);
+                }
+                out.push(b']');
+            }
             write_owner(out, owner);
         }
         Output::Persist { ids, state } => {

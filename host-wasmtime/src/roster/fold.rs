@@ -196,8 +196,15 @@ impl Inner {
             } => st.settle(&request, Ok(Outcome::TimedOut { reasons })),
             Output::Unavailable { request, .. } => st.settle(&request, Ok(Outcome::Unavailable)),
             Output::Cancelled { request, .. } => st.settle(&request, Ok(Outcome::Cancelled)),
-            // The report is for people (`explain`); nothing to do.
-            Output::Waiting { .. } => {}
+            // The report is for people (`explain`); the spent budgets are counted.
+            Output::Waiting { role, spent, .. } => {
+                if !spent.is_empty() {
+                    let mut metrics = lock(&self.metrics);
+                    for executor in &spent {
+                        metrics.budget_waited(executor, &role);
+                    }
+                }
+            }
             Output::Probe { executor, url } => {
                 if st.probing.insert(executor.clone()) {
                     let epoch = st.member.as_ref().and_then(|m| m.epoch);

@@ -59,10 +59,8 @@ impl Labelled {
         telemetry::failed(executor, kind);
     }
 
-    /// The budget rule's hook: a lease request for `role` that
-    /// waited because `executor`'s budget had no room. Nothing calls it until that
-    /// rule lands, so `rota_budget_waits_total` reads 0 for every executor and role.
-    #[allow(dead_code)]
+    /// A lease request for `role` that waited because `executor`'s budget had no
+    /// room (the core's `Output::Waiting::spent`).
     pub(crate) fn budget_waited(&mut self, executor: &str, role: &str) {
         add(&mut self.budget_waits, executor, role);
         telemetry::budget_waited(executor, role);

@@ -138,6 +138,7 @@ export function defineRoster(api, platform) {
       tick: () => this.#timerTick(),
       close: () => this.close(),
       probed: () => this.#metrics.probed(),
+      budgetWaited: (executor, role) => this.#metrics.budgetWaited(executor, role),
       written: () => this.#metrics.stateWritten(),
       event: (level, name, message, fields) => this.#announce.emit(level, name, message, fields),
       listening: () => this.#announce.heard('event'),

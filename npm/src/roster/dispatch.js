@@ -27,7 +27,11 @@ const HANDLERS = new Map([
   ['timedOut', caller((pending, output, policy) => pending.reject(timeoutError(policy, output.request, pending, undefined, output.reasons)))],
   ['unavailable', caller((pending) => pending.resolve(undefined))],
   ['cancelled', caller((pending) => pending.reject(pending.abortReason ?? closed('the roster closed before a lease was granted')))],
-  ['waiting', (d, output) => d.ledger.waiting(output)],
+  ['waiting', (d, output) => {
+    d.ledger.waiting(output)
+    // The executors whose budget had no room: the budget-wait metric.
+    if (output.spent !== undefined) for (const executor of output.spent) d.roster.budgetWaited(executor, output.role)
+  }],
   ['probe', (d, { executor, url }) => d.roster.log().probe(executor, url)],
   ['createMachine', (d, output) => d.machines.create(output)],
   ['deleteMachine', (d, output) => d.machines.delete(output)],
