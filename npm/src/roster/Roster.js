@@ -346,6 +346,8 @@ export function defineRoster(api, platform) {
     }
 
     #granted(output, now) {
+      // Shared: fenced now if the heartbeat lapsed (its callers rejected), so the lease goes back.
+      if (this.#remote) this.#log.lapsed()
       const pending = this.#ledger.settle(output.request)
       const spec = this.#spec(output.executor)
       // The core resolves an executor's effort for the role; asked only of one that sets it.

@@ -438,6 +438,16 @@ export class PgLog {
     this.#fenceTimer.unref?.()
   }
 
+  /**
+   * Whether this instance is fenced, fencing first if its heartbeat lapsed. Asked again
+   * as a grant reaches its caller: a pause (SIGSTOP) that falls between the fold's check
+   * and the handover must not hand out a lease the log may already have expired.
+   */
+  lapsed() {
+    this.#fenceIfLapsed()
+    return this.#fence !== null
+  }
+
   /** Fences once `ttlMs` passed since the last heartbeat that succeeded was sent. */
   #fenceIfLapsed() {
     if (this.#fence !== null || monotonic() - this.#beatSentAt < this.#shared.ttlMs) return

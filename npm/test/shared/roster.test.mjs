@@ -631,6 +631,32 @@ describe('the shared roster', { skip }, () => {
     lease.release()
     await assert.rejects(leaves.lease('coder'), (e) => e.code === 'CLOSED')
   })
+
+  test('a pause between the fold and the handover (past the TTL): the grant rejects FENCED and its lease goes back', async () => {
+    const name = rosterName('handover-pause')
+    const paused = await open(name, { document: ONE })
+    // An output listener runs after the fold's own lapse check and before the lease
+    // reaches its caller: blocking it past the TTL stands for a SIGSTOP landing there.
+    let blocked = false
+    paused.on('output', (output) => {
+      if (output.type !== 'granted' || blocked) return
+      blocked = true
+      const until = performance.now() + TTL + 100
+      while (performance.now() < until) {
+        // no heartbeat can run meanwhile
+      }
+    })
+    const outcome = await paused.lease('coder').then((lease) => lease, (error) => error)
+    assert.ok(blocked, 'the grant reached the listener')
+    assert.equal(outcome?.code, 'FENCED', `the lease after the pause: ${outcome?.id ?? outcome?.message}`)
+    // The slot went back through the log (the release, or the expiry of the paused
+    // instance): an instance that joins now gets it. (The pause blocked this whole
+    // process, so every instance in it fenced: a new one is the witness.)
+    const later = await open(name, { document: ONE })
+    const lease = await later.lease('coder', { timeoutMs: 10_000 })
+    assert.equal(lease.executorId, 'a')
+    lease.release()
+  })
 })
 
 test('shared: statePath, state and preflight are refused with the reason (no database needed)', async () => {
