@@ -200,6 +200,9 @@ pub struct ExecutorSpec {
     /// The account (or key) it shares a quota with: executors of one account share
     /// usage-limit and rate-limit exclusions and the rate-limit window.
     pub account: Option<String>,
+    /// Its share of the grants among executors of equal priority (`weight`, 1 to
+    /// `limits::MAX_WEIGHT`; default 1): a smooth weighted round-robin.
+    pub weight: u32,
     /// The executor's JSON object as written, unknown fields included.
     pub raw: Map<String, Value>,
 }

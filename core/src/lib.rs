@@ -197,6 +197,8 @@
 //!
 //!   Its flows (methods of [`Policy`]):
 //!   * `policy::granting`: admission, the choice of executor, the grant pass.
+//!   * `policy::spreading`: `choice: "leastBusy"` and weights among equal free
+//!     executors (a smooth weighted round-robin).
 //!   * `policy::borrowing`: a request's `borrow` taken when independence cannot be had
 //!     (the upstream's nobody / held / out), and the queue's re-decision of waiting borrowers.
 //!   * `policy::queueing`: requests enqueued, counted ahead, dequeued and ended.

@@ -54,6 +54,7 @@ const EXECUTOR: &[&str] = &[
     "kind",
     "account",
     "budget",
+    "weight",
 ];
 
 /// Edit distance with adjacent transpositions (optimal string alignment, `strsim`),

@@ -591,6 +591,17 @@ impl Parser {
         let budget = object
             .get("budget")
             .and_then(|value| self.budget(value, &at("budget"), &who));
+        let weight = match object.get("weight").map(whole_number) {
+            None => 1,
+            Some(Some(n)) if (1..=u64::from(limits::MAX_WEIGHT)).contains(&n) => n as u32,
+            Some(_) => {
+                self.fail(
+                    at("weight"),
+                    format!("{who} has a weight that is not a whole number from 1 to 1000"),
+                );
+                1
+            }
+        };
         let disabled = match object.get("disabled") {
             None => false,
             Some(Value::Bool(b)) => *b,
@@ -624,6 +635,7 @@ impl Parser {
             kind,
             budget,
             account,
+            weight,
             raw: if worker {
                 super::worker_entry(object, key)
             } else if self.executors_raw_later {

@@ -11,6 +11,8 @@ use crate::write::push_u64;
 pub(super) enum EventName {
     /// A request was granted a lease.
     Granted,
+    /// `choice: "leastBusy"` or executor weights chose among equal free executors.
+    Chosen,
     /// A request started to wait (announced once, with the waiting report).
     Waiting,
     /// A `tryLease` found no free slot.
@@ -114,6 +116,7 @@ impl EventName {
     pub(super) fn as_str(self) -> &'static str {
         match self {
             EventName::Granted => "granted",
+            EventName::Chosen => "chosen",
             EventName::Waiting => "waiting",
             EventName::Unavailable => "unavailable",
             EventName::Cancelled => "cancelled",

@@ -49,6 +49,7 @@ mod reloading;
 mod requests;
 mod role_queue;
 mod roster;
+mod spreading;
 mod timers;
 
 pub use crate::error::InvariantViolation;
