@@ -91,6 +91,11 @@ export interface ExecutorSpec {
   account?: string | undefined
   /** At most so many leases granted in any window on this executor (no default: unlimited). */
   budget?: Budget | undefined
+  /**
+   * Its share of the grants among free executors of equal priority (default 1; a whole
+   * number from 1 to 1000): a smooth weighted round-robin, e.g. 3 and 1 give 3:1.
+   */
+  weight?: number | undefined
   /** Fields the core does not use pass through to the host. */
   [field: string]: unknown
 }
@@ -249,7 +254,8 @@ export interface PolicyOptions {
   preflightReloads?: boolean | undefined
   /**
    * Which of the equal free executors takes a request: `'roundRobin'` (the one leased
-   * least recently) or `'declared'` (the first declared). Absent: the document's
+   * least recently), `'declared'` (the first declared) or `'leastBusy'` (the fewest of the
+   * role's leases in use relative to its slots for the role; ties by recency). Absent: the document's
    * `choice`, else `'declared'` for a scheduler `workers` document, `'roundRobin'` otherwise.
    */
   choice?: Choice | undefined
@@ -277,7 +283,7 @@ export interface PolicyOptions {
 
 export type ExpiredOwnerLeases = 'release' | 'keepMachines' | 'keep'
 
-export type Choice = 'roundRobin' | 'declared'
+export type Choice = 'roundRobin' | 'declared' | 'leastBusy'
 export type Unservable = 'exhaust' | 'wait'
 
 // ---- inputs ----------------------------------------------------------------------------
@@ -788,6 +794,11 @@ export interface CoreEventFields {
     /** On the request's `borrow` executor (not independent), and why. */
     because?: Because
   }
+  /**
+   * `choice: 'leastBusy'` or weights chose `executor` among equal free executors (before
+   * its `granted`): its `inUse` of `slots` for `role`, and its `weight` when weights chose.
+   */
+  chosen: { executor: string; role: Role; inUse: number; slots: number; weight?: number }
   cancelled: { request: string; label?: string }
   /** `reasons`: each executor's state at the deadline ("a busy", "b until …"). */
   timedOut: { request: string; reasons: string[]; label?: string }
