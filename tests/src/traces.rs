@@ -305,6 +305,12 @@ fn random_document(r: &mut SplitMix64) -> Value {
     if r.chance(15) {
         doc["choice"] = json!("leastBusy");
     }
+    // A floor under every role, for the document or per role.
+    match r.below(8) {
+        0 => doc["maxExcluded"] = json!(*r.pick(&["0%", "50%", "75%"])),
+        1 => doc["maxExcluded"] = json!({ "default": "50%", roles[0].as_str(): "100%" }),
+        _ => {}
+    }
     if r.chance(25) {
         doc["accounts"] =
             json!({ "acme": { "budget": { "requests": r.range(1, 4), "perMs": 60_000 } } });

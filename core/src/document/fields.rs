@@ -25,6 +25,7 @@ const TOP: &[&str] = &[
     "recovery",
     "exclusion",
     "accounts",
+    "maxExcluded",
     "$schema",
 ];
 

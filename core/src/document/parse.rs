@@ -10,6 +10,7 @@ use crate::sorted::SortedMap;
 use crate::write::to_text;
 
 mod budget;
+mod floor;
 
 use super::{
     resolve_coder_slots_default, ClonesRule, CoderSlotsDefault, Cooldowns, Document, Effort,
@@ -150,6 +151,7 @@ impl Parser {
         self.recovery = self.recovery(object.get("recovery"), "recovery", RecoveryRule::default());
         self.consecutive_failures = self.exclusion(object.get("exclusion"), "exclusion", 0);
         let accounts = self.accounts(object.get("accounts"));
+        let max_excluded = self.max_excluded(object.get("maxExcluded"), &roles);
         if entries.len() > limits::MAX_EXECUTORS {
             self.fail(
                 "executors",
@@ -205,6 +207,7 @@ impl Parser {
             lease_events,
             reset_time,
             accounts,
+            max_excluded,
             signals,
             raw: Value::Null,
             executors_in_specs: None,

@@ -42,6 +42,8 @@ pub(super) enum EventName {
     Left,
     /// An executor is out of the round.
     Excluded,
+    /// The floor under a role (`maxExcluded`) kept an executor in the round.
+    ExclusionHeldBack,
     /// A weaker or earlier-ending exclusion left the stronger one as it was.
     ExclusionKept,
     /// A timed exclusion now waits under a stronger one.
@@ -131,6 +133,7 @@ impl EventName {
             EventName::Retired => "retired",
             EventName::Left => "left",
             EventName::Excluded => "excluded",
+            EventName::ExclusionHeldBack => "exclusionHeldBack",
             EventName::ExclusionKept => "exclusionKept",
             EventName::ExclusionQueued => "exclusionQueued",
             EventName::ExclusionChanged => "exclusionChanged",
