@@ -77,3 +77,31 @@ async fn weights_three_to_one_split_the_grants() {
         "executor 'a' has a weight that is not a whole number from 1 to 1000"
     );
 }
+
+#[tokio::test]
+async fn max_excluded_holds_the_second_rate_limit_back_but_not_a_usage_limit() {
+    let roster = build(
+        json!({ "maxExcluded": { "coder": "50%", "default": "100%" }, "executors": [
+        { "id": "a", "harness": "pi", "roles": ["coder"] },
+        { "id": "b", "harness": "pi", "roles": ["coder"] },
+    ] }),
+    )
+    .await;
+    let mut events = roster.subscribe();
+    assert!(roster
+        .report_http("a", 429, &[("retry-after", "60")], "slow down")
+        .expect("report")
+        .is_some());
+    assert!(roster
+        .report_http("b", 429, &[("retry-after", "60")], "slow down")
+        .expect("report")
+        .is_none());
+    let held = wait_for(&mut events, "exclusionHeldBack", Duration::from_secs(5)).await;
+    assert_eq!(held.fields["executor"], json!("b"));
+    assert_eq!(held.fields["maxExcluded"], json!(50));
+    assert_eq!(lease(&roster).await.executor(), "b");
+    assert!(roster
+        .report_http("b", 429, &[], "usage limit reached for this month")
+        .expect("report")
+        .is_some_and(|x| x.reason.starts_with("usage limit")));
+}

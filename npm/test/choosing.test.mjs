@@ -41,3 +41,21 @@ test('weight 3 to 1: twelve grants split 9:3, a, b, a, a in each cycle', async (
     { path: 'executors[0].weight', message: "executor 'a' has a weight that is not a whole number from 1 to 1000" },
   ])
 })
+
+test("maxExcluded '50%': the second 429 keeps its executor in the round with a warning; a usage limit still excludes", async (t) => {
+  const roster = await create({ maxExcluded: '50%', executors: [executor('a'), executor('b')] })
+  t.after(() => roster.close())
+  const held = []
+  roster.on('event', (e) => e.name === 'exclusionHeldBack' && held.push(e))
+  const http429 = Object.assign(new Error('429 Too Many Requests'), { status: 429, headers: { 'retry-after': '60' } })
+  assert.equal(roster.report('a', http429)?.kind, 'until')
+  assert.equal(roster.report('b', http429), undefined)
+  assert.equal(held.length, 1)
+  assert.equal(held[0].level, 'warn')
+  assert.match(held[0].message, /^b stays in the round \(rate limited; retry after 1m\): taking it out would leave 0 of 2 coder slots in the round; maxExcluded allows at most 50% out$/)
+  const lease = await roster.lease('coder')
+  assert.equal(lease.executorId, 'b')
+  lease.release()
+  const usage = Object.assign(new Error('usage limit reached'), { _tag: 'UsageLimitError' })
+  assert.equal(roster.report('b', usage)?.kind, 'until')
+})

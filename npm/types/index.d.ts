@@ -167,8 +167,19 @@ export interface RosterDocument {
    * names is an `unusedAccount` warning.
    */
   accounts?: Record<string, { budget?: Budget | undefined }> | undefined
+  /**
+   * A floor under every role: at most this share of a role's slots may be out of the
+   * round through rate-limit, outage and failures-in-a-row exclusions (`'50%'`); one
+   * that would take more is held back (an `exclusionHeldBack` warn event) and the
+   * executor stays in. Per role with `default`: `{ coder: '100%', default: '50%' }`.
+   * Usage-limit, authentication and model-unavailable exclusions always apply. No default: no floor.
+   */
+  maxExcluded?: Percent | Record<string, Percent> | undefined
   [field: string]: unknown
 }
+
+/** A whole percentage, `'0%'` to `'100%'`. */
+export type Percent = `${number}%`
 
 /** `'all'` (default) or `'probation'`. */
 export type RecoveryMode = 'all' | 'probation'
@@ -825,6 +836,8 @@ export interface CoreEventFields {
   /** A usage limit's message names a reset time the core does not read (`resetTime: 'message'`): the usage cooldown applies. */
   resetTimeUnread: { executor: string; text: string }
   rateLimited: { executor: string; count: number; account?: string }
+  /** The floor (`maxExcluded`) kept `executor` in the round: `inRound` of `slots` of `role` were in it. */
+  exclusionHeldBack: { executor: string; role: Role; reason: string; inRound: number; slots: number; maxExcluded: number }
   exclusionKept: { executor: string }
   exclusionQueued: { executor: string; thenUntil: number }
   excluded: { executor: string; kind: ExclusionKind; reason: string; until?: number }

@@ -1,6 +1,9 @@
 // Choosing among equal free executors in a shared roster: three processes on one
 // PostgreSQL log, each rule's outcome read from the log (folded with the raw Policy,
-// harness/check-log.mjs), every replica at one stateHash.
+// harness/check-log.mjs), every replica at one stateHash. And the floor under a role
+// (`maxExcluded: '50%'`): three instances on one log, one reports a 429 on each of two
+// executors; the first goes out, the second is held back on every instance, and every
+// instance keeps leasing on it.
 //
 //   ROTA_PG_URL=$(scripts/postgres.sh start) node --test npm/test/shared/choosing.test.mjs
 
@@ -8,6 +11,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { Cluster, monoMs, until } from './harness/cluster.mjs'
 import { describe as summary } from './harness/check-log.mjs'
+import { Roster } from 'rota'
 
 const URL_ = process.env.ROTA_PG_URL
 const skip = URL_ ? false : 'ROTA_PG_URL is not set: ROTA_PG_URL=$(scripts/postgres.sh start) node --test npm/test/shared/'
@@ -104,5 +108,34 @@ describe('shared roster: choosing among equal executors', { skip, concurrency: 1
       checked += 1
     }
     assert.ok(checked >= 90, `${checked} grants checked`)
+  })
+})
+
+describe('shared roster: the floor under a role', { skip }, () => {
+  test("maxExcluded '50%' across three instances: the second 429 is held back everywhere", async (t) => {
+    const document = { maxExcluded: '50%', executors: ['x', 'y'].map((id) => ({ id, harness: 'pi', roles: ['coder'], slots: 2 })) }
+    const roster = `floor-${process.pid}-${Date.now()}`
+    const instances = []
+    for (let i = 0; i < 3; i++) {
+      instances.push(await Roster.create({ shared: { connectionString: URL_, roster }, document, probe: false }))
+    }
+    t.after(() => Promise.all(instances.map((r) => r.close())))
+    const held = instances.map(() => [])
+    instances.forEach((r, i) => r.on('event', (e) => e.name === 'exclusionHeldBack' && held[i].push(e.fields)))
+    const http429 = Object.assign(new Error('429 Too Many Requests'), { status: 429, headers: { 'retry-after': '600' } })
+    assert.equal((await instances[0].report('x', http429))?.kind, 'until')
+    assert.equal(await instances[0].report('y', http429), undefined)
+    // Every instance leases y (x is out), each from its own process's view of the log.
+    for (const r of instances) {
+      const lease = await r.lease('coder', { timeoutMs: 10_000 })
+      assert.equal(lease.executorId, 'y')
+      await lease.release()
+    }
+    for (const [i, r] of instances.entries()) {
+      const byId = Object.fromEntries(r.snapshot().executors.map((x) => [x.id, x]))
+      assert.equal(byId.x.exclusion?.kind, 'until', `instance ${i}: x is out`)
+      assert.equal(byId.y.exclusion, undefined, `instance ${i}: y stays in`)
+      assert.deepEqual(held[i].map((f) => [f.executor, f.role, f.maxExcluded]), [['y', 'coder', 50]], `instance ${i} saw the held-back event once`)
+    }
   })
 })
