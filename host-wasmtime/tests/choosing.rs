@@ -100,8 +100,16 @@ async fn max_excluded_holds_the_second_rate_limit_back_but_not_a_usage_limit() {
     assert_eq!(held.fields["executor"], json!("b"));
     assert_eq!(held.fields["maxExcluded"], json!(50));
     assert_eq!(lease(&roster).await.executor(), "b");
-    assert!(roster
-        .report_http("b", 429, &[], "usage limit reached for this month")
-        .expect("report")
-        .is_some_and(|x| x.reason.starts_with("usage limit")));
+    let usage = rota_host::Failure {
+        kind: Some(rota_host::FailureKind::UsageLimit),
+        message: "usage limit reached".into(),
+        ..Default::default()
+    };
+    let excluded = roster.report("b", usage).expect("report");
+    assert!(
+        excluded
+            .as_ref()
+            .is_some_and(|x| x.reason.starts_with("usage limit")),
+        "{excluded:?}"
+    );
 }
