@@ -200,6 +200,9 @@ pub struct ExecutorSpec {
     /// The account (or key) it shares a quota with: executors of one account share
     /// usage-limit and rate-limit exclusions and the rate-limit window.
     pub account: Option<String>,
+    /// Its share of the grants among executors of equal priority (`weight`, 1 to
+    /// `limits::MAX_WEIGHT`; default 1): a smooth weighted round-robin.
+    pub weight: u32,
     /// The executor's JSON object as written, unknown fields included.
     pub raw: Map<String, Value>,
 }
@@ -359,6 +362,10 @@ pub struct Document {
     pub reset_time: Option<ResetTime>,
     /// The budgets of the accounts listed under `accounts` that give one.
     pub accounts: SortedMap<Budget>,
+    /// The floor under each role (`maxExcluded`): per role, the most percent of its
+    /// slots that rate-limit, outage and failures-in-a-row exclusions may take out of
+    /// the round; `default` for the roles it does not name. Empty: no floor.
+    pub max_excluded: SortedMap<u8>,
     /// The signal table failures are classified with: the seed's, extended by the
     /// document's top-level `signals` (`crate::classify`).
     pub signals: Signals,

@@ -197,6 +197,8 @@
 //!
 //!   Its flows (methods of [`Policy`]):
 //!   * `policy::granting`: admission, the choice of executor, the grant pass.
+//!   * `policy::spreading`: `choice: "leastBusy"` and weights among equal free
+//!     executors (a smooth weighted round-robin).
 //!   * `policy::borrowing`: a request's `borrow` taken when independence cannot be had
 //!     (the upstream's nobody / held / out), and the queue's re-decision of waiting borrowers.
 //!   * `policy::queueing`: requests enqueued, counted ahead, dequeued and ended.
@@ -204,6 +206,8 @@
 //!   * `policy::leasing`: a lease opened, released, freed; `occupy`; drained executors.
 //!   * `policy::owners`: a shared roster's owners, `expireOwner`.
 //!   * `policy::excluding`: failure reports, exclusions set, ended, resumed.
+//!   * `policy::flooring`: the floor under a role (`maxExcluded`) that holds back a
+//!     rate-limit, outage or failures-in-a-row exclusion.
 //!   * `policy::recovering`: probation started and ended, a failure on probation
 //!     excluded for a longer cooldown, `other` failures in a row excluded as an outage.
 //!   * `policy::probing`: probes due, started, answered.

@@ -45,6 +45,11 @@ pub const MAX_ROLES: usize = 256;
 /// one per request.
 pub const MAX_BUDGET_REQUESTS: u64 = 1_000_000;
 
+/// The largest `weight` of an executor: its share of the grants among equal
+/// priorities (a smooth weighted round-robin). A thousand to one is beyond any
+/// split a pool of models needs, and keeps the round-robin's sums small.
+pub const MAX_WEIGHT: u32 = 1_000;
+
 /// The most requests that wait at once (the queue's bound: each holds its id, label
 /// and avoid list in memory). Enforced by the policy, which alone knows the count.
 pub const MAX_WAITING_REQUESTS: usize = 1_000_000;

@@ -124,9 +124,23 @@ test('the JSON Schema ships in the package and accepts what the core accepts', {
     assert.ok(check(doc), JSON.stringify(budget))
     assert.deepEqual(validate(doc), [])
   }
+  // Choosing: leastBusy and weights.
+  const spread = { choice: 'leastBusy', executors: [{ id: 'a', harness: 'pi', roles: ['coder'], weight: 3 }, { id: 'b', harness: 'pi', roles: ['coder'], weight: 1000 }] }
+  assert.ok(check(spread))
+  for (const maxExcluded of ['50%', '0%', '100%', { coder: '100%', default: '50%' }]) {
+    const doc = { maxExcluded, executors: [{ id: 'a', harness: 'pi', roles: ['coder'] }] }
+    assert.ok(check(doc), JSON.stringify(maxExcluded))
+    assert.deepEqual(validate(doc), [])
+  }
+  assert.deepEqual(validate(spread), [])
   // Structure errors an editor should flag, each one the core refuses too.
   for (const bad of [
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], slots: 0 }] },
+    { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], weight: 0 }] },
+    { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], weight: 1001 }] },
+    { choice: 'leastbusy', executors: [] },
+    { maxExcluded: '150%', executors: [] },
+    { maxExcluded: 50, executors: [] },
     { executors: [{ id: 'a', harness: 'pi', roles: 'coder' }] },
     { executors: [{ id: 'a', roles: ['coder'] }] },
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], cooldown: { outages: '1m' } }] },

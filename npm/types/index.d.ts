@@ -91,6 +91,11 @@ export interface ExecutorSpec {
   account?: string | undefined
   /** At most so many leases granted in any window on this executor (no default: unlimited). */
   budget?: Budget | undefined
+  /**
+   * Its share of the grants among free executors of equal priority (default 1; a whole
+   * number from 1 to 1000): a smooth weighted round-robin, e.g. 3 and 1 give 3:1.
+   */
+  weight?: number | undefined
   /** Fields the core does not use pass through to the host. */
   [field: string]: unknown
 }
@@ -162,8 +167,19 @@ export interface RosterDocument {
    * names is an `unusedAccount` warning.
    */
   accounts?: Record<string, { budget?: Budget | undefined }> | undefined
+  /**
+   * A floor under every role: at most this share of a role's slots may be out of the
+   * round through rate-limit, outage and failures-in-a-row exclusions (`'50%'`); one
+   * that would take more is held back (an `exclusionHeldBack` warn event) and the
+   * executor stays in. Per role with `default`: `{ coder: '100%', default: '50%' }`.
+   * Usage-limit, authentication and model-unavailable exclusions always apply. No default: no floor.
+   */
+  maxExcluded?: Percent | Record<string, Percent> | undefined
   [field: string]: unknown
 }
+
+/** A whole percentage, `'0%'` to `'100%'`. */
+export type Percent = `${number}%`
 
 /** `'all'` (default) or `'probation'`. */
 export type RecoveryMode = 'all' | 'probation'
@@ -249,7 +265,8 @@ export interface PolicyOptions {
   preflightReloads?: boolean | undefined
   /**
    * Which of the equal free executors takes a request: `'roundRobin'` (the one leased
-   * least recently) or `'declared'` (the first declared). Absent: the document's
+   * least recently), `'declared'` (the first declared) or `'leastBusy'` (the fewest of the
+   * role's leases in use relative to its slots for the role; ties by recency). Absent: the document's
    * `choice`, else `'declared'` for a scheduler `workers` document, `'roundRobin'` otherwise.
    */
   choice?: Choice | undefined
@@ -277,7 +294,7 @@ export interface PolicyOptions {
 
 export type ExpiredOwnerLeases = 'release' | 'keepMachines' | 'keep'
 
-export type Choice = 'roundRobin' | 'declared'
+export type Choice = 'roundRobin' | 'declared' | 'leastBusy'
 export type Unservable = 'exhaust' | 'wait'
 
 // ---- inputs ----------------------------------------------------------------------------
@@ -788,6 +805,11 @@ export interface CoreEventFields {
     /** On the request's `borrow` executor (not independent), and why. */
     because?: Because
   }
+  /**
+   * `choice: 'leastBusy'` or weights chose `executor` among equal free executors (before
+   * its `granted`): its `inUse` of `slots` for `role`, and its `weight` when weights chose.
+   */
+  chosen: { executor: string; role: Role; inUse: number; slots: number; weight?: number }
   cancelled: { request: string; label?: string }
   /** `reasons`: each executor's state at the deadline ("a busy", "b until …"). */
   timedOut: { request: string; reasons: string[]; label?: string }
@@ -814,6 +836,8 @@ export interface CoreEventFields {
   /** A usage limit's message names a reset time the core does not read (`resetTime: 'message'`): the usage cooldown applies. */
   resetTimeUnread: { executor: string; text: string }
   rateLimited: { executor: string; count: number; account?: string }
+  /** The floor (`maxExcluded`) kept `executor` in the round: `inRound` of `slots` of `role` were in it. */
+  exclusionHeldBack: { executor: string; role: Role; reason: string; inRound: number; slots: number; maxExcluded: number }
   exclusionKept: { executor: string }
   exclusionQueued: { executor: string; thenUntil: number }
   excluded: { executor: string; kind: ExclusionKind; reason: string; until?: number }

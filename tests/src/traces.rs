@@ -279,6 +279,10 @@ fn random_executor(r: &mut SplitMix64, id: &str, roles: &[String]) -> Value {
         2 => x["budget"] = json!({ "requests": r.range(1, 3), "perMs": 45_000 }),
         _ => {}
     }
+    // A weight: the weighted round-robin among equal priorities.
+    if r.chance(25) {
+        x["weight"] = json!(r.range(1, 4));
+    }
     x
 }
 
@@ -297,6 +301,15 @@ fn random_document(r: &mut SplitMix64) -> Value {
     let mut doc = json!({ "executors": executors });
     if own_roles {
         doc["roles"] = json!(roles);
+    }
+    if r.chance(15) {
+        doc["choice"] = json!("leastBusy");
+    }
+    // A floor under every role, for the document or per role.
+    match r.below(8) {
+        0 => doc["maxExcluded"] = json!(*r.pick(&["0%", "50%", "75%"])),
+        1 => doc["maxExcluded"] = json!({ "default": "50%", roles[0].as_str(): "100%" }),
+        _ => {}
     }
     if r.chance(25) {
         doc["accounts"] =

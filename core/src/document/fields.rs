@@ -25,6 +25,7 @@ const TOP: &[&str] = &[
     "recovery",
     "exclusion",
     "accounts",
+    "maxExcluded",
     "$schema",
 ];
 
@@ -54,6 +55,7 @@ const EXECUTOR: &[&str] = &[
     "kind",
     "account",
     "budget",
+    "weight",
 ];
 
 /// Edit distance with adjacent transpositions (optimal string alignment, `strsim`),

@@ -10,6 +10,7 @@ use crate::sorted::SortedMap;
 use crate::write::to_text;
 
 mod budget;
+mod floor;
 
 use super::{
     resolve_coder_slots_default, ClonesRule, CoderSlotsDefault, Cooldowns, Document, Effort,
@@ -150,6 +151,7 @@ impl Parser {
         self.recovery = self.recovery(object.get("recovery"), "recovery", RecoveryRule::default());
         self.consecutive_failures = self.exclusion(object.get("exclusion"), "exclusion", 0);
         let accounts = self.accounts(object.get("accounts"));
+        let max_excluded = self.max_excluded(object.get("maxExcluded"), &roles);
         if entries.len() > limits::MAX_EXECUTORS {
             self.fail(
                 "executors",
@@ -205,6 +207,7 @@ impl Parser {
             lease_events,
             reset_time,
             accounts,
+            max_excluded,
             signals,
             raw: Value::Null,
             executors_in_specs: None,
@@ -591,6 +594,17 @@ impl Parser {
         let budget = object
             .get("budget")
             .and_then(|value| self.budget(value, &at("budget"), &who));
+        let weight = match object.get("weight").map(whole_number) {
+            None => 1,
+            Some(Some(n)) if (1..=u64::from(limits::MAX_WEIGHT)).contains(&n) => n as u32,
+            Some(_) => {
+                self.fail(
+                    at("weight"),
+                    format!("{who} has a weight that is not a whole number from 1 to 1000"),
+                );
+                1
+            }
+        };
         let disabled = match object.get("disabled") {
             None => false,
             Some(Value::Bool(b)) => *b,
@@ -624,6 +638,7 @@ impl Parser {
             kind,
             budget,
             account,
+            weight,
             raw: if worker {
                 super::worker_entry(object, key)
             } else if self.executors_raw_later {

@@ -11,6 +11,8 @@ use crate::write::push_u64;
 pub(super) enum EventName {
     /// A request was granted a lease.
     Granted,
+    /// `choice: "leastBusy"` or executor weights chose among equal free executors.
+    Chosen,
     /// A request started to wait (announced once, with the waiting report).
     Waiting,
     /// A `tryLease` found no free slot.
@@ -40,6 +42,8 @@ pub(super) enum EventName {
     Left,
     /// An executor is out of the round.
     Excluded,
+    /// The floor under a role (`maxExcluded`) kept an executor in the round.
+    ExclusionHeldBack,
     /// A weaker or earlier-ending exclusion left the stronger one as it was.
     ExclusionKept,
     /// A timed exclusion now waits under a stronger one.
@@ -114,6 +118,7 @@ impl EventName {
     pub(super) fn as_str(self) -> &'static str {
         match self {
             EventName::Granted => "granted",
+            EventName::Chosen => "chosen",
             EventName::Waiting => "waiting",
             EventName::Unavailable => "unavailable",
             EventName::Cancelled => "cancelled",
@@ -128,6 +133,7 @@ impl EventName {
             EventName::Retired => "retired",
             EventName::Left => "left",
             EventName::Excluded => "excluded",
+            EventName::ExclusionHeldBack => "exclusionHeldBack",
             EventName::ExclusionKept => "exclusionKept",
             EventName::ExclusionQueued => "exclusionQueued",
             EventName::ExclusionChanged => "exclusionChanged",

@@ -96,8 +96,10 @@ impl Policy {
             Recovered::No => {}
             Recovered::Counted => return,
             Recovered::Excluded(exclusion) => {
-                self.exclude(e, exclusion);
-                self.arm_probation(e, kind);
+                if !self.held_by_floor(e, kind, &exclusion.reason) {
+                    self.exclude(e, exclusion);
+                    self.arm_probation(e, kind);
+                }
                 return;
             }
         }
@@ -152,11 +154,17 @@ impl Policy {
                     if kind == FailureKind::RateLimit {
                         self.roster.executors[m].runtime.rate_limits.clear();
                     }
-                    self.exclude(m, exclusion.clone());
-                    self.arm_probation(m, kind);
+                    if !self.held_by_floor(m, kind, &exclusion.reason) {
+                        self.exclude(m, exclusion.clone());
+                        self.arm_probation(m, kind);
+                    }
                 }
             }
-            Some(exclusion) => self.exclude(e, exclusion),
+            Some(exclusion) => {
+                if !self.held_by_floor(e, kind, &exclusion.reason) {
+                    self.exclude(e, exclusion)
+                }
+            }
             None if kind == FailureKind::RateLimit => {}
             None => self.event(
                 Level::Debug,

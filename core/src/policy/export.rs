@@ -286,6 +286,10 @@ impl Runtime {
             grants: o
                 .or("budgetGrants", |v| read::list(v, read::u64), Vec::new())?
                 .into(),
+            weight_current: match o.0.get("weightCurrent") {
+                None => Vec::new(),
+                Some(_) => sorted::map_from(map_in(o, "weightCurrent", read::i64)?),
+            },
             budget_room: None,
         })
     }
@@ -453,13 +457,7 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
     })
 }
 
-/// Pairs in key order, written as a JSON object.
-pub(super) fn as_map<S: serde::Serializer, K: Serialize, V: Serialize>(
-    pairs: &[(K, V)],
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    serializer.collect_map(pairs.iter().map(|(k, v)| (k, v)))
-}
+pub(super) use super::keys::as_map;
 
 pub(super) fn join_violations(violations: &[crate::document::Violation]) -> String {
     violations

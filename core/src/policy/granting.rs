@@ -219,9 +219,13 @@ impl Policy {
     /// Among the free executors for a request: `prefer` first (with the document's
     /// `prefer: "tieBreak"`, only while its priority for the role is no worse than
     /// the best free one's); else the lowest priority for the role; ties to the one
-    /// leased least recently (or the first declared).
+    /// leased least recently (or the first declared), or as `leastBusy` and the
+    /// weights spread them (`spreading.rs`).
     pub(super) fn pick(&self, req: &Request, r: usize) -> Option<usize> {
         let best = || {
+            if self.spreads() {
+                return self.spread_pick(req, r);
+            }
             self.roster.ready[r]
                 .find_first(|k| !req.avoids(&self.roster.executors[k[2] as usize].spec.id))
                 .map(|k| k[2] as usize)
@@ -275,6 +279,9 @@ impl Policy {
             self.roster.executors[e].free_for(r),
             "invariant: a grant takes a free slot"
         );
+        if self.spreads() && because.is_none() && req.pin().is_none() {
+            self.spread_grant(&req, r, e);
+        }
         self.roster.lease_clock += 1;
         let x = &mut self.roster.executors[e];
         x.busy += 1;

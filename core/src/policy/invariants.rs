@@ -49,6 +49,8 @@ impl Policy {
         self.verify_requests()?;
         self.verify_queues()?;
         self.verify_budgets()?;
+        let fault = self.weights_fault();
+        ensure(fault.is_none(), "weights", || fault.unwrap_or_default())?;
         // An import keeps no report (the rebuild forgets them): checked where inputs
         // are, the debug builds' check after every input.
         #[cfg(debug_assertions)]

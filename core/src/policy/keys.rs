@@ -78,6 +78,14 @@ impl Priority {
 /// Names to numbers (request ids to slots and to leases, executor ids to indexes).
 pub(super) use crate::names::{shared, ByName, SharedName};
 
+/// Pairs in key order, written as a JSON object (a sorted map's serializer).
+pub(super) fn as_map<S: serde::Serializer, K: serde::Serialize, V: serde::Serialize>(
+    pairs: &[(K, V)],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(pairs.iter().map(|(k, v)| (k, v)))
+}
+
 #[cfg(test)]
 mod key_tests {
     use super::*;

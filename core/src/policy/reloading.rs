@@ -2,7 +2,7 @@
 //! the indexes rebuilt, drained executors removed.
 
 use crate::document::{ClonesRule, Document, LeaseEventsRule};
-use crate::protocol::ExclusionKind;
+use crate::protocol::{Choice, ExclusionKind};
 use crate::protocol::{Level, Output};
 use crate::sorted::{self, StrSet};
 use crate::status::PreflightRecord;
@@ -332,6 +332,7 @@ impl Policy {
                 x.runtime.pause = None;
             }
         }
+        self.forget_weights();
         self.rebuild();
         for (name, message, fields) in events {
             self.event(Level::Info, name, message, fields);
@@ -367,11 +368,13 @@ impl Policy {
     pub(super) fn rebuild(&mut self) {
         let roles = self.document.roles.clone();
         self.roster.choice = self.document.choice(&self.options);
+        self.roster.least_busy = self.roster.choice == Choice::LeastBusy;
         self.roster.unservable = self.document.unservable(&self.options);
         self.roster.prefer = self.document.prefer_rule();
         self.roster.numbered = self.document.clones_rule() == ClonesRule::Numbered;
         self.roster.typed = self.document.lease_events_rule() == LeaseEventsRule::Typed;
         self.roster.derive(&roles);
+        self.roster.weighted = self.roster.executors.iter().any(|x| x.spec.weight != 1);
         for lease in self.leases.open.values().filter(|lease| lease.counted) {
             let r = lease
                 .role

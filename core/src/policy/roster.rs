@@ -31,6 +31,14 @@ pub(super) struct Runtime {
     /// Its own budget's grant times, oldest first (`budgets.rs`); none without one.
     #[serde(rename = "budgetGrants", skip_serializing_if = "VecDeque::is_empty")]
     pub(super) grants: VecDeque<u64>,
+    /// Its smooth weighted round-robin's current weight per role (`spreading.rs`):
+    /// kept while not 0.
+    #[serde(
+        rename = "weightCurrent",
+        serialize_with = "super::keys::as_map",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub(super) weight_current: crate::sorted::StrMap<i64>,
     /// When its budgets (its own, its account's) make room, while one is full:
     /// derived from the windows and the time (`Policy::budget_room`), not written.
     #[serde(skip)]
@@ -363,6 +371,9 @@ pub(super) struct Roster {
     /// The running document's choice among equal free executors, and what becomes
     /// of a request nothing can serve (resolved with the options on every rebuild).
     pub(super) choice: Choice,
+    /// `choice: "leastBusy"`; some executor has a weight other than 1 (`spreading.rs`).
+    pub(super) least_busy: bool,
+    pub(super) weighted: bool,
     pub(super) unservable: Unservable,
     /// What a request's `prefer` does (the document's, resolved on every rebuild).
     pub(super) prefer: PreferRule,

@@ -227,6 +227,9 @@ pub enum Choice {
     RoundRobin,
     /// The first declared (the scheduler seed's `workerFor`): a, a, b, b.
     Declared,
+    /// The one with the fewest leases of the role in use relative to its slots for
+    /// the role; ties to the one leased least recently.
+    LeastBusy,
 }
 
 /// What becomes of a request that no executor can ever serve (none has its role, or
@@ -256,7 +259,11 @@ pub enum ExpiredOwnerLeases {
     Keep,
 }
 
-unit_names!(Choice { RoundRobin = "roundRobin", Declared = "declared" });
+unit_names!(Choice {
+    RoundRobin = "roundRobin",
+    Declared = "declared",
+    LeastBusy = "leastBusy",
+});
 
 unit_names!(ExpiredOwnerLeases {
     Release = "release",

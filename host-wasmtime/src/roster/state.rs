@@ -329,6 +329,7 @@ fn bare_spec(executor: &str, role: &str) -> ExecutorSpec {
         kind: None,
         account: None,
         budget: None,
+        weight: 1,
         raw: Default::default(),
     }
 }

@@ -64,6 +64,8 @@ export class ExecutorSpec extends Schema.Class('ExecutorSpec')({
   account: Schema.optionalKey(Schema.String),
   /** rota's: `{ requestsPerMinute }` or `{ requests, per | perMs }`; the core checks it. */
   budget: Schema.optionalKey(Budget),
+  /** rota's: its share of the grants among equal priorities (1 to 1000; default 1). */
+  weight: Schema.optionalKey(Schema.Number),
 }) {}
 
 export class RosterDocument extends Schema.Class('RosterDocument')({
