@@ -10,10 +10,11 @@ use crate::sorted::SortedMap;
 use crate::write::to_text;
 
 mod budget;
+mod tenants;
 
 use super::{
     resolve_coder_slots_default, ClonesRule, CoderSlotsDefault, Cooldowns, Document, Effort,
-    EffortLevel, ExecutorSpec, Form, LeaseEventsRule, PreferRule, Priority, RecoveryMode,
+    EffortLevel, ExecutorSpec, Fairness, Form, LeaseEventsRule, PreferRule, Priority, RecoveryMode,
     RecoveryRule, ResetTime, Rules, Violation, CODER_ROLE, DEFAULT_ROLES, MAX_BACKOFF,
     MAX_CONSECUTIVE_FAILURES,
 };
@@ -150,6 +151,8 @@ impl Parser {
         self.recovery = self.recovery(object.get("recovery"), "recovery", RecoveryRule::default());
         self.consecutive_failures = self.exclusion(object.get("exclusion"), "exclusion", 0);
         let accounts = self.accounts(object.get("accounts"));
+        let fairness = self.named(object, "fairness", Fairness::from_json, Fairness::NAMES);
+        let tenants = self.tenants(object.get("tenants"));
         if entries.len() > limits::MAX_EXECUTORS {
             self.fail(
                 "executors",
@@ -205,6 +208,8 @@ impl Parser {
             lease_events,
             reset_time,
             accounts,
+            fairness,
+            tenants,
             signals,
             raw: Value::Null,
             executors_in_specs: None,

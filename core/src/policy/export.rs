@@ -82,7 +82,36 @@ impl Policy {
             start_failed: self.reloads.startup == Startup::Failed,
             cut_short: self.reloads.cut_short.clone(),
             account_grants: self.budgets.accounts.clone(),
+            fairness: self.exported_fairness(),
         }
+    }
+
+    /// The fair queues' times and the waiting tenants' tags and turns, by role name
+    /// (roles with a waiting tenant only: the others' are all 0).
+    fn exported_fairness(&self) -> Vec<(String, ExportedFair)> {
+        let mut out: Vec<(String, ExportedFair)> = self
+            .queue
+            .fair
+            .iter()
+            .filter(|f| f.len() > 0)
+            .map(|f| {
+                let mut tenants: Vec<(String, [u64; 2])> = f
+                    .in_order()
+                    .map(|t| (t.name.to_string(), [t.tag, t.turn]))
+                    .collect();
+                tenants.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                (
+                    self.roster.roles.name(f.role).to_string(),
+                    ExportedFair {
+                        vtime: f.vtime,
+                        next_turn: f.next_turn,
+                        tenants,
+                    },
+                )
+            })
+            .collect();
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        out
     }
 
     /// The state's hash: FNV-1a 64 over the canonical text of `export_state` with
@@ -112,6 +141,7 @@ impl Policy {
             deadline: q.deadline(),
             owner: q.owner().map(str::to_string),
             borrow: q.borrow().map(str::to_string),
+            tenant: q.tenant().map(str::to_string),
             key: key_parts(&q.key),
             since: q.since,
             announced: q.announced,
@@ -161,6 +191,9 @@ pub(super) struct ExportedRequest {
     /// Not written when absent (an export without borrowing reads as before).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) borrow: Option<String>,
+    /// Not written when absent (an export without tenants reads as before).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) tenant: Option<String>,
     pub(super) key: KeyParts,
     pub(super) since: u64,
     pub(super) announced: bool,
@@ -211,6 +244,34 @@ pub(super) struct Exported {
     /// Per budgeted account that has granted: its grant times (`budgets.rs`).
     #[serde(serialize_with = "as_map", skip_serializing_if = "Vec::is_empty")]
     pub(super) account_grants: StrMap<std::collections::VecDeque<u64>>,
+    /// Per role with a waiting tenant (`fairness: "tenants"`): its fair queue's state.
+    #[serde(serialize_with = "as_map", skip_serializing_if = "Vec::is_empty")]
+    pub(super) fairness: StrMap<ExportedFair>,
+}
+
+/// A role's fair queue as `export_state` writes it: its virtual time, the next turn
+/// number, and each waiting tenant's `[tag, turn]`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ExportedFair {
+    pub(super) vtime: u64,
+    pub(super) next_turn: u64,
+    #[serde(serialize_with = "as_map")]
+    pub(super) tenants: StrMap<[u64; 2]>,
+}
+
+impl ExportedFair {
+    fn from_json(value: &Value) -> Read<ExportedFair> {
+        let o = object(value, "struct ExportedFair")?;
+        Ok(ExportedFair {
+            vtime: at("vtime", o.req("vtime", read::u64))?,
+            next_turn: at("nextTurn", o.req("nextTurn", read::u64))?,
+            tenants: sorted::map_from(map_in(o, "tenants", |v| {
+                let [tag, turn] = tuple(v)?;
+                Ok([read::u64(tag)?, read::u64(turn)?])
+            })?),
+        })
+    }
 }
 
 #[derive(Serialize)]
@@ -343,6 +404,7 @@ impl ExportedRequest {
             deadline: o.opt("deadline", read::u64)?,
             owner: o.opt("owner", read::string)?,
             borrow: o.opt("borrow", read::string)?,
+            tenant: o.opt("tenant", read::string)?,
             key,
             since: o.req("since", read::u64)?,
             announced: o.req("announced", read::bool)?,
@@ -370,6 +432,7 @@ impl Lease {
             borrowed: o.or("borrowed", read::bool, false)?,
             because: o.opt("because", crate::protocol::Because::from_json)?,
             owner: o.opt("owner", read::string)?,
+            tenant: o.opt("tenant", read::string)?,
             at: Place::default(),
         })
     }
@@ -441,6 +504,10 @@ impl Exported {
                         .into_iter()
                         .map(|(name, times)| (name, times.into())),
                 ),
+            },
+            fairness: match o.0.get("fairness") {
+                None => StrMap::new(),
+                Some(_) => sorted::map_from(map_in(o, "fairness", ExportedFair::from_json)?),
             },
         })
     }

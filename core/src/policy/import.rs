@@ -14,9 +14,10 @@ use crate::document::Document;
 use crate::error::Error;
 use crate::limits::{MAX_SAFE_INTEGER, MAX_WAITING_REQUESTS};
 use crate::protocol::{ExclusionKind, Input, LeaseRequest, Output};
+use crate::sorted::StrMap;
 
 use super::budgets::window_fault;
-use super::export::{join_violations, Exported, RequestState};
+use super::export::{join_violations, Exported, ExportedFair, RequestState};
 use super::keys::{order_key, ByName, Index};
 use super::leases::LeaseTable;
 use super::outputs::Queued;
@@ -132,7 +133,9 @@ impl Policy {
                 has_event_time: q.event_time.is_some(),
                 label: q.label.map(String::into_boxed_str),
                 owner: q.owner.map(String::into_boxed_str),
-                extra: request_extra(q.avoid, q.prefer, q.pin, q.deadline, q.purpose, q.borrow),
+                extra: request_extra(
+                    q.avoid, q.prefer, q.pin, q.deadline, q.purpose, q.borrow, q.tenant,
+                ),
                 creating: match q.state {
                     RequestState::Waiting => None,
                     RequestState::Creating { executor, passed } => {
@@ -172,7 +175,10 @@ impl Policy {
                 since: p.since,
             });
         }
+        let fairness = exported.fairness;
+        policy.load_fairness(&fairness).map_err(bad)?;
         policy.rebuild();
+        policy.check_fairness(&fairness).map_err(bad)?;
         // The imported leases' request ids (a reload or a drained executor's rebuild
         // leaves them as they are: only an import brings leases the map has not seen).
         policy.leases.reindex(&mut policy.queue.requests);
@@ -301,6 +307,77 @@ impl Policy {
 }
 
 impl Policy {
+    /// An export's fair queues, put in place before the rebuild (which keeps their
+    /// tenants' tags and turns and fills their queues).
+    fn load_fairness(&mut self, fairness: &StrMap<ExportedFair>) -> Result<(), String> {
+        if fairness.is_empty() {
+            return Ok(());
+        }
+        if self.queue.fair.is_empty() {
+            return Err(
+                "fairness: the document does not serve tenants fairly (fairness: \"tenants\")"
+                    .into(),
+            );
+        }
+        for (role, f) in fairness {
+            let Some(r) = self.document.roles.iter().position(|x| x == role) else {
+                return Err(format!(
+                    "fairness.{role}: '{role}' is not a role of the document"
+                ));
+            };
+            if f.vtime > MAX_SAFE_INTEGER || f.next_turn > MAX_SAFE_INTEGER {
+                return Err(format!(
+                    "fairness.{role}: vtime and nextTurn are within 2^53 - 1"
+                ));
+            }
+            let fair = &mut self.queue.fair[r];
+            fair.vtime = f.vtime;
+            for (name, [tag, turn]) in &f.tenants {
+                if *tag > MAX_SAFE_INTEGER || *turn >= f.next_turn {
+                    return Err(format!(
+                        "fairness.{role}.tenants.{name}: [tag, turn] within 2^53 - 1, the turn below nextTurn"
+                    ));
+                }
+                if fair.order.contains_key(&[*tag, *turn, 0, 0]) {
+                    return Err(format!(
+                        "fairness.{role}.tenants.{name}: another tenant has the same tag and turn"
+                    ));
+                }
+                fair.add(name, *tag, *turn);
+            }
+            fair.next_turn = f.next_turn;
+        }
+        Ok(())
+    }
+
+    /// The rebuilt fair queues against the export: every waiting tenant has the turn
+    /// the export gave it, and every tenant the export lists waits.
+    fn check_fairness(&self, fairness: &StrMap<ExportedFair>) -> Result<(), String> {
+        for (r, fair) in self.queue.fair.iter().enumerate() {
+            let role = self.role_name(r);
+            let given = crate::sorted::get(fairness, role);
+            for t in fair.in_order() {
+                if given
+                    .and_then(|f| crate::sorted::get(&f.tenants, &t.name))
+                    .is_none()
+                {
+                    return Err(format!(
+                        "fairness.{role}.tenants.{}: tenant '{}' waits for {role}, and the export gives it no turn",
+                        t.name, t.name
+                    ));
+                }
+            }
+            for (name, _) in given.map_or(&[][..], |f| &f.tenants[..]) {
+                if fair.get(name).is_none() {
+                    return Err(format!(
+                        "fairness.{role}.tenants.{name}: no request of tenant '{name}' waits for {role}"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The pending outputs against the state. They may be older than the state (a host
     /// reads them late: a grant since released, a creation since answered), so each is
     /// checked against what outlives them: a grant names a lease id this state issued,
@@ -443,6 +520,7 @@ fn check_export(x: &Exported) -> Result<(), String> {
             timeout_ms: None,
             owner: q.owner.clone(),
             borrow: q.borrow.clone(),
+            tenant: q.tenant.clone(),
         });
         if let Some(beyond) = as_input.limit_violation() {
             return Err(format!("requests[{i}] ('{}'): {beyond}", q.id));

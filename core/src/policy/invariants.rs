@@ -48,6 +48,7 @@ impl Policy {
         self.verify_round()?;
         self.verify_requests()?;
         self.verify_queues()?;
+        self.verify_tenants()?;
         self.verify_budgets()?;
         // An import keeps no report (the rebuild forgets them): checked where inputs
         // are, the debug builds' check after every input.
@@ -100,6 +101,67 @@ impl Policy {
         ensure(self.budgets.rooms.len() == spent, "budget timer", || {
             "a room timer names an executor that is not spent".to_string()
         })
+    }
+
+    /// Tenants: fair queues exactly while the document serves tenants fairly, one per
+    /// role; each holds every waiting request of its role once, under its tenant and
+    /// key; each waiting tenant is in the serving order once under its tag and turn,
+    /// its turn below the next, its tag within a turn of the virtual time; a role
+    /// nobody waits for has its times at 0.
+    fn verify_tenants(&self) -> Result<(), InvariantViolation> {
+        use crate::document::Fairness;
+        use crate::limits::TENANT_TURN;
+        let fair = &self.queue.fair;
+        let on = self.document.fairness() == Fairness::Tenants;
+        let roles = &self.roster.roles.ids;
+        ensure(
+            fair.len() == if on { roles.len() } else { 0 }
+                && fair.iter().zip(roles).all(|(f, &id)| f.role == id),
+            "fair queues",
+            || "the fair queues are not one per role of a document that serves tenants".into(),
+        )?;
+        for (r, f) in fair.iter().enumerate() {
+            let role = self.role_name(r);
+            let mut held = 0;
+            for t in f.in_order() {
+                held += t.queue.len();
+                ensure(
+                    t.queue.len() > 0
+                        && f.get(&t.name).is_some_and(|x| x.turn == t.turn)
+                        && t.turn < f.next_turn
+                        && t.tag <= f.vtime + TENANT_TURN,
+                    "fair queues",
+                    || {
+                        format!(
+                            "tenant {} of {role}: empty, unnamed, or its tag or turn out of bounds",
+                            t.name
+                        )
+                    },
+                )?;
+                for &(key, s) in t.queue.iter() {
+                    let ok = self.queue.requests.at(s).is_some_and(|q| {
+                        q.waiting()
+                            && q.key == key
+                            && q.tenant_name() == &*t.name
+                            && self.roster.request_role(q) == Some(r)
+                    });
+                    ensure(ok, "fair queues", || {
+                        format!("tenant {} of {role} queues a request not its own", t.name)
+                    })?;
+                }
+            }
+            ensure(
+                held == self.queue.by_role[r].len()
+                    && f.order.len() == f.len()
+                    && f.vtime < super::tenants::REBASE_AT
+                    && (f.len() > 0 || (f.vtime == 0 && f.next_turn == 0)),
+                "fair queues",
+                || {
+                    format!("the fair queue of {role} does not hold its waiting requests once, or its times are off")
+                },
+            )?;
+        }
+        Ok(())
     }
 
     /// Probes: the wait index holds exactly the health-excluded executors with no

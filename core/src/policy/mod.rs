@@ -49,6 +49,8 @@ mod reloading;
 mod requests;
 mod role_queue;
 mod roster;
+mod tenanting;
+mod tenants;
 mod timers;
 
 pub use crate::error::InvariantViolation;
@@ -110,7 +112,7 @@ pub struct Policy {
 /// An input checked against the state, carrying what checking it produced.
 enum Checked {
     Plain,
-    Reload(Document),
+    Reload(Box<Document>),
     /// A `version` marker of the log version this core folds: a no-op.
     Marker,
     /// The index of the executor the input names, as `check` found it.
@@ -363,7 +365,7 @@ impl Policy {
                 }
                 let parsed = Document::from_json(document, self.options.kinds.as_deref())
                     .map_err(|violations| Error::InvalidDocument { violations })?;
-                return Ok(Checked::Reload(parsed));
+                return Ok(Checked::Reload(Box::new(parsed)));
             }
             Input::PreflightResult { executor, .. } => {
                 let pending = self
@@ -473,7 +475,7 @@ impl Policy {
             } => self.machine_deleted(lease, ok, error),
             Input::Reload { .. } => {
                 if let Checked::Reload(document) = checked {
-                    self.reload(document);
+                    self.reload(*document);
                 }
             }
             Input::PreflightResult {
