@@ -242,8 +242,8 @@ pub mod write;
 pub use classify::{classify, probe_is_up, Classification, Rule, Signals};
 pub use document::{
     clone_name, duplicate_ids, merge, merge_owned, narrow, validate, ClonesRule, CoderSlotsDefault,
-    Document, Effort, EffortLevel, ExecutorSpec, LeaseEventsRule, Narrowed, PreferRule,
-    RecoveryMode, RecoveryRule, ResetTime, Rules, Violation,
+    Document, Effort, EffortLevel, ExecutorSpec, Fairness, LeaseEventsRule, Narrowed, PreferRule,
+    RecoveryMode, RecoveryRule, ResetTime, Rules, Violation, DEFAULT_TENANT,
 };
 pub use duration::{format_duration, format_seed_duration, parse_duration};
 pub use error::Error;

@@ -86,32 +86,31 @@ impl Policy {
         }
     }
 
-    /// The fair queues' times and the waiting tenants' tags and turns, by role name
-    /// (roles with a waiting tenant only: the others' are all 0).
-    fn exported_fairness(&self) -> Vec<(String, ExportedFair)> {
-        let mut out: Vec<(String, ExportedFair)> = self
-            .queue
-            .fair
-            .iter()
-            .filter(|f| f.len() > 0)
-            .map(|f| {
-                let mut tenants: Vec<(String, [u64; 2])> = f
-                    .in_order()
-                    .map(|t| (t.name.to_string(), [t.tag, t.turn]))
-                    .collect();
-                tenants.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-                (
-                    self.roster.roles.name(f.role).to_string(),
-                    ExportedFair {
-                        vtime: f.vtime,
-                        next_turn: f.next_turn,
-                        tenants,
-                    },
-                )
-            })
-            .collect();
-        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        out
+    /// The fair queues' times and the waiting tenants' tags and turns, by role name:
+    /// `{ role: { vtime, nextTurn, tenants: { name: [tag, turn] } } }`, the roles with
+    /// a waiting tenant only (the others' are all 0); `null` when none has one.
+    fn exported_fairness(&self) -> Value {
+        let mut roles = serde_json::Map::new();
+        for f in self.queue.fair.iter().filter(|f| f.len() > 0) {
+            let mut tenants = serde_json::Map::new();
+            for t in f.in_order() {
+                let pair = vec![Value::from(t.tag), Value::from(t.turn)];
+                tenants.insert(t.name.to_string(), Value::Array(pair));
+            }
+            let mut fair = serde_json::Map::new();
+            fair.insert("vtime".into(), Value::from(f.vtime));
+            fair.insert("nextTurn".into(), Value::from(f.next_turn));
+            fair.insert("tenants".into(), Value::Object(tenants));
+            roles.insert(
+                self.roster.roles.name(f.role).to_string(),
+                Value::Object(fair),
+            );
+        }
+        if roles.is_empty() {
+            Value::Null
+        } else {
+            Value::Object(roles)
+        }
     }
 
     /// The state's hash: FNV-1a 64 over the canonical text of `export_state` with
@@ -244,34 +243,10 @@ pub(super) struct Exported {
     /// Per budgeted account that has granted: its grant times (`budgets.rs`).
     #[serde(serialize_with = "as_map", skip_serializing_if = "Vec::is_empty")]
     pub(super) account_grants: StrMap<std::collections::VecDeque<u64>>,
-    /// Per role with a waiting tenant (`fairness: "tenants"`): its fair queue's state.
-    #[serde(serialize_with = "as_map", skip_serializing_if = "Vec::is_empty")]
-    pub(super) fairness: StrMap<ExportedFair>,
-}
-
-/// A role's fair queue as `export_state` writes it: its virtual time, the next turn
-/// number, and each waiting tenant's `[tag, turn]`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct ExportedFair {
-    pub(super) vtime: u64,
-    pub(super) next_turn: u64,
-    #[serde(serialize_with = "as_map")]
-    pub(super) tenants: StrMap<[u64; 2]>,
-}
-
-impl ExportedFair {
-    fn from_json(value: &Value) -> Read<ExportedFair> {
-        let o = object(value, "struct ExportedFair")?;
-        Ok(ExportedFair {
-            vtime: at("vtime", o.req("vtime", read::u64))?,
-            next_turn: at("nextTurn", o.req("nextTurn", read::u64))?,
-            tenants: sorted::map_from(map_in(o, "tenants", |v| {
-                let [tag, turn] = tuple(v)?;
-                Ok([read::u64(tag)?, read::u64(turn)?])
-            })?),
-        })
-    }
+    /// Per role with a waiting tenant (`fairness: "tenants"`): its fair queue's state
+    /// (`Policy::exported_fairness`), read by the import's own checks.
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub(super) fairness: Value,
 }
 
 #[derive(Serialize)]
@@ -505,10 +480,7 @@ impl Exported {
                         .map(|(name, times)| (name, times.into())),
                 ),
             },
-            fairness: match o.0.get("fairness") {
-                None => StrMap::new(),
-                Some(_) => sorted::map_from(map_in(o, "fairness", ExportedFair::from_json)?),
-            },
+            fairness: o.0.get("fairness").cloned().unwrap_or(Value::Null),
         })
     }
 }

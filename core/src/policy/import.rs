@@ -14,10 +14,9 @@ use crate::document::Document;
 use crate::error::Error;
 use crate::limits::{MAX_SAFE_INTEGER, MAX_WAITING_REQUESTS};
 use crate::protocol::{ExclusionKind, Input, LeaseRequest, Output};
-use crate::sorted::StrMap;
 
 use super::budgets::window_fault;
-use super::export::{join_violations, Exported, ExportedFair, RequestState};
+use super::export::{join_violations, Exported, RequestState};
 use super::keys::{order_key, ByName, Index};
 use super::leases::LeaseTable;
 use super::outputs::Queued;
@@ -309,70 +308,84 @@ impl Policy {
 impl Policy {
     /// An export's fair queues, put in place before the rebuild (which keeps their
     /// tenants' tags and turns and fills their queues).
-    fn load_fairness(&mut self, fairness: &StrMap<ExportedFair>) -> Result<(), String> {
-        if fairness.is_empty() {
-            return Ok(());
-        }
-        if self.queue.fair.is_empty() {
+    fn load_fairness(&mut self, fairness: &Value) -> Result<(), String> {
+        let Some(roles) = fairness.as_object() else {
+            return match fairness {
+                Value::Null => Ok(()),
+                _ => Err("fairness: a record of fair queues by role".into()),
+            };
+        };
+        if self.queue.fair.is_empty() && !roles.is_empty() {
             return Err(
                 "fairness: the document does not serve tenants fairly (fairness: \"tenants\")"
                     .into(),
             );
         }
-        for (role, f) in fairness {
+        for (role, f) in roles {
             let Some(r) = self.document.roles.iter().position(|x| x == role) else {
                 return Err(format!(
                     "fairness.{role}: '{role}' is not a role of the document"
                 ));
             };
-            if f.vtime > MAX_SAFE_INTEGER || f.next_turn > MAX_SAFE_INTEGER {
+            let number = |k: &str| {
+                f.get(k)
+                    .and_then(Value::as_u64)
+                    .filter(|&n| n <= MAX_SAFE_INTEGER)
+            };
+            let tenants = f.get("tenants").and_then(Value::as_object);
+            let (Some(vtime), Some(next_turn), Some(tenants)) =
+                (number("vtime"), number("nextTurn"), tenants)
+            else {
                 return Err(format!(
-                    "fairness.{role}: vtime and nextTurn are within 2^53 - 1"
+                    "fairness.{role}: not {{ vtime, nextTurn, tenants }}, numbers within 2^53 - 1"
                 ));
-            }
+            };
             let fair = &mut self.queue.fair[r];
-            fair.vtime = f.vtime;
-            for (name, [tag, turn]) in &f.tenants {
-                if *tag > MAX_SAFE_INTEGER || *turn >= f.next_turn {
-                    return Err(format!(
-                        "fairness.{role}.tenants.{name}: [tag, turn] within 2^53 - 1, the turn below nextTurn"
-                    ));
+            fair.vtime = vtime;
+            for (name, pair) in tenants {
+                let pair = pair.as_array().filter(|a| a.len() == 2);
+                let tag_turn = pair.and_then(|a| Some((a[0].as_u64()?, a[1].as_u64()?)));
+                match tag_turn {
+                    Some((tag, turn))
+                        if tag <= MAX_SAFE_INTEGER
+                            && turn < next_turn
+                            && !fair.order.contains_key(&[tag, turn, 0, 0]) =>
+                    {
+                        fair.add(name, tag, turn);
+                    }
+                    _ => {
+                        return Err(format!(
+                            "fairness.{role}.tenants.{name}: not [tag, turn] within 2^53 - 1, its turn below nextTurn and its pair unlike another tenant's"
+                        ))
+                    }
                 }
-                if fair.order.contains_key(&[*tag, *turn, 0, 0]) {
-                    return Err(format!(
-                        "fairness.{role}.tenants.{name}: another tenant has the same tag and turn"
-                    ));
-                }
-                fair.add(name, *tag, *turn);
             }
-            fair.next_turn = f.next_turn;
+            fair.next_turn = next_turn;
         }
         Ok(())
     }
 
     /// The rebuilt fair queues against the export: every waiting tenant has the turn
     /// the export gave it, and every tenant the export lists waits.
-    fn check_fairness(&self, fairness: &StrMap<ExportedFair>) -> Result<(), String> {
+    fn check_fairness(&self, fairness: &Value) -> Result<(), String> {
         for (r, fair) in self.queue.fair.iter().enumerate() {
             let role = self.role_name(r);
-            let given = crate::sorted::get(fairness, role);
-            for t in fair.in_order() {
-                if given
-                    .and_then(|f| crate::sorted::get(&f.tenants, &t.name))
-                    .is_none()
-                {
-                    return Err(format!(
-                        "fairness.{role}.tenants.{}: tenant '{}' waits for {role}, and the export gives it no turn",
-                        t.name, t.name
-                    ));
-                }
+            let given = fairness
+                .get(role)
+                .and_then(|f| f.get("tenants"))
+                .and_then(Value::as_object);
+            let listed = |name: &str| given.is_some_and(|g| g.contains_key(name));
+            if let Some(t) = fair.in_order().find(|t| !listed(&t.name)) {
+                return Err(format!(
+                    "fairness.{role}.tenants.{0}: tenant '{0}' waits for {role}, and the export gives it no turn",
+                    t.name
+                ));
             }
-            for (name, _) in given.map_or(&[][..], |f| &f.tenants[..]) {
-                if fair.get(name).is_none() {
-                    return Err(format!(
-                        "fairness.{role}.tenants.{name}: no request of tenant '{name}' waits for {role}"
-                    ));
-                }
+            let stale = given.and_then(|g| g.keys().find(|name| fair.get(name).is_none()));
+            if let Some(name) = stale {
+                return Err(format!(
+                    "fairness.{role}.tenants.{name}: no request of tenant '{name}' waits for {role}"
+                ));
             }
         }
         Ok(())

@@ -125,30 +125,24 @@ impl Policy {
             let mut held = 0;
             for t in f.in_order() {
                 held += t.queue.len();
+                let own = t.queue.iter().all(|&(key, s)| {
+                    self.queue.requests.at(s).is_some_and(|q| {
+                        q.waiting()
+                            && q.key == key
+                            && q.tenant_name() == &*t.name
+                            && self.roster.request_role(q) == Some(r)
+                    })
+                });
                 ensure(
-                    t.queue.len() > 0
+                    own && t.queue.len() > 0
                         && f.get(&t.name).is_some_and(|x| x.turn == t.turn)
                         && t.turn < f.next_turn
                         && t.tag <= f.vtime + TENANT_TURN,
                     "fair queues",
                     || {
-                        format!(
-                            "tenant {} of {role}: empty, unnamed, or its tag or turn out of bounds",
-                            t.name
-                        )
+                        role.to_string() + ": a tenant is empty, unnamed, holds another's request, or its tag or turn is out of bounds"
                     },
                 )?;
-                for &(key, s) in t.queue.iter() {
-                    let ok = self.queue.requests.at(s).is_some_and(|q| {
-                        q.waiting()
-                            && q.key == key
-                            && q.tenant_name() == &*t.name
-                            && self.roster.request_role(q) == Some(r)
-                    });
-                    ensure(ok, "fair queues", || {
-                        format!("tenant {} of {role} queues a request not its own", t.name)
-                    })?;
-                }
             }
             ensure(
                 held == self.queue.by_role[r].len()
@@ -157,7 +151,7 @@ impl Policy {
                     && (f.len() > 0 || (f.vtime == 0 && f.next_turn == 0)),
                 "fair queues",
                 || {
-                    format!("the fair queue of {role} does not hold its waiting requests once, or its times are off")
+                    role.to_string() + ": the fair queue does not hold its waiting requests once, or its times are off"
                 },
             )?;
         }

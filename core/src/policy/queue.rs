@@ -244,9 +244,13 @@ impl Queue {
             self.fair = (0..role_count)
                 .map(|r| {
                     let id = roles.ids.get(r).copied().unwrap_or(0);
-                    kept.iter()
+                    let mut f = kept
+                        .iter()
                         .find(|f| f.role == id)
-                        .map_or_else(|| FairRole::new(id), FairRole::emptied)
+                        .cloned()
+                        .unwrap_or_else(|| FairRole::new(id));
+                    f.empty_queues();
+                    f
                 })
                 .collect();
         }

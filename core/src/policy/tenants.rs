@@ -215,15 +215,12 @@ impl FairRole {
         }
     }
 
-    /// Its tenants' tags and turns, with their queues emptied (a rebuild refills them).
-    pub(super) fn emptied(&self) -> FairRole {
-        let mut kept = FairRole::new(self.role);
-        kept.vtime = self.vtime;
-        for tenant in self.in_order() {
-            kept.add(&tenant.name, tenant.tag, tenant.turn);
+    /// Keeps its tenants' tags and turns and empties their queues (a rebuild
+    /// refills them).
+    pub(super) fn empty_queues(&mut self) {
+        for tenant in self.tenants.iter_mut().flatten() {
+            tenant.queue = RoleQueue::default();
         }
-        kept.next_turn = self.next_turn;
-        kept
     }
 }
 
