@@ -162,8 +162,19 @@ export interface RosterDocument {
    * names is an `unusedAccount` warning.
    */
   accounts?: Record<string, { budget?: Budget | undefined }> | undefined
+  /**
+   * The order a role's waiting requests are served in: `'leaseOrder'` (default: rank,
+   * event time, arrival) or `'tenants'` (across the leases' `tenant`s by weighted fair
+   * queuing, within a tenant in lease order).
+   */
+  fairness?: Fairness | undefined
+  /** Tenant weights for `fairness: 'tenants'` (a whole number from 1 to 20; a tenant not listed weighs 1). */
+  tenants?: Record<string, { weight?: number | undefined }> | undefined
   [field: string]: unknown
 }
+
+/** `'leaseOrder'` (default) or `'tenants'`. */
+export type Fairness = 'leaseOrder' | 'tenants'
 
 /** `'all'` (default) or `'probation'`. */
 export type RecoveryMode = 'all' | 'probation'
@@ -360,6 +371,8 @@ export interface LeaseRequestInput {
   label?: string | undefined
   /** What the call is for beyond its role (a review lens); at most 4,096 bytes. */
   purpose?: string | undefined
+  /** Who the work is for (`fairness: 'tenants'`); at most 1,024 bytes. None: the tenant `default`. */
+  tenant?: string | undefined
   /** Give up at this instant (epoch ms). Not with `timeoutMs`. */
   deadline?: number | undefined
   /** Give up this long after the input's `now` (the log's time). Not with `deadline`. */
@@ -486,6 +499,8 @@ export interface LeaseStatus {
   role?: Role
   label?: string
   purpose?: string
+  /** The tenant its request named. */
+  tenant?: string
   /** Its clone number (`clones: 'numbered'`). */
   clone?: number
   hold?: unknown
@@ -540,6 +555,8 @@ export interface QueuedRequest {
   eventTime?: number
   label?: string
   purpose?: string
+  /** The tenant it named. */
+  tenant?: string
   pin?: string
   avoid?: string[]
   prefer?: string
@@ -597,6 +614,10 @@ export interface Explanation {
   canEverServe: boolean
   /** The explained waiting request's purpose, when it has one. */
   purpose?: string
+  /** The explained waiting request's tenant (when it names one, or tenants are served fairly). */
+  tenant?: string
+  /** Its tenant's turn among the role's waiting tenants, in words (`fairness: 'tenants'`). */
+  turn?: string
   executors: ExecutorExplanation[]
 }
 
@@ -770,6 +791,7 @@ export interface CoreEventFields {
     pin?: string
     label?: string
     purpose?: string
+    tenant?: string
   }
   creatingMachine: { request: string; executor: string; role: Role; passed: number; label?: string }
   granted: {
@@ -780,6 +802,8 @@ export interface CoreEventFields {
     passed: number
     label?: string
     purpose?: string
+    /** The tenant its request named. */
+    tenant?: string
     clone?: number
     /** How long the request waited, in ms (`leaseEvents: 'typed'`, a request that waited). */
     waitedMs?: number
@@ -1087,6 +1111,12 @@ export interface LeaseOptions {
   label?: string | undefined
   /** What the call is for beyond its role (a review lens), for the lease and its events. */
   purpose?: string | undefined
+  /**
+   * Who the work is for (a team, a customer; at most 1,024 bytes): with the document's
+   * `fairness: 'tenants'`, a role's waiting requests are served across tenants by their
+   * weights. None: the tenant `default`.
+   */
+  tenant?: string | undefined
   /**
    * The executor holding this context's coder (its id, or its entry): when no other
    * executor can serve the request (`because`: nobody / held / out), it takes that
