@@ -325,6 +325,25 @@ crate::read::unit_names!(ResetTime {
     Message = "message"
 });
 
+/// The order waiting requests of a role are served in (the document's `fairness`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fairness {
+    /// Lease order: rank, then event time, then arrival (both seeds).
+    #[default]
+    LeaseOrder,
+    /// Across tenants by weighted fair queuing (their `weight` under `tenants`,
+    /// default 1), and within a tenant in lease order.
+    Tenants,
+}
+
+crate::read::unit_names!(Fairness {
+    LeaseOrder = "leaseOrder",
+    Tenants = "tenants"
+});
+
+/// The tenant of a lease that names none.
+pub const DEFAULT_TENANT: &str = "default";
+
 crate::read::unit_names!(Rules {
     Seed = "seed",
     Upstream = "upstream"
@@ -366,6 +385,11 @@ pub struct Document {
     /// slots that rate-limit, outage and failures-in-a-row exclusions may take out of
     /// the round; `default` for the roles it does not name. Empty: no floor.
     pub max_excluded: SortedMap<u8>,
+    /// The document's `fairness`, if it gives one ([`Document::fairness`]).
+    pub fairness: Option<Fairness>,
+    /// The weights of the tenants listed under `tenants` (a tenant not listed
+    /// weighs 1).
+    pub tenants: SortedMap<u32>,
     /// The signal table failures are classified with: the seed's, extended by the
     /// document's top-level `signals` (`crate::classify`).
     pub signals: Signals,
@@ -549,6 +573,19 @@ impl Document {
     /// `coderSlotsDefault`, else its `rules`'.
     pub fn coder_slots_default(&self) -> CoderSlotsDefault {
         resolve_coder_slots_default(self.coder_slots_default, self.rules)
+    }
+}
+
+impl Document {
+    /// The order a role's waiting requests are served in: the document's `fairness`,
+    /// else lease order.
+    pub fn fairness(&self) -> Fairness {
+        self.fairness.unwrap_or_default()
+    }
+
+    /// A tenant's weight: its entry under `tenants`, else 1.
+    pub fn tenant_weight(&self, tenant: &str) -> u32 {
+        self.tenants.get(tenant).copied().unwrap_or(1)
     }
 }
 

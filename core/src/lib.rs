@@ -35,7 +35,7 @@
 //! let request = |id: &str, now| LeaseRequest {
 //!     now, id: id.into(), role: "reviewer".into(), avoid: vec![], prefer: None,
 //!     pin: None, rank: None, event_time: None, label: None, purpose: None, deadline: None,
-//!     timeout_ms: None, owner: None, borrow: None,
+//!     timeout_ms: None, owner: None, borrow: None, tenant: None,
 //! };
 //! let mut leases = Vec::new();
 //! for id in ["r1", "r2", "r3", "r4"] {
@@ -246,8 +246,8 @@ pub mod write;
 pub use classify::{classify, probe_is_up, Classification, Rule, Signals};
 pub use document::{
     clone_name, duplicate_ids, merge, merge_owned, narrow, validate, ClonesRule, CoderSlotsDefault,
-    Document, Effort, EffortLevel, ExecutorSpec, LeaseEventsRule, Narrowed, PreferRule,
-    RecoveryMode, RecoveryRule, ResetTime, Rules, Violation,
+    Document, Effort, EffortLevel, ExecutorSpec, Fairness, LeaseEventsRule, Narrowed, PreferRule,
+    RecoveryMode, RecoveryRule, ResetTime, Rules, Violation, DEFAULT_TENANT,
 };
 pub use duration::{format_duration, format_seed_duration, parse_duration};
 pub use error::Error;

@@ -49,6 +49,21 @@ pub const MAX_BUDGET_REQUESTS: u64 = 1_000_000;
 /// priorities (a smooth weighted round-robin). A thousand to one is beyond any
 /// split a pool of models needs, and keeps the round-robin's sums small.
 pub const MAX_WEIGHT: u32 = 1_000;
+/// The longest lease `tenant`, in UTF-8 bytes: a tenant is a name like an id (a
+/// team, a customer, a user), a key of the fair queues.
+pub const MAX_TENANT_BYTES: usize = MAX_ID_BYTES;
+
+/// The largest tenant `weight`. A tenant's turn advances its virtual finish time by
+/// [`TENANT_TURN`] / weight, exactly: the turn is divisible by every weight up to it.
+/// 20 to 1 is a wider share than any team split asks for, and keeps the turn small.
+pub const MAX_TENANT_WEIGHT: u32 = 20;
+
+/// The virtual time one turn of a tenant of weight 1 takes: lcm(1, ..., 20), so that
+/// `TENANT_TURN / weight` is a whole number for every allowed weight.
+pub const TENANT_TURN: u64 = 232_792_560;
+
+/// The most tenants a document's `tenants` declares (each is read and kept).
+pub const MAX_TENANTS: usize = 10_000;
 
 /// The most requests that wait at once (the queue's bound: each holds its id, label
 /// and avoid list in memory). Enforced by the policy, which alone knows the count.
@@ -97,4 +112,10 @@ const _: () = {
     assert!(MAX_AVOID >= MAX_EXECUTORS);
     assert!(MAX_ID_BYTES <= MAX_LABEL_BYTES);
     assert!(*RATE_LIMITS_TO_EXCLUDE.end() <= u32::MAX as u64);
+    // Every weight divides a turn.
+    let mut w = 1;
+    while w <= MAX_TENANT_WEIGHT as u64 {
+        assert!(TENANT_TURN % w == 0);
+        w += 1;
+    }
 };

@@ -59,6 +59,11 @@ pub struct LeaseRequest {
     /// that one without a slot (`borrowed`). A `tryLease` never borrows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub borrow: Option<String>,
+    /// Who the work is for (a team, a customer): with the document's `fairness:
+    /// "tenants"`, a role's waiting requests are served across tenants by their
+    /// weights. None: the tenant `default`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
 }
 
 /// Why a request went to the executor it `borrow`s rather than an independent one.
@@ -378,6 +383,7 @@ impl LeaseRequest {
             .or_else(|| beyond_json("deadline", self.deadline))
             .or_else(|| beyond_json("timeoutMs", self.timeout_ms))
             .or_else(|| self.owner.as_deref().and_then(owner_violation))
+            .or_else(|| self.tenant.as_deref().and_then(tenant_violation))
             .or_else(|| {
                 (self.deadline.is_some() && self.timeout_ms.is_some())
                     .then(|| "give `deadline` or `timeoutMs`, not both".to_string())
@@ -389,6 +395,20 @@ impl LeaseRequest {
 fn text_too_long(field: &str, text: &Option<String>, most: usize) -> Option<String> {
     let len = text.as_deref().map_or(0, str::len);
     (len > most).then(|| format!("`{field}` is {len} bytes long; the most is {most}"))
+}
+
+/// A tenant is a name: non-empty, and no longer than `limits::MAX_TENANT_BYTES`.
+pub(crate) fn tenant_violation(tenant: &str) -> Option<String> {
+    if tenant.is_empty() {
+        return Some("`tenant` is empty; a tenant is a non-empty string".to_string());
+    }
+    let len = tenant.len();
+    (len > limits::MAX_TENANT_BYTES).then(|| {
+        format!(
+            "`tenant` is {len} bytes long; the most is {}",
+            limits::MAX_TENANT_BYTES
+        )
+    })
 }
 
 /// An owner is an id: non-empty, and no longer than one.

@@ -145,6 +145,9 @@ pub struct LeaseStatus {
     /// Its owner (a shared roster's instance), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// The tenant its request named, when it named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -176,6 +179,9 @@ pub struct QueuedRequest {
     /// Its owner (a shared roster's instance), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// The tenant it named, when it named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -233,6 +239,14 @@ pub struct Explanation {
     /// The explained waiting request's purpose, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub purpose: Option<String>,
+    /// The explained waiting request's tenant, when it names one or the document
+    /// serves tenants fairly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    /// Where its tenant stands among the role's waiting tenants (`fairness:
+    /// "tenants"`), in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<String>,
     pub executors: Vec<ExecutorExplanation>,
 }
 

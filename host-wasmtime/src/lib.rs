@@ -92,6 +92,9 @@ pub use rota_core::{
     FailureKind, Fields, Level, Options, Output, PersistedState, Plan, PreferRule, ResetTime,
     Rules, Snapshot, SortedMap, Unservable, Violation,
 };
+/// The order a role's waiting requests are served in (the document's `fairness`), and
+/// the tenant of a lease that names none.
+pub use rota_core::{Fairness, DEFAULT_TENANT};
 /// How an executor returns after a rate-limit or usage-limit cooldown.
 pub use rota_core::{RecoveryMode, RecoveryRule};
 

@@ -360,6 +360,17 @@ test("a lease's purpose (the upstream's LeaseOptions.purpose) is on the lease an
   )
 })
 
+test("rota's tenant in LeaseOptions reaches the core: the granted line names it", async () => {
+  await run({ fairness: 'tenants', executors: [spec('a', { roles: ['reviewer'] })] }, (roster, lines) =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        yield* roster.lease('reviewer', { tenant: 'acme' })
+        assert.deepEqual(lines.slice(0, 1), ['Info: roster: a takes reviewer (tenant acme)'])
+      }),
+    ),
+  )
+})
+
 test("the upstream's borrow and capacity: a saturated roster borrows the context's coder; capacityChanged wakes at a cooldown's end on TestClock", async () => {
   const both = (id) => spec(id, { roles: ['coder', 'reviewer'] })
   await run({ executors: [both('a'), both('b')] }, (roster, lines) =>

@@ -133,6 +133,12 @@ test('the JSON Schema ships in the package and accepts what the core accepts', {
     assert.deepEqual(validate(doc), [])
   }
   assert.deepEqual(validate(spread), [])
+  // Tenants: both fairness values, weights from 1 to 20, an entry without one.
+  for (const fairness of ['leaseOrder', 'tenants']) {
+    const doc = { fairness, tenants: { acme: { weight: 20 }, solo: { weight: 1 }, plain: {} }, executors: [{ id: 'a', harness: 'pi', roles: ['coder'] }] }
+    assert.ok(check(doc), fairness)
+    assert.deepEqual(validate(doc), [])
+  }
   // Structure errors an editor should flag, each one the core refuses too.
   for (const bad of [
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], slots: 0 }] },
@@ -170,6 +176,13 @@ test('the JSON Schema ships in the package and accepts what the core accepts', {
     { accounts: 'acme', executors: [] },
     { accounts: { acme: { budget: { perMs: 10 } } }, executors: [] },
     { accounts: { acme: { limit: 3 } }, executors: [] },
+    { fairness: 'fair', executors: [] },
+    { tenants: { acme: { weight: 0 } }, executors: [] },
+    { tenants: { acme: { weight: 21 } }, executors: [] },
+    { tenants: { acme: { weight: 1.5 } }, executors: [] },
+    { tenants: { acme: { share: 2 } }, executors: [] },
+    { tenants: { acme: 2 }, executors: [] },
+    { tenants: [], executors: [] },
     {},
   ]) {
     assert.equal(check(bad), false, `the schema accepts ${JSON.stringify(bad)}`)

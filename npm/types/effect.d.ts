@@ -189,6 +189,8 @@ export interface LeaseOptions {
   readonly label?: string | undefined
   /** What the call is for beyond its role (the upstream's, a review lens): in the granted line. */
   readonly purpose?: string | undefined
+  /** Who the work is for (rota's `tenant`): with `fairness: 'tenants'`, its turn among the tenants. */
+  readonly tenant?: string | undefined
   /** The executor holding this context's coder (its entry or id), taken when independence cannot be had; `tryLease` never borrows. */
   readonly borrow?: ExecutorSpec | string | undefined
 }

@@ -175,11 +175,22 @@ export interface RosterDocument {
    * Usage-limit, authentication and model-unavailable exclusions always apply. No default: no floor.
    */
   maxExcluded?: Percent | Record<string, Percent> | undefined
+  /**
+   * The order a role's waiting requests are served in: `'leaseOrder'` (default: rank,
+   * event time, arrival) or `'tenants'` (across the leases' `tenant`s by weighted fair
+   * queuing, within a tenant in lease order).
+   */
+  fairness?: Fairness | undefined
+  /** Tenant weights for `fairness: 'tenants'` (a whole number from 1 to 20; a tenant not listed weighs 1). */
+  tenants?: Record<string, { weight?: number | undefined }> | undefined
   [field: string]: unknown
 }
 
 /** A whole percentage, `'0%'` to `'100%'`. */
 export type Percent = `${number}%`
+
+/** `'leaseOrder'` (default) or `'tenants'`. */
+export type Fairness = 'leaseOrder' | 'tenants'
 
 /** `'all'` (default) or `'probation'`. */
 export type RecoveryMode = 'all' | 'probation'
@@ -377,6 +388,8 @@ export interface LeaseRequestInput {
   label?: string | undefined
   /** What the call is for beyond its role (a review lens); at most 4,096 bytes. */
   purpose?: string | undefined
+  /** Who the work is for (`fairness: 'tenants'`); at most 1,024 bytes. None: the tenant `default`. */
+  tenant?: string | undefined
   /** Give up at this instant (epoch ms). Not with `timeoutMs`. */
   deadline?: number | undefined
   /** Give up this long after the input's `now` (the log's time). Not with `deadline`. */
@@ -503,6 +516,8 @@ export interface LeaseStatus {
   role?: Role
   label?: string
   purpose?: string
+  /** The tenant its request named. */
+  tenant?: string
   /** Its clone number (`clones: 'numbered'`). */
   clone?: number
   hold?: unknown
@@ -557,6 +572,8 @@ export interface QueuedRequest {
   eventTime?: number
   label?: string
   purpose?: string
+  /** The tenant it named. */
+  tenant?: string
   pin?: string
   avoid?: string[]
   prefer?: string
@@ -614,6 +631,10 @@ export interface Explanation {
   canEverServe: boolean
   /** The explained waiting request's purpose, when it has one. */
   purpose?: string
+  /** The explained waiting request's tenant (when it names one, or tenants are served fairly). */
+  tenant?: string
+  /** Its tenant's turn among the role's waiting tenants, in words (`fairness: 'tenants'`). */
+  turn?: string
   executors: ExecutorExplanation[]
 }
 
@@ -787,6 +808,7 @@ export interface CoreEventFields {
     pin?: string
     label?: string
     purpose?: string
+    tenant?: string
   }
   creatingMachine: { request: string; executor: string; role: Role; passed: number; label?: string }
   granted: {
@@ -797,6 +819,8 @@ export interface CoreEventFields {
     passed: number
     label?: string
     purpose?: string
+    /** The tenant its request named. */
+    tenant?: string
     clone?: number
     /** How long the request waited, in ms (`leaseEvents: 'typed'`, a request that waited). */
     waitedMs?: number
@@ -1111,6 +1135,12 @@ export interface LeaseOptions {
   label?: string | undefined
   /** What the call is for beyond its role (a review lens), for the lease and its events. */
   purpose?: string | undefined
+  /**
+   * Who the work is for (a team, a customer; at most 1,024 bytes): with the document's
+   * `fairness: 'tenants'`, a role's waiting requests are served across tenants by their
+   * weights. None: the tenant `default`.
+   */
+  tenant?: string | undefined
   /**
    * The executor holding this context's coder (its id, or its entry): when no other
    * executor can serve the request (`because`: nobody / held / out), it takes that

@@ -315,6 +315,13 @@ fn random_document(r: &mut SplitMix64) -> Value {
         doc["accounts"] =
             json!({ "acme": { "budget": { "requests": r.range(1, 4), "perMs": 60_000 } } });
     }
+    // Tenants served fairly, some with weights (a tenant not listed weighs 1).
+    if r.chance(30) {
+        doc["fairness"] = json!("tenants");
+        if r.chance(50) {
+            doc["tenants"] = json!({ "t1": { "weight": r.range(1, 4) }, "t2": {} });
+        }
+    }
     // The upstream's later rules (issue 43): the switch, or one rule's own field.
     match r.below(12) {
         0 => doc["rules"] = json!("upstream"),
@@ -505,6 +512,9 @@ fn lease_input(r: &mut SplitMix64, seen: &mut Seen, kind: &str) -> Value {
     // Issue 43: the context's coder executor, borrowed when no other can serve.
     if r.chance(15) {
         input["borrow"] = json!(some_executor(r, seen));
+    }
+    if r.chance(40) {
+        input["tenant"] = json!(*r.pick(&["t1", "t2", "t3"]));
     }
     input
 }

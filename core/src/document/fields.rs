@@ -26,6 +26,8 @@ const TOP: &[&str] = &[
     "exclusion",
     "accounts",
     "maxExcluded",
+    "fairness",
+    "tenants",
     "$schema",
 ];
 
@@ -193,5 +195,9 @@ mod tests {
         assert_eq!(nearest("budgte", EXECUTOR), Some("budget"));
         assert_eq!(nearest("acounts", TOP), Some("accounts"));
         assert_eq!(nearest("accounts", TOP), None);
+        // Tenants.
+        assert_eq!(nearest("fairnes", TOP), Some("fairness"));
+        assert_eq!(nearest("tenats", TOP), Some("tenants"));
+        assert_eq!(nearest("tenants", TOP), None);
     }
 }

@@ -11,10 +11,11 @@ use crate::write::to_text;
 
 mod budget;
 mod floor;
+mod tenants;
 
 use super::{
     resolve_coder_slots_default, ClonesRule, CoderSlotsDefault, Cooldowns, Document, Effort,
-    EffortLevel, ExecutorSpec, Form, LeaseEventsRule, PreferRule, Priority, RecoveryMode,
+    EffortLevel, ExecutorSpec, Fairness, Form, LeaseEventsRule, PreferRule, Priority, RecoveryMode,
     RecoveryRule, ResetTime, Rules, Violation, CODER_ROLE, DEFAULT_ROLES, MAX_BACKOFF,
     MAX_CONSECUTIVE_FAILURES,
 };
@@ -152,6 +153,8 @@ impl Parser {
         self.consecutive_failures = self.exclusion(object.get("exclusion"), "exclusion", 0);
         let accounts = self.accounts(object.get("accounts"));
         let max_excluded = self.max_excluded(object.get("maxExcluded"), &roles);
+        let fairness = self.named(object, "fairness", Fairness::from_json, Fairness::NAMES);
+        let tenants = self.tenants(object.get("tenants"));
         if entries.len() > limits::MAX_EXECUTORS {
             self.fail(
                 "executors",
@@ -208,6 +211,8 @@ impl Parser {
             reset_time,
             accounts,
             max_excluded,
+            fairness,
+            tenants,
             signals,
             raw: Value::Null,
             executors_in_specs: None,

@@ -82,6 +82,34 @@ impl Policy {
             start_failed: self.reloads.startup == Startup::Failed,
             cut_short: self.reloads.cut_short.clone(),
             account_grants: self.budgets.accounts.clone(),
+            fairness: self.exported_fairness(),
+        }
+    }
+
+    /// The fair queues' times and the waiting tenants' tags and turns, by role name:
+    /// `{ role: { vtime, nextTurn, tenants: { name: [tag, turn] } } }`, the roles with
+    /// a waiting tenant only (the others' are all 0); `null` when none has one.
+    fn exported_fairness(&self) -> Value {
+        let mut roles = serde_json::Map::new();
+        for f in self.queue.fair.iter().filter(|f| f.len() > 0) {
+            let mut tenants = serde_json::Map::new();
+            for t in f.in_order() {
+                let pair = vec![Value::from(t.tag), Value::from(t.turn)];
+                tenants.insert(t.name.to_string(), Value::Array(pair));
+            }
+            let mut fair = serde_json::Map::new();
+            fair.insert("vtime".into(), Value::from(f.vtime));
+            fair.insert("nextTurn".into(), Value::from(f.next_turn));
+            fair.insert("tenants".into(), Value::Object(tenants));
+            roles.insert(
+                self.roster.roles.name(f.role).to_string(),
+                Value::Object(fair),
+            );
+        }
+        if roles.is_empty() {
+            Value::Null
+        } else {
+            Value::Object(roles)
         }
     }
 
@@ -112,6 +140,7 @@ impl Policy {
             deadline: q.deadline(),
             owner: q.owner().map(str::to_string),
             borrow: q.borrow().map(str::to_string),
+            tenant: q.tenant().map(str::to_string),
             key: key_parts(&q.key),
             since: q.since,
             announced: q.announced,
@@ -161,6 +190,9 @@ pub(super) struct ExportedRequest {
     /// Not written when absent (an export without borrowing reads as before).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) borrow: Option<String>,
+    /// Not written when absent (an export without tenants reads as before).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) tenant: Option<String>,
     pub(super) key: KeyParts,
     pub(super) since: u64,
     pub(super) announced: bool,
@@ -211,6 +243,10 @@ pub(super) struct Exported {
     /// Per budgeted account that has granted: its grant times (`budgets.rs`).
     #[serde(serialize_with = "as_map", skip_serializing_if = "Vec::is_empty")]
     pub(super) account_grants: StrMap<std::collections::VecDeque<u64>>,
+    /// Per role with a waiting tenant (`fairness: "tenants"`): its fair queue's state
+    /// (`Policy::exported_fairness`), read by the import's own checks.
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub(super) fairness: Value,
 }
 
 #[derive(Serialize)]
@@ -347,6 +383,7 @@ impl ExportedRequest {
             deadline: o.opt("deadline", read::u64)?,
             owner: o.opt("owner", read::string)?,
             borrow: o.opt("borrow", read::string)?,
+            tenant: o.opt("tenant", read::string)?,
             key,
             since: o.req("since", read::u64)?,
             announced: o.req("announced", read::bool)?,
@@ -374,6 +411,7 @@ impl Lease {
             borrowed: o.or("borrowed", read::bool, false)?,
             because: o.opt("because", crate::protocol::Because::from_json)?,
             owner: o.opt("owner", read::string)?,
+            tenant: o.opt("tenant", read::string)?,
             at: Place::default(),
         })
     }
@@ -446,6 +484,7 @@ impl Exported {
                         .map(|(name, times)| (name, times.into())),
                 ),
             },
+            fairness: o.0.get("fairness").cloned().unwrap_or(Value::Null),
         })
     }
 }

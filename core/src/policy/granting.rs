@@ -63,12 +63,14 @@ impl Policy {
                 request.purpose,
                 // A `tryLease` never borrows (the upstream's `tryLease` takes a free slot or nothing).
                 request.borrow.filter(|_| !try_only),
+                request.tenant,
             ),
             creating: None,
         };
         // A free slot now: granted at once, without a trip through `requests`.
         if let Some(e) = self.choose(&req, r) {
             let passed = self.passed_by(e, &req.key);
+            self.queue.serve_tenant(r, req.tenant_name());
             self.take_slot_with(req, e, r, passed, None);
             return;
         }
@@ -118,6 +120,7 @@ impl Policy {
                 None,
                 None,
                 request.borrow.clone(),
+                None,
             ),
             creating: None,
         };
@@ -256,6 +259,17 @@ impl Policy {
         passed: u32,
         because: Option<Because>,
     ) {
+        if !self.queue.fair.is_empty() {
+            // The tenant's turn is taken while its request still waits in its queue.
+            let tenant = self
+                .queue
+                .requests
+                .at(s)
+                .map(|q| q.tenant_name().to_string());
+            if let Some(tenant) = tenant {
+                self.queue.serve_tenant(r, &tenant);
+            }
+        }
         self.dequeue_at(s);
         // Its id stays in use: the lease (or the store again) takes the entry over.
         let Some(req) = self.queue.requests.take_at(s) else {
@@ -428,6 +442,16 @@ impl Policy {
             if !x.blocked() {
                 for &r in &x.role_indexes {
                     if !x.free_for(r) {
+                        continue;
+                    }
+                    if let Some(fair) = self.queue.fair.get(r) {
+                        // The role's turn across tenants; compared with the other
+                        // roles' and the pinned candidates in lease order.
+                        if let Some((key, s)) = self.fair_first(fair, &x.spec.id) {
+                            if best.as_ref().is_none_or(|(b, _, _)| key < *b) {
+                                best = Some((key, s, None));
+                            }
+                        }
                         continue;
                     }
                     for &(key, s) in self.queue.by_role[r].iter() {

@@ -132,7 +132,9 @@ impl Policy {
                 has_event_time: q.event_time.is_some(),
                 label: q.label.map(String::into_boxed_str),
                 owner: q.owner.map(String::into_boxed_str),
-                extra: request_extra(q.avoid, q.prefer, q.pin, q.deadline, q.purpose, q.borrow),
+                extra: request_extra(
+                    q.avoid, q.prefer, q.pin, q.deadline, q.purpose, q.borrow, q.tenant,
+                ),
                 creating: match q.state {
                     RequestState::Waiting => None,
                     RequestState::Creating { executor, passed } => {
@@ -172,7 +174,10 @@ impl Policy {
                 since: p.since,
             });
         }
+        let fairness = exported.fairness;
+        policy.load_fairness(&fairness).map_err(bad)?;
         policy.rebuild();
+        policy.check_fairness(&fairness).map_err(bad)?;
         // The imported leases' request ids (a reload or a drained executor's rebuild
         // leaves them as they are: only an import brings leases the map has not seen).
         policy.leases.reindex(&mut policy.queue.requests);
@@ -301,6 +306,91 @@ impl Policy {
 }
 
 impl Policy {
+    /// An export's fair queues, put in place before the rebuild (which keeps their
+    /// tenants' tags and turns and fills their queues).
+    fn load_fairness(&mut self, fairness: &Value) -> Result<(), String> {
+        let Some(roles) = fairness.as_object() else {
+            return match fairness {
+                Value::Null => Ok(()),
+                _ => Err("fairness: a record of fair queues by role".into()),
+            };
+        };
+        if self.queue.fair.is_empty() && !roles.is_empty() {
+            return Err(
+                "fairness: the document does not serve tenants fairly (fairness: \"tenants\")"
+                    .into(),
+            );
+        }
+        for (role, f) in roles {
+            let Some(r) = self.document.roles.iter().position(|x| x == role) else {
+                return Err(format!(
+                    "fairness.{role}: '{role}' is not a role of the document"
+                ));
+            };
+            let number = |k: &str| {
+                f.get(k)
+                    .and_then(Value::as_u64)
+                    .filter(|&n| n <= MAX_SAFE_INTEGER)
+            };
+            let tenants = f.get("tenants").and_then(Value::as_object);
+            let (Some(vtime), Some(next_turn), Some(tenants)) =
+                (number("vtime"), number("nextTurn"), tenants)
+            else {
+                return Err(format!(
+                    "fairness.{role}: not {{ vtime, nextTurn, tenants }}, numbers within 2^53 - 1"
+                ));
+            };
+            let fair = &mut self.queue.fair[r];
+            fair.vtime = vtime;
+            for (name, pair) in tenants {
+                let pair = pair.as_array().filter(|a| a.len() == 2);
+                let tag_turn = pair.and_then(|a| Some((a[0].as_u64()?, a[1].as_u64()?)));
+                match tag_turn {
+                    Some((tag, turn))
+                        if tag <= MAX_SAFE_INTEGER
+                            && turn < next_turn
+                            && !fair.order.contains_key(&[tag, turn, 0, 0]) =>
+                    {
+                        fair.add(name, tag, turn);
+                    }
+                    _ => {
+                        return Err(format!(
+                            "fairness.{role}.tenants.{name}: not [tag, turn] within 2^53 - 1, its turn below nextTurn and its pair unlike another tenant's"
+                        ))
+                    }
+                }
+            }
+            fair.next_turn = next_turn;
+        }
+        Ok(())
+    }
+
+    /// The rebuilt fair queues against the export: every waiting tenant has the turn
+    /// the export gave it, and every tenant the export lists waits.
+    fn check_fairness(&self, fairness: &Value) -> Result<(), String> {
+        for (r, fair) in self.queue.fair.iter().enumerate() {
+            let role = self.role_name(r);
+            let given = fairness
+                .get(role)
+                .and_then(|f| f.get("tenants"))
+                .and_then(Value::as_object);
+            let listed = |name: &str| given.is_some_and(|g| g.contains_key(name));
+            if let Some(t) = fair.in_order().find(|t| !listed(&t.name)) {
+                return Err(format!(
+                    "fairness.{role}.tenants.{0}: tenant '{0}' waits for {role}, and the export gives it no turn",
+                    t.name
+                ));
+            }
+            let stale = given.and_then(|g| g.keys().find(|name| fair.get(name).is_none()));
+            if let Some(name) = stale {
+                return Err(format!(
+                    "fairness.{role}.tenants.{name}: no request of tenant '{name}' waits for {role}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The pending outputs against the state. They may be older than the state (a host
     /// reads them late: a grant since released, a creation since answered), so each is
     /// checked against what outlives them: a grant names a lease id this state issued,
@@ -443,6 +533,7 @@ fn check_export(x: &Exported) -> Result<(), String> {
             timeout_ms: None,
             owner: q.owner.clone(),
             borrow: q.borrow.clone(),
+            tenant: q.tenant.clone(),
         });
         if let Some(beyond) = as_input.limit_violation() {
             return Err(format!("requests[{i}] ('{}'): {beyond}", q.id));

@@ -48,6 +48,7 @@ impl Policy {
         self.verify_round()?;
         self.verify_requests()?;
         self.verify_queues()?;
+        self.verify_tenants()?;
         self.verify_budgets()?;
         let fault = self.weights_fault();
         ensure(fault.is_none(), "weights", || fault.unwrap_or_default())?;
@@ -102,6 +103,61 @@ impl Policy {
         ensure(self.budgets.rooms.len() == spent, "budget timer", || {
             "a room timer names an executor that is not spent".to_string()
         })
+    }
+
+    /// Tenants: fair queues exactly while the document serves tenants fairly, one per
+    /// role; each holds every waiting request of its role once, under its tenant and
+    /// key; each waiting tenant is in the serving order once under its tag and turn,
+    /// its turn below the next, its tag within a turn of the virtual time; a role
+    /// nobody waits for has its times at 0.
+    fn verify_tenants(&self) -> Result<(), InvariantViolation> {
+        use crate::document::Fairness;
+        use crate::limits::TENANT_TURN;
+        let fair = &self.queue.fair;
+        let on = self.document.fairness() == Fairness::Tenants;
+        let roles = &self.roster.roles.ids;
+        ensure(
+            fair.len() == if on { roles.len() } else { 0 }
+                && fair.iter().zip(roles).all(|(f, &id)| f.role == id),
+            "fair queues",
+            || "the fair queues are not one per role of a document that serves tenants".into(),
+        )?;
+        for (r, f) in fair.iter().enumerate() {
+            let role = self.role_name(r);
+            let mut held = 0;
+            for t in f.in_order() {
+                held += t.queue.len();
+                let own = t.queue.iter().all(|&(key, s)| {
+                    self.queue.requests.at(s).is_some_and(|q| {
+                        q.waiting()
+                            && q.key == key
+                            && q.tenant_name() == &*t.name
+                            && self.roster.request_role(q) == Some(r)
+                    })
+                });
+                ensure(
+                    own && t.queue.len() > 0
+                        && f.get(&t.name).is_some_and(|x| x.turn == t.turn)
+                        && t.turn < f.next_turn
+                        && t.tag <= f.vtime + TENANT_TURN,
+                    "fair queues",
+                    || {
+                        role.to_string() + ": a tenant is empty, unnamed, holds another's request, or its tag or turn is out of bounds"
+                    },
+                )?;
+            }
+            ensure(
+                held == self.queue.by_role[r].len()
+                    && f.order.len() == f.len()
+                    && f.vtime < super::tenants::REBASE_AT
+                    && (f.len() > 0 || (f.vtime == 0 && f.next_turn == 0)),
+                "fair queues",
+                || {
+                    role.to_string() + ": the fair queue does not hold its waiting requests once, or its times are off"
+                },
+            )?;
+        }
+        Ok(())
     }
 
     /// Probes: the wait index holds exactly the health-excluded executors with no

@@ -44,6 +44,9 @@ pub(super) struct Lease {
     /// absent, so an export without owners reads as before.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) owner: Option<String>,
+    /// The tenant its request named. Not written when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) tenant: Option<String>,
     /// Where `executor` stood in the roster when the lease opened: a hint that saves
     /// the id lookup at release, checked against the id (a reload or a drained
     /// executor moves them). Not state: neither written nor compared.

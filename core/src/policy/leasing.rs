@@ -39,6 +39,7 @@ impl Policy {
             }
             _ => None,
         };
+        let tenant = req.tenant().map(str::to_string);
         let label = req.label.map(String::from);
         let owner = req.owner.map(String::from);
         let id = String::from(req.id);
@@ -66,6 +67,7 @@ impl Policy {
                 borrowed,
                 because,
                 owner,
+                tenant,
                 at: at.map_or_else(Place::default, Place::of),
             }),
             &mut self.queue.requests,
@@ -367,6 +369,7 @@ impl Policy {
                 borrowed: false,
                 because: None,
                 owner,
+                tenant: None,
                 at: place.map_or_else(Place::default, Place::of),
             }),
             &mut self.queue.requests,

@@ -51,6 +51,8 @@ mod requests;
 mod role_queue;
 mod roster;
 mod spreading;
+mod tenanting;
+mod tenants;
 mod timers;
 
 pub use crate::error::InvariantViolation;

@@ -87,6 +87,8 @@ pub struct Grant<'a> {
     pub purpose: Option<&'a str>,
     /// How long its request waited, in ms (typed lease events): in the event only.
     pub waited_ms: Option<u64>,
+    /// The tenant its request named (in the event's fields and message).
+    pub tenant: Option<&'a str>,
 }
 
 impl Grant<'_> {
@@ -107,6 +109,7 @@ impl Grant<'_> {
             clone: lease.clone,
             purpose: lease.purpose.as_deref(),
             waited_ms: None,
+            tenant: lease.tenant.as_deref(),
         }
     }
 
@@ -125,6 +128,7 @@ impl Grant<'_> {
             || self.clone.is_some()
             || self.purpose.is_some()
             || self.waited_ms.is_some()
+            || self.tenant.is_some()
     }
 
     pub fn output(&self) -> Output {
@@ -160,6 +164,11 @@ impl Grant<'_> {
         if let Some(purpose) = self.purpose {
             out.push_str(" · ");
             out.push_str(purpose);
+        }
+        if let Some(tenant) = self.tenant {
+            out.push_str(" (tenant ");
+            out.push_str(tenant);
+            out.push(')');
         }
         if self.hold.is_some() {
             out.push_str(" with a new machine");
@@ -210,6 +219,9 @@ impl Grant<'_> {
         }
         fields.push_sorted("request", Value::String(self.request.to_string()));
         fields.push_sorted("role", Value::String(self.role.to_string()));
+        if let Some(tenant) = self.tenant {
+            fields.push_sorted("tenant", Value::String(tenant.to_string()));
+        }
         if let Some(ms) = self.waited_ms {
             fields.push_sorted("waitedMs", Value::from(ms));
         }

@@ -145,6 +145,7 @@ impl Policy {
                 borrowed: lease.borrowed,
                 because: lease.because,
                 owner: lease.owner.clone(),
+                tenant: lease.tenant.clone(),
             });
         }
         let executors = self
@@ -238,6 +239,7 @@ impl Policy {
                         ahead: 0,
                         waiting_since: q.since,
                         owner: q.owner().map(str::to_string),
+                        tenant: q.tenant().map(str::to_string),
                     },
                 ));
             }
@@ -319,11 +321,12 @@ impl Policy {
 
     /// Why each executor can or cannot take a request (waiting or hypothetical) now.
     pub fn explain(&self, request: &ExplainRequest) -> Result<Explanation, Error> {
-        let purpose = request
+        let waiting = request
             .request
             .as_deref()
-            .and_then(|id| self.queue.requests.get(id))
-            .and_then(|q| q.purpose().map(str::to_string));
+            .and_then(|id| self.queue.requests.get(id));
+        let purpose = waiting.and_then(|q| q.purpose().map(str::to_string));
+        let (tenant, turn) = waiting.map(|q| self.tenant_turn(q)).unwrap_or_default();
         let (role, avoid, prefer, pin) = match &request.request {
             Some(id) => {
                 let q = self
@@ -422,6 +425,7 @@ impl Policy {
                 None,
                 None,
                 None,
+                None,
             ),
             creating: None,
         };
@@ -439,6 +443,8 @@ impl Policy {
             pick,
             can_ever_serve: self.can_serve(r, &avoid, pin.as_deref()),
             purpose,
+            tenant,
+            turn,
             executors,
         };
         if let Some(p) = &pin {

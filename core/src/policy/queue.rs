@@ -5,12 +5,13 @@
 use std::cmp::Ordering;
 
 use crate::limits;
-use crate::sorted::{self, StrMap};
+use crate::sorted::{self, SortedMap, StrMap};
 
 use super::keys::{Index, Key, OrderKey};
 use super::requests::Requests;
 use super::role_queue::RoleQueue;
 use super::roster::RoleTable;
+use super::tenants::FairRole;
 
 /// The request deadlines in (deadline, lease order) order, each with its request's
 /// slot: one `Index` per value of the order key's first word (the unranked flag),
@@ -120,6 +121,11 @@ pub(super) struct Queue {
     pub(super) retry: Vec<String>,
     /// The waiting requests that name a `borrow`, by order key (`borrowing.rs`).
     pub(super) borrowers: Index,
+    /// Per document role, its fair queue across tenants (`tenants.rs`), while the
+    /// document's `fairness` is `tenants`; empty otherwise.
+    pub(super) fair: Vec<FairRole>,
+    /// The document's tenant weights (a tenant not listed weighs 1).
+    pub(super) weights: SortedMap<u32>,
 }
 
 impl Default for Queue {
@@ -133,6 +139,8 @@ impl Default for Queue {
             next_arrival: 0,
             retry: Vec::new(),
             borrowers: Index::new(),
+            fair: Vec::new(),
+            weights: SortedMap::new(),
         }
     }
 }
@@ -182,6 +190,19 @@ impl Queue {
         if request.borrow().is_some() {
             self.borrowers.insert(key, s);
         }
+        if let Some(fair) = self.fair.get_mut(r) {
+            let name = request.tenant_name();
+            let weight = self.weights.get(name).copied().unwrap_or(1);
+            fair.join(name, weight, key, s);
+        }
+    }
+
+    /// A grant of role `r` to a request of `tenant`, before it leaves the queue (the
+    /// fair queues' clock; nothing without them).
+    pub(super) fn serve_tenant(&mut self, r: usize, tenant: &str) {
+        if let Some(fair) = self.fair.get_mut(r) {
+            fair.serve(tenant, self.weights.get(tenant).copied().unwrap_or(1));
+        }
     }
 
     /// Takes the request in slot `s` out of its queues and timers.
@@ -193,6 +214,9 @@ impl Queue {
         let key = request.key;
         if let Some(r) = roles.of(request.role) {
             self.by_role[r].remove(&key);
+            if let Some(fair) = self.fair.get_mut(r) {
+                fair.leave(request.tenant_name(), &key);
+            }
         }
         if let Some(pin) = request.pin() {
             if let Some(queue) = sorted::get_mut(&mut self.pinned, pin) {
@@ -211,8 +235,25 @@ impl Queue {
     }
 
     /// Rebuilds the queues and timers from the stored requests (after a reload or
-    /// an import; `roles` as aligned with the document of `role_count` roles).
-    pub(super) fn reindex(&mut self, roles: &RoleTable, role_count: usize) {
+    /// an import; `roles` as aligned with the document of `role_count` roles; `fair`:
+    /// the document serves tenants fairly). The fair queues keep their tenants' tags
+    /// and turns, by role: a tenant that starts to wait here takes a fresh tag.
+    pub(super) fn reindex(&mut self, roles: &RoleTable, role_count: usize, fair: bool) {
+        let kept = std::mem::take(&mut self.fair);
+        if fair {
+            self.fair = (0..role_count)
+                .map(|r| {
+                    let id = roles.ids.get(r).copied().unwrap_or(0);
+                    let mut f = kept
+                        .iter()
+                        .find(|f| f.role == id)
+                        .cloned()
+                        .unwrap_or_else(|| FairRole::new(id));
+                    f.empty_queues();
+                    f
+                })
+                .collect();
+        }
         self.by_role = vec![RoleQueue::default(); role_count];
         self.pinned.clear();
         self.deadlines.clear();
@@ -237,6 +278,16 @@ impl Queue {
             if request.borrow().is_some() {
                 self.borrowers.insert(request.key, s);
             }
+        }
+        // The tenants join in lease order (a fresh tag's turn follows it).
+        for (r, fair) in self.fair.iter_mut().enumerate() {
+            for &(key, s) in self.by_role[r].iter() {
+                if let Some(request) = self.requests.at(s) {
+                    let name = request.tenant_name();
+                    fair.join(name, self.weights.get(name).copied().unwrap_or(1), key, s);
+                }
+            }
+            fair.prune();
         }
     }
 

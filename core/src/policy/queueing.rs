@@ -97,6 +97,7 @@ impl Policy {
             let waiter = self.queue.requests.at(s);
             let label = waiter.and_then(Request::label).map(str::to_string);
             let purpose = waiter.and_then(Request::purpose).map(str::to_string);
+            let tenant = waiter.and_then(Request::tenant).map(str::to_string);
             let mut message = format!("waiting for an executor to take {role}");
             if let Some(label) = &label {
                 message.push_str(&format!(" for {label}"));
@@ -104,6 +105,11 @@ impl Policy {
             if let Some(purpose) = &purpose {
                 message.push_str(" · ");
                 message.push_str(purpose);
+            }
+            if let Some(tenant) = &tenant {
+                message.push_str(" (tenant ");
+                message.push_str(tenant);
+                message.push(')');
             }
             message.push_str(&format!(": {report}"));
             match unknown_pin {
@@ -135,6 +141,9 @@ impl Policy {
             with_label(&mut fields, label.as_deref());
             if let Some(purpose) = purpose {
                 fields.push(("purpose", json!(purpose)));
+            }
+            if let Some(tenant) = tenant {
+                fields.push(("tenant", json!(tenant)));
             }
             self.event(level, EventName::Waiting, message, fields);
         }

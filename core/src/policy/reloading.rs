@@ -1,7 +1,7 @@
 //! Flows of reload and the roster's derived state: preflights, a reload applied,
 //! the indexes rebuilt, drained executors removed.
 
-use crate::document::{ClonesRule, Document, LeaseEventsRule};
+use crate::document::{ClonesRule, Document, Fairness, LeaseEventsRule};
 use crate::protocol::{Choice, ExclusionKind};
 use crate::protocol::{Level, Output};
 use crate::sorted::{self, StrSet};
@@ -416,7 +416,9 @@ impl Policy {
         self.roster
             .roles
             .derive(&self.roster.executors, roles.len());
-        self.queue.reindex(&self.roster.roles, roles.len());
+        self.queue.weights = self.document.tenants.clone();
+        let fair = self.document.fairness() == Fairness::Tenants;
+        self.queue.reindex(&self.roster.roles, roles.len(), fair);
     }
 
     pub(super) fn remove_drained(&mut self, e: usize) {

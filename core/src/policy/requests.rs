@@ -42,6 +42,8 @@ pub(super) struct RequestExtra {
     pub(super) purpose: Option<Box<str>>,
     /// The executor holding its context's coder (`LeaseRequest::borrow`).
     pub(super) borrow: Option<Box<str>>,
+    /// Who the work is for (`LeaseRequest::tenant`; none: the default tenant).
+    pub(super) tenant: Option<Box<str>>,
 }
 
 #[derive(Debug, Clone)]
@@ -69,6 +71,16 @@ impl Request {
 
     pub(super) fn borrow(&self) -> Option<&str> {
         self.extra.as_ref().and_then(|x| x.borrow.as_deref())
+    }
+
+    /// The tenant it names, if any (`tenant_name` gives the default's name otherwise).
+    pub(super) fn tenant(&self) -> Option<&str> {
+        self.extra.as_ref().and_then(|x| x.tenant.as_deref())
+    }
+
+    /// The tenant it is served as: its own, else the default tenant.
+    pub(super) fn tenant_name(&self) -> &str {
+        self.tenant().unwrap_or(crate::document::DEFAULT_TENANT)
     }
 
     pub(super) fn label(&self) -> Option<&str> {
@@ -108,8 +120,10 @@ pub(super) fn request_extra(
     deadline: Option<u64>,
     purpose: Option<String>,
     borrow: Option<String>,
+    tenant: Option<String>,
 ) -> Option<Box<RequestExtra>> {
-    let empty = avoid.is_empty()
+    let empty = tenant.is_none()
+        && avoid.is_empty()
         && prefer.is_none()
         && pin.is_none()
         && deadline.is_none()
@@ -123,6 +137,7 @@ pub(super) fn request_extra(
             deadline,
             purpose: purpose.map(String::into_boxed_str),
             borrow: borrow.map(String::into_boxed_str),
+            tenant: tenant.map(String::into_boxed_str),
         })
     })
 }

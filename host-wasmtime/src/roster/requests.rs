@@ -41,6 +41,10 @@ pub struct LeaseOptions {
     /// without a slot) when no other executor can serve the request. `try_lease`
     /// never borrows.
     pub borrow: Option<String>,
+    /// Who the work is for (a team, a customer): with the document's `fairness:
+    /// "tenants"`, a role's waiting requests are served across tenants by their
+    /// weights. None: the tenant `default`.
+    pub tenant: Option<String>,
 }
 
 /// What to explain ([`Roster::explain`]): a role, and what a request for it would
@@ -280,6 +284,7 @@ impl Inner {
                     timeout_ms,
                     owner,
                     borrow: options.borrow,
+                    tenant: options.tenant,
                 };
                 match ask {
                     Ask::TryLease => Input::TryLease(request),

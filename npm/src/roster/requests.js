@@ -98,6 +98,7 @@ export function requestFields(input, options) {
   if (eventTime !== undefined) input.eventTime = eventTime
   if (options.label !== undefined) input.label = options.label
   if (options.purpose !== undefined) input.purpose = options.purpose
+  if (options.tenant !== undefined) input.tenant = options.tenant
   // An id, or the executor's entry (the upstream's `borrow: ExecutorSpec`).
   if (options.borrow !== undefined) input.borrow = typeof options.borrow === 'object' && options.borrow !== null ? options.borrow.id : options.borrow
   if (options.timeoutMs === undefined) return undefined

@@ -15,6 +15,7 @@
 //   --role ROLE            the role leased (default coder)
 //   --try                  tryLease instead of lease (a miss is retried after a setImmediate)
 //   --timeout-ms MS        timeoutMs of each lease
+//   --tenant NAME          the tenant of every lease (fairness: "tenants")
 //   --document FILE|JSON   the roster document (default: 4 executors x 3 coder slots)
 //   --ttl-ms, --leader-ttl-ms, --sweep-ms, --snapshot-every, --poll-ms
 //                          the shared roster's options (sql/PROTOCOL.md, "Defaults")
@@ -59,6 +60,7 @@ const { values: args } = parseArgs({
     role: { type: 'string', default: 'coder' },
     try: { type: 'boolean', default: false },
     'timeout-ms': { type: 'string' },
+    tenant: { type: 'string' },
     document: { type: 'string' },
     'ttl-ms': { type: 'string' },
     'leader-ttl-ms': { type: 'string' },
@@ -170,6 +172,7 @@ async function caller(index) {
     let lease
     try {
       const options = timeoutMs === undefined ? {} : { timeoutMs }
+      if (args.tenant !== undefined) options.tenant = args.tenant
       lease = args.try ? await roster.tryLease(role, options) : await roster.lease(role, options)
     } catch (error) {
       log({ t: 'error', caller: index, code: error?.code, message: String(error?.message ?? error) })
