@@ -127,6 +127,7 @@ fn lease(now: u64, id: &str) -> Input {
         deadline: None,
         owner: None,
         borrow: None,
+        affinity: None,
         timeout_ms: None,
     })
 }

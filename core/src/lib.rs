@@ -35,7 +35,7 @@
 //! let request = |id: &str, now| LeaseRequest {
 //!     now, id: id.into(), role: "reviewer".into(), avoid: vec![], prefer: None,
 //!     pin: None, rank: None, event_time: None, label: None, purpose: None, deadline: None,
-//!     timeout_ms: None, owner: None, borrow: None,
+//!     timeout_ms: None, owner: None, borrow: None, affinity: None,
 //! };
 //! let mut leases = Vec::new();
 //! for id in ["r1", "r2", "r3", "r4"] {

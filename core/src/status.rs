@@ -233,6 +233,9 @@ pub struct Explanation {
     /// The explained waiting request's purpose, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub purpose: Option<String>,
+    /// What the request's `affinity` key does now, in words, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<String>,
     pub executors: Vec<ExecutorExplanation>,
 }
 

@@ -253,6 +253,7 @@ fn inputs_built_in_rust_are_checked_by_check_limits() {
         deadline: None,
         owner: None,
         borrow: None,
+        affinity: None,
         timeout_ms: None,
     };
     let error = Input::Lease(request).check_limits().unwrap_err();

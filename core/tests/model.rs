@@ -663,6 +663,7 @@ impl Tr {
                     deadline: t.deadline_in_ms.map(|d| base + d),
                     owner: None,
                     borrow: None,
+                    affinity: None,
                     timeout_ms: None,
                 };
                 if t.try_only {

@@ -344,6 +344,8 @@ pub(crate) fn read_input(buf: &[u8]) -> Option<Input> {
                 timeout_ms: None,
                 owner: None,
                 borrow: None,
+                // An affinity key takes the JSON step (`binary.js`).
+                affinity: None,
             };
             if kind == input_kind::LEASE {
                 Input::Lease(request)
@@ -856,6 +858,7 @@ impl<'a> Writer<'a> {
                 clone: None,
                 purpose: None,
                 waited_ms: None,
+                affinity: None,
             }),
             Output::Waiting {
                 request,

@@ -25,6 +25,7 @@ const TOP: &[&str] = &[
     "recovery",
     "exclusion",
     "accounts",
+    "affinityTtl",
     "$schema",
 ];
 
@@ -191,5 +192,9 @@ mod tests {
         assert_eq!(nearest("budgte", EXECUTOR), Some("budget"));
         assert_eq!(nearest("acounts", TOP), Some("accounts"));
         assert_eq!(nearest("accounts", TOP), None);
+        // Affinity.
+        assert_eq!(nearest("affinityTtl", TOP), None);
+        assert_eq!(nearest("affinityTTL", TOP), Some("affinityTtl"));
+        assert_eq!(nearest("afinityTtl", TOP), Some("affinityTtl"));
     }
 }

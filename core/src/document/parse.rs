@@ -150,6 +150,16 @@ impl Parser {
         self.recovery = self.recovery(object.get("recovery"), "recovery", RecoveryRule::default());
         self.consecutive_failures = self.exclusion(object.get("exclusion"), "exclusion", 0);
         let accounts = self.accounts(object.get("accounts"));
+        let affinity_ttl = object.get("affinityTtl").filter(|v| !v.is_null()).and_then(|v| {
+            let ms = v.as_str().and_then(parse_duration).filter(|&ms| ms > 0);
+            if ms.is_none() {
+                self.fail(
+                    "affinityTtl",
+                    "`affinityTtl` is a duration longer than 0, such as \"10 minutes\" (how long an idle affinity key is remembered)",
+                );
+            }
+            ms
+        });
         if entries.len() > limits::MAX_EXECUTORS {
             self.fail(
                 "executors",
@@ -204,6 +214,7 @@ impl Parser {
             clones,
             lease_events,
             reset_time,
+            affinity_ttl,
             accounts,
             signals,
             raw: Value::Null,

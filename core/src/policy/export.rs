@@ -82,6 +82,10 @@ impl Policy {
             start_failed: self.reloads.startup == Startup::Failed,
             cut_short: self.reloads.cut_short.clone(),
             account_grants: self.budgets.accounts.clone(),
+            affinity: self
+                .remembered()
+                .map(|x| (x.key.to_string(), x.executor.to_string(), x.used))
+                .collect(),
         }
     }
 
@@ -112,6 +116,7 @@ impl Policy {
             deadline: q.deadline(),
             owner: q.owner().map(str::to_string),
             borrow: q.borrow().map(str::to_string),
+            affinity: q.affinity().map(str::to_string),
             key: key_parts(&q.key),
             since: q.since,
             announced: q.announced,
@@ -161,6 +166,9 @@ pub(super) struct ExportedRequest {
     /// Not written when absent (an export without borrowing reads as before).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) borrow: Option<String>,
+    /// Not written when absent (an export without affinity reads as before).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) affinity: Option<String>,
     pub(super) key: KeyParts,
     pub(super) since: u64,
     pub(super) announced: bool,
@@ -211,6 +219,10 @@ pub(super) struct Exported {
     /// Per budgeted account that has granted: its grant times (`budgets.rs`).
     #[serde(serialize_with = "as_map", skip_serializing_if = "Vec::is_empty")]
     pub(super) account_grants: StrMap<std::collections::VecDeque<u64>>,
+    /// The remembered affinity keys, least recently used first: `[key, executor,
+    /// used]` (`affinity.rs`); not written when none is.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) affinity: Vec<(String, String, u64)>,
 }
 
 #[derive(Serialize)]
@@ -343,6 +355,7 @@ impl ExportedRequest {
             deadline: o.opt("deadline", read::u64)?,
             owner: o.opt("owner", read::string)?,
             borrow: o.opt("borrow", read::string)?,
+            affinity: o.opt("affinity", read::string)?,
             key,
             since: o.req("since", read::u64)?,
             announced: o.req("announced", read::bool)?,
@@ -370,6 +383,7 @@ impl Lease {
             borrowed: o.or("borrowed", read::bool, false)?,
             because: o.opt("because", crate::protocol::Because::from_json)?,
             owner: o.opt("owner", read::string)?,
+            affinity: o.opt("affinity", read::string)?.map(String::into_boxed_str),
             at: Place::default(),
         })
     }
@@ -442,6 +456,23 @@ impl Exported {
                         .map(|(name, times)| (name, times.into())),
                 ),
             },
+            affinity: at(
+                "affinity",
+                o.or(
+                    "affinity",
+                    |v| {
+                        read::list(v, |item| {
+                            let [key, executor, used] = tuple(item)?;
+                            Ok((
+                                read::string(key)?,
+                                read::string(executor)?,
+                                read::u64(used)?,
+                            ))
+                        })
+                    },
+                    Vec::new(),
+                ),
+            )?,
         })
     }
 }

@@ -63,6 +63,7 @@ impl Policy {
                 request.purpose,
                 // A `tryLease` never borrows (the upstream's `tryLease` takes a free slot or nothing).
                 request.borrow.filter(|_| !try_only),
+                request.affinity,
             ),
             creating: None,
         };
@@ -118,6 +119,7 @@ impl Policy {
                 None,
                 None,
                 request.borrow.clone(),
+                request.affinity.clone(),
             ),
             creating: None,
         };
@@ -218,8 +220,10 @@ impl Policy {
 
     /// Among the free executors for a request: `prefer` first (with the document's
     /// `prefer: "tieBreak"`, only while its priority for the role is no worse than
-    /// the best free one's); else the lowest priority for the role; ties to the one
-    /// leased least recently (or the first declared).
+    /// the best free one's); else the executor its `affinity` key is remembered on,
+    /// while its priority is no worse than the best free one's; else the lowest
+    /// priority for the role; ties to the one leased least recently (or the first
+    /// declared).
     pub(super) fn pick(&self, req: &Request, r: usize) -> Option<usize> {
         let best = || {
             self.roster.ready[r]
@@ -239,6 +243,16 @@ impl Policy {
                     return Some(if ranks { e } else { best });
                 }
             }
+        }
+        // Affinity: the executor of the key's last grant, while it ranks with the best.
+        if let Some(e) = self.affine(req, r) {
+            let best = best()?;
+            let x = &self.roster.executors;
+            return Some(if x[e].priority(r) <= x[best].priority(r) {
+                e
+            } else {
+                best
+            });
         }
         best()
     }

@@ -17,7 +17,7 @@ use crate::protocol::{ExclusionKind, Input, LeaseRequest, Output};
 
 use super::budgets::window_fault;
 use super::export::{join_violations, Exported, RequestState};
-use super::keys::{order_key, ByName, Index};
+use super::keys::{order_key, shared, ByName, Index};
 use super::leases::LeaseTable;
 use super::outputs::Queued;
 use super::reload::{PendingReload, Startup};
@@ -132,7 +132,9 @@ impl Policy {
                 has_event_time: q.event_time.is_some(),
                 label: q.label.map(String::into_boxed_str),
                 owner: q.owner.map(String::into_boxed_str),
-                extra: request_extra(q.avoid, q.prefer, q.pin, q.deadline, q.purpose, q.borrow),
+                extra: request_extra(
+                    q.avoid, q.prefer, q.pin, q.deadline, q.purpose, q.borrow, q.affinity,
+                ),
                 creating: match q.state {
                     RequestState::Waiting => None,
                     RequestState::Creating { executor, passed } => {
@@ -191,6 +193,27 @@ impl Policy {
             last_persisted[e] = Some(x);
         }
         policy.persistence.last = last_persisted;
+        // The affinity keys, oldest first, each naming an executor of the document.
+        if exported.affinity.len() > crate::limits::MAX_AFFINITY_KEYS {
+            return Err(bad(format!(
+                "affinity: {} keys; the most is {} (limits::MAX_AFFINITY_KEYS)",
+                exported.affinity.len(),
+                crate::limits::MAX_AFFINITY_KEYS
+            )));
+        }
+        for (n, (key, executor, used)) in exported.affinity.into_iter().enumerate() {
+            if policy.affinity.knows(&key) {
+                return Err(bad(format!("affinity[{n}]: key '{key}' is listed twice")));
+            }
+            policy.affinity.remember(&key, shared(executor), used, 0);
+        }
+        let ttl = policy.document.affinity_ttl();
+        if let Some((n, fault)) = policy
+            .affinity
+            .fault(policy.now, ttl, &|id| policy.rememberable(id))
+        {
+            return Err(bad(format!("affinity[{n}]: {fault}")));
+        }
         policy.check_whole().map_err(bad)?;
         policy
             .verify()
@@ -443,6 +466,7 @@ fn check_export(x: &Exported) -> Result<(), String> {
             timeout_ms: None,
             owner: q.owner.clone(),
             borrow: q.borrow.clone(),
+            affinity: q.affinity.clone(),
         });
         if let Some(beyond) = as_input.limit_violation() {
             return Err(format!("requests[{i}] ('{}'): {beyond}", q.id));

@@ -49,6 +49,7 @@ impl Policy {
         self.verify_requests()?;
         self.verify_queues()?;
         self.verify_budgets()?;
+        self.verify_affinity()?;
         // An import keeps no report (the rebuild forgets them): checked where inputs
         // are, the debug builds' check after every input.
         #[cfg(debug_assertions)]
@@ -99,6 +100,20 @@ impl Policy {
         }
         ensure(self.budgets.rooms.len() == spent, "budget timer", || {
             "a room timer names an executor that is not spent".to_string()
+        })
+    }
+
+    /// Affinity: at most `MAX_AFFINITY_KEYS` keys, each live, used no later than now,
+    /// in use order, naming an executor of the running document (not draining), its
+    /// indexes in step.
+    fn verify_affinity(&self) -> Result<(), InvariantViolation> {
+        let ttl = self.document.affinity_ttl();
+        let fault = self
+            .affinity
+            .fault(self.now, ttl, &|id| self.rememberable(id));
+        ensure(fault.is_none(), "affinity", || {
+            let (n, fault) = fault.unwrap_or_default();
+            format!("affinity[{n}]: {fault}")
         })
     }
 

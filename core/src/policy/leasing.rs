@@ -24,6 +24,7 @@ impl Policy {
         passed: u32,
         borrowing: Option<Borrowing>,
     ) {
+        let affinity = req.affinity().and_then(|key| self.remember_grant(key, at));
         let because = borrowing.map(|b| b.because);
         let borrowed = borrowing.is_some_and(|b| b.slotless);
         let lease = self.leases.allocate();
@@ -66,6 +67,7 @@ impl Policy {
                 borrowed,
                 because,
                 owner,
+                affinity,
                 at: at.map_or_else(Place::default, Place::of),
             }),
             &mut self.queue.requests,
@@ -367,6 +369,7 @@ impl Policy {
                 borrowed: false,
                 because: None,
                 owner,
+                affinity: None,
                 at: place.map_or_else(Place::default, Place::of),
             }),
             &mut self.queue.requests,

@@ -13,6 +13,7 @@
 //! per-role queues in lease order, and timer sets for exclusion ends, pause ends
 //! and deadlines.
 
+mod affinity;
 mod avoid;
 mod blocks;
 mod borrowing;
@@ -46,6 +47,7 @@ mod recovering;
 mod recovery;
 mod reload;
 mod reloading;
+mod remembering;
 mod requests;
 mod role_queue;
 mod roster;
@@ -64,6 +66,7 @@ use crate::protocol::{ExclusionKind, Input, Level, Options, Output, LOG_VERSION,
 use crate::sorted;
 use crate::time::iso;
 
+use affinity::Affinity;
 use budgets::Budgets;
 use exclusions::Exclusions;
 use leases::Leases;
@@ -101,6 +104,8 @@ pub struct Policy {
     reloads: Reloads,
     persistence: Persistence,
     budgets: Budgets,
+    /// The affinity keys' memory (key -> the executor of its last grant).
+    affinity: Affinity,
     /// Decided, not yet read (`outputs.rs`: the hot ones as references into the state).
     outputs: VecDeque<Queued>,
     /// The host's floor for events (`set_event_floor`): not state, only what is built.
@@ -110,7 +115,7 @@ pub struct Policy {
 /// An input checked against the state, carrying what checking it produced.
 enum Checked {
     Plain,
-    Reload(Document),
+    Reload(Box<Document>),
     /// A `version` marker of the log version this core folds: a no-op.
     Marker,
     /// The index of the executor the input names, as `check` found it.
@@ -165,6 +170,7 @@ impl Policy {
             reloads,
             persistence: Persistence::default(),
             budgets: Budgets::default(),
+            affinity: Affinity::default(),
             outputs: VecDeque::new(),
             event_floor: Level::Debug,
         };
@@ -196,6 +202,7 @@ impl Policy {
         self.borrow_pass();
         self.schedule_probes();
         self.flush_persist();
+        self.forget_expired_keys();
         #[cfg(debug_assertions)]
         self.check_invariants();
         Ok(())
@@ -363,7 +370,7 @@ impl Policy {
                 }
                 let parsed = Document::from_json(document, self.options.kinds.as_deref())
                     .map_err(|violations| Error::InvalidDocument { violations })?;
-                return Ok(Checked::Reload(parsed));
+                return Ok(Checked::Reload(Box::new(parsed)));
             }
             Input::PreflightResult { executor, .. } => {
                 let pending = self
@@ -473,7 +480,7 @@ impl Policy {
             } => self.machine_deleted(lease, ok, error),
             Input::Reload { .. } => {
                 if let Checked::Reload(document) = checked {
-                    self.reload(document);
+                    self.reload(*document);
                 }
             }
             Input::PreflightResult {

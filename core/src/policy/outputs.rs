@@ -87,6 +87,9 @@ pub struct Grant<'a> {
     pub purpose: Option<&'a str>,
     /// How long its request waited, in ms (typed lease events): in the event only.
     pub waited_ms: Option<u64>,
+    /// Its request's affinity key, when the key's memory chose the executor again:
+    /// in the event's fields and message only.
+    pub affinity: Option<&'a str>,
 }
 
 impl Grant<'_> {
@@ -107,6 +110,7 @@ impl Grant<'_> {
             clone: lease.clone,
             purpose: lease.purpose.as_deref(),
             waited_ms: None,
+            affinity: lease.affinity.as_deref(),
         }
     }
 
@@ -125,6 +129,7 @@ impl Grant<'_> {
             || self.clone.is_some()
             || self.purpose.is_some()
             || self.waited_ms.is_some()
+            || self.affinity.is_some()
     }
 
     pub fn output(&self) -> Output {
@@ -164,6 +169,11 @@ impl Grant<'_> {
         if self.hold.is_some() {
             out.push_str(" with a new machine");
         }
+        if let Some(key) = self.affinity {
+            out.push_str(" (affinity: key '");
+            out.push_str(key);
+            out.push_str("' stays on it)");
+        }
         if let Some(because) = self.because {
             // The upstream roster's lines.
             out.push_str(if self.borrowed {
@@ -190,6 +200,9 @@ impl Grant<'_> {
         let mut message = String::new();
         self.write_message(&mut message);
         let mut fields = Fields::with_capacity(7 + usize::from(label.is_some()));
+        if let Some(key) = self.affinity {
+            fields.push_sorted("affinity", Value::String(key.to_string()));
+        }
         if let Some(because) = self.because {
             fields.push_sorted("because", Value::String(because.as_str().to_string()));
         }

@@ -324,7 +324,7 @@ impl Policy {
             .as_deref()
             .and_then(|id| self.queue.requests.get(id))
             .and_then(|q| q.purpose().map(str::to_string));
-        let (role, avoid, prefer, pin) = match &request.request {
+        let (role, avoid, prefer, pin, affinity) = match &request.request {
             Some(id) => {
                 let q = self
                     .queue
@@ -336,6 +336,7 @@ impl Policy {
                     q.avoid().clone(),
                     q.prefer().map(str::to_string),
                     q.pin().map(str::to_string),
+                    q.affinity().map(str::to_string),
                 )
             }
             None => (
@@ -343,6 +344,7 @@ impl Policy {
                 Avoid::new(request.avoid.clone()),
                 request.prefer.clone(),
                 request.pin.clone(),
+                request.affinity.clone(),
             ),
         };
         let r = self.role_index(&role)?;
@@ -422,6 +424,7 @@ impl Policy {
                 None,
                 None,
                 None,
+                affinity,
             ),
             creating: None,
         };
@@ -432,13 +435,15 @@ impl Policy {
                 .get(p)
                 .filter(|&e| self.pin_ready(e, r) && !avoid.contains(p)),
             None => self.pick(&hypothetical, r),
-        }
-        .map(|e| self.roster.executors[e].spec.id.clone());
+        };
+        let affinity = self.affinity_line(&hypothetical, r, pick);
+        let pick = pick.map(|e| self.roster.executors[e].spec.id.clone());
         let mut explanation = Explanation {
             role,
             pick,
             can_ever_serve: self.can_serve(r, &avoid, pin.as_deref()),
             purpose,
+            affinity,
             executors,
         };
         if let Some(p) = &pin {

@@ -333,6 +333,7 @@ impl Policy {
             }
         }
         self.rebuild();
+        self.forget_removed_keys();
         for (name, message, fields) in events {
             self.event(Level::Info, name, message, fields);
         }

@@ -42,6 +42,8 @@ pub(super) struct RequestExtra {
     pub(super) purpose: Option<Box<str>>,
     /// The executor holding its context's coder (`LeaseRequest::borrow`).
     pub(super) borrow: Option<Box<str>>,
+    /// Its cache key (`LeaseRequest::affinity`, `affinity.rs`).
+    pub(super) affinity: Option<Box<str>>,
 }
 
 #[derive(Debug, Clone)]
@@ -69,6 +71,10 @@ impl Request {
 
     pub(super) fn borrow(&self) -> Option<&str> {
         self.extra.as_ref().and_then(|x| x.borrow.as_deref())
+    }
+
+    pub(super) fn affinity(&self) -> Option<&str> {
+        self.extra.as_ref().and_then(|x| x.affinity.as_deref())
     }
 
     pub(super) fn label(&self) -> Option<&str> {
@@ -108,13 +114,15 @@ pub(super) fn request_extra(
     deadline: Option<u64>,
     purpose: Option<String>,
     borrow: Option<String>,
+    affinity: Option<String>,
 ) -> Option<Box<RequestExtra>> {
     let empty = avoid.is_empty()
         && prefer.is_none()
         && pin.is_none()
         && deadline.is_none()
         && purpose.is_none()
-        && borrow.is_none();
+        && borrow.is_none()
+        && affinity.is_none();
     (!empty).then(|| {
         Box::new(RequestExtra {
             avoid: Avoid::new(avoid),
@@ -123,6 +131,7 @@ pub(super) fn request_extra(
             deadline,
             purpose: purpose.map(String::into_boxed_str),
             borrow: borrow.map(String::into_boxed_str),
+            affinity: affinity.map(String::into_boxed_str),
         })
     })
 }

@@ -26,6 +26,7 @@ fn lease(now: u64, id: &str, role: &str) -> LeaseRequest {
         deadline: None,
         owner: None,
         borrow: None,
+        affinity: None,
         timeout_ms: None,
     }
 }

@@ -41,6 +41,11 @@ pub struct LeaseOptions {
     /// without a slot) when no other executor can serve the request. `try_lease`
     /// never borrows.
     pub borrow: Option<String>,
+    /// A cache key (a prompt or session): the roster remembers the executor of the
+    /// key's last grant for the document's `affinityTtl` (default 10 minutes) of
+    /// idleness and prefers it while it is free, in the round and no worse in
+    /// priority than the best free executor.
+    pub affinity: Option<String>,
 }
 
 /// What to explain ([`Roster::explain`]): a role, and what a request for it would
@@ -64,6 +69,7 @@ impl Explain {
             prefer: None,
             pin: None,
             request: None,
+            affinity: None,
         })
     }
 
@@ -89,6 +95,12 @@ impl Explain {
     /// The only executor the request may use.
     pub fn pin(mut self, id: impl Into<String>) -> Explain {
         self.0.pin = Some(id.into());
+        self
+    }
+
+    /// The request's affinity key (the explanation's `affinity` says what it does).
+    pub fn affinity(mut self, key: impl Into<String>) -> Explain {
+        self.0.affinity = Some(key.into());
         self
     }
 }
@@ -280,6 +292,7 @@ impl Inner {
                     timeout_ms,
                     owner,
                     borrow: options.borrow,
+                    affinity: options.affinity,
                 };
                 match ask {
                     Ask::TryLease => Input::TryLease(request),
