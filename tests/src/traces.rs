@@ -302,6 +302,10 @@ fn random_document(r: &mut SplitMix64) -> Value {
         doc["accounts"] =
             json!({ "acme": { "budget": { "requests": r.range(1, 4), "perMs": 60_000 } } });
     }
+    // How long an idle affinity key is remembered: short ones expire within a trace.
+    if r.chance(30) {
+        doc["affinityTtl"] = json!(*r.pick(&["1s", "45s", "10 minutes"]));
+    }
     // The upstream's later rules (issue 43): the switch, or one rule's own field.
     match r.below(12) {
         0 => doc["rules"] = json!("upstream"),
@@ -492,6 +496,10 @@ fn lease_input(r: &mut SplitMix64, seen: &mut Seen, kind: &str) -> Value {
     // Issue 43: the context's coder executor, borrowed when no other can serve.
     if r.chance(15) {
         input["borrow"] = json!(some_executor(r, seen));
+    }
+    // Affinity: a few keys, so they stick, move and expire.
+    if r.chance(35) {
+        input["affinity"] = json!(format!("k{}", r.below(4)));
     }
     input
 }
