@@ -114,6 +114,8 @@ export const makeRoster = Effect.fn('rota/effect/makeRoster')(function* (options
     // The upstream's LeaseOptions.purpose (a review lens), said in the granted line.
     if (options.purpose !== undefined) out.purpose = options.purpose
     if (options.borrow !== undefined) out.borrow = options.borrow
+    // rota's cache key: the executor of the key's last grant is preferred.
+    if (options.affinity !== undefined) out.affinity = options.affinity
     return out
   }
 
