@@ -102,7 +102,7 @@ fn a_contradictory_memory_is_refused_naming_the_field() {
         ),
         (
             json!([["k", "a", T0], ["k", "b", T0 + 1]]),
-            "affinity[1]: key 'k' is listed twice",
+            "affinity[1]: its key is listed twice",
         ),
     ];
     for (memory, expected) in cases {

@@ -82,10 +82,18 @@ impl Policy {
             start_failed: self.reloads.startup == Startup::Failed,
             cut_short: self.reloads.cut_short.clone(),
             account_grants: self.budgets.accounts.clone(),
-            affinity: self
-                .remembered()
-                .map(|x| (x.key.to_string(), x.executor.to_string(), x.used))
-                .collect(),
+            affinity: if self.affinity.is_empty() {
+                Value::Null
+            } else {
+                Value::Array(
+                    self.remembered()
+                        .map(|x| {
+                            let (key, executor) = (x.key.to_string(), x.executor.to_string());
+                            Value::Array(vec![key.into(), executor.into(), x.used.into()])
+                        })
+                        .collect(),
+                )
+            },
         }
     }
 
@@ -221,8 +229,8 @@ pub(super) struct Exported {
     pub(super) account_grants: StrMap<std::collections::VecDeque<u64>>,
     /// The remembered affinity keys, least recently used first: `[key, executor,
     /// used]` (`affinity.rs`); not written when none is.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(super) affinity: Vec<(String, String, u64)>,
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub(super) affinity: Value,
 }
 
 #[derive(Serialize)]
@@ -456,23 +464,8 @@ impl Exported {
                         .map(|(name, times)| (name, times.into())),
                 ),
             },
-            affinity: at(
-                "affinity",
-                o.or(
-                    "affinity",
-                    |v| {
-                        read::list(v, |item| {
-                            let [key, executor, used] = tuple(item)?;
-                            Ok((
-                                read::string(key)?,
-                                read::string(executor)?,
-                                read::u64(used)?,
-                            ))
-                        })
-                    },
-                    Vec::new(),
-                ),
-            )?,
+            // Read by `import_state` (one pass over the list, checked as it is remembered).
+            affinity: o.0.get("affinity").cloned().unwrap_or(Value::Null),
         })
     }
 }

@@ -17,7 +17,7 @@ use crate::protocol::{ExclusionKind, Input, LeaseRequest, Output};
 
 use super::budgets::window_fault;
 use super::export::{join_violations, Exported, RequestState};
-use super::keys::{order_key, shared, ByName, Index};
+use super::keys::{order_key, ByName, Index};
 use super::leases::LeaseTable;
 use super::outputs::Queued;
 use super::reload::{PendingReload, Startup};
@@ -194,24 +194,7 @@ impl Policy {
         }
         policy.persistence.last = last_persisted;
         // The affinity keys, oldest first, each naming an executor of the document.
-        if exported.affinity.len() > crate::limits::MAX_AFFINITY_KEYS {
-            return Err(bad(format!(
-                "affinity: {} keys; the most is {} (limits::MAX_AFFINITY_KEYS)",
-                exported.affinity.len(),
-                crate::limits::MAX_AFFINITY_KEYS
-            )));
-        }
-        for (n, (key, executor, used)) in exported.affinity.into_iter().enumerate() {
-            if policy.affinity.knows(&key) {
-                return Err(bad(format!("affinity[{n}]: key '{key}' is listed twice")));
-            }
-            policy.affinity.remember(&key, shared(executor), used, 0);
-        }
-        let ttl = policy.document.affinity_ttl();
-        if let Some((n, fault)) = policy
-            .affinity
-            .fault(policy.now, ttl, &|id| policy.rememberable(id))
-        {
+        if let Err((n, fault)) = policy.import_affinity(&exported.affinity) {
             return Err(bad(format!("affinity[{n}]: {fault}")));
         }
         policy.check_whole().map_err(bad)?;

@@ -94,6 +94,46 @@ impl Policy {
         ))
     }
 
+    /// An export's `affinity` (`[key, executor, lastUsed]`, least recently used first)
+    /// into the memory; the first entry at fault and how.
+    pub(super) fn import_affinity(
+        &mut self,
+        list: &serde_json::Value,
+    ) -> Result<(), (usize, &'static str)> {
+        use serde_json::Value;
+        let entries = match list {
+            Value::Null => return Ok(()),
+            Value::Array(entries) => entries,
+            _ => return Err((0, "not a list of [key, executor, lastUsed]")),
+        };
+        if entries.len() > crate::limits::MAX_AFFINITY_KEYS {
+            return Err((entries.len(), "more keys than limits::MAX_AFFINITY_KEYS"));
+        }
+        for (n, entry) in entries.iter().enumerate() {
+            let Some([Value::String(key), Value::String(executor), used]) =
+                entry.as_array().map(Vec::as_slice)
+            else {
+                return Err((n, "not [key, executor, lastUsed]"));
+            };
+            let Some(used) = used.as_u64() else {
+                return Err((n, "lastUsed is not a time (epoch ms)"));
+            };
+            if self.affinity.knows(key) {
+                return Err((n, "its key is listed twice"));
+            }
+            let executor = super::keys::shared(executor.clone());
+            self.affinity.remember(key, executor, used, 0);
+        }
+        let ttl = self.document.affinity_ttl();
+        match self
+            .affinity
+            .fault(self.now, ttl, &|id| self.rememberable(id))
+        {
+            Some(fault) => Err(fault),
+            None => Ok(()),
+        }
+    }
+
     /// The remembered keys, least recently used first (the export).
     pub(super) fn remembered(&self) -> impl Iterator<Item = &Remembered> {
         self.affinity.in_order()
