@@ -110,16 +110,16 @@ impl Affinity {
         }
     }
 
-    /// Keeps only the keys whose executor `keep` accepts (a reload).
+    /// Keeps only the keys whose executor `keep` accepts (a reload). In place: a
+    /// removal moves the last entry into the gap, which is looked at next.
     pub(super) fn retain(&mut self, keep: impl Fn(&str) -> bool) {
-        let kept: Vec<Remembered> = self
-            .in_order()
-            .filter(|x| keep(&x.executor))
-            .cloned()
-            .collect();
-        *self = Affinity::default();
-        for x in kept {
-            self.remember(&x.key, x.executor, x.used, 0);
+        let mut i = 0;
+        while i < self.entries.len() {
+            if keep(&self.entries[i].executor) {
+                i += 1;
+            } else {
+                self.remove_at(i);
+            }
         }
     }
 
