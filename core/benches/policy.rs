@@ -128,6 +128,7 @@ fn lease(now: u64, id: &str) -> Input {
         owner: None,
         borrow: None,
         tenant: None,
+        affinity: None,
         timeout_ms: None,
     })
 }

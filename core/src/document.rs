@@ -34,6 +34,9 @@ pub const DEFAULT_USAGE_LIMIT_COOLDOWN_MS: u64 = 30 * 60_000;
 pub const DEFAULT_RATE_LIMIT_COOLDOWN_MS: u64 = 10 * 60_000;
 pub const DEFAULT_OUTAGE_COOLDOWN_MS: u64 = 5 * 60_000;
 
+/// How long an idle affinity key is remembered by default (`affinityTtl`).
+pub const DEFAULT_AFFINITY_TTL_MS: u64 = 10 * 60_000;
+
 /// Lower first. A number for every role, or per role with a `default`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Priority {
@@ -379,6 +382,8 @@ pub struct Document {
     pub lease_events: Option<LeaseEventsRule>,
     /// The document's `resetTime`, if it gives one ([`Document::reset_time`]).
     pub reset_time: Option<ResetTime>,
+    /// The document's `affinityTtl` in ms, if it gives one ([`Document::affinity_ttl`]).
+    pub affinity_ttl: Option<u64>,
     /// The budgets of the accounts listed under `accounts` that give one.
     pub accounts: SortedMap<Budget>,
     /// The floor under each role (`maxExcluded`): per role, the most percent of its
@@ -567,6 +572,12 @@ impl Document {
             Some(Rules::Upstream) => ResetTime::Message,
             _ => ResetTime::Reported,
         })
+    }
+
+    /// How long an affinity key is remembered after its last grant: the document's
+    /// `affinityTtl`, else 10 minutes.
+    pub fn affinity_ttl(&self) -> u64 {
+        self.affinity_ttl.unwrap_or(DEFAULT_AFFINITY_TTL_MS)
     }
 
     /// The default of an executor's `coderSlots`: the document's

@@ -35,7 +35,7 @@
 //! let request = |id: &str, now| LeaseRequest {
 //!     now, id: id.into(), role: "reviewer".into(), avoid: vec![], prefer: None,
 //!     pin: None, rank: None, event_time: None, label: None, purpose: None, deadline: None,
-//!     timeout_ms: None, owner: None, borrow: None, tenant: None,
+//!     timeout_ms: None, owner: None, borrow: None, tenant: None, affinity: None,
 //! };
 //! let mut leases = Vec::new();
 //! for id in ["r1", "r2", "r3", "r4"] {
@@ -194,6 +194,8 @@
 //!   * `policy::outputs`: the output queue, and outputs as references into the state.
 //!   * `policy::recovery`: an executor's probation after a cooldown, the backoff of
 //!     failures on probation, and its `other` failures in a row.
+//!   * `policy::affinity`: the affinity keys' memory (key -> the executor of its last
+//!     grant and when), bounded and expiring by the inputs' time.
 //!
 //!   Its flows (methods of [`Policy`]):
 //!   * `policy::granting`: admission, the choice of executor, the grant pass.
@@ -210,6 +212,8 @@
 //!     rate-limit, outage or failures-in-a-row exclusion.
 //!   * `policy::recovering`: probation started and ended, a failure on probation
 //!     excluded for a longer cooldown, `other` failures in a row excluded as an outage.
+//!   * `policy::remembering`: a lease's affinity key preferring its executor, grants
+//!     remembered, expired keys and removed executors' keys forgotten.
 //!   * `policy::probing`: probes due, started, answered.
 //!   * `policy::machines`: machines created or failed, pauses that end.
 //!   * `policy::reloading`: preflights, a reload applied, the roster rebuilt.

@@ -28,6 +28,16 @@ pub const MAX_LABEL_BYTES: usize = 4_096;
 /// goes into events, lines and the lease.
 pub const MAX_PURPOSE_BYTES: usize = MAX_LABEL_BYTES;
 
+/// The longest lease `affinity` key, in UTF-8 bytes: a key is held in the roster's
+/// memory (up to [`MAX_AFFINITY_KEYS`] of them) and exported; 1 KiB holds any
+/// session id or hash of a prompt prefix.
+pub const MAX_AFFINITY_KEY_BYTES: usize = MAX_ID_BYTES;
+
+/// The most affinity keys the roster remembers at once (key -> executor): past it,
+/// the key used least recently is forgotten first. 10,000 keys of at most 1 KiB keep
+/// the memory and an export within a few megabytes.
+pub const MAX_AFFINITY_KEYS: usize = 10_000;
+
 /// The most executors one document declares. A decision costs O(log executors), a
 /// reload or a validation O(executors); 100,000 (a document of megabytes) is far
 /// beyond any pool a roster describes and keeps a reload well under a second.

@@ -64,6 +64,11 @@ pub struct LeaseRequest {
     /// weights. None: the tenant `default`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
+    /// A cache key (a prompt or session): the roster remembers the executor that got
+    /// the key's last grant (for the document's `affinityTtl` of idleness) and prefers
+    /// it while it is free, in the round and no worse in priority than the best free one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<String>,
 }
 
 /// Why a request went to the executor it `borrow`s rather than an independent one.
@@ -380,6 +385,12 @@ impl LeaseRequest {
             .or_else(|| beyond_json("eventTime", self.event_time))
             .or_else(|| text_too_long("label", &self.label, limits::MAX_LABEL_BYTES))
             .or_else(|| text_too_long("purpose", &self.purpose, limits::MAX_PURPOSE_BYTES))
+            .or_else(|| match self.affinity.as_deref() {
+                Some("") => {
+                    Some("`affinity` is empty; an affinity key is a non-empty string".into())
+                }
+                _ => text_too_long("affinity", &self.affinity, limits::MAX_AFFINITY_KEY_BYTES),
+            })
             .or_else(|| beyond_json("deadline", self.deadline))
             .or_else(|| beyond_json("timeoutMs", self.timeout_ms))
             .or_else(|| self.owner.as_deref().and_then(owner_violation))
@@ -618,6 +629,9 @@ pub struct ExplainRequest {
     /// A waiting request's id: explain that one (its role, avoid and pin).
     #[serde(default)]
     pub request: Option<String>,
+    /// A hypothetical request's affinity key.
+    #[serde(default)]
+    pub affinity: Option<String>,
 }
 
 // ---- Readers ----------------------------------------------------------------------
@@ -702,6 +716,7 @@ impl ExplainRequest {
             prefer: o.opt("prefer", read::string)?,
             pin: o.opt("pin", read::string)?,
             request: o.opt("request", read::string)?,
+            affinity: o.opt("affinity", read::string)?,
         })
     }
 }

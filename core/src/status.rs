@@ -247,6 +247,9 @@ pub struct Explanation {
     /// "tenants"`), in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<String>,
+    /// What the request's `affinity` key does now, in words, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<String>,
     pub executors: Vec<ExecutorExplanation>,
 }
 

@@ -254,6 +254,7 @@ fn inputs_built_in_rust_are_checked_by_check_limits() {
         owner: None,
         borrow: None,
         tenant: None,
+        affinity: None,
         timeout_ms: None,
     };
     let error = Input::Lease(request).check_limits().unwrap_err();

@@ -664,6 +664,7 @@ impl Tr {
                     owner: None,
                     borrow: None,
                     tenant: None,
+                    affinity: None,
                     timeout_ms: None,
                 };
                 if t.try_only {

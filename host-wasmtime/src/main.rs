@@ -329,6 +329,7 @@ fn main() -> ExitCode {
                 prefer: prefer.clone(),
                 pin: pin.clone(),
                 request: None,
+                affinity: None,
             };
             explain(&cli, roster, state.as_deref(), &request, *now)
         }

@@ -740,6 +740,7 @@ async fn reload_plan_and_explain() {
             prefer: None,
             pin: None,
             request: None,
+            affinity: None,
         })
         .expect("explain");
     assert_eq!(explanation.pick, None, "b avoided: {explanation:?}");

@@ -394,8 +394,8 @@ export function binaryStep(wasm) {
       return at - base
     }
     const { id, role, avoid, prefer, pin, rank, eventTime, label, deadline } = input
-    // A purpose, a borrow or a tenant has no place in the binary record: the JSON step.
-    if (input.purpose !== undefined || input.borrow !== undefined || input.tenant !== undefined) return -1
+    // A purpose, a borrow, a tenant or an affinity key has no place in the binary record: the JSON step.
+    if (input.purpose !== undefined || input.borrow !== undefined || input.tenant !== undefined || input.affinity !== undefined) return -1
     const bytes = requestBytes(id, role, avoid, prefer, pin, rank, eventTime, label, deadline)
     if (bytes < 0) return -1
     const flags = requestFlags

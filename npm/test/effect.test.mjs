@@ -401,3 +401,17 @@ test("the upstream's borrow and capacity: a saturated roster borrows the context
     }).pipe(Effect.scoped),
   )
 })
+
+test("a lease's affinity key passes through: the key's executor is taken again where round-robin would go elsewhere", async () => {
+  await run({ executors: [spec('a'), spec('b')] }, (roster) =>
+    Effect.gen(function* () {
+      const first = yield* Effect.scoped(Effect.map(roster.lease('coder', { affinity: 'session-1' }), (lease) => lease.executor.id))
+      assert.equal(first, 'a')
+      // b was never leased: round-robin alone gives b; the key keeps a.
+      const again = yield* Effect.scoped(Effect.map(roster.lease('coder', { affinity: 'session-1' }), (lease) => lease.executor.id))
+      assert.equal(again, 'a')
+      const other = yield* Effect.scoped(Effect.map(roster.lease('coder'), (lease) => lease.executor.id))
+      assert.equal(other, 'b')
+    }),
+  )
+})

@@ -139,6 +139,9 @@ test('the JSON Schema ships in the package and accepts what the core accepts', {
     assert.ok(check(doc), fairness)
     assert.deepEqual(validate(doc), [])
   }
+  // How long an idle affinity key is remembered.
+  assert.ok(check({ affinityTtl: '5 minutes', executors: [{ id: 'a', harness: 'pi', roles: ['coder'] }] }))
+  assert.deepEqual(validate({ affinityTtl: '5 minutes', executors: [{ id: 'a', harness: 'pi', roles: ['coder'] }] }), [])
   // Structure errors an editor should flag, each one the core refuses too.
   for (const bad of [
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], slots: 0 }] },
@@ -174,6 +177,7 @@ test('the JSON Schema ships in the package and accepts what the core accepts', {
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], budget: { requests: 5 } }] },
     { executors: [{ id: 'a', harness: 'pi', roles: ['coder'], budget: { requestsPerMinute: 5, burst: 2 } }] },
     { accounts: 'acme', executors: [] },
+    { affinityTtl: 600000, executors: [] },
     { accounts: { acme: { budget: { perMs: 10 } } }, executors: [] },
     { accounts: { acme: { limit: 3 } }, executors: [] },
     { fairness: 'fair', executors: [] },

@@ -193,6 +193,8 @@ export interface LeaseOptions {
   readonly tenant?: string | undefined
   /** The executor holding this context's coder (its entry or id), taken when independence cannot be had; `tryLease` never borrows. */
   readonly borrow?: ExecutorSpec | string | undefined
+  /** rota's affinity key (a prompt or session cache): the executor of the key's last grant is preferred while free, in the round and no worse in priority (the document's `affinityTtl`, default 10 minutes idle). */
+  readonly affinity?: string | undefined
 }
 
 export interface ExecutorStatus {

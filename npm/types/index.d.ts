@@ -146,6 +146,11 @@ export interface RosterDocument {
    */
   resetTime?: ResetTime | undefined
   /**
+   * How long an idle lease `affinity` key is remembered on the executor of its last
+   * grant (a duration: "10 minutes", "90s"; default 10 minutes; refreshed by each grant).
+   */
+  affinityTtl?: string | undefined
+  /**
    * How an executor returns when a rate-limit or usage-limit exclusion ends (its time
    * passed, or its health check answered): `'all'` (every slot at once, the default)
    * or `'probation'` (one slot until a lease granted after its return is released with
@@ -396,6 +401,8 @@ export interface LeaseRequestInput {
   timeoutMs?: number | undefined
   /** The executor holding this context's coder, taken when no other can serve (a `tryLease` never borrows). */
   borrow?: string | undefined
+  /** A cache key (at most 1,024 bytes, non-empty): the executor of its last grant is preferred while free, in the round and no worse in priority. */
+  affinity?: string | undefined
   /** The instance that issued it (a shared roster's): its lease and every output about it name it. */
   owner?: string | undefined
 }
@@ -615,6 +622,8 @@ export interface ExplainRequest {
   pin?: string | null | undefined
   /** A waiting request's id: explain that one. */
   request?: string | null | undefined
+  /** A hypothetical request's affinity key (`Explanation.affinity` says what it does). */
+  affinity?: string | null | undefined
 }
 
 export interface ExecutorExplanation {
@@ -635,6 +644,8 @@ export interface Explanation {
   tenant?: string
   /** Its tenant's turn among the role's waiting tenants, in words (`fairness: 'tenants'`). */
   turn?: string
+  /** What the request's affinity key does now, in words, when it has one. */
+  affinity?: string
   executors: ExecutorExplanation[]
 }
 
@@ -828,6 +839,8 @@ export interface CoreEventFields {
     borrowed?: true
     /** On the request's `borrow` executor (not independent), and why. */
     because?: Because
+    /** The request's affinity key, when its memory chose this executor again. */
+    affinity?: string
   }
   /**
    * `choice: 'leastBusy'` or weights chose `executor` among equal free executors (before
@@ -1147,6 +1160,15 @@ export interface LeaseOptions {
    * one's free slot, else that one without a slot (`borrowed`). `tryLease` never borrows.
    */
   borrow?: string | ExecutorSpec | undefined
+  /**
+   * A cache key (a prompt or session; non-empty, at most 1,024 bytes): the roster
+   * remembers the executor of the key's last grant for the document's `affinityTtl` of
+   * idleness (default 10 minutes) and prefers it while it is free, in the round and no
+   * worse in priority than the best free executor; otherwise the usual choice applies
+   * and the key moves to the executor it gets. A waiting lease gets the same
+   * preference when slots free up.
+   */
+  affinity?: string | undefined
   /**
    * Aborting cancels the request; the promise rejects with `signal.reason` (as `fetch`
    * does), or TIMEOUT for an `AbortSignal.timeout()` signal. A waiting lease with a

@@ -322,6 +322,10 @@ fn random_document(r: &mut SplitMix64) -> Value {
             doc["tenants"] = json!({ "t1": { "weight": r.range(1, 4) }, "t2": {} });
         }
     }
+    // How long an idle affinity key is remembered: short ones expire within a trace.
+    if r.chance(30) {
+        doc["affinityTtl"] = json!(*r.pick(&["1s", "45s", "10 minutes"]));
+    }
     // The upstream's later rules (issue 43): the switch, or one rule's own field.
     match r.below(12) {
         0 => doc["rules"] = json!("upstream"),
@@ -515,6 +519,10 @@ fn lease_input(r: &mut SplitMix64, seen: &mut Seen, kind: &str) -> Value {
     }
     if r.chance(40) {
         input["tenant"] = json!(*r.pick(&["t1", "t2", "t3"]));
+    }
+    // Affinity: a few keys, so they stick, move and expire.
+    if r.chance(35) {
+        input["affinity"] = json!(format!("k{}", r.below(4)));
     }
     input
 }

@@ -346,6 +346,8 @@ pub(crate) fn read_input(buf: &[u8]) -> Option<Input> {
                 borrow: None,
                 // A tenant takes the JSON step (`binary.js`).
                 tenant: None,
+                // An affinity key takes the JSON step (`binary.js`).
+                affinity: None,
             };
             if kind == input_kind::LEASE {
                 Input::Lease(request)
@@ -859,6 +861,7 @@ impl<'a> Writer<'a> {
                 purpose: None,
                 waited_ms: None,
                 tenant: None,
+                affinity: None,
             }),
             Output::Waiting {
                 request,

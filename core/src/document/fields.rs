@@ -28,6 +28,7 @@ const TOP: &[&str] = &[
     "maxExcluded",
     "fairness",
     "tenants",
+    "affinityTtl",
     "$schema",
 ];
 
@@ -199,5 +200,9 @@ mod tests {
         assert_eq!(nearest("fairnes", TOP), Some("fairness"));
         assert_eq!(nearest("tenats", TOP), Some("tenants"));
         assert_eq!(nearest("tenants", TOP), None);
+        // Affinity.
+        assert_eq!(nearest("affinityTtl", TOP), None);
+        assert_eq!(nearest("affinityTTL", TOP), Some("affinityTtl"));
+        assert_eq!(nearest("afinityTtl", TOP), Some("affinityTtl"));
     }
 }

@@ -155,6 +155,16 @@ impl Parser {
         let max_excluded = self.max_excluded(object.get("maxExcluded"), &roles);
         let fairness = self.named(object, "fairness", Fairness::from_json, Fairness::NAMES);
         let tenants = self.tenants(object.get("tenants"));
+        let affinity_ttl = object.get("affinityTtl").filter(|v| !v.is_null()).and_then(|v| {
+            let ms = v.as_str().and_then(parse_duration).filter(|&ms| ms > 0);
+            if ms.is_none() {
+                self.fail(
+                    "affinityTtl",
+                    "`affinityTtl` is a duration longer than 0, such as \"10 minutes\" (how long an idle affinity key is remembered)",
+                );
+            }
+            ms
+        });
         if entries.len() > limits::MAX_EXECUTORS {
             self.fail(
                 "executors",
@@ -209,6 +219,7 @@ impl Parser {
             clones,
             lease_events,
             reset_time,
+            affinity_ttl,
             accounts,
             max_excluded,
             fairness,

@@ -82,6 +82,18 @@ impl Policy {
             start_failed: self.reloads.startup == Startup::Failed,
             cut_short: self.reloads.cut_short.clone(),
             account_grants: self.budgets.accounts.clone(),
+            affinity: if self.affinity.is_empty() {
+                Value::Null
+            } else {
+                Value::Array(
+                    self.remembered()
+                        .map(|x| {
+                            let (key, executor) = (x.key.to_string(), x.executor.to_string());
+                            Value::Array(vec![key.into(), executor.into(), x.used.into()])
+                        })
+                        .collect(),
+                )
+            },
             fairness: self.exported_fairness(),
         }
     }
@@ -141,6 +153,7 @@ impl Policy {
             owner: q.owner().map(str::to_string),
             borrow: q.borrow().map(str::to_string),
             tenant: q.tenant().map(str::to_string),
+            affinity: q.affinity().map(str::to_string),
             key: key_parts(&q.key),
             since: q.since,
             announced: q.announced,
@@ -193,6 +206,9 @@ pub(super) struct ExportedRequest {
     /// Not written when absent (an export without tenants reads as before).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) tenant: Option<String>,
+    /// Not written when absent (an export without affinity reads as before).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) affinity: Option<String>,
     pub(super) key: KeyParts,
     pub(super) since: u64,
     pub(super) announced: bool,
@@ -247,6 +263,10 @@ pub(super) struct Exported {
     /// (`Policy::exported_fairness`), read by the import's own checks.
     #[serde(skip_serializing_if = "Value::is_null")]
     pub(super) fairness: Value,
+    /// The remembered affinity keys, least recently used first: `[key, executor,
+    /// used]` (`affinity.rs`); not written when none is.
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub(super) affinity: Value,
 }
 
 #[derive(Serialize)]
@@ -384,6 +404,7 @@ impl ExportedRequest {
             owner: o.opt("owner", read::string)?,
             borrow: o.opt("borrow", read::string)?,
             tenant: o.opt("tenant", read::string)?,
+            affinity: o.opt("affinity", read::string)?,
             key,
             since: o.req("since", read::u64)?,
             announced: o.req("announced", read::bool)?,
@@ -412,6 +433,7 @@ impl Lease {
             because: o.opt("because", crate::protocol::Because::from_json)?,
             owner: o.opt("owner", read::string)?,
             tenant: o.opt("tenant", read::string)?,
+            affinity: o.opt("affinity", read::string)?.map(String::into_boxed_str),
             at: Place::default(),
         })
     }
@@ -485,6 +507,8 @@ impl Exported {
                 ),
             },
             fairness: o.0.get("fairness").cloned().unwrap_or(Value::Null),
+            // Read by `import_state` (one pass over the list, checked as it is remembered).
+            affinity: o.0.get("affinity").cloned().unwrap_or(Value::Null),
         })
     }
 }

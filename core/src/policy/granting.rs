@@ -13,7 +13,7 @@ use super::events::{for_label, with_label};
 use super::keys::{order_key, OrderKey};
 use super::leasing::Borrowing;
 use super::queue::Ending;
-use super::requests::{request_extra, Creating, Request};
+use super::requests::{request_extra, Creating, Given, Request};
 use super::Policy;
 
 /// What one pass through an input decided to do with a lease request.
@@ -55,16 +55,17 @@ impl Policy {
             has_event_time: request.event_time.is_some(),
             label: request.label.map(String::into_boxed_str),
             owner: request.owner.map(String::into_boxed_str),
-            extra: request_extra(
-                request.avoid,
-                request.prefer,
-                request.pin,
+            extra: request_extra(Given {
+                avoid: request.avoid,
+                prefer: request.prefer,
+                pin: request.pin,
                 deadline,
-                request.purpose,
+                purpose: request.purpose,
                 // A `tryLease` never borrows (the upstream's `tryLease` takes a free slot or nothing).
-                request.borrow.filter(|_| !try_only),
-                request.tenant,
-            ),
+                borrow: request.borrow.filter(|_| !try_only),
+                tenant: request.tenant,
+                affinity: request.affinity,
+            }),
             creating: None,
         };
         // A free slot now: granted at once, without a trip through `requests`.
@@ -113,15 +114,14 @@ impl Policy {
             has_event_time: false,
             label: None,
             owner: None,
-            extra: request_extra(
-                request.avoid.clone(),
-                request.prefer.clone(),
-                request.pin.clone(),
-                None,
-                None,
-                request.borrow.clone(),
-                None,
-            ),
+            extra: request_extra(Given {
+                avoid: request.avoid.clone(),
+                prefer: request.prefer.clone(),
+                pin: request.pin.clone(),
+                borrow: request.borrow.clone(),
+                affinity: request.affinity.clone(),
+                ..Given::default()
+            }),
             creating: None,
         };
         if self.choose(&hypothetical, r).is_some() {
@@ -221,9 +221,10 @@ impl Policy {
 
     /// Among the free executors for a request: `prefer` first (with the document's
     /// `prefer: "tieBreak"`, only while its priority for the role is no worse than
-    /// the best free one's); else the lowest priority for the role; ties to the one
-    /// leased least recently (or the first declared), or as `leastBusy` and the
-    /// weights spread them (`spreading.rs`).
+    /// the best free one's); else the executor its `affinity` key is remembered on,
+    /// while its priority is no worse than the best free one's; else the lowest
+    /// priority for the role; ties to the one leased least recently (or the first
+    /// declared), or as `leastBusy` and the weights spread them (`spreading.rs`).
     pub(super) fn pick(&self, req: &Request, r: usize) -> Option<usize> {
         let best = || {
             if self.spreads() {
@@ -246,6 +247,16 @@ impl Policy {
                     return Some(if ranks { e } else { best });
                 }
             }
+        }
+        // Affinity: the executor of the key's last grant, while it ranks with the best.
+        if let Some(e) = self.affine(req, r) {
+            let best = best()?;
+            let x = &self.roster.executors;
+            return Some(if x[e].priority(r) <= x[best].priority(r) {
+                e
+            } else {
+                best
+            });
         }
         best()
     }

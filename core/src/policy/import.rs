@@ -21,7 +21,7 @@ use super::keys::{order_key, ByName, Index};
 use super::leases::LeaseTable;
 use super::outputs::Queued;
 use super::reload::{PendingReload, Startup};
-use super::requests::{request_extra, Creating, Request};
+use super::requests::{request_extra, Creating, Given, Request};
 use super::roster::{Executor, Runtime};
 use super::Policy;
 
@@ -132,9 +132,16 @@ impl Policy {
                 has_event_time: q.event_time.is_some(),
                 label: q.label.map(String::into_boxed_str),
                 owner: q.owner.map(String::into_boxed_str),
-                extra: request_extra(
-                    q.avoid, q.prefer, q.pin, q.deadline, q.purpose, q.borrow, q.tenant,
-                ),
+                extra: request_extra(Given {
+                    avoid: q.avoid,
+                    prefer: q.prefer,
+                    pin: q.pin,
+                    deadline: q.deadline,
+                    purpose: q.purpose,
+                    borrow: q.borrow,
+                    tenant: q.tenant,
+                    affinity: q.affinity,
+                }),
                 creating: match q.state {
                     RequestState::Waiting => None,
                     RequestState::Creating { executor, passed } => {
@@ -196,6 +203,10 @@ impl Policy {
             last_persisted[e] = Some(x);
         }
         policy.persistence.last = last_persisted;
+        // The affinity keys, oldest first, each naming an executor of the document.
+        if let Err((n, fault)) = policy.import_affinity(&exported.affinity) {
+            return Err(bad(format!("affinity[{n}]: {fault}")));
+        }
         policy.check_whole().map_err(bad)?;
         policy
             .verify()
@@ -534,6 +545,7 @@ fn check_export(x: &Exported) -> Result<(), String> {
             owner: q.owner.clone(),
             borrow: q.borrow.clone(),
             tenant: q.tenant.clone(),
+            affinity: q.affinity.clone(),
         });
         if let Some(beyond) = as_input.limit_violation() {
             return Err(format!("requests[{i}] ('{}'): {beyond}", q.id));

@@ -52,6 +52,7 @@ impl Policy {
         self.verify_budgets()?;
         let fault = self.weights_fault();
         ensure(fault.is_none(), "weights", || fault.unwrap_or_default())?;
+        self.verify_affinity()?;
         // An import keeps no report (the rebuild forgets them): checked where inputs
         // are, the debug builds' check after every input.
         #[cfg(debug_assertions)]
@@ -158,6 +159,20 @@ impl Policy {
             )?;
         }
         Ok(())
+    }
+
+    /// Affinity: at most `MAX_AFFINITY_KEYS` keys, each live, used no later than now,
+    /// in use order, naming an executor of the running document (not draining), its
+    /// indexes in step.
+    fn verify_affinity(&self) -> Result<(), InvariantViolation> {
+        let ttl = self.document.affinity_ttl();
+        let fault = self
+            .affinity
+            .fault(self.now, ttl, &|id| self.rememberable(id));
+        ensure(fault.is_none(), "affinity", || {
+            let (n, fault) = fault.unwrap_or_default();
+            format!("affinity[{n}]: {fault}")
+        })
     }
 
     /// Probes: the wait index holds exactly the health-excluded executors with no

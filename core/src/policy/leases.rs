@@ -47,6 +47,10 @@ pub(super) struct Lease {
     /// The tenant its request named. Not written when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) tenant: Option<String>,
+    /// Its request's affinity key, when the key's memory chose its executor again
+    /// (`affinity.rs`). Not written when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) affinity: Option<Box<str>>,
     /// Where `executor` stood in the roster when the lease opened: a hint that saves
     /// the id lookup at release, checked against the id (a reload or a drained
     /// executor moves them). Not state: neither written nor compared.

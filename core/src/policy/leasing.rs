@@ -24,6 +24,7 @@ impl Policy {
         passed: u32,
         borrowing: Option<Borrowing>,
     ) {
+        let affinity = req.affinity().and_then(|key| self.remember_grant(key, at));
         let because = borrowing.map(|b| b.because);
         let borrowed = borrowing.is_some_and(|b| b.slotless);
         let lease = self.leases.allocate();
@@ -68,6 +69,7 @@ impl Policy {
                 because,
                 owner,
                 tenant,
+                affinity,
                 at: at.map_or_else(Place::default, Place::of),
             }),
             &mut self.queue.requests,
@@ -370,6 +372,7 @@ impl Policy {
                 because: None,
                 owner,
                 tenant: None,
+                affinity: None,
                 at: place.map_or_else(Place::default, Place::of),
             }),
             &mut self.queue.requests,

@@ -13,6 +13,7 @@
 //! per-role queues in lease order, and timer sets for exclusion ends, pause ends
 //! and deadlines.
 
+mod affinity;
 mod avoid;
 mod blocks;
 mod borrowing;
@@ -47,6 +48,7 @@ mod recovering;
 mod recovery;
 mod reload;
 mod reloading;
+mod remembering;
 mod requests;
 mod role_queue;
 mod roster;
@@ -68,6 +70,7 @@ use crate::protocol::{ExclusionKind, Input, Level, Options, Output, LOG_VERSION,
 use crate::sorted;
 use crate::time::iso;
 
+use affinity::Affinity;
 use budgets::Budgets;
 use exclusions::Exclusions;
 use leases::Leases;
@@ -105,6 +108,8 @@ pub struct Policy {
     reloads: Reloads,
     persistence: Persistence,
     budgets: Budgets,
+    /// The affinity keys' memory (key -> the executor of its last grant).
+    affinity: Affinity,
     /// Decided, not yet read (`outputs.rs`: the hot ones as references into the state).
     outputs: VecDeque<Queued>,
     /// The host's floor for events (`set_event_floor`): not state, only what is built.
@@ -169,6 +174,7 @@ impl Policy {
             reloads,
             persistence: Persistence::default(),
             budgets: Budgets::default(),
+            affinity: Affinity::default(),
             outputs: VecDeque::new(),
             event_floor: Level::Debug,
         };
@@ -200,6 +206,7 @@ impl Policy {
         self.borrow_pass();
         self.schedule_probes();
         self.flush_persist();
+        self.forget_expired_keys();
         #[cfg(debug_assertions)]
         self.check_invariants();
         Ok(())

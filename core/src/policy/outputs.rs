@@ -89,6 +89,9 @@ pub struct Grant<'a> {
     pub waited_ms: Option<u64>,
     /// The tenant its request named (in the event's fields and message).
     pub tenant: Option<&'a str>,
+    /// Its request's affinity key, when the key's memory chose the executor again:
+    /// in the event's fields and message only.
+    pub affinity: Option<&'a str>,
 }
 
 impl Grant<'_> {
@@ -110,6 +113,7 @@ impl Grant<'_> {
             purpose: lease.purpose.as_deref(),
             waited_ms: None,
             tenant: lease.tenant.as_deref(),
+            affinity: lease.affinity.as_deref(),
         }
     }
 
@@ -129,6 +133,7 @@ impl Grant<'_> {
             || self.purpose.is_some()
             || self.waited_ms.is_some()
             || self.tenant.is_some()
+            || self.affinity.is_some()
     }
 
     pub fn output(&self) -> Output {
@@ -173,6 +178,11 @@ impl Grant<'_> {
         if self.hold.is_some() {
             out.push_str(" with a new machine");
         }
+        if let Some(key) = self.affinity {
+            out.push_str(" (affinity: key '");
+            out.push_str(key);
+            out.push_str("' stays on it)");
+        }
         if let Some(because) = self.because {
             // The upstream roster's lines.
             out.push_str(if self.borrowed {
@@ -199,6 +209,9 @@ impl Grant<'_> {
         let mut message = String::new();
         self.write_message(&mut message);
         let mut fields = Fields::with_capacity(7 + usize::from(label.is_some()));
+        if let Some(key) = self.affinity {
+            fields.push_sorted("affinity", Value::String(key.to_string()));
+        }
         if let Some(because) = self.because {
             fields.push_sorted("because", Value::String(because.as_str().to_string()));
         }

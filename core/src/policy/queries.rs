@@ -17,7 +17,7 @@ use super::avoid::Avoid;
 use super::exclusions::{describe, Described};
 use super::keys::{order_key, OrderKey};
 use super::recovering::ON_PROBATION;
-use super::requests::{request_extra, Request};
+use super::requests::{request_extra, Given, Request};
 use super::Policy;
 
 impl Policy {
@@ -327,7 +327,7 @@ impl Policy {
             .and_then(|id| self.queue.requests.get(id));
         let purpose = waiting.and_then(|q| q.purpose().map(str::to_string));
         let (tenant, turn) = waiting.map(|q| self.tenant_turn(q)).unwrap_or_default();
-        let (role, avoid, prefer, pin) = match &request.request {
+        let (role, avoid, prefer, pin, affinity) = match &request.request {
             Some(id) => {
                 let q = self
                     .queue
@@ -339,6 +339,7 @@ impl Policy {
                     q.avoid().clone(),
                     q.prefer().map(str::to_string),
                     q.pin().map(str::to_string),
+                    q.affinity().map(str::to_string),
                 )
             }
             None => (
@@ -346,6 +347,7 @@ impl Policy {
                 Avoid::new(request.avoid.clone()),
                 request.prefer.clone(),
                 request.pin.clone(),
+                request.affinity.clone(),
             ),
         };
         let r = self.role_index(&role)?;
@@ -418,15 +420,13 @@ impl Policy {
             has_event_time: false,
             label: None,
             owner: None,
-            extra: request_extra(
-                avoid.as_given().to_vec(),
+            extra: request_extra(Given {
+                avoid: avoid.as_given().to_vec(),
                 prefer,
-                pin.clone(),
-                None,
-                None,
-                None,
-                None,
-            ),
+                pin: pin.clone(),
+                affinity,
+                ..Given::default()
+            }),
             creating: None,
         };
         let pick = match &pin {
@@ -436,8 +436,9 @@ impl Policy {
                 .get(p)
                 .filter(|&e| self.pin_ready(e, r) && !avoid.contains(p)),
             None => self.pick(&hypothetical, r),
-        }
-        .map(|e| self.roster.executors[e].spec.id.clone());
+        };
+        let affinity = self.affinity_line(&hypothetical, r, pick);
+        let pick = pick.map(|e| self.roster.executors[e].spec.id.clone());
         let mut explanation = Explanation {
             role,
             pick,
@@ -445,6 +446,7 @@ impl Policy {
             purpose,
             tenant,
             turn,
+            affinity,
             executors,
         };
         if let Some(p) = &pin {

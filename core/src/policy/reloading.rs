@@ -334,6 +334,7 @@ impl Policy {
         }
         self.forget_weights();
         self.rebuild();
+        self.forget_removed_keys();
         for (name, message, fields) in events {
             self.event(Level::Info, name, message, fields);
         }

@@ -44,6 +44,8 @@ pub(super) struct RequestExtra {
     pub(super) borrow: Option<Box<str>>,
     /// Who the work is for (`LeaseRequest::tenant`; none: the default tenant).
     pub(super) tenant: Option<Box<str>>,
+    /// Its cache key (`LeaseRequest::affinity`, `affinity.rs`).
+    pub(super) affinity: Option<Box<str>>,
 }
 
 #[derive(Debug, Clone)]
@@ -71,6 +73,10 @@ impl Request {
 
     pub(super) fn borrow(&self) -> Option<&str> {
         self.extra.as_ref().and_then(|x| x.borrow.as_deref())
+    }
+
+    pub(super) fn affinity(&self) -> Option<&str> {
+        self.extra.as_ref().and_then(|x| x.affinity.as_deref())
     }
 
     /// The tenant it names, if any (`tenant_name` gives the default's name otherwise).
@@ -112,23 +118,39 @@ impl Request {
     }
 }
 
+/// A request's rarely used fields as given (`request_extra` boxes them).
+#[derive(Debug, Default)]
+pub(super) struct Given {
+    pub(super) avoid: Vec<String>,
+    pub(super) prefer: Option<String>,
+    pub(super) pin: Option<String>,
+    pub(super) deadline: Option<u64>,
+    pub(super) purpose: Option<String>,
+    pub(super) borrow: Option<String>,
+    pub(super) tenant: Option<String>,
+    pub(super) affinity: Option<String>,
+}
+
 /// Boxes the rarely used fields, or nothing when all are empty.
-pub(super) fn request_extra(
-    avoid: Vec<String>,
-    prefer: Option<String>,
-    pin: Option<String>,
-    deadline: Option<u64>,
-    purpose: Option<String>,
-    borrow: Option<String>,
-    tenant: Option<String>,
-) -> Option<Box<RequestExtra>> {
-    let empty = tenant.is_none()
-        && avoid.is_empty()
+pub(super) fn request_extra(given: Given) -> Option<Box<RequestExtra>> {
+    let Given {
+        avoid,
+        prefer,
+        pin,
+        deadline,
+        purpose,
+        borrow,
+        tenant,
+        affinity,
+    } = given;
+    let empty = avoid.is_empty()
         && prefer.is_none()
         && pin.is_none()
         && deadline.is_none()
         && purpose.is_none()
-        && borrow.is_none();
+        && borrow.is_none()
+        && tenant.is_none()
+        && affinity.is_none();
     (!empty).then(|| {
         Box::new(RequestExtra {
             avoid: Avoid::new(avoid),
@@ -138,6 +160,7 @@ pub(super) fn request_extra(
             purpose: purpose.map(String::into_boxed_str),
             borrow: borrow.map(String::into_boxed_str),
             tenant: tenant.map(String::into_boxed_str),
+            affinity: affinity.map(String::into_boxed_str),
         })
     })
 }

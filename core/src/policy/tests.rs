@@ -27,6 +27,7 @@ fn lease(now: u64, id: &str, role: &str) -> LeaseRequest {
         owner: None,
         borrow: None,
         tenant: None,
+        affinity: None,
         timeout_ms: None,
     }
 }

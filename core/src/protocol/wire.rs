@@ -218,18 +218,19 @@ keys! {
     log "log": u64,
     borrow "borrow": Option<String>,
     tenant "tenant": Option<String>,
+    affinity "affinity": Option<String>,
 }
 
 inputs! {
     Lease "lease" request {
         now: need, id: need, role: need_some, avoid: default, prefer: opt, pin: opt,
         rank: opt, event_time: opt, label: opt, purpose: opt, deadline: opt, timeout_ms: opt,
-        owner: opt, borrow: opt, tenant: opt,
+        owner: opt, borrow: opt, tenant: opt, affinity: opt,
     }
     TryLease "tryLease" request {
         now: need, id: need, role: need_some, avoid: default, prefer: opt, pin: opt,
         rank: opt, event_time: opt, label: opt, purpose: opt, deadline: opt, timeout_ms: opt,
-        owner: opt, borrow: opt, tenant: opt,
+        owner: opt, borrow: opt, tenant: opt, affinity: opt,
     }
     Cancel "cancel" { now: need, id: need, }
     Release "release" { now: need, lease: need, }

@@ -22,6 +22,7 @@ pub fn assert_writer_is_serde(policy: &Policy) {
             prefer: None,
             pin: None,
             request: None,
+            affinity: None,
         };
         if let Ok(explanation) = policy.explain(&request) {
             assert_eq!(
@@ -38,6 +39,7 @@ pub fn assert_writer_is_serde(policy: &Policy) {
             prefer: None,
             pin: None,
             request: Some(queued.request.clone()),
+            affinity: None,
         };
         if let Ok(explanation) = policy.explain(&request) {
             assert_eq!(

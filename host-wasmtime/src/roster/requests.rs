@@ -45,6 +45,11 @@ pub struct LeaseOptions {
     /// "tenants"`, a role's waiting requests are served across tenants by their
     /// weights. None: the tenant `default`.
     pub tenant: Option<String>,
+    /// A cache key (a prompt or session): the roster remembers the executor of the
+    /// key's last grant for the document's `affinityTtl` (default 10 minutes) of
+    /// idleness and prefers it while it is free, in the round and no worse in
+    /// priority than the best free executor.
+    pub affinity: Option<String>,
 }
 
 /// What to explain ([`Roster::explain`]): a role, and what a request for it would
@@ -68,6 +73,7 @@ impl Explain {
             prefer: None,
             pin: None,
             request: None,
+            affinity: None,
         })
     }
 
@@ -93,6 +99,12 @@ impl Explain {
     /// The only executor the request may use.
     pub fn pin(mut self, id: impl Into<String>) -> Explain {
         self.0.pin = Some(id.into());
+        self
+    }
+
+    /// The request's affinity key (the explanation's `affinity` says what it does).
+    pub fn affinity(mut self, key: impl Into<String>) -> Explain {
+        self.0.affinity = Some(key.into());
         self
     }
 }
@@ -285,6 +297,7 @@ impl Inner {
                     owner,
                     borrow: options.borrow,
                     tenant: options.tenant,
+                    affinity: options.affinity,
                 };
                 match ask {
                     Ask::TryLease => Input::TryLease(request),

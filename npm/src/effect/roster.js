@@ -116,6 +116,8 @@ export const makeRoster = Effect.fn('rota/effect/makeRoster')(function* (options
     if (options.borrow !== undefined) out.borrow = options.borrow
     // rota's tenant: its turn among the tenants (`fairness: "tenants"`).
     if (options.tenant !== undefined) out.tenant = options.tenant
+    // rota's cache key: the executor of the key's last grant is preferred.
+    if (options.affinity !== undefined) out.affinity = options.affinity
     return out
   }
 

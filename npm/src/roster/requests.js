@@ -99,6 +99,8 @@ export function requestFields(input, options) {
   if (options.label !== undefined) input.label = options.label
   if (options.purpose !== undefined) input.purpose = options.purpose
   if (options.tenant !== undefined) input.tenant = options.tenant
+  // A cache key: the core prefers the executor of the key's last grant.
+  if (options.affinity !== undefined) input.affinity = options.affinity
   // An id, or the executor's entry (the upstream's `borrow: ExecutorSpec`).
   if (options.borrow !== undefined) input.borrow = typeof options.borrow === 'object' && options.borrow !== null ? options.borrow.id : options.borrow
   if (options.timeoutMs === undefined) return undefined
@@ -112,9 +114,9 @@ export function requestFields(input, options) {
 export const duplicate = (id) => new RotaError('DUPLICATE_REQUEST', `request id '${id}' is already in use by a live request`)
 
 /** `explain` of a request's constraints, or undefined if the core refuses it. */
-function explainQuietly(policy, { role, avoid, prefer, pin }) {
+function explainQuietly(policy, { role, avoid, prefer, pin, affinity }) {
   try {
-    return policy.explain(omitUndefined({ role, avoid, prefer, pin }))
+    return policy.explain(omitUndefined({ role, avoid, prefer, pin, affinity }))
   } catch {
     return undefined
   }
