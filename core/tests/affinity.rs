@@ -3,17 +3,11 @@
 //! snapshot) sends a key to the same executor; an import whose memory contradicts the
 //! roster is refused naming the field.
 
-use rota_core::json::step;
+mod common;
+
+use common::{feed, T0};
 use rota_core::{Options, Policy};
 use serde_json::{json, Value};
-
-const T0: u64 = 1_800_000_000_000;
-
-fn feed(policy: &mut Policy, input: Value) -> Value {
-    let out = step(policy, &input);
-    assert!(out.get("error").is_none(), "{input}: {out}");
-    out
-}
 
 fn granted_on(out: &Value) -> String {
     out["outputs"]

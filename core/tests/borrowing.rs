@@ -4,17 +4,11 @@
 //! slot, and the waiting borrower is still re-decided in the queue. An import that
 //! says a borrowed lease holds a slot is refused.
 
-use rota_core::json::step;
+mod common;
+
+use common::{feed, T0};
 use rota_core::{Options, Policy};
 use serde_json::{json, Value};
-
-const T0: u64 = 1_800_000_000_000;
-
-fn feed(policy: &mut Policy, input: Value) -> Value {
-    let out = step(policy, &input);
-    assert!(out.get("error").is_none(), "{input}: {out}");
-    out
-}
 
 #[test]
 fn borrowed_leases_and_waiting_borrowers_survive_an_export_and_an_import() {

@@ -1,31 +1,15 @@
-//! Budgets and accounts (issue 45 items 1 and 2) across an export and an import, and
+//! Budgets and accounts across an export and an import, and
 //! across a reload: the grant times are the core's state, so a restored policy (a
 //! live swap, a shared roster's snapshot) keeps a spent budget spent and wakes at the
 //! same room; an import whose windows contradict the budgets is refused naming the
 //! field. A reload keeps an executor's grant times and exclusion; an account's grant
 //! times stay with the account's name.
 
-use rota_core::json::step;
+mod common;
+
+use common::{feed, granted, T0};
 use rota_core::{Options, Policy};
 use serde_json::{json, Value};
-
-const T0: u64 = 1_800_000_000_000;
-
-fn feed(policy: &mut Policy, input: Value) -> Value {
-    let out = step(policy, &input);
-    assert!(out.get("error").is_none(), "{input}: {out}");
-    out
-}
-
-fn granted(out: &Value) -> Vec<String> {
-    out["outputs"]
-        .as_array()
-        .expect("outputs")
-        .iter()
-        .filter(|o| o["type"] == "granted")
-        .map(|o| o["request"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
 
 fn document() -> Value {
     json!({

@@ -4,17 +4,11 @@
 //! share within ±5 % of its weight's proportion; the round-robin's state across an
 //! export and an import; an import that contradicts it refused naming the field.
 
-use rota_core::json::step;
+mod common;
+
+use common::{feed, T0};
 use rota_core::{Options, Policy};
 use serde_json::{json, Value};
-
-const T0: u64 = 1_800_000_000_000;
-
-fn feed(policy: &mut Policy, input: Value) -> Value {
-    let out = step(policy, &input);
-    assert!(out.get("error").is_none(), "{input}: {out}");
-    out
-}
 
 /// The executor and lease of the one grant in `out`.
 fn grant(out: &Value) -> (String, u64) {

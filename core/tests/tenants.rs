@@ -5,27 +5,11 @@
 //! contradicts them is refused naming the field; a reload turns the rule on and off
 //! with the queue in place.
 
-use rota_core::json::step;
+mod common;
+
+use common::{feed, granted, T0};
 use rota_core::{Options, Policy};
 use serde_json::{json, Value};
-
-const T0: u64 = 1_800_000_000_000;
-
-fn feed(policy: &mut Policy, input: Value) -> Value {
-    let out = step(policy, &input);
-    assert!(out.get("error").is_none(), "{input}: {out}");
-    out
-}
-
-fn granted(out: &Value) -> Vec<String> {
-    out["outputs"]
-        .as_array()
-        .expect("outputs")
-        .iter()
-        .filter(|o| o["type"] == "granted")
-        .map(|o| o["request"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
 
 fn document(fairness: Option<&str>, tenants: Value) -> Value {
     let mut doc = json!({

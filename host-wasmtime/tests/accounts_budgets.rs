@@ -7,18 +7,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::policy;
-use rota_host::{ExclusionKind, Explain, LeaseOptions, Roster};
-use serde_json::{json, Value};
-
-async fn build(document: Value) -> Roster {
-    Roster::builder()
-        .document(document)
-        .module(policy())
-        .build()
-        .await
-        .expect("roster")
-}
+use common::build;
+use rota_host::{ExclusionKind, Explain, LeaseOptions};
+use serde_json::json;
 
 #[tokio::test]
 async fn a_429_with_retry_after_on_one_executor_of_an_account_excludes_both() {

@@ -7,18 +7,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::policy;
-use rota_host::{Explain, LeaseOptions, Roster};
+use common::build;
+use rota_host::{Explain, LeaseOptions};
 use serde_json::{json, Value};
-
-async fn build(document: Value) -> Roster {
-    Roster::builder()
-        .document(document)
-        .module(policy())
-        .build()
-        .await
-        .expect("roster")
-}
 
 fn keyed(key: &str) -> LeaseOptions {
     LeaseOptions {

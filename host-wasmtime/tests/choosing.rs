@@ -7,18 +7,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{policy, wait_for};
+use common::{build, wait_for};
 use rota_host::{Choice, LeaseOptions, Roster};
-use serde_json::{json, Value};
-
-async fn build(document: Value) -> Roster {
-    Roster::builder()
-        .document(document)
-        .module(policy())
-        .build()
-        .await
-        .expect("roster")
-}
+use serde_json::json;
 
 async fn lease(roster: &Roster) -> rota_host::Lease {
     roster

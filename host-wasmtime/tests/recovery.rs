@@ -7,20 +7,11 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::{health_server, policy, wait_for};
+use common::{build, health_server, policy, wait_for};
 use rota_host::{ExclusionKind, Explain, Failure, FailureKind, LeaseOptions, RecoveryMode, Roster};
-use serde_json::{json, Value};
+use serde_json::json;
 
 const MINUTE: u64 = 60_000;
-
-async fn build(document: Value) -> Roster {
-    Roster::builder()
-        .document(document)
-        .module(policy())
-        .build()
-        .await
-        .expect("roster")
-}
 
 fn usage_limit() -> Failure {
     Failure::of_kind(FailureKind::UsageLimit, "usage limit reached")

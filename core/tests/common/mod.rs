@@ -535,3 +535,22 @@ impl Sim {
 pub fn code(error: &Error) -> &'static str {
     error.code()
 }
+
+/// Feeds `input` through the JSON step (the text every host speaks) and asserts the
+/// core took it.
+pub fn feed(policy: &mut Policy, input: Value) -> Value {
+    let out = rota_core::json::step(policy, &input);
+    assert!(out.get("error").is_none(), "{input}: {out}");
+    out
+}
+
+/// The requests an answer of the JSON step granted, in order.
+pub fn granted(out: &Value) -> Vec<String> {
+    out["outputs"]
+        .as_array()
+        .expect("outputs")
+        .iter()
+        .filter(|o| o["type"] == "granted")
+        .map(|o| o["request"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
