@@ -8,6 +8,7 @@ import assert from 'node:assert/strict'
 import { after, describe, test } from 'node:test'
 import { Roster } from '../../src/node.js'
 import { PgLogStore } from '../../src/shared/index.js'
+import { Cluster, monoMs, until } from './harness/cluster.mjs'
 
 const URL_ = process.env.ROTA_PG_URL
 const skip = URL_ ? false : 'ROTA_PG_URL is not set: ROTA_PG_URL=$(scripts/postgres.sh start) node --test npm/test/shared/'
@@ -90,5 +91,38 @@ describe('affinity in the shared roster', { skip }, () => {
     const moved = await two.lease('coder', { affinity: 'session-7' })
     assert.equal(moved.executorId, fourth.executorId, 'the key moved with the grant, on every replica')
     moved.release()
+  })
+})
+
+describe('affinity across three processes', { skip, concurrency: 1 }, () => {
+  test('three worker processes lease with one key: every grant stays on one executor, while round-robin would spread them', async () => {
+    // Two executors of 3 slots: with three callers the remembered one is always free,
+    // so the key never moves; the default choice (least recently leased) would
+    // alternate between a and b.
+    const document = { executors: ['a', 'b'].map((id) => ({ id, harness: 'x', roles: ['coder'], slots: 3 })) }
+    const cluster = new Cluster({
+      url: URL_,
+      defaults: { callers: 1, 'hold-ms': 5, 'ttl-ms': 1500, 'leader-ttl-ms': 900, 'sweep-ms': 100, 'snapshot-every': 1_000_000, 'checkpoint-ms': 100 },
+    })
+    try {
+      const workers = []
+      for (const name of ['p', 'q', 'r']) workers.push(await cluster.spawn(name, { affinity: 'session-1', document: JSON.stringify(document) }))
+      await cluster.untilGranting(workers, monoMs())
+      const from = monoMs()
+      const grantsIn = () => workers.flatMap((w) => w.records().filter((r) => r.t === 'grant' && r.ms >= from))
+      await until('60 grants from the three processes', () => grantsIn().length >= 60, 60_000, 100)
+      const grants = grantsIn()
+      const points = await cluster.quiesce()
+      assert.equal(new Set(points.map((p) => p.hash)).size, 1, 'every instance at the head has one stateHash')
+      await cluster.stopAll()
+      const result = await cluster.check()
+      assert.deepEqual(result.overGrants, [], 'no executor above its slots in the log')
+      const executors = new Set(grants.map((g) => g.executor))
+      const byProcess = new Set(grants.map((g) => g.instance.split(':')[0]))
+      assert.equal(byProcess.size, 3, `every process leased: ${[...byProcess]}`)
+      assert.equal(executors.size, 1, `the key kept one executor across the processes: ${JSON.stringify([...executors])}`)
+    } finally {
+      await cluster.close()
+    }
   })
 })

@@ -16,6 +16,7 @@
 //   --try                  tryLease instead of lease (a miss is retried after a setImmediate)
 //   --timeout-ms MS        timeoutMs of each lease
 //   --tenant NAME          the tenant of every lease (fairness: "tenants")
+//   --affinity KEY         the affinity key of every lease
 //   --document FILE|JSON   the roster document (default: 4 executors x 3 coder slots)
 //   --ttl-ms, --leader-ttl-ms, --sweep-ms, --snapshot-every, --poll-ms
 //                          the shared roster's options (sql/PROTOCOL.md, "Defaults")
@@ -61,6 +62,7 @@ const { values: args } = parseArgs({
     try: { type: 'boolean', default: false },
     'timeout-ms': { type: 'string' },
     tenant: { type: 'string' },
+    affinity: { type: 'string' },
     document: { type: 'string' },
     'ttl-ms': { type: 'string' },
     'leader-ttl-ms': { type: 'string' },
@@ -173,6 +175,7 @@ async function caller(index) {
     try {
       const options = timeoutMs === undefined ? {} : { timeoutMs }
       if (args.tenant !== undefined) options.tenant = args.tenant
+      if (args.affinity !== undefined) options.affinity = args.affinity
       lease = args.try ? await roster.tryLease(role, options) : await roster.lease(role, options)
     } catch (error) {
       log({ t: 'error', caller: index, code: error?.code, message: String(error?.message ?? error) })
