@@ -139,3 +139,29 @@ describe('shared roster: the floor under a role', { skip }, () => {
     }
   })
 })
+
+describe('shared roster: the floor across three processes', { skip, concurrency: 1 }, () => {
+  test("maxExcluded '50%': three worker processes report every lease rate-limited; one executor goes, the other stays in and keeps granting", async () => {
+    // Without the floor the second executor goes too (a 429 with Retry-After 600
+    // excludes at once) and nothing is granted for ten minutes.
+    const document = { maxExcluded: '50%', executors: ['x', 'y'].map((id) => ({ id, harness: 'pi', roles: ['coder'], slots: 2 })) }
+    const cluster = new Cluster({ url: URL_, defaults: { ...DEFAULTS, 'rate-limited': true } })
+    try {
+      const workers = []
+      for (const name of ['a', 'b', 'c']) workers.push(await cluster.spawn(name, { document: JSON.stringify(document) }))
+      await cluster.untilGranting(workers, monoMs())
+      const from = monoMs()
+      const grantsIn = () => workers.flatMap((w) => w.records().filter((r) => r.t === 'grant' && r.ms >= from))
+      await until('60 grants after every process leased once', () => grantsIn().length >= 60, 60_000, 100)
+      const executors = new Set(grantsIn().map((g) => g.executor))
+      const points = await cluster.quiesce()
+      assert.equal(new Set(points.map((p) => p.hash)).size, 1, 'every instance at the head has one stateHash')
+      await cluster.stopAll()
+      const result = await cluster.check()
+      assert.deepEqual(result.overGrants, [], 'no executor above its slots in the log')
+      assert.equal(executors.size, 1, `one executor kept serving: ${JSON.stringify([...executors])}`)
+    } finally {
+      await cluster.close()
+    }
+  })
+})

@@ -17,6 +17,8 @@
 //   --timeout-ms MS        timeoutMs of each lease
 //   --tenant NAME          the tenant of every lease (fairness: "tenants")
 //   --affinity KEY         the affinity key of every lease
+//   --rate-limited         reports each lease's executor rate-limited (an HTTP 429,
+//                          Retry-After 600) before releasing it
 //   --document FILE|JSON   the roster document (default: 4 executors x 3 coder slots)
 //   --ttl-ms, --leader-ttl-ms, --sweep-ms, --snapshot-every, --poll-ms
 //                          the shared roster's options (sql/PROTOCOL.md, "Defaults")
@@ -63,6 +65,7 @@ const { values: args } = parseArgs({
     'timeout-ms': { type: 'string' },
     tenant: { type: 'string' },
     affinity: { type: 'string' },
+    'rate-limited': { type: 'boolean', default: false },
     document: { type: 'string' },
     'ttl-ms': { type: 'string' },
     'leader-ttl-ms': { type: 'string' },
@@ -195,6 +198,14 @@ async function caller(index) {
     settledAt.delete(lease.request)
     log({ t: 'grant', caller: index, n, instance, request: lease.request, lease: lease.id, executor: lease.executorId, waitMs: Number(got - asked) / 1e6, settledMs })
     await hold()
+    if (args['rate-limited']) {
+      const http429 = Object.assign(new Error('429 Too Many Requests'), { status: 429, headers: { 'retry-after': '600' } })
+      try {
+        await roster.report(lease.executorId, http429)
+      } catch (error) {
+        log({ t: 'error', caller: index, code: error?.code, message: `report: ${error?.message ?? error}` })
+      }
+    }
     log({ t: 'release', caller: index, instance, request: lease.request, lease: lease.id, executor: lease.executorId, heldMs: Number(process.hrtime.bigint() - got) / 1e6, fenced: roster.fenced })
     lease.release()
   }
