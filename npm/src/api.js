@@ -140,6 +140,16 @@ export function buildApi(wasm, platform) {
       const answer = stepTrusted(this, input, minLevel)
       return answer === undefined ? atLevel(handleJson.call(this, input), minLevel) : answer
     }
+    if (typeof wasm.Policy.importState !== 'function') {
+      // The browser module leaves the import out (its download budget): said, not a TypeError.
+      Object.defineProperty(wasm.Policy, 'importState', {
+        value: () => {
+          throw new RotaError('NOT_IN_BUILD', "Policy.importState is not in rota's browser build (left out for its download size): import an exported state in Node or Rust, or keep Policy#clone() checkpoints in the page")
+        },
+        writable: true,
+        configurable: true,
+      })
+    }
     guardFreed(wasm.Policy.prototype)
     Object.defineProperty(wasm.Policy.prototype, 'handle', { value: handle, writable: true, configurable: true })
     Object.defineProperty(wasm.Policy.prototype, HANDLE_AT_LEVEL, { value: handleAtLevel, writable: true, configurable: true })

@@ -109,6 +109,21 @@ test('exportState / importState carry every lease and waiter', () => {
   assert.equal(error.code, 'INVALID_STATE')
 })
 
+test('clone() is a copy in the same state that steps on its own', () => {
+  const policy = new Policy(roster)
+  policy.handle({ type: 'lease', now: START, id: 'r1', role: 'coder' })
+  policy.handle({ type: 'lease', now: START, id: 'r2', role: 'coder' })
+  const copy = policy.clone()
+  assert.equal(copy.stateHash(), policy.stateHash())
+  assert.deepEqual(copy.exportState(), policy.exportState())
+  const a = policy.handle({ type: 'release', now: START + 1, lease: 1 })
+  assert.notEqual(copy.stateHash(), policy.stateHash(), 'a step on the original leaves the copy as it was')
+  assert.deepEqual(copy.handle({ type: 'release', now: START + 1, lease: 1 }), a)
+  assert.equal(copy.stateHash(), policy.stateHash())
+  copy.free()
+  assert.equal(policy.snapshot().executors.reduce((n, x) => n + x.busy, 0), 1, 'freeing the copy leaves the original')
+})
+
 test('a bad document throws INVALID_DOCUMENT with every violation at once', () => {
   const error = thrown(
     () =>

@@ -677,7 +677,7 @@ export type CoreErrorCode =
 
 /** The driver's codes: how a lease request ends without a lease. */
 /** FENCED and INVALID_LOG: a shared roster's (an instance that lost its log; a log that does not start with a genesis). */
-export type DriverErrorCode = 'EXHAUSTED' | 'TIMEOUT' | 'ABORT_ERR' | 'CLOSED' | 'PREFLIGHT_FAILED' | 'FENCED' | 'INVALID_LOG'
+export type DriverErrorCode = 'EXHAUSTED' | 'TIMEOUT' | 'ABORT_ERR' | 'CLOSED' | 'PREFLIGHT_FAILED' | 'FENCED' | 'INVALID_LOG' | 'NOT_IN_BUILD'
 
 export type ErrorCode = CoreErrorCode | DriverErrorCode
 
@@ -734,6 +734,9 @@ export declare class Policy {
   explain(request: ExplainRequest): Explanation
   plan(document: RosterDocument): Plan
   exportState(): unknown
+  /** A copy in the same state (a checkpoint to step from again), as `importState(exportState())` gives. */
+  clone(): Policy
+  /** A policy from `exportState()`'s value; throws `INVALID_STATE`. Node only: the browser build throws `NOT_IN_BUILD` (it leaves the import out for its download size; `clone()` is its checkpoint). */
   static importState(state: unknown): Policy
   document(): RosterDocument
   /** The kind a report of `failure` would get with this document's signals (a reset time in its message read at `now`, default the last input's). */

@@ -993,7 +993,7 @@ function takeOver() {
   stopPlaying()
   act(() => {
     const pos = r.position
-    const policy = rota.Policy.importState(r.policy.exportState())
+    const policy = r.policy.clone()
     app.session = new Session(rota, r.trace.document, r.trace.options, {
       policy,
       steps: r.stepsUpTo(pos),

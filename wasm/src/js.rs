@@ -257,7 +257,16 @@ impl JsPolicy {
         to_js_text(&self.inner.export_state())
     }
 
-    /// A policy from `exportState`'s value. Throws `INVALID_STATE`.
+    /// A copy of this policy, in the same state (a checkpoint to step from again):
+    /// what `importState(exportState())` gives, without reading the export.
+    #[wasm_bindgen(js_name = clone)]
+    pub fn clone_policy(&self) -> JsPolicy {
+        JsPolicy::wrap(self.inner.clone())
+    }
+
+    /// A policy from `exportState`'s value. Throws `INVALID_STATE`. The Node module's
+    /// (feature `import`): the browser module leaves it out for its download size.
+    #[cfg(feature = "import")]
     #[wasm_bindgen(js_name = importState)]
     pub fn import_state(state: JsValue) -> JsResult<JsPolicy> {
         read(&state, "the state")

@@ -87,8 +87,18 @@ test('the package loads in Chromium: the raw Policy class and the utilities', as
     } catch (e) {
       error = { code: e.code, isRota: e instanceof rota.RotaError, message: e.message }
     }
+    // The browser build leaves the import out (its download budget); a clone is its checkpoint.
+    let importError
+    try {
+      rota.Policy.importState(policy.exportState())
+    } catch (e) {
+      importError = { code: e.code, isRota: e instanceof rota.RotaError }
+    }
+    const clone = policy.clone()
     return {
       exports: Object.keys(rota).sort(),
+      importError,
+      cloneHash: clone.stateHash() === policy.stateHash(),
       granted: step.outputs[0],
       text,
       error,
@@ -98,6 +108,8 @@ test('the package loads in Chromium: the raw Policy class and the utilities', as
   })
   assert.ok(result.exports.includes('Roster') && result.exports.includes('webStorageState'))
   assert.ok(!result.exports.includes('fileStateStore'), 'no file system in the browser entry')
+  assert.deepEqual(result.importError, { code: 'NOT_IN_BUILD', isRota: true })
+  assert.equal(result.cloneHash, true)
   assert.equal(result.granted.type, 'granted')
   assert.equal(result.granted.executor, 'a')
   assert.match(result.text, /^\{"outputs":\[/)

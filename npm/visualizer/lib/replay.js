@@ -1,7 +1,7 @@
 // Replay of a trace through the real core: every recorded input is fed again, and what
 // the core says now is compared with what the trace recorded (the same document and
 // inputs must give the same outputs on every host). The replay can then be positioned
-// anywhere: checkpoints (`exportState`) every few steps make a seek cheap.
+// anywhere: checkpoints (`Policy#clone`) every few steps make a seek cheap.
 //
 // Position p means "the first p steps applied": 0 is the fresh policy, `length` the end.
 //
@@ -63,7 +63,7 @@ export class Replay {
     this.startNow = trace.steps.find((s) => Number.isSafeInteger(s.input.now))?.input.now ?? this.building.now
     this.times.push(this.clock(this.building))
     this.sample(this.building, 0)
-    this.checkpoints.set(0, this.building.exportState())
+    this.checkpoints.set(0, this.building.clone())
     if (!deferred) this.feedSome(Infinity)
   }
 
@@ -80,7 +80,7 @@ export class Replay {
       this.verify(p, step, result)
       this.times.push(this.clock(policy))
       if ((p + 1) % this.sampleEvery === 0 || p + 1 === this.length || marksLanes(step.input, result)) this.sample(policy, p + 1)
-      if ((p + 1) % this.checkpointEvery === 0) this.checkpoints.set(p + 1, policy.exportState())
+      if ((p + 1) % this.checkpointEvery === 0) this.checkpoints.set(p + 1, policy.clone())
       if ((p & 15) === 15 && performance.now() > until) break
     }
     if (this.results.length === this.length && !this.done) {
@@ -163,7 +163,7 @@ export class Replay {
       let base = p - (p % this.checkpointEvery)
       while (!this.checkpoints.has(base)) base -= this.checkpointEvery
       if (base > this.position || p < this.position) {
-        this.policy = this.Policy.importState(this.checkpoints.get(base))
+        this.policy = this.checkpoints.get(base).clone()
         this.position = base
       }
     }
