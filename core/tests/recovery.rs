@@ -1,4 +1,4 @@
-//! Recovery (issue 45 items 3 and 4) across an export and an import, a reload, and
+//! Recovery across an export and an import, a reload, and
 //! hand-edited exports that contradict themselves.
 
 use rota_core::json::{parse_options, step_str};

@@ -1,4 +1,4 @@
-//! Issue 45 items 1 and 2 on the Rust roster: executors of one account share a rate
+//! Accounts and budgets on the Rust roster: executors of one account share a rate
 //! limit's exclusion (a 429 on one excludes both, with one end; the reason names the
 //! account), and a budget keeps a lease waiting until its window has room, when the
 //! roster's own wake-up grants it with nothing else happening.

@@ -1,4 +1,4 @@
-//! Issue 45 items 3 and 4 on the Rust roster: probation after a cooldown (the first
+//! Recovery on the Rust roster: probation after a cooldown (the first
 //! lease after it fails, and the next return is later by the doubled cooldown), and
 //! `other` failures in a row taken out as an outage until the health URL answers.
 

@@ -304,7 +304,7 @@ async fn three_instances_share_the_slots_without_an_over_grant() {
     }
 }
 
-/// Issue 45 item 2: two instances spend one account's budget (4 grants in any
+/// Two instances spend one account's budget (4 grants in any
 /// 400 ms); folded from the log, no 5 grants in a row fall within 400 ms of the log's
 /// time, and both instances were granted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,4 @@
-// Accounts and budgets (issue 45 items 1 and 2) through the Roster API as a user
+// Accounts and budgets through the Roster API as a user
 // would: a 429 on one of two executors of an account excludes both; a budget makes a
 // lease wait until its window has room, then the tick at that instant grants it.
 

@@ -143,7 +143,7 @@ test('an interrupted wait cancels its request; a freed slot goes to the next wai
   )
 })
 
-test("an ExecutorSpec keeps rota's recovery and exclusion (issue 45): probation after a cooldown, one slot", async () => {
+test("an ExecutorSpec keeps rota's recovery and exclusion: probation after a cooldown, one slot", async () => {
   const probation = spec('a', { slots: 2, recovery: { mode: 'probation', maxBackoff: 4 }, exclusion: { consecutiveFailures: 3 } })
   assert.deepEqual(probation.recovery, { mode: 'probation', maxBackoff: 4 })
   assert.deepEqual(probation.exclusion, { consecutiveFailures: 3 })

@@ -1,4 +1,4 @@
-// Recovery (issue 45 items 3 and 4) through the Roster API: probation after a cooldown
+// Recovery through the Roster API: probation after a cooldown
 // (its first lease fails: the next return is later by the doubled cooldown), and
 // `other` failures in a row taken out as an outage (health-probed, or the outage
 // cooldown), the count reset by a release without a failure.

@@ -112,13 +112,13 @@ test('the JSON Schema ships in the package and accepts what the core accepts', {
   for (const effort of ['low', 'medium', 'high', 'max', { coder: 'low', default: 'max' }]) {
     assert.ok(check({ resetTime: 'message', executors: [{ id: 'a', harness: 'pi', roles: ['coder'], effort }] }), JSON.stringify(effort))
   }
-  // Recovery and failures in a row (issue 45 items 3 and 4), top level and per executor.
+  // Recovery and failures in a row, top level and per executor.
   for (const recovery of ['all', 'probation', { mode: 'probation', maxBackoff: 4, quietPeriod: '15 minutes' }]) {
     const document = { recovery, exclusion: { consecutiveFailures: 5 }, executors: [{ id: 'a', harness: 'pi', roles: ['coder'], recovery, exclusion: { consecutiveFailures: 0 } }] }
     assert.ok(check(document), JSON.stringify(recovery))
     assert.deepEqual(validate(document), [])
   }
-  // Accounts and budgets (issue 45), every budget spelling.
+  // Accounts and budgets, every budget spelling.
   for (const budget of [{ requestsPerMinute: 50 }, { requests: 5, per: '90s' }, { requests: 5, perMs: 1000 }]) {
     const doc = { accounts: { acme: { budget } }, executors: [{ id: 'a', harness: 'pi', roles: ['coder'], account: 'acme', budget }] }
     assert.ok(check(doc), JSON.stringify(budget))

@@ -233,7 +233,7 @@ fn random_executor(r: &mut SplitMix64, id: &str, roles: &[String]) -> Value {
         }
         _ => {}
     }
-    // Recovery after a cooldown and failures in a row (issue 45 items 3 and 4), the
+    // Recovery after a cooldown and failures in a row, the
     // executor's own (over the document's, below).
     match r.below(10) {
         0 => x["recovery"] = json!("probation"),
@@ -266,7 +266,7 @@ fn random_executor(r: &mut SplitMix64, id: &str, roles: &[String]) -> Value {
     if r.chance(10) {
         x["flags"] = json!({ "effort": "high" });
     }
-    // An account and a budget (issue 45 items 1 and 2): shared limits, a grant window.
+    // An account and a budget: shared limits, a grant window.
     if r.chance(30) {
         x["account"] = json!(*r.pick(&["acme", "solo"]));
     }
@@ -336,7 +336,7 @@ fn random_document(r: &mut SplitMix64) -> Value {
         5 => doc["resetTime"] = json!("message"),
         _ => {}
     }
-    // Issue 45 items 3 and 4: the document's recovery and failures in a row.
+    // The document's recovery and failures in a row.
     match r.below(6) {
         0 => doc["recovery"] = json!("probation"),
         1 => doc["exclusion"] = json!({ "consecutiveFailures": r.range(1, 4) }),

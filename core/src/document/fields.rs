@@ -186,12 +186,12 @@ mod tests {
         assert_eq!(nearest("effort", EXECUTOR), None);
         assert_eq!(nearest("resetTim", TOP), Some("resetTime"));
         assert_eq!(nearest("resetTime", TOP), None);
-        // Issue 45's (items 3 and 4).
+        // Recovery and failures in a row.
         assert_eq!(nearest("recovry", TOP), Some("recovery"));
         assert_eq!(nearest("exclusions", TOP), Some("exclusion"));
         assert_eq!(nearest("recovery", EXECUTOR), None);
         assert_eq!(nearest("exlcusion", EXECUTOR), Some("exclusion"));
-        // Issue 45's fields (items 1 and 2).
+        // Accounts and budgets.
         assert_eq!(nearest("acount", EXECUTOR), Some("account"));
         assert_eq!(nearest("budgte", EXECUTOR), Some("budget"));
         assert_eq!(nearest("acounts", TOP), Some("accounts"));

@@ -100,7 +100,7 @@ describe('shared roster, several processes', { skip, concurrency: 1 }, () => {
   })
 
   test("two processes spend one account's budget: never over it, measured on the log's time", async () => {
-    // Issue 45 item 2: account 'acme' allows 6 grants in any 500 ms; two executors of it
+    // Account 'acme' allows 6 grants in any 500 ms; two executors of it
     // with 4 slots each, and 8 callers per process, would take far more.
     const BUDGET = { requests: 6, perMs: 500 }
     const document = {
