@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import { after, describe, test } from 'node:test'
 import { Roster } from '../../src/node.js'
 import { PgLogStore } from '../../src/shared/index.js'
-import { Cluster, monoMs, until } from './harness/cluster.mjs'
+import { Cluster, WORKER_DEFAULTS, monoMs, until } from './harness/cluster.mjs'
 
 const URL_ = process.env.ROTA_PG_URL
 const skip = URL_ ? false : 'ROTA_PG_URL is not set: ROTA_PG_URL=$(scripts/postgres.sh start) node --test npm/test/shared/'
@@ -102,7 +102,7 @@ describe('affinity across three processes', { skip, concurrency: 1 }, () => {
     const document = { executors: ['a', 'b'].map((id) => ({ id, harness: 'x', roles: ['coder'], slots: 3 })) }
     const cluster = new Cluster({
       url: URL_,
-      defaults: { callers: 1, 'hold-ms': 5, 'ttl-ms': 1500, 'leader-ttl-ms': 900, 'sweep-ms': 100, 'snapshot-every': 1_000_000, 'checkpoint-ms': 100 },
+      defaults: { ...WORKER_DEFAULTS, callers: 1 },
     })
     try {
       const workers = []

@@ -9,20 +9,12 @@
 
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { Cluster, monoMs, until } from './harness/cluster.mjs'
+import { Cluster, WORKER_DEFAULTS, monoMs, until } from './harness/cluster.mjs'
 
 const URL_ = process.env.ROTA_PG_URL
 const skip = URL_ ? false : 'ROTA_PG_URL is not set: ROTA_PG_URL=$(scripts/postgres.sh start) node --test npm/test/shared/'
 
-const DEFAULTS = {
-  callers: 8,
-  'hold-ms': 5,
-  'ttl-ms': 1500,
-  'leader-ttl-ms': 900,
-  'sweep-ms': 100,
-  'snapshot-every': 1_000_000,
-  'checkpoint-ms': 100,
-}
+const DEFAULTS = WORKER_DEFAULTS
 
 const document = {
   fairness: 'tenants',

@@ -92,6 +92,21 @@ export class PrivatePostgres {
 
 let clusters = 0
 
+/**
+ * The workers' flags the multi-process tests share: short TTLs (a test waits out
+ * expiries in seconds), a sweep every 100 ms, no snapshots (the whole log is checked),
+ * a checkpoint every 100 ms. A test spreads it and sets `callers` and its own flags.
+ */
+export const WORKER_DEFAULTS = Object.freeze({
+  callers: 8,
+  'hold-ms': 5,
+  'ttl-ms': 1500,
+  'leader-ttl-ms': 900,
+  'sweep-ms': 100,
+  'snapshot-every': 1_000_000,
+  'checkpoint-ms': 100,
+})
+
 export class Cluster {
   /**
    * @param {{ url: string, roster?: string, dir?: string, defaults?: Record<string, string | number | boolean> }} options
