@@ -10,14 +10,15 @@ use crate::sorted::SortedMap;
 use crate::write::to_text;
 
 mod budget;
+mod effort;
+mod failures;
 mod floor;
 mod tenants;
 
 use super::{
-    resolve_coder_slots_default, ClonesRule, CoderSlotsDefault, Cooldowns, Document, Effort,
-    EffortLevel, ExecutorSpec, Fairness, Form, LeaseEventsRule, PreferRule, Priority, RecoveryMode,
-    RecoveryRule, ResetTime, Rules, Violation, CODER_ROLE, DEFAULT_ROLES, MAX_BACKOFF,
-    MAX_CONSECUTIVE_FAILURES,
+    resolve_coder_slots_default, ClonesRule, CoderSlotsDefault, Document, ExecutorSpec, Fairness,
+    Form, LeaseEventsRule, PreferRule, Priority, RecoveryRule, ResetTime, Rules, Violation,
+    CODER_ROLE, DEFAULT_ROLES,
 };
 
 /// Where an executor is declared: its path (`executors[2]`, `workers.a`), its number
@@ -740,175 +741,6 @@ impl Parser {
                 Priority::All(1.0)
             }
         }
-    }
-
-    /// An executor's `effort`: one effort, or per role with a `default` (as
-    /// `priority`). A wrong word or type names the field and the allowed efforts; a
-    /// role the document does not have names it and the roles.
-    fn effort(&mut self, value: &Value, path: &str, who: &str, roles: &[String]) -> Option<Effort> {
-        const EFFORTS: &str = "one of \"low\", \"medium\", \"high\", \"max\"";
-        match value {
-            Value::Object(entries) => {
-                let mut per_role = SortedMap::new();
-                let mut default = None;
-                for (key, item) in entries {
-                    let at = format!("{path}.{key}");
-                    if key != "default" && !roles.iter().any(|r| r == key) {
-                        self.fail(
-                            at,
-                            format!(
-                                "{who} has an effort for unknown role '{key}' (roles: {}, or default)",
-                                roles.join(", ")
-                            ),
-                        );
-                        continue;
-                    }
-                    let Ok(effort) = EffortLevel::from_json(item) else {
-                        self.fail(at, format!("{who} has effort.{key} that is not {EFFORTS}"));
-                        continue;
-                    };
-                    if key == "default" {
-                        default = Some(effort);
-                    } else {
-                        per_role.insert(key.clone(), effort);
-                    }
-                }
-                Some(Effort::PerRole {
-                    roles: per_role,
-                    default,
-                })
-            }
-            _ => match EffortLevel::from_json(value) {
-                Ok(effort) => Some(Effort::All(effort)),
-                Err(_) => {
-                    self.fail(
-                        path,
-                        format!("{who} has an effort that is not {EFFORTS}, nor a per-role record of them"),
-                    );
-                    None
-                }
-            },
-        }
-    }
-
-    /// A `recovery` at `path` over `base` (the document's, for an executor): a mode
-    /// (`"all"`, `"probation"`), or `{ mode, maxBackoff, quietPeriod }`, whose fields
-    /// replace `base`'s one by one. (Static messages: the path says where.)
-    fn recovery(&mut self, value: Option<&Value>, path: &str, base: RecoveryRule) -> RecoveryRule {
-        const MODES: &str = "is \"all\" or \"probation\"";
-        let mut rule = base;
-        let Some(value) = value.filter(|v| !v.is_null()) else {
-            return rule;
-        };
-        let Some(fields) = value.as_object() else {
-            match RecoveryMode::from_json(value) {
-                Ok(mode) => rule.mode = mode,
-                Err(_) => self.fail(
-                    path,
-                    "`recovery` is \"all\" or \"probation\", or a record of mode, maxBackoff and quietPeriod",
-                ),
-            }
-            return rule;
-        };
-        for (key, item) in fields {
-            let at = format!("{path}.{key}");
-            match key.as_str() {
-                "mode" => match RecoveryMode::from_json(item) {
-                    Ok(mode) => rule.mode = mode,
-                    Err(_) => self.fail(at, ["`mode` ", MODES].concat()),
-                },
-                "maxBackoff" => match whole_number(item) {
-                    Some(n) if n >= 1 && n <= u64::from(MAX_BACKOFF) => rule.max_backoff = n as u32,
-                    _ => self.fail(at, "`maxBackoff` is a whole number from 1 to 1024"),
-                },
-                "quietPeriod" => match item.as_str().and_then(parse_duration) {
-                    Some(ms) if ms > 0 => rule.quiet_ms = Some(ms),
-                    _ => self.fail(
-                        at,
-                        "`quietPeriod` is a duration longer than 0, such as \"10 minutes\"",
-                    ),
-                },
-                _ => self.fail(
-                    at,
-                    format!("unknown field '{key}' of `recovery` (mode, maxBackoff, quietPeriod)"),
-                ),
-            }
-        }
-        rule
-    }
-
-    /// An `exclusion` at `path`: `{ consecutiveFailures }`, over `base` (the
-    /// document's, for an executor).
-    fn exclusion(&mut self, value: Option<&Value>, path: &str, base: u32) -> u32 {
-        let Some(value) = value.filter(|v| !v.is_null()) else {
-            return base;
-        };
-        let Some(fields) = value.as_object() else {
-            self.fail(path, "`exclusion` is a record: { consecutiveFailures }");
-            return base;
-        };
-        let mut count = base;
-        for (key, item) in fields {
-            let at = format!("{path}.{key}");
-            match (key.as_str(), whole_number(item)) {
-                ("consecutiveFailures", Some(n)) if n <= u64::from(MAX_CONSECUTIVE_FAILURES) => {
-                    count = n as u32
-                }
-                ("consecutiveFailures", _) => self.fail(
-                    at,
-                    "`consecutiveFailures` is a whole number from 0 (never) to 1000",
-                ),
-                _ => self.fail(
-                    at,
-                    format!("unknown field '{key}' of `exclusion` (consecutiveFailures)"),
-                ),
-            }
-        }
-        count
-    }
-
-    fn cooldown(&mut self, value: Option<&Value>, place: &str, who: &str) -> Cooldowns {
-        let mut cooldown = Cooldowns::default();
-        let Some(value) = value else {
-            return cooldown;
-        };
-        let Some(entries) = value.as_object() else {
-            self.fail(
-                format!("{place}.cooldown"),
-                format!("{who} has a cooldown that is not a record of durations"),
-            );
-            return cooldown;
-        };
-        for (name, text) in entries {
-            let path = format!("{place}.cooldown.{name}");
-            let target = match name.as_str() {
-                "usageLimit" => &mut cooldown.usage_limit_ms,
-                "rateLimit" => &mut cooldown.rate_limit_ms,
-                "outage" => &mut cooldown.outage_ms,
-                _ => {
-                    self.fail(
-                        path,
-                        format!("{who} has an unknown cooldown '{name}' (usageLimit, rateLimit, outage)"),
-                    );
-                    continue;
-                }
-            };
-            match text.as_str().and_then(parse_duration) {
-                Some(ms) => *target = ms,
-                None => {
-                    // The seed's wording quotes the text: `cooldown '30 parsecs'`.
-                    let shown = match text.as_str() {
-                        Some(s) => format!("'{s}'"),
-                        None => to_text(text),
-                    };
-                    self.fail(
-                        path,
-                        format!("{who} has an unreadable {name} cooldown {shown}"),
-                    )
-                }
-            }
-        }
-        cooldown
     }
 }
 
