@@ -8,8 +8,8 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::{health_server, policy, wait_for};
-use rota_host::{ExclusionKind, LeaseOptions, Options, Roster};
+use common::{build_probing, health_server, wait_for};
+use rota_host::{ExclusionKind, LeaseOptions};
 use serde_json::json;
 
 /// A real refused connection: a port bound, closed, then connected to.
@@ -31,19 +31,7 @@ async fn a_refused_connection_takes_an_executor_with_a_health_url_out_until_it_a
         { "id": "local", "harness": "lm-studio", "roles": ["coder"], "health": server.url },
         { "id": "remote", "harness": "pi", "roles": ["coder"], "priority": 2 },
     ] });
-    let options = Options {
-        health_probe_interval_ms: 40,
-        idle_probe_interval_ms: 40,
-        ..Options::default()
-    };
-    let roster = Roster::builder()
-        .document(document)
-        .options(options)
-        .module(policy())
-        .probe_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .expect("roster");
+    let roster = build_probing(document).await;
     let mut events = roster.subscribe();
     let error = refused().await;
     assert_eq!(error.kind(), std::io::ErrorKind::ConnectionRefused);

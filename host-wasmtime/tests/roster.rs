@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{
-    broken_guest, build, health_server, policy, policy_file, roster, scripted_guest, wait_for, ABI,
+    broken_guest, build, build_probing, health_server, policy, policy_file, roster, scripted_guest,
+    wait_for, ABI,
 };
 // The core's types as the host re-exports them: no direct rota-core dependency needed.
 use rota_host::{
@@ -274,19 +275,7 @@ async fn health_probes_over_loopback_bring_an_executor_back() {
     let document = json!({ "signals": { "outage": ["ECONNRESET"] }, "executors": [
         { "id": "local", "harness": "opencode", "roles": ["coder"], "health": server.url },
     ] });
-    let options = Options {
-        health_probe_interval_ms: 40,
-        idle_probe_interval_ms: 40,
-        ..Options::default()
-    };
-    let roster = Roster::builder()
-        .document(document)
-        .options(options)
-        .module(policy())
-        .probe_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .expect("roster");
+    let roster = build_probing(document).await;
     let mut events = roster.subscribe();
     let io = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
     let exclusion = roster

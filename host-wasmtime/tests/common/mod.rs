@@ -244,3 +244,21 @@ pub async fn build(document: Value) -> Roster {
         .await
         .expect("roster")
 }
+
+/// A roster over `document` that probes health URLs every 40 ms (a probe times out
+/// after 2 s): the tests that wait for a probe to bring an executor back.
+pub async fn build_probing(document: Value) -> Roster {
+    let options = rota_host::Options {
+        health_probe_interval_ms: 40,
+        idle_probe_interval_ms: 40,
+        ..rota_host::Options::default()
+    };
+    Roster::builder()
+        .document(document)
+        .options(options)
+        .module(policy())
+        .probe_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .expect("roster")
+}
